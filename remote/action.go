@@ -1,0 +1,85 @@
+// Package remote is the fleet: the hosts bringup watches, the one door
+// actions go in through (Fleet.Do), and the fan-in that folds every host's
+// signals into startups and hands batched snapshots to the UI and to
+// `bringup watch`. Transports live in subpackages (sshx, systemd, journal,
+// probe, gpu for real hosts; sim for simulated ones).
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"bringup/remote/event"
+)
+
+// ActionKind names an action on a host.
+type ActionKind string
+
+// The actions. All of them change the host.
+const (
+	ActSetMode     ActionKind = "mode"         // set a kernel's mode (drop-in + daemon-reload)
+	ActRestart     ActionKind = "restart"      // restart the unit and watch the new invocation
+	ActStop        ActionKind = "stop"         // stop the unit
+	ActResetFailed ActionKind = "reset-failed" // clear the unit's failed state and start limit
+	ActRedeploy    ActionKind = "redeploy"     // sync the kernel's files to the host
+)
+
+// AllActionKinds lists every action kind, for exhaustive checks.
+var AllActionKinds = []ActionKind{ActSetMode, ActRestart, ActStop, ActResetFailed, ActRedeploy}
+
+// Action is one change to make on a host.
+type Action struct {
+	Kind   ActionKind `json:"kind"`
+	Kernel string     `json:"kernel,omitempty"` // for ActSetMode and ActRedeploy
+	Mode   string     `json:"mode,omitempty"`   // for ActSetMode
+}
+
+// String names the action the way the log of remote commands shows it.
+func (a Action) String() string {
+	switch a.Kind {
+	case ActSetMode:
+		return fmt.Sprintf("mode %s=%s", a.Kernel, a.Mode)
+	case ActRedeploy:
+		if a.Kernel != "" {
+			return "redeploy " + a.Kernel
+		}
+	}
+	return string(a.Kind)
+}
+
+// Effect says in plain words what the action will do, for confirmations.
+func (a Action) Effect(unit string) string {
+	switch a.Kind {
+	case ActSetMode:
+		return fmt.Sprintf("set %s to mode %q for %s (takes effect at the next restart)", a.Kernel, a.Mode, unit)
+	case ActRestart:
+		return fmt.Sprintf("restart %s (the service stops serving until it is up again, ~10 min)", unit)
+	case ActStop:
+		return fmt.Sprintf("stop %s", unit)
+	case ActResetFailed:
+		return fmt.Sprintf("clear the failed state and start limit of %s", unit)
+	case ActRedeploy:
+		k := a.Kernel
+		if k == "" {
+			k = "the kernel"
+		}
+		return fmt.Sprintf("copy the local build of %s to the host (takes effect at the next restart)", k)
+	}
+	return string(a.Kind)
+}
+
+// Emit hands one event to the fleet. It blocks while the fleet is busy and
+// returns false once the fleet has stopped.
+type Emit func(event.Event) bool
+
+// Driver is one host's connection: SSH-backed or simulated.
+type Driver interface {
+	// Name is the host's name as the user wrote it.
+	Name() string
+	// Run streams the host's events until ctx ends, and owns every
+	// goroutine it starts; it returns after they have stopped.
+	Run(ctx context.Context, emit Emit) error
+	// Do performs a on the host. Progress may be reported through emit;
+	// the returned error is the outcome.
+	Do(ctx context.Context, a Action, emit Emit) error
+}

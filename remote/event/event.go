@@ -1,0 +1,146 @@
+// Package event defines the signals that flow up from a host: journal
+// entries, unit-state changes, probe results, GPU samples, connection state
+// and action results. Every producer (SSH-backed or simulated) emits these,
+// and every consumer (the phase engine, the fleet, the recorder) reads them,
+// so the package is a leaf: it imports nothing of bringup.
+package event
+
+import "time"
+
+// Kind names which payload of an Event is set.
+type Kind string
+
+// The kinds of event. Exactly one payload field of Event matches the kind.
+const (
+	KindJournal Kind = "journal" // a journal entry of the unit (Journal)
+	KindUnit    Kind = "unit"    // a unit property change (Unit)
+	KindProbe   Kind = "probe"   // a readiness probe result (Probe)
+	KindGPU     Kind = "gpu"     // a GPU sample (GPU)
+	KindConn    Kind = "conn"    // the host connection changed state (Conn)
+	KindAction  Kind = "action"  // an action started, progressed or ended (Action)
+	KindGap     Kind = "gap"     // lines may be missing: cursor lost, journald suppression, dropped (Gap)
+)
+
+// Event is one signal from one host. Time is the host's own timestamp
+// (journald __REALTIME_TIMESTAMP, a unit *Timestamp property); Seen is when
+// this process received it. Durations are computed from Time only.
+type Event struct {
+	Host string    `json:"host"`
+	Kind Kind      `json:"kind"`
+	Time time.Time `json:"time"`
+	Seen time.Time `json:"seen"`
+
+	Journal *Journal      `json:"journal,omitempty"`
+	Unit    *Unit         `json:"unit,omitempty"`
+	Probe   *Probe        `json:"probe,omitempty"`
+	GPU     *GPU          `json:"gpu,omitempty"`
+	Conn    *Conn         `json:"conn,omitempty"`
+	Action  *ActionResult `json:"action,omitempty"`
+	Gap     *Gap          `json:"gap,omitempty"`
+}
+
+// Journal is one journald entry about the watched unit.
+type Journal struct {
+	Cursor       string `json:"cursor,omitempty"`
+	Unit         string `json:"unit,omitempty"`          // _SYSTEMD_UNIT or UNIT
+	InvocationID string `json:"invocation_id,omitempty"` // _SYSTEMD_INVOCATION_ID or INVOCATION_ID
+	PID          int    `json:"pid,omitempty"`
+	Priority     int    `json:"priority"`
+	MessageID    string `json:"message_id,omitempty"` // set on systemd's own lines about the unit
+	Message      string `json:"message"`              // sanitised text, one line
+	Truncated    bool   `json:"truncated,omitempty"`  // the message was cut at the size limit
+	// Fields holds the structured extras systemd attaches to its messages
+	// (JOB_RESULT, UNIT_RESULT, EXIT_CODE, EXIT_STATUS, N_RESTARTS).
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// Unit is the state of the watched systemd unit as read from the host.
+type Unit struct {
+	Name          string    `json:"name"`
+	ActiveState   string    `json:"active_state"` // active, activating, deactivating, inactive, failed
+	SubState      string    `json:"sub_state"`    // running, start, auto-restart, dead, failed, …
+	Result        string    `json:"result,omitempty"`
+	InvocationID  string    `json:"invocation_id,omitempty"`
+	NRestarts     int       `json:"n_restarts"`
+	MainPID       int       `json:"main_pid,omitempty"`
+	ExecMainStart time.Time `json:"exec_main_start,omitzero"`
+	// Environment is the unit's Environment property (KEY=VALUE), which
+	// carries the kernel mode variables the next start will use.
+	Environment      []string `json:"environment,omitempty"`
+	DropInPaths      []string `json:"drop_in_paths,omitempty"`
+	NeedDaemonReload bool     `json:"need_daemon_reload,omitempty"`
+	ExecStart        string   `json:"exec_start,omitempty"`
+	// Path says how the state was read: "dbus", "stdio-bridge", "systemctl", "sim".
+	Path string `json:"path,omitempty"`
+}
+
+// Probe is one readiness probe of the service's HTTP endpoint.
+type Probe struct {
+	Path    string        `json:"path"`
+	Status  int           `json:"status"` // HTTP status; 0 when no answer
+	OK      bool          `json:"ok"`
+	Latency time.Duration `json:"latency"`
+	Err     string        `json:"err,omitempty"`
+}
+
+// GPU is one sample of every GPU on a host.
+type GPU struct {
+	Devices []GPUDevice `json:"devices"`
+}
+
+// GPUDevice is one GPU's reading in a sample.
+type GPUDevice struct {
+	Index       int     `json:"index"`
+	Name        string  `json:"name,omitempty"`
+	MemUsedMiB  int     `json:"mem_used_mib"`
+	MemTotalMiB int     `json:"mem_total_mib"`
+	UtilPct     int     `json:"util_pct"`
+	PowerW      float64 `json:"power_w"`
+}
+
+// ConnState is the state of the connection to a host.
+type ConnState string
+
+// Connection states.
+const (
+	ConnConnecting  ConnState = "connecting"
+	ConnUp          ConnState = "up"
+	ConnDown        ConnState = "down"        // lost; reconnecting with backoff
+	ConnUnreachable ConnState = "unreachable" // gave up, or a failure that is never retried (host key, auth)
+)
+
+// Conn reports a change of the connection to a host.
+type Conn struct {
+	State ConnState `json:"state"`
+	Err   string    `json:"err,omitempty"`
+	// Retry is when the next attempt is due, for ConnDown.
+	Retry time.Time `json:"retry,omitzero"`
+}
+
+// ActionStage says where an action is.
+type ActionStage string
+
+// Action stages.
+const (
+	ActionStarted  ActionStage = "started"
+	ActionProgress ActionStage = "progress"
+	ActionDone     ActionStage = "done"
+	ActionFailed   ActionStage = "failed"
+)
+
+// ActionResult reports an action taken on a host.
+type ActionResult struct {
+	ID      int         `json:"id"`
+	Name    string      `json:"name"` // e.g. "restart", "mode kdtree-verify=on"
+	Stage   ActionStage `json:"stage"`
+	Detail  string      `json:"detail,omitempty"`
+	Err     string      `json:"err,omitempty"`
+	Percent int         `json:"percent,omitempty"`
+}
+
+// Gap says that lines may be missing from the journal view.
+type Gap struct {
+	Reason  string `json:"reason"`            // "cursor-lost", "suppressed", "dropped", "reconnect"
+	Count   int    `json:"count,omitempty"`   // lines known lost, when known
+	Message string `json:"message,omitempty"` // human text, sanitised
+}

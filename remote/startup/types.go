@@ -1,0 +1,151 @@
+// Package startup folds a host's signals (unit-state changes, journal
+// entries, probe results) into its startup: the phase it is in, when each
+// phase began and ended, progress where the logs give it, and on failure a
+// diagnosis with a stable cause, the evidence lines and a one-line hint.
+//
+// It is pure: no IO, and no clock but the timestamps on the events and the
+// "now" handed to Tick. Rules that recognise log lines are data (RulePack),
+// with built-in packs for SGLang and vLLM.
+package startup
+
+import (
+	"time"
+)
+
+// Phase is where a host's service is in its startup.
+type Phase string
+
+// The phases, in startup order, then the ones off the path.
+const (
+	Stopped      Phase = "stopped"
+	Starting     Phase = "starting"
+	Init         Phase = "init"
+	Weights      Phase = "weights"
+	KVCache      Phase = "kv-cache"
+	GraphCapture Phase = "graph-capture"
+	HTTP         Phase = "http"
+	Warmup       Phase = "warmup"
+	Serving      Phase = "serving"
+
+	Failed     Phase = "failed"     // the invocation ended in failure; see Diagnosis
+	Restarting Phase = "restarting" // systemd scheduled an automatic restart
+	Stuck      Phase = "stuck"      // no progress for longer than normal
+	Unknown    Phase = "unknown"    // host unreachable; the last known state is kept
+)
+
+// Order is the startup path in order.
+var Order = []Phase{Stopped, Starting, Init, Weights, KVCache, GraphCapture, HTTP, Warmup, Serving}
+
+// Rank is p's position on the startup path, or -1 for phases off it.
+func (p Phase) Rank() int {
+	for i, q := range Order {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// Terminal reports whether p ends a startup (serving or failed).
+func (p Phase) Terminal() bool { return p == Serving || p == Failed }
+
+// Span is one phase of one invocation, with its host-side start and end.
+// End is zero while the phase is current.
+type Span struct {
+	Phase Phase     `json:"phase"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end,omitzero"`
+}
+
+// Duration is the span's length, measured to now while it is open.
+func (s Span) Duration(now time.Time) time.Duration {
+	if s.End.IsZero() {
+		return now.Sub(s.Start)
+	}
+	return s.End.Sub(s.Start)
+}
+
+// Progress is how far the current phase is, where the logs say.
+type Progress struct {
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+	Label string `json:"label,omitempty"` // e.g. "shards", "bs=64"
+}
+
+// Known reports whether p holds a count.
+func (p Progress) Known() bool { return p.Total > 0 }
+
+// Fraction is Done/Total in [0,1], or 0 when unknown.
+func (p Progress) Fraction() float64 {
+	if p.Total <= 0 {
+		return 0
+	}
+	return min(1, float64(p.Done)/float64(p.Total))
+}
+
+// Diagnosis explains why an invocation failed.
+type Diagnosis struct {
+	// Cause is a stable id such as "graph-capture-host-sync" or "gpu-oom";
+	// scripts match on it.
+	Cause string `json:"cause"`
+	// Summary is the one line a person reads first.
+	Summary string `json:"summary"`
+	// Hint names the fix.
+	Hint string `json:"hint"`
+	// Phase is the phase the failure happened in.
+	Phase Phase `json:"phase"`
+	// Time is the host time of the root-cause line.
+	Time time.Time `json:"time"`
+	// Evidence is the root-cause line first, then the lines that support it.
+	Evidence []string `json:"evidence"`
+	// KernelMode names the kernel mode in force when it is part of the
+	// cause, e.g. "kdtree-verify=validate".
+	KernelMode string `json:"kernel_mode,omitempty"`
+}
+
+// Startup is the fold of one host's signals.
+type Startup struct {
+	Phase        Phase     `json:"phase"`
+	PhaseSince   time.Time `json:"phase_since"`
+	InvocationID string    `json:"invocation_id,omitempty"`
+	// StartedAt is when the current invocation began (its first signal).
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Spans are the phases of the current invocation in order.
+	Spans    []Span     `json:"spans,omitempty"`
+	Progress Progress   `json:"progress"`
+	Diag     *Diagnosis `json:"diagnosis,omitempty"`
+	Engine   string     `json:"engine,omitempty"` // "sglang", "vllm" or "" while unknown
+
+	// Evidence for serving: all three must hold.
+	UnitActive bool `json:"unit_active"`
+	ReadySeen  bool `json:"ready_seen"`
+	ProbeOK    bool `json:"probe_ok"`
+
+	// LastProgress is the host time of the last line that moved the startup on.
+	LastProgress time.Time `json:"last_progress,omitzero"`
+	// Restarts counts restarts of the unit (from NRestarts and new
+	// invocation ids, never from signals alone).
+	Restarts int `json:"restarts"`
+}
+
+// ChangeKind says what a Change reports.
+type ChangeKind string
+
+// Change kinds.
+const (
+	ChangePhase ChangeKind = "phase"  // entered a new phase
+	ChangeFail  ChangeKind = "failed" // the invocation failed; Diag is set
+	ChangeUnit  ChangeKind = "unit"   // the unit's ActiveState/SubState changed
+)
+
+// Change is one thing worth a line in `bringup watch`.
+type Change struct {
+	Kind  ChangeKind `json:"kind"`
+	Time  time.Time  `json:"time"` // host time
+	Phase Phase      `json:"phase"`
+	From  Phase      `json:"from,omitempty"`
+	// Unit is "ActiveState/SubState" for ChangeUnit.
+	Unit     string     `json:"unit,omitempty"`
+	Diag     *Diagnosis `json:"diagnosis,omitempty"`
+	Progress Progress   `json:"progress"`
+}
