@@ -69,6 +69,8 @@ type HostState struct {
 // HostChange is a startup change on one host.
 type HostChange struct {
 	Host string `json:"host"`
+	// Seen is when the event that caused the change was received here.
+	Seen time.Time `json:"seen"`
 	startup.Change
 }
 
@@ -247,51 +249,39 @@ func (f *Fleet) fold(ctx context.Context) {
 	ticker := time.NewTicker(f.opts.Flush)
 	defer ticker.Stop()
 
+	// pending accumulates until the consumer takes it. Sending is enabled
+	// only right after a tick has put a fresh snapshot on it, and disabled
+	// again when a new event lands, so a batch's snapshot always includes
+	// its events.
 	var pending Batch
 	dirty := true
-	var out chan Batch // nil until a batch is ready, so the send case is off
-	var ready Batch
+	var out chan Batch // nil while sending is off
 	for {
 		select {
 		case <-ctx.Done():
-			// Drain what drivers already handed over, then deliver a last
-			// batch if anyone is still reading.
 			return
 		case ev := <-f.in:
 			f.apply(hosts, &pending, ev)
 			dirty = true
+			out = nil
 		case <-ticker.C:
 			now := f.opts.Clock.Now()
 			for _, h := range hosts {
 				for _, c := range h.tracker.Tick(now) {
-					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Change: c})
+					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: time.Now(), Change: c})
 					dirty = true
 				}
 			}
 			if dirty {
-				ready = merge(ready, pending, snapshot(hosts), out != nil)
-				pending = Batch{}
+				pending.Hosts = snapshot(hosts)
 				out = f.out
 				dirty = false
 			}
-		case out <- ready:
-			ready = Batch{}
+		case out <- pending:
+			pending = Batch{}
 			out = nil
 		}
 	}
-}
-
-// merge adds pending onto a batch that is still waiting for its consumer.
-func merge(waiting, pending Batch, hosts []HostState, stillWaiting bool) Batch {
-	if !stillWaiting {
-		pending.Hosts = hosts
-		return pending
-	}
-	waiting.Hosts = hosts
-	waiting.Events = append(waiting.Events, pending.Events...)
-	waiting.Changes = append(waiting.Changes, pending.Changes...)
-	waiting.Dropped += pending.Dropped
-	return waiting
 }
 
 func snapshot(hosts []*hostFold) []HostState {
@@ -350,30 +340,35 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		}
 	}
 	for _, c := range h.tracker.Apply(ev) {
-		pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Change: c})
+		pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: ev.Seen, Change: c})
 	}
 	if ev.Kind == event.KindGPU {
 		return // kept in the snapshot; no need to repeat in the event list
 	}
 	pending.Events = append(pending.Events, ev)
 	if n := len(pending.Events) - f.opts.MaxPendingLines; n > 0 {
-		pending.Events, pending.Dropped = dropJournal(pending.Events, n, pending.Dropped)
-		h.state.Dropped += n
+		pending.Events = dropJournal(pending.Events, n, func(host string) {
+			pending.Dropped++
+			if j, ok := f.byName[host]; ok {
+				hosts[j].state.Dropped++
+			}
+		})
 	}
 }
 
-// dropJournal removes the n oldest journal events (never state changes).
-func dropJournal(evs []event.Event, n, dropped int) ([]event.Event, int) {
+// dropJournal removes the n oldest journal events (never state changes),
+// telling counted which host lost each.
+func dropJournal(evs []event.Event, n int, counted func(host string)) []event.Event {
 	out := evs[:0]
 	for _, ev := range evs {
 		if n > 0 && ev.Kind == event.KindJournal {
 			n--
-			dropped++
+			counted(ev.Host)
 			continue
 		}
 		out = append(out, ev)
 	}
-	return out, dropped
+	return out
 }
 
 // sanitizeEvent passes every remote string of ev through the sanitiser.
