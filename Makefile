@@ -1,0 +1,26 @@
+# The README's two commands: `make demo` and `make test`.
+GO ?= go
+
+.PHONY: demo test check deps build bench
+
+demo:
+	$(GO) run ./cmd/bringup demo
+
+# test installs what the end-to-end tests need (as root, only what is
+# missing), then runs every check CI runs.
+test: deps check
+	$(GO) test -race -count=1 ./...
+
+deps:
+	bash .ci/deps
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o bringup ./cmd/bringup
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./remote/... ./ui/...
