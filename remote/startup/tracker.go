@@ -1,6 +1,7 @@
 package startup
 
 import (
+	"slices"
 	"time"
 
 	"bringup/kernels"
@@ -10,36 +11,658 @@ import (
 // Options configures a Tracker.
 type Options struct {
 	// Engine is "sglang", "vllm", or "auto"/"" to detect it from the logs.
+	// While it is unknown every pack applies.
 	Engine string
 	// Kernels says which kernel modes are capture-safe; the modes in force
 	// are read from the unit's Environment.
 	Kernels kernels.Catalog
-	// Packs are the rule packs; nil means the built-in ones.
+	// Packs are the rule packs; nil means the built-in ones. Packs that do
+	// not compile are left out: check them with RulePack.Compile when the
+	// config is loaded, where the error can be shown.
 	Packs []RulePack
+	// Compiled, when set, is used instead of Packs, so that a fleet compiles
+	// its packs once and shares them between hosts.
+	Compiled []*CompiledPack
+	// RequireProbe makes serving wait for a successful probe. When false, a
+	// probe is required only once the host has produced a probe event:
+	// hosts that are probed wait for one OK, hosts that are not (a plain
+	// demo) serve on "unit active + ready line".
+	RequireProbe bool
+	// StuckAfter overrides, per phase, how long a phase may go without a
+	// progressing line before the startup counts as stuck; zero or negative
+	// disables the check for that phase. Phases not listed use
+	// DefaultStuckAfter.
+	StuckAfter map[Phase]time.Duration
 }
 
-// RulePack is a set of rules for one engine. (Placeholder until the rule
-// engine lands.)
-type RulePack struct {
-	Engine string
+// DefaultStuckAfter is how long each phase may go without progress before
+// it counts as stuck. Weight loading prints a line per shard, so a few
+// minutes of silence is already odd; the rest print little.
+func DefaultStuckAfter() map[Phase]time.Duration {
+	return map[Phase]time.Duration{
+		Init:         5 * time.Minute,
+		Weights:      3 * time.Minute,
+		KVCache:      5 * time.Minute,
+		GraphCapture: 5 * time.Minute,
+		HTTP:         5 * time.Minute,
+		Warmup:       5 * time.Minute,
+	}
 }
 
-// Tracker folds one host's events into its Startup.
+// Bounds on what a tracker keeps per invocation (STYLE: every buffer is
+// bounded). Failure candidates beyond maxCands are dropped, but the root
+// cause is the earliest, so it is among those kept.
+const (
+	maxCands    = 16
+	maxExits    = 4
+	maxEvidence = 6
+	maxRetired  = 8
+)
+
+// cand is one failure line of the invocation.
+type cand struct {
+	rule  *compiledFailure
+	line  string
+	time  time.Time
+	phase Phase
+}
+
+// Tracker folds one host's events into its Startup. It is not safe for
+// concurrent use; hand State() copies to other goroutines.
 type Tracker struct {
-	opts  Options
-	state Startup
+	opts   Options
+	set    *ruleSet
+	active []bool // per pack: applies to the current engine
+	hit    []uint64
+	stuck  map[Phase]time.Duration
+
+	st Startup
+	// under is the phase beneath the stuck and unknown overlays: a path
+	// phase, or failed, restarting, stopped.
+	under      Phase
+	underSince time.Time
+	isStuck    bool
+	stuckSince time.Time
+	unreach    bool
+	unreachAt  time.Time
+	// lastPath is the furthest path phase of this invocation, the phase a
+	// failure line belongs to even when it arrives after the failure.
+	lastPath Phase
+
+	envModes []kernels.ActiveMode // from the latest Environment seen
+	modes    []kernels.ActiveMode // in force for this invocation
+
+	unitSeen   bool
+	unitState  string
+	result     string
+	lastN      int
+	credited   bool // a restart was counted from NRestarts before its new invocation showed
+	probeSeen  bool
+	retired    []string
+	cands      []cand
+	exits      []string
+	unitCause  string // cause from systemd: host-oom-kill, start-limit-hit
+	failed     bool
+	failAt     time.Time
+	failCause  string // cause last reported in a ChangeFail
+	failFromLg bool   // the reported cause came from a log line
 }
 
 // NewTracker returns a tracker in phase Stopped.
 func NewTracker(opts Options) *Tracker {
-	return &Tracker{opts: opts, state: Startup{Phase: Stopped}}
+	t := &Tracker{opts: opts, stuck: DefaultStuckAfter()}
+	switch {
+	case opts.Compiled != nil:
+		t.set = newRuleSet(opts.Compiled)
+	case opts.Packs != nil:
+		var packs []*CompiledPack
+		for _, p := range opts.Packs {
+			if c, err := p.Compile(); err == nil {
+				packs = append(packs, c)
+			}
+		}
+		t.set = newRuleSet(packs)
+	default:
+		t.set = builtinSet()
+	}
+	for p, d := range opts.StuckAfter {
+		t.stuck[p] = d
+	}
+	t.hit = make([]uint64, t.set.words())
+	t.active = make([]bool, len(t.set.packs))
+	t.under = Stopped
+	t.st = Startup{Phase: Stopped}
+	if opts.Engine != "auto" {
+		t.st.Engine = opts.Engine
+	}
+	t.selectPacks()
+	return t
+}
+
+// selectPacks marks the packs of the known engine (and generic ones)
+// active, or all of them while the engine is unknown.
+func (t *Tracker) selectPacks() {
+	for i, c := range t.set.packs {
+		t.active[i] = t.st.Engine == "" || c.Engine == "" || c.Engine == t.st.Engine
+	}
 }
 
 // Apply folds ev and reports what changed.
-func (t *Tracker) Apply(ev event.Event) []Change { return nil }
+func (t *Tracker) Apply(ev event.Event) []Change {
+	var out []Change
+	switch ev.Kind {
+	case event.KindUnit:
+		if ev.Unit != nil {
+			t.applyUnit(ev.Unit, ev.Time, &out)
+		}
+	case event.KindJournal:
+		if ev.Journal != nil {
+			t.applyJournal(ev.Journal, ev.Time, &out)
+		}
+	case event.KindProbe:
+		if ev.Probe != nil {
+			t.probeSeen = true
+			t.st.ProbeOK = ev.Probe.OK
+		}
+	case event.KindConn:
+		if ev.Conn != nil {
+			t.applyConn(ev.Conn.State, ev.Time, &out)
+		}
+	}
+	t.checkServing(ev.Time, &out)
+	return out
+}
 
-// Tick re-evaluates time-based state (stuck detection) at host time now.
-func (t *Tracker) Tick(now time.Time) []Change { return nil }
+// Tick re-evaluates time-based state at host time now: a phase that has
+// gone without a progressing line for longer than its threshold becomes
+// stuck. A later progressing line moves it on.
+func (t *Tracker) Tick(now time.Time) []Change {
+	if t.unreach || t.isStuck {
+		return nil
+	}
+	limit, ok := t.stuck[t.under]
+	if !ok || limit <= 0 {
+		return nil
+	}
+	last := t.st.LastProgress
+	if last.Before(t.underSince) {
+		last = t.underSince
+	}
+	if now.Sub(last) <= limit {
+		return nil
+	}
+	var out []Change
+	from := t.display()
+	t.isStuck, t.stuckSince = true, now
+	t.emitPhase(from, now, &out)
+	return out
+}
 
-// State returns a copy of the current startup.
-func (t *Tracker) State() Startup { return t.state }
+// State returns a deep copy of the current startup, safe to hand to
+// another goroutine.
+func (t *Tracker) State() Startup {
+	s := t.st
+	s.Spans = slices.Clone(t.st.Spans)
+	s.Diag = t.st.Diag.clone()
+	return s
+}
+
+func (d *Diagnosis) clone() *Diagnosis {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Evidence = slices.Clone(d.Evidence)
+	return &c
+}
+
+// display is the phase shown: the overlays win over the phase beneath.
+func (t *Tracker) display() Phase {
+	switch {
+	case t.unreach:
+		return Unknown
+	case t.isStuck:
+		return Stuck
+	}
+	return t.under
+}
+
+// emitPhase reports a change of the displayed phase, if there is one.
+func (t *Tracker) emitPhase(from Phase, at time.Time, out *[]Change) {
+	to := t.display()
+	t.st.StuckIn, t.st.LastKnown = "", ""
+	if t.isStuck {
+		t.st.StuckIn = t.under
+	}
+	if t.unreach {
+		t.st.LastKnown = t.under
+		if t.isStuck {
+			t.st.LastKnown = Stuck
+		}
+	}
+	if to == from {
+		return
+	}
+	t.st.Phase = to
+	switch to {
+	case Unknown:
+		t.st.PhaseSince = t.unreachAt
+	case Stuck:
+		t.st.PhaseSince = t.stuckSince
+	default:
+		t.st.PhaseSince = t.underSince
+	}
+	*out = append(*out, Change{Kind: ChangePhase, Time: at, Phase: to, From: from, Progress: t.st.Progress})
+}
+
+// enter moves the phase beneath the overlays to p at host time at: the
+// open span ends there, and a path phase opens a new one. It also clears
+// stuck, since entering a phase is progress.
+func (t *Tracker) enter(p Phase, at time.Time, out *[]Change) {
+	from := t.display()
+	if p != t.under {
+		t.closeSpan(at)
+		if p.Rank() > Stopped.Rank() {
+			t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at})
+			t.lastPath = p
+		}
+		t.under, t.underSince = p, at
+		t.st.Progress = Progress{}
+	}
+	t.isStuck = false
+	t.st.LastProgress = at
+	t.emitPhase(from, at, out)
+}
+
+func (t *Tracker) closeSpan(at time.Time) {
+	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.IsZero() {
+		t.st.Spans[n-1].End = at
+	}
+}
+
+// onPath reports whether the startup is running: a path phase past stopped.
+func (t *Tracker) onPath() bool { return t.under.Rank() > Stopped.Rank() }
+
+// pathPhase is the phase a failure line belongs to.
+func (t *Tracker) pathPhase() Phase {
+	if t.lastPath == "" {
+		return Starting
+	}
+	return t.lastPath
+}
+
+// newInvocation starts a fresh run of the unit: what was learnt about the
+// previous one is dropped, except the engine and the restart count.
+func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
+	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
+		if t.st.InvocationID != "" {
+			t.retired = append(t.retired, t.st.InvocationID)
+			if len(t.retired) > maxRetired {
+				t.retired = t.retired[1:]
+			}
+		}
+		if !t.credited {
+			t.st.Restarts++
+		}
+	}
+	t.credited = false
+	t.closeSpan(at)
+	t.st.InvocationID, t.st.StartedAt = id, at
+	t.st.Spans, t.st.Diag, t.st.Progress = nil, nil, Progress{}
+	t.st.ReadySeen, t.st.ProbeOK = false, false
+	t.cands, t.exits = nil, nil
+	t.unitCause, t.result = "", ""
+	t.failed, t.failCause, t.failFromLg = false, "", false
+	t.lastPath = ""
+	t.modes = t.envModes
+	// The new run passes through starting whatever it was before.
+	t.under = Stopped
+	t.enter(Starting, at, out)
+}
+
+// switchInvocation handles an invocation id on an event: a new one starts
+// a run; one of an earlier run marks the event stale (false).
+func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool {
+	switch {
+	case id == "" || id == t.st.InvocationID:
+		return true
+	case slices.Contains(t.retired, id):
+		return false
+	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.under != Stopped:
+		// The first id seen names the run already under way.
+		t.st.InvocationID = id
+		if t.st.StartedAt.IsZero() {
+			t.st.StartedAt = at
+		}
+		return true
+	}
+	t.newInvocation(id, at, out)
+	return true
+}
+
+// restartOver tells whether the phase shows the previous run has ended,
+// so that a start signal without an invocation id begins a new run.
+func (t *Tracker) restartOver() bool {
+	return !t.st.StartedAt.IsZero() && (t.failed || t.under == Restarting || t.under == Stopped)
+}
+
+// countRestarts follows the unit's restart counter. The first reading is
+// the baseline; an increase counts a restart before its new invocation
+// arrives, which then does not count again.
+func (t *Tracker) countRestarts(n int) {
+	if n < 0 {
+		return
+	}
+	if !t.unitSeen {
+		t.st.Restarts = max(t.st.Restarts, n)
+	} else if n > t.lastN {
+		t.st.Restarts += n - t.lastN
+		t.credited = true
+	}
+	t.lastN, t.unitSeen = n, true
+}
+
+func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
+	if u.Environment != nil {
+		t.envModes = t.opts.Kernels.ModesIn(u.Environment)
+		if t.modes == nil {
+			t.modes = t.envModes
+		}
+	}
+	t.countRestarts(u.NRestarts)
+	if !t.switchInvocation(u.InvocationID, at, out) {
+		return
+	}
+	if s := u.ActiveState + "/" + u.SubState; s != t.unitState {
+		t.unitState = s
+		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.display(), Unit: s, Progress: t.st.Progress})
+	}
+	t.st.UnitActive = u.ActiveState == "active"
+	if u.Result != "" {
+		t.result = u.Result
+	}
+	failing := u.Result != "" && u.Result != "success"
+	switch {
+	case u.SubState == "auto-restart":
+		if failing {
+			t.fail(at, out)
+		}
+		t.enter(Restarting, at, out)
+	case u.ActiveState == "failed":
+		t.fail(at, out)
+	case u.ActiveState == "activating" || u.ActiveState == "active":
+		if u.InvocationID == "" && t.restartOver() {
+			t.newInvocation("", at, out)
+		} else if t.under == Stopped || t.under == Restarting {
+			t.enter(Starting, at, out)
+		}
+	case u.ActiveState == "inactive":
+		if failing && t.onPath() {
+			t.fail(at, out)
+		} else if !t.failed {
+			t.enter(Stopped, at, out)
+		}
+	}
+}
+
+func (t *Tracker) applyConn(s event.ConnState, at time.Time, out *[]Change) {
+	from := t.display()
+	switch s {
+	case event.ConnDown, event.ConnUnreachable:
+		if t.unreach {
+			return
+		}
+		t.unreach, t.unreachAt = true, at
+	case event.ConnUp:
+		if !t.unreach {
+			return
+		}
+		t.unreach = false
+	default:
+		return
+	}
+	t.emitPhase(from, at, out)
+}
+
+// checkServing enters serving once the evidence is complete: the unit is
+// active, the engine said it is ready, and a probe answered where probes
+// are expected.
+func (t *Tracker) checkServing(at time.Time, out *[]Change) {
+	if !t.onPath() || t.under == Serving || t.failed {
+		return
+	}
+	if !t.st.UnitActive || !t.st.ReadySeen {
+		return
+	}
+	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
+		return
+	}
+	t.enter(Serving, at, out)
+}
+
+func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
+	if !t.switchInvocation(j.InvocationID, at, out) {
+		return // a late line of an earlier run
+	}
+	msg := j.Message
+	hit := t.hit
+	clear(hit)
+	t.set.idx.scan(msg, hit)
+	if k := classifySys(j.MessageID, msg, j.PID, hit, t.set.refs); k != sysNone {
+		t.applySys(k, j, at, out)
+		return
+	}
+	if t.st.Engine == "" {
+		t.detect(msg, hit)
+	}
+	t.applyRules(msg, at, hit, out)
+}
+
+// detect names the engine from a line, by keyword or by line prefix.
+func (t *Tracker) detect(msg string, hit []uint64) {
+	for id, r := range t.set.refs {
+		if r.kind == refDetect && hit[id>>6]&(1<<(id&63)) != 0 {
+			t.st.Engine = t.set.packs[r.pack].Engine
+			t.selectPacks()
+			return
+		}
+	}
+	for _, c := range t.set.packs {
+		if c.detectRe != nil && c.Engine != "" && c.detectRe.MatchString(msg) {
+			t.st.Engine = c.Engine
+			t.selectPacks()
+			return
+		}
+	}
+}
+
+// applyRules runs the phase and failure rules whose keywords occur in msg,
+// in pack order; the first phase rule and the first failure rule that
+// match decide.
+func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, out *[]Change) {
+	phaseDone, failDone := false, false
+	for w, bits := range hit {
+		for bits != 0 {
+			b := 0
+			for bits&(1<<b) == 0 {
+				b++
+			}
+			bits &^= 1 << b
+			id := w<<6 | b
+			r := t.set.refs[id]
+			if !t.active[r.pack] {
+				continue
+			}
+			switch {
+			case r.kind == refPhase && !phaseDone:
+				phaseDone = t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out)
+			case r.kind == refFail && !failDone:
+				failDone = t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, out)
+			}
+		}
+	}
+}
+
+// applyPhase applies a phase rule to msg and reports whether it matched.
+// Phases only move forward within an invocation: a late line of an earlier
+// phase (another rank, a second draft model) counts for nothing.
+func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
+	cur := t.under
+	if t.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
+		return false
+	}
+	loc, ok := r.match(msg)
+	if !ok {
+		return true
+	}
+	if r.Ready {
+		t.st.ReadySeen = true
+	}
+	switch {
+	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
+		t.enter(r.Phase, at, out)
+	case r.Phase == "" || r.Phase == cur:
+		if t.isStuck {
+			t.enter(cur, at, out)
+		}
+		t.st.LastProgress = at
+	default:
+		return true
+	}
+	if r.re != nil && r.groups {
+		t.st.Progress = r.progress(msg, loc)
+	}
+	return true
+}
+
+// applyFailure records msg as a failure candidate if the rule matches.
+func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, out *[]Change) bool {
+	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
+		return false
+	}
+	t.addCand(r, msg, at, out)
+	return true
+}
+
+func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, out *[]Change) {
+	for _, c := range t.cands {
+		if c.line == msg {
+			return
+		}
+	}
+	phase := r.Phase
+	if phase == "" {
+		phase = t.pathPhase()
+	}
+	c := cand{rule: r, line: msg, time: at, phase: phase}
+	switch {
+	case len(t.cands) < maxCands:
+		t.cands = append(t.cands, c)
+	case !r.Wrapper && t.root() < 0:
+		// Keep room for the first specific line after a flood of wrappers.
+		t.cands[len(t.cands)-1] = c
+	default:
+		return
+	}
+	if t.failed {
+		t.updateDiag(at, out)
+	}
+}
+
+func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Change) {
+	msg := j.Message
+	switch k {
+	case sysStarting:
+		if t.restartOver() {
+			t.newInvocation(j.InvocationID, at, out)
+		} else if !t.onPath() {
+			t.enter(Starting, at, out)
+		}
+	case sysStarted:
+		if t.restartOver() && t.under != Stopped {
+			return
+		}
+		t.st.UnitActive = true
+		if !t.onPath() {
+			t.enter(Starting, at, out)
+		}
+	case sysExited:
+		t.addExit(msg)
+		t.st.UnitActive = false
+		if !exitOK(msg, j.Fields) {
+			t.fail(at, out)
+		}
+	case sysResult, sysFailedStart:
+		t.addExit(msg)
+		t.st.UnitActive = false
+		switch r := unitResult(msg, j.Fields); r {
+		case "oom-kill":
+			t.unitCause = "host-oom-kill"
+		case "start-limit-hit":
+			t.unitCause = "start-limit-hit"
+		case "":
+		default:
+			t.result = r
+		}
+		t.fail(at, out)
+	case sysStartLimit:
+		t.addExit(msg)
+		t.unitCause = "start-limit-hit"
+		t.fail(at, out)
+	case sysOOM:
+		t.addCand(&hostOOMRule, msg, at, out)
+		t.unitCause = "host-oom-kill"
+	case sysRestart:
+		t.countRestarts(restartCounter(msg, j.Fields))
+		t.enter(Restarting, at, out)
+	case sysStopping:
+		t.st.UnitActive = false
+	case sysStopped, sysSuccess:
+		t.st.UnitActive = false
+		if !t.failed && t.under != Restarting {
+			t.enter(Stopped, at, out)
+		}
+	}
+}
+
+// hostOOMRule classifies systemd's "killed by the OOM killer" line: a root
+// cause, found by the unit's own record rather than an engine pack.
+var hostOOMRule = compiledFailure{FailureRule: FailureRule{
+	Cause:   "host-oom-kill",
+	Summary: "the kernel OOM killer killed the service (host RAM, not GPU memory)",
+	Hint:    "host RAM too small for loading: add RAM or swap, or reduce loader threads; check dmesg -T | grep -i oom",
+}}
+
+func (t *Tracker) addExit(msg string) {
+	if len(t.exits) < maxExits {
+		t.exits = append(t.exits, msg)
+	}
+}
+
+// fail marks the invocation failed at host time at (the process is gone)
+// and builds its diagnosis.
+func (t *Tracker) fail(at time.Time, out *[]Change) {
+	if !t.failed {
+		t.failed, t.failAt = true, at
+	}
+	if t.under != Failed && t.under != Restarting {
+		t.enter(Failed, at, out)
+	}
+	t.updateDiag(at, out)
+}
+
+// updateDiag rebuilds the diagnosis. A ChangeFail is reported when the
+// invocation first fails, and again when a log line that arrives later
+// replaces the cause (journal lines may trail the unit's signal).
+func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
+	if !t.failed {
+		return
+	}
+	d, fromLog := t.diagnose()
+	t.st.Diag = d
+	if t.failCause == d.Cause && t.failFromLg == fromLog {
+		return
+	}
+	t.failCause, t.failFromLg = d.Cause, fromLog
+	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
+}

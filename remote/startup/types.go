@@ -123,6 +123,12 @@ type Startup struct {
 
 	// LastProgress is the host time of the last line that moved the startup on.
 	LastProgress time.Time `json:"last_progress,omitzero"`
+	// StuckIn is the phase the startup is stuck in while Phase is Stuck.
+	StuckIn Phase `json:"stuck_in,omitempty"`
+	// LastKnown is the phase before the host became unreachable, while
+	// Phase is Unknown, so the display can keep showing it (greyed).
+	LastKnown Phase `json:"last_known,omitempty"`
+
 	// Restarts counts restarts of the unit (from NRestarts and new
 	// invocation ids, never from signals alone).
 	Restarts int `json:"restarts"`

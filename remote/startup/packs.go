@@ -1,0 +1,271 @@
+package startup
+
+import "sync"
+
+// Hints shared by rules of both engines, so that the two packs say the same
+// thing about the same failure.
+const (
+	hintGraphOff  = "confirm with --disable-cuda-graph (SGLang) / --enforce-eager (vLLM), then retry without --enable-torch-compile and report the op"
+	hintWrapper   = "a secondary error: the root cause is the first error above it in the log"
+	hintModelPath = "check the model path exists and is readable by the service user; set HF_TOKEN for gated repos, HF_HUB_OFFLINE=1 when the weights are local"
+)
+
+// BuiltinPacks returns the rule packs for SGLang and vLLM. The strings come
+// from the engines' sources and real logs (research notes, logformats.md
+// §1.2, §1.3, §3.2, §3.3, §4, §7), older wordings included, because
+// releases keep rewording them.
+func BuiltinPacks() []RulePack {
+	return []RulePack{sglangPack(), vllmPack()}
+}
+
+// builtinCompiled compiles the built-in packs once for all trackers; they
+// are tested, so an error here is a bug.
+var builtinCompiled = sync.OnceValue(func() []*CompiledPack {
+	c, err := CompilePacks(BuiltinPacks())
+	if err != nil {
+		panic("startup: built-in rule packs: " + err.Error())
+	}
+	return c
+})
+
+// shardRule matches the weight-shard bar both engines print (its format
+// ends in "\n", so every refresh is its own journal line).
+var shardRule = PhaseRule{
+	Keywords: []string{"checkpoint shards", "Multi-thread loading shards"},
+	Pattern:  `(?:Loading (?:safetensors|pt) checkpoint shards|Multi-thread loading shards):\s+\d+% Completed \| (?P<done>\d+)/(?P<total>\d+)`,
+	Phase:    Weights,
+	Label:    "shards",
+}
+
+func sglangPack() RulePack {
+	return RulePack{
+		Engine: "sglang",
+		Detect: []string{"server_args=", "[gpu_id=", "sglang/srt", "sglang::", "The server is fired up"},
+		// The logger prefix: [date time TAGS], [time TAGS] (v0.3).
+		DetectPattern: `\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?: (?:DP|PP|TP|EP|ATTN_CP|MOE_DP)\d+)*\] `,
+		Phases: []PhaseRule{
+			{Keywords: []string{"server_args="}, Phase: Init},
+			{Keywords: []string{"Init torch distributed", "Init nccl begin"}, Phase: Init},
+			{Keywords: []string{"Load weight begin"}, Phase: Weights},
+			shardRule,
+			// Weights end when the load ends; the KV pool is sized right after.
+			{Keywords: []string{"Load weight end"}, Phase: KVCache},
+			{Keywords: []string{"KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
+			{
+				Keywords: []string{"Capture "},
+				Pattern:  `Capture (?:cuda graph|(?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|piecewise CUDA graph|prefill CUDA graph|(?:npu|cpu) graph) (?:begin|bs \[)`,
+				Phase:    GraphCapture,
+			},
+			{
+				Keywords: []string{"Capturing batches", "Capturing num tokens"},
+				Pattern:  `Capturing (?:batches|num tokens) \((?P<label>(?:bs|num_tokens)=\d+)?[^)]*\)(?::\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+))?`,
+				Phase:    GraphCapture,
+				Label:    "batches",
+			},
+			// ≤v0.4.1 printed the capture bar bare; only count it in capture.
+			{
+				Keywords: []string{"it/s]", "s/it]"},
+				Pattern:  `^\s*\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+) \[`,
+				InPhases: []Phase{GraphCapture},
+				Label:    "batches",
+			},
+			{Keywords: []string{"graph end.", "graph end. "}, Pattern: `Capture .*graph end\.`, Phase: GraphCapture},
+			{Keywords: []string{"cuda graph addresses"}, Phase: GraphCapture},
+			{Keywords: []string{"max_total_num_tokens=", "Engine startup timings", "Uvicorn running on", "Started server process", "Waiting for application startup", "Application startup complete"}, Phase: HTTP},
+			{
+				Keywords: []string{"model_info HTTP", "POST /generate HTTP", "POST /encode HTTP"},
+				Pattern:  `"(?:GET /(?:get_)?model_info|POST /(?:generate|encode)) HTTP/1\.[01]" 200`,
+				Phase:    Warmup,
+			},
+			{Keywords: []string{"Endpoint '/get_model_info' is deprecated", "disaggregation warmup", "disaggregation mode warmup"}, Phase: Warmup},
+			{Keywords: []string{"The server is fired up and ready to roll"}, Phase: Warmup, Ready: true},
+		},
+		Failures: append(commonSpecificFailures(), append([]FailureRule{
+			{
+				Keywords: []string{"Initialization failed. warmup error"},
+				Cause:    "warmup-failed", Phase: Warmup,
+				Summary: "the server came up but its warmup request failed",
+				Hint:    "read the warmup traceback; the first generate failed (often a kernel or memory error at the first real batch)",
+			},
+			{
+				Keywords: []string{"could finish the model loading, but there are other ranks"},
+				Cause:    "load-straggler", Phase: Weights, Wrapper: true,
+				Summary: "another tensor-parallel rank did not finish loading the weights",
+				Hint:    "look for the first error of the slow rank (often OOM) or a slow node",
+			},
+			{
+				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above"},
+				Cause:    "scheduler-crash", Wrapper: true,
+				Summary: "an SGLang scheduler process raised an exception",
+				Hint:    "the real error is in the traceback after 'Scheduler hit an exception:', on the rank that printed it",
+			},
+			{
+				Keywords: []string{"scheduler died during initialization", "scheduler is dead"},
+				Cause:    "scheduler-died", Wrapper: true,
+				Summary: "an SGLang scheduler process died without a Python traceback",
+				Hint:    "exit code -9 is SIGKILL (often the host OOM killer: dmesg -T | grep -i oom), -11 a segfault (coredumpctl)",
+			},
+			{
+				Keywords: []string{"Received sigquit from a child proces"},
+				Cause:    "child-failed", Wrapper: true,
+				Summary: "an SGLang child process failed and the server shut down",
+				Hint:    hintWrapper,
+			},
+			{
+				Keywords: []string{"DetokenizerManager hit an exception", "couldn't get a response from detokenizer"},
+				Cause:    "detokenizer", Wrapper: true,
+				Summary: "the SGLang detokenizer process died or stopped answering",
+				Hint:    "at start-up the tokenizer failed to load (check the traceback, HF rate limits); at run time a scheduler or collective hang",
+			},
+			{
+				Keywords: []string{"Watchdog timeout (self.watchdog_timeout"},
+				Cause:    "scheduler-watchdog", Wrapper: true,
+				Summary: "a forward pass hung past the scheduler watchdog",
+				Hint:    "a rank is stuck (collective hang, custom all-reduce); collect py-spy dump, try --disable-custom-all-reduce",
+			},
+		}, commonWrapperFailures()...)...),
+	}
+}
+
+func vllmPack() RulePack {
+	return RulePack{
+		Engine: "vllm",
+		Detect: []string{"vLLM API server version", "(EngineCore", "(APIServer pid=", "(VllmWorker", "LLM engine (v", "Starting vLLM"},
+		// The logger prefix: LEVEL mm-dd hh:mm:ss.
+		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
+		Phases: []PhaseRule{
+			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method="}, Phase: Init},
+			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine"}, Phase: Init},
+			{Keywords: []string{"Starting to load model"}, Phase: Weights},
+			shardRule,
+			{Keywords: []string{"Loading weights took"}, Phase: Weights},
+			// Weights end when loading is reported; profiling, compile and
+			// KV sizing follow.
+			{Keywords: []string{"Model loading took", "Loading model weights took"}, Phase: KVCache},
+			{Keywords: []string{"Available KV cache memory", "KV cache size:", "# GPU blocks:", "# cuda blocks:", "Maximum concurrency for", "torch.compile takes", "Dynamo bytecode transform", "Compiling a graph for dynamic shape", "Directly load the compiled graph"}, Phase: KVCache},
+			{
+				Keywords: []string{"Capturing CUDA graph"},
+				Pattern:  `Capturing CUDA graph(?:s \((?P<label>[^)]*)\)| shapes)(?::\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+))?`,
+				Phase:    GraphCapture,
+				Label:    "graphs",
+			},
+			{Keywords: []string{"Capturing cudagraphs for decoding", "Graph capturing finished", "CUDA graph pool memory"}, Phase: GraphCapture},
+			{Keywords: []string{"init engine (profile, create kv cache, warmup model) took", "Core engine process", "Starting vLLM API server", "Starting vLLM server", "Supported_tasks", "Supported tasks", "Available routes are", "Started server process", "Waiting for application startup"}, Phase: HTTP},
+			{Keywords: []string{"Application startup complete"}, Phase: Warmup, Ready: true},
+		},
+		Failures: append(commonSpecificFailures(), append([]FailureRule{
+			{
+				Keywords: []string{"EngineCore failed to start", "WorkerProc failed to start", "Engine core initialization failed", "WorkerProc hit an exception"},
+				Cause:    "vllm-engine-failed", Wrapper: true,
+				Summary: "the vLLM engine core failed to start",
+				Hint:    "never the cause itself: the first ERROR … [core.py] / WorkerProc line above it is",
+			},
+		}, commonWrapperFailures()...)...),
+	}
+}
+
+// commonSpecificFailures are the root-cause rules both engines share, most
+// specific first: the first rule that matches a line classifies it.
+func commonSpecificFailures() []FailureRule {
+	oom := []string{"out of memory", "OutOfMemoryError"}
+	return []FailureRule{
+		{
+			Keywords: []string{"operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported", "during CUDA graph capture"},
+			Cause:    "graph-capture-host-sync", Phase: GraphCapture,
+			Summary: "graph capture failed: an op synchronised with the host (.item(), .cpu(), RNG seed) while the stream was capturing",
+			Hint:    "find the op in the traceback; " + hintGraphOff,
+		},
+		{
+			Keywords: []string{"capturing stream has unjoined work"},
+			Cause:    "graph-capture-unjoined-work", Phase: GraphCapture,
+			Summary: "graph capture failed: a side stream's work was not joined into the capture",
+			Hint:    "a side stream is not graph-safe (e.g. DeepEP normal mode): use its low-latency mode or " + hintGraphOff,
+		},
+		{
+			Keywords: oom, InPhases: []Phase{GraphCapture},
+			Cause: "graph-capture-oom", Phase: GraphCapture,
+			Summary: "CUDA ran out of memory while capturing CUDA graphs",
+			Hint:    "lower --mem-fraction-static by 0.03-0.05 or --cuda-graph-max-bs (SGLang); lower gpu_memory_utilization or max_num_seqs (vLLM)",
+		},
+		{
+			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory"},
+			Cause:    "kv-budget", Phase: KVCache,
+			Summary: "the weights leave too little GPU memory for the KV cache",
+			Hint:    "SGLang: raise --mem-fraction-static above the printed minimum; vLLM: raise gpu_memory_utilization or lower max_model_len",
+		},
+		{
+			Keywords: oom,
+			Cause:    "gpu-oom",
+			Summary:  "CUDA ran out of GPU memory",
+			Hint:     "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
+		},
+		{
+			Keywords: []string{"is less than desired GPU memory utilization", "memory capacity is unbalanced"},
+			Cause:    "gpu-busy",
+			Summary:  "another process holds GPU memory at start-up",
+			Hint:     "find it with nvidia-smi and stop it, or lower --gpu-memory-utilization / --mem-fraction-static",
+		},
+		{
+			Keywords: []string{"NCCL error", "ncclRemoteError", "ncclSystemError", "ncclInternalError", "unhandled system error"},
+			Cause:    "nccl-error", Phase: Init,
+			Summary: "NCCL failed to set up the collective communication",
+			Hint:    "set NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+		},
+		{
+			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
+			Cause:    "internal-port-in-use",
+			Summary:  "an internal port (ZMQ, torch TCPStore) is already in use",
+			Hint:     "orphaned processes of a previous run hold it: stop the whole cgroup; or pick another --nccl-port / --dist-init-addr port",
+		},
+		{
+			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
+			Cause:    "port-in-use", Phase: HTTP,
+			Summary: "the HTTP port is already in use",
+			Hint:    "another server or a leftover of the previous run holds the port (ss -ltnp); SGLang finds out only after loading the model",
+		},
+		{
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests"},
+			Cause:    "model-fetch",
+			Summary:  "the model could not be found or downloaded",
+			Hint:     hintModelPath,
+		},
+		{
+			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status"},
+			Cause:    "jit-build",
+			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
+			Hint:     "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
+		},
+	}
+}
+
+// commonWrapperFailures are the secondary rules both engines share; they
+// come after the engine's own rules, and the catch-all exception rule last.
+func commonWrapperFailures() []FailureRule {
+	return []FailureRule{
+		{
+			Keywords: []string{"operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated", "Capture cuda graph failed", "Capture CUDA graph failed", "Capture prefill CUDA graph failed"},
+			Cause:    "graph-capture-failed", Phase: GraphCapture, Wrapper: true,
+			Summary: "CUDA graph capture failed",
+			Hint:    "read the first error above (or after the colon); usual fixes: lower --mem-fraction-static or --cuda-graph-max-bs, drop --enable-torch-compile",
+		},
+		{
+			Keywords: []string{"Watchdog caught collective operation timeout", "watchdog got stuck"},
+			Cause:    "nccl-timeout", Wrapper: true,
+			Summary: "a collective operation timed out",
+			Hint:    "one rank is dead or stuck: find the first rank that logged an error; the others only time out",
+		},
+		{
+			Keywords: []string{"Connection closed by peer"},
+			Cause:    "peer-crashed", Wrapper: true,
+			Summary: "a peer worker closed its connection (it probably crashed)",
+			Hint:    "look at the other node's log; this node is only the victim",
+		},
+		{
+			Keywords: []string{"Error: ", "Exception: "},
+			Pattern:  `(?:^|[\s:])[A-Za-z_][\w.]*(?:Error|Exception): `,
+			Cause:    "python-exception", Wrapper: true,
+			Summary: "the service raised an exception",
+			Hint:    "read the traceback; no known failure pattern matched it",
+		},
+	}
+}

@@ -1,0 +1,268 @@
+package startup
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// RulePack is the set of rules that recognise one engine's log lines. It is
+// plain data (exported string fields with json and yaml tags) so that users
+// can add packs from their config when a release changes its wording.
+type RulePack struct {
+	// Engine is "sglang", "vllm", or another name; "" makes a generic pack
+	// that applies whatever the engine is.
+	Engine string `json:"engine" yaml:"engine"`
+	// Detect lists literal substrings that identify the engine in a log line.
+	Detect []string `json:"detect,omitempty" yaml:"detect,omitempty"`
+	// DetectPattern is an RE2 pattern that identifies the engine (e.g. its
+	// line prefix); it runs only while the engine is unknown.
+	DetectPattern string        `json:"detect_pattern,omitempty" yaml:"detect_pattern,omitempty"`
+	Phases        []PhaseRule   `json:"phases,omitempty" yaml:"phases,omitempty"`
+	Failures      []FailureRule `json:"failures,omitempty" yaml:"failures,omitempty"`
+}
+
+// PhaseRule recognises a line that marks a phase or its progress.
+type PhaseRule struct {
+	// Keywords are literal, case-sensitive substrings; a line must contain
+	// at least one before Pattern is tried. They keep the cost per line low:
+	// most lines contain none and no regex runs at all.
+	Keywords []string `json:"keywords" yaml:"keywords"`
+	// Pattern is an RE2 pattern, not anchored, since lines carry prefixes.
+	// Empty means a keyword alone is a match. Named groups "done" and
+	// "total" give progress counts, "label" a progress label.
+	Pattern string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	// Phase is the phase the line starts (or reports progress in); empty
+	// means progress of whatever phase is current.
+	Phase Phase `json:"phase,omitempty" yaml:"phase,omitempty"`
+	// InPhases limits the rule to lines seen in these phases; empty means any.
+	InPhases []Phase `json:"in_phases,omitempty" yaml:"in_phases,omitempty"`
+	// Label is the progress label when the pattern has no "label" group.
+	Label string `json:"label,omitempty" yaml:"label,omitempty"`
+	// Ready marks the engine's own "ready" line.
+	Ready bool `json:"ready,omitempty" yaml:"ready,omitempty"`
+}
+
+// FailureRule recognises a failure line.
+type FailureRule struct {
+	// Keywords and Pattern work as in PhaseRule.
+	Keywords []string `json:"keywords" yaml:"keywords"`
+	Pattern  string   `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	// Cause is the stable id scripts match on, e.g. "gpu-oom".
+	Cause   string `json:"cause" yaml:"cause"`
+	Summary string `json:"summary" yaml:"summary"`
+	Hint    string `json:"hint" yaml:"hint"`
+	// Phase is the phase the failure belongs to whatever phase the startup
+	// was in (a KV budget error is printed before the KV line); empty means
+	// the phase current when the line arrived.
+	Phase Phase `json:"phase,omitempty" yaml:"phase,omitempty"`
+	// InPhases limits the rule to lines seen in these phases (CUDA OOM means
+	// one thing during capture and another during weight loading).
+	InPhases []Phase `json:"in_phases,omitempty" yaml:"in_phases,omitempty"`
+	// Wrapper marks a secondary line that points at an earlier root cause
+	// ("operation failed due to a previous error during capture"); it is
+	// evidence, and the cause only when nothing more specific was seen.
+	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
+}
+
+// CompiledPack is a RulePack with its patterns compiled. It is immutable
+// and may be shared by any number of trackers.
+type CompiledPack struct {
+	Engine   string
+	detect   []string
+	detectRe *regexp.Regexp
+	phases   []compiledPhase
+	failures []compiledFailure
+}
+
+type compiledPhase struct {
+	PhaseRule
+	re                 *regexp.Regexp
+	done, total, label int // submatch numbers of the named groups, or -1
+	groups             bool
+}
+
+type compiledFailure struct {
+	FailureRule
+	re *regexp.Regexp
+}
+
+// Compile checks p and compiles its patterns. Errors name the rule by its
+// index and field, e.g. "pack sglang: failures[3].pattern: …".
+func (p RulePack) Compile() (*CompiledPack, error) {
+	c := &CompiledPack{Engine: p.Engine, detect: p.Detect}
+	for i, kw := range p.Detect {
+		if len(kw) < 2 {
+			return nil, fmt.Errorf("pack %s: detect[%d]: keyword %q is shorter than 2 bytes", p.Engine, i, kw)
+		}
+	}
+	if p.DetectPattern != "" {
+		re, err := regexp.Compile(p.DetectPattern)
+		if err != nil {
+			return nil, fmt.Errorf("pack %s: detect_pattern: %w", p.Engine, err)
+		}
+		c.detectRe = re
+	}
+	for i, r := range p.Phases {
+		where := fmt.Sprintf("pack %s: phases[%d]", p.Engine, i)
+		re, err := compileRule(where, r.Keywords, r.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPhases(where, r.Phase, r.InPhases); err != nil {
+			return nil, err
+		}
+		cp := compiledPhase{PhaseRule: r, re: re, done: -1, total: -1, label: -1}
+		if re != nil {
+			cp.done, cp.total, cp.label = re.SubexpIndex("done"), re.SubexpIndex("total"), re.SubexpIndex("label")
+			cp.groups = cp.done >= 0 || cp.total >= 0 || cp.label >= 0
+		}
+		c.phases = append(c.phases, cp)
+	}
+	for i, r := range p.Failures {
+		where := fmt.Sprintf("pack %s: failures[%d]", p.Engine, i)
+		re, err := compileRule(where, r.Keywords, r.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPhases(where, r.Phase, r.InPhases); err != nil {
+			return nil, err
+		}
+		if r.Cause == "" {
+			return nil, fmt.Errorf("%s.cause: empty", where)
+		}
+		c.failures = append(c.failures, compiledFailure{FailureRule: r, re: re})
+	}
+	return c, nil
+}
+
+// compileRule checks a rule's keywords and compiles its pattern (nil when
+// the keywords alone decide).
+func compileRule(where string, keywords []string, pattern string) (*regexp.Regexp, error) {
+	if len(keywords) == 0 {
+		return nil, fmt.Errorf("%s.keywords: empty (every rule needs a literal keyword)", where)
+	}
+	for j, kw := range keywords {
+		if len(kw) < 2 {
+			return nil, fmt.Errorf("%s.keywords[%d]: %q is shorter than 2 bytes", where, j, kw)
+		}
+	}
+	if pattern == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%s.pattern: %w", where, err)
+	}
+	return re, nil
+}
+
+func checkPhases(where string, p Phase, in []Phase) error {
+	if p != "" && p.Rank() < 0 {
+		return fmt.Errorf("%s.phase: %q is not a startup phase", where, p)
+	}
+	for j, q := range in {
+		if q.Rank() < 0 {
+			return fmt.Errorf("%s.in_phases[%d]: %q is not a startup phase", where, j, q)
+		}
+	}
+	return nil
+}
+
+// CompilePacks compiles each pack; the first error is returned.
+func CompilePacks(packs []RulePack) ([]*CompiledPack, error) {
+	out := make([]*CompiledPack, 0, len(packs))
+	for _, p := range packs {
+		c, err := p.Compile()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// match reports whether the rule's pattern matches s; loc holds the
+// submatch positions when the rule has progress groups.
+func (r *compiledPhase) match(s string) (loc []int, ok bool) {
+	switch {
+	case r.re == nil:
+		return nil, true
+	case r.groups:
+		loc = r.re.FindStringSubmatchIndex(s)
+		return loc, loc != nil
+	default:
+		return nil, r.re.MatchString(s)
+	}
+}
+
+// progress reads the rule's progress groups out of a match.
+func (r *compiledPhase) progress(s string, loc []int) Progress {
+	p := Progress{Label: r.Label}
+	if l := group(s, loc, r.label); l != "" {
+		p.Label = l
+	}
+	p.Done = atoi(group(s, loc, r.done))
+	p.Total = atoi(group(s, loc, r.total))
+	return p
+}
+
+func group(s string, loc []int, n int) string {
+	if n < 0 || 2*n+1 >= len(loc) || loc[2*n] < 0 {
+		return ""
+	}
+	return s[loc[2*n]:loc[2*n+1]]
+}
+
+// atoi parses the digits of s, ignoring anything else (tqdm counts carry
+// no signs); it saturates rather than overflow on absurd input.
+func atoi(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' && n < 1<<40 {
+			n = n*10 + int(c-'0')
+		}
+	}
+	return n
+}
+
+func (r *compiledFailure) match(s string) bool { return r.re == nil || r.re.MatchString(s) }
+
+func inPhases(in []Phase, p Phase) bool { return len(in) == 0 || slices.Contains(in, p) }
+
+// kwIndex finds which of many literal keywords occur in a line with one
+// pass over its bytes: a bitset of the keywords' first two bytes rules out
+// almost every position, and only at the rest is a keyword compared.
+type kwIndex struct {
+	bits [1 << 16 / 64]uint64
+	by   map[uint16][]kwEntry
+}
+
+type kwEntry struct {
+	kw string
+	id int
+}
+
+func newKWIndex() *kwIndex { return &kwIndex{by: map[uint16][]kwEntry{}} }
+
+func (x *kwIndex) add(kw string, id int) {
+	bg := uint16(kw[0])<<8 | uint16(kw[1])
+	x.bits[bg>>6] |= 1 << (bg & 63)
+	x.by[bg] = append(x.by[bg], kwEntry{kw, id})
+}
+
+// scan sets bit id in hit for every keyword found in s.
+func (x *kwIndex) scan(s string, hit []uint64) {
+	for i := 0; i+1 < len(s); i++ {
+		bg := uint16(s[i])<<8 | uint16(s[i+1])
+		if x.bits[bg>>6]&(1<<(bg&63)) == 0 {
+			continue
+		}
+		for _, e := range x.by[bg] {
+			if strings.HasPrefix(s[i:], e.kw) {
+				hit[e.id>>6] |= 1 << (e.id & 63)
+			}
+		}
+	}
+}
