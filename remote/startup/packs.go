@@ -207,9 +207,9 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"NCCL error", "ncclRemoteError", "ncclSystemError", "ncclInternalError", "unhandled system error"},
-			Cause:    "nccl-error", Phase: Init,
-			Summary: "NCCL failed to set up the collective communication",
-			Hint:    "set NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+			Cause:    "nccl-error",
+			Summary:  "NCCL failed to set up the collective communication",
+			Hint:     "set NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
 		},
 		{
 			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
@@ -219,9 +219,9 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
-			Cause:    "port-in-use", Phase: HTTP,
-			Summary: "the HTTP port is already in use",
-			Hint:    "another server or a leftover of the previous run holds the port (ss -ltnp); SGLang finds out only after loading the model",
+			Cause:    "port-in-use",
+			Summary:  "the HTTP port is already in use",
+			Hint:     "another server or a leftover of the previous run holds the port (ss -ltnp); SGLang finds out only after loading the model",
 		},
 		{
 			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests"},
