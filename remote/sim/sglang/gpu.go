@@ -18,8 +18,8 @@ type Reading struct {
 	SMClockMHz int
 }
 
-// idle is an idle H200 (fixtures/gpu/nvsmi-stream.csv before the load).
-func idle(dev int) Reading {
+// Idle is an idle H200 (fixtures/gpu/nvsmi-stream.csv before the load).
+func Idle(dev int) Reading {
 	return Reading{PowerW: 79.0 + float64(dev%3), TempC: 34 + dev%2, SMClockMHz: 345}
 }
 
@@ -31,7 +31,7 @@ func idle(dev int) Reading {
 func (s *Script) GPU(at time.Duration, dev int) Reading {
 	m := s.Marks
 	if at < m.InitBegin || m.InitBegin == Never || (s.Exit != Never && at >= s.Exit) {
-		return idle(dev)
+		return Idle(dev)
 	}
 	r := Reading{TempC: 36 + dev%3, SMClockMHz: 1980, PowerW: 121.5 + float64(dev%4)/10, UtilPct: 0}
 	used := totalGiB - availAtLoad // the CUDA context after init

@@ -1,0 +1,138 @@
+// Package sim provides simulated GPU hosts: remote.Drivers that produce
+// the events a real host would (systemd unit changes, journal lines in the
+// real SGLang format, readiness probes, GPU samples) on an injected clock
+// with a speed factor, and accept the same actions. `bringup demo` and the
+// fast UI tests run on them.
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/sim/sglang"
+)
+
+// DefaultSpeed is the speed at which the seed scenario's gpu3 failure
+// (at about 631 virtual seconds) shows after about 35 real seconds.
+const DefaultSpeed = 18
+
+// DefaultScenario is the scenario an empty name selects.
+const DefaultScenario = "seed"
+
+// Options configure a simulated fleet.
+type Options struct {
+	// Speed is how many virtual seconds pass per real second when Clock
+	// is nil; zero means DefaultSpeed.
+	Speed float64
+	// Clock is the hosts' clock; nil means a ScaledClock at Speed.
+	Clock Clock
+	// Kernels is the catalog whose modes the hosts accept; a zero catalog
+	// means kernels.DefaultCatalog.
+	Kernels kernels.Catalog
+	// Unit is the unit the hosts run; empty means sglang.service.
+	Unit string
+	// Seen is the real clock stamped on events as Event.Seen; nil means
+	// time.Now.
+	Seen func() time.Time
+	// Tick is the longest real time Run sleeps between steps; zero means
+	// 50 ms.
+	Tick time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Speed <= 0 {
+		o.Speed = DefaultSpeed
+	}
+	if o.Seen == nil {
+		o.Seen = time.Now
+	}
+	if o.Clock == nil {
+		o.Clock = NewScaledClock(o.Speed, o.Seen)
+	}
+	if len(o.Kernels.Kernels) == 0 {
+		o.Kernels = kernels.DefaultCatalog()
+	}
+	if o.Unit == "" {
+		o.Unit = "sglang.service"
+	}
+	if o.Tick <= 0 {
+		o.Tick = 50 * time.Millisecond
+	}
+	return o
+}
+
+// Scenarios lists the known scenario names.
+func Scenarios() []string { return []string{"seed", "all-ok", "crashloop"} }
+
+// Scenario returns the host specs of the named scenario ("" is "seed"):
+//   - seed: gpu1..gpu4 start SGLang with weight loads of 8-9 minutes and
+//     graph captures of 85-105 s, serving after 11-12 minutes; gpu3 runs
+//     KDTREE_MODE=validate and dies as graph capture begins, at ~631 s.
+//   - all-ok: the same with gpu3 in mode on; all four serve.
+//   - crashloop: as all-ok, but gpu3's unit (Restart=on-failure) fails
+//     in NCCL init seconds after every start.
+func Scenario(name string) ([]HostSpec, error) {
+	if name == "" {
+		name = DefaultScenario
+	}
+	if !slices.Contains(Scenarios(), name) {
+		return nil, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(Scenarios(), ", "))
+	}
+	host := func(n int, after, weights, capture time.Duration, mode string) HostSpec {
+		p := sglang.Defaults()
+		p.Init, p.KV = 45*time.Second, 30*time.Second
+		p.Weights, p.Capture = weights, capture
+		return HostSpec{Name: fmt.Sprintf("gpu%d", n), StartAfter: after, Params: p,
+			Modes: map[string]string{"kdtree-verify": mode}}
+	}
+	specs := []HostSpec{
+		host(1, 0, 8*time.Minute+10*time.Second, 85*time.Second, "on"),
+		host(2, 4*time.Second, 8*time.Minute+40*time.Second, 95*time.Second, "on"),
+		// Capture begins 7 + 84.6 + 538 ≈ 630 s after the fleet starts.
+		host(3, 7*time.Second, 8*time.Minute+58*time.Second, 90*time.Second, "validate"),
+		host(4, 2*time.Second, 8*time.Minute+25*time.Second, 105*time.Second, "on"),
+	}
+	switch name {
+	case "all-ok":
+		specs[2].Modes["kdtree-verify"] = "on"
+	case "crashloop":
+		specs[2].Modes["kdtree-verify"] = "on"
+		specs[2].Failure, specs[2].Restart = sglang.FailCrashLoop, true
+	}
+	return specs, nil
+}
+
+// NewHosts builds the simulated hosts of a scenario on one clock, which
+// it returns (opts.Clock, or the scaled clock it made).
+func NewHosts(scenario string, opts Options) ([]*Host, Clock, error) {
+	specs, err := Scenario(scenario)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = opts.withDefaults()
+	if err := opts.Kernels.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("simulated fleet: %w", err)
+	}
+	hosts := make([]*Host, len(specs))
+	for i, s := range specs {
+		hosts[i] = NewHost(s, opts)
+	}
+	return hosts, opts.Clock, nil
+}
+
+// NewFleet builds the scenario's hosts as drivers for remote.Fleet.
+func NewFleet(scenario string, opts Options) ([]remote.Driver, Clock, error) {
+	hosts, clock, err := NewHosts(scenario, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	drivers := make([]remote.Driver, len(hosts))
+	for i, h := range hosts {
+		drivers[i] = h
+	}
+	return drivers, clock, nil
+}
