@@ -1,0 +1,52 @@
+package ui
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+// TestGolden renders the main screens without colour at the two reference
+// sizes. Regenerate with: go test ./ui -update
+func TestGolden(t *testing.T) {
+	screens := []struct {
+		name string
+		keys []string
+	}{
+		{"table", nil},
+		{"host-gpu3", []string{"j", "j", "enter"}},
+		{"help-table", []string{"?"}},
+		{"help-host", []string{"j", "j", "enter", "?"}},
+		{"mode-chooser", []string{"j", "j", "m"}},
+		{"mode-confirm", []string{"j", "j", "m", "j", "enter"}},
+		{"restart-confirm", []string{"j", "j", "enter", "r"}},
+		{"host-filter", []string{"j", "j", "enter", "/", "c", "u", "d", "a", "enter"}},
+	}
+	for _, size := range [][2]int{{80, 24}, {160, 48}, {60, 20}} {
+		for _, sc := range screens {
+			t.Run(fmt.Sprintf("%s-%dx%d", sc.name, size[0], size[1]), func(t *testing.T) {
+				m, _ := newTestModel(t, size[0], size[1])
+				press(m, sc.keys...)
+				out := render(m)
+				checkFits(t, out, size[0], size[1])
+				golden.RequireEqual(t, []byte(out))
+			})
+		}
+	}
+}
+
+// checkFits fails when a frame would wrap or scroll the terminal.
+func checkFits(t *testing.T, out string, w, h int) {
+	t.Helper()
+	ls := lines(out)
+	if len(ls) != h {
+		t.Errorf("frame has %d lines, want %d", len(ls), h)
+	}
+	for i, l := range ls {
+		if lw := ansi.StringWidth(l); lw > w {
+			t.Errorf("line %d is %d cells wide, want ≤ %d: %q", i, lw, w, l)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/startup"
+)
+
+// hostLayout is how the host view spends its rows. It is computed the same
+// way in Update (to page the log by its real height) and in View.
+type hostLayout struct {
+	fullTimeline bool
+	evidence     int  // evidence lines shown in the diagnosis box
+	meta         bool // the cause/phase/time line and the hint
+	gpu          bool
+	logH         int // rows of log lines
+}
+
+const minLogRows = 5
+
+// layoutHost fits the sections into h rows, giving up detail in the order
+// that hurts least: evidence beyond two lines, the full timeline, the GPU
+// row, the diagnosis's meta lines, the rest of the evidence.
+func layoutHost(hs *remote.HostState, h int) hostLayout {
+	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0}
+	d := hs.Startup.Diag
+	if d != nil {
+		l.evidence = len(d.Evidence)
+	}
+	spans := max(1, len(hs.Startup.Spans))
+	used := func() int {
+		n := 3 // title, info, pane title
+		if l.fullTimeline {
+			n += spans
+		} else {
+			n++
+		}
+		if d != nil {
+			n += 3 + l.evidence // border ×2, summary
+			if l.meta {
+				n += 2
+			}
+		}
+		if l.gpu {
+			n++
+		}
+		return n
+	}
+	steps := []func() bool{
+		func() bool { l.evidence = min(l.evidence, 2); return true },
+		func() bool { l.fullTimeline = false; return true },
+		func() bool { l.gpu = false; return true },
+		func() bool { l.meta = false; return true },
+		func() bool { l.evidence = min(l.evidence, 1); return true },
+	}
+	for _, step := range steps {
+		if used()+minLogRows <= h {
+			break
+		}
+		step()
+	}
+	l.logH = max(0, h-used())
+	return l
+}
+
+// hostView renders one host: its state, the phase timeline, the diagnosis,
+// GPU memory and the log pane. Like the table it is a plain struct.
+type hostView struct {
+	hs     *remote.HostState
+	logs   *ring
+	lv     *logView
+	now    time.Time
+	styles Styles
+	input  string // the filter input line while typing, else ""
+}
+
+// Render draws the view in exactly h rows of at most w cells.
+func (v *hostView) Render(w, h int) string {
+	s := v.styles
+	hs := v.hs
+	st := hs.Startup
+	l := layoutHost(hs, h)
+	var out []string
+	add := func(line string) { out = append(out, clip(line, w)) }
+
+	title := s.Title.Render(hs.Name) + " · " + hs.Unit + " · " + unitText(hs)
+	if !st.StartedAt.IsZero() {
+		title += " · started " + st.StartedAt.Format("15:04:05")
+		if st.Phase != startup.Serving && !st.Phase.Terminal() {
+			title += fmt.Sprintf(" (%s ago)", fmtDur(v.now.Sub(st.StartedAt)))
+		}
+	}
+	add(title)
+	info := "phase " + s.Phase(st.Phase).Render(string(st.Phase))
+	if !st.PhaseSince.IsZero() {
+		info += " for " + fmtDur(v.now.Sub(st.PhaseSince))
+	}
+	if len(hs.Modes) > 0 {
+		info += " · mode " + modeText(hs, true)
+	}
+	if st.Restarts > 0 {
+		info += fmt.Sprintf(" · restarts %d", st.Restarts)
+	}
+	if st.Engine != "" {
+		info += " · " + st.Engine
+	}
+	add(info)
+
+	if l.fullTimeline {
+		for _, line := range v.timeline(w) {
+			add(line)
+		}
+	} else {
+		add(v.compactTimeline(w))
+	}
+	if st.Diag != nil {
+		out = append(out, strings.Split(v.diagBox(w, l), "\n")...)
+	}
+	if l.gpu {
+		add(v.gpuRow(w))
+	}
+	body, info2 := v.lv.render(v.logs, w, l.logH, s)
+	if v.input != "" {
+		add(v.input)
+	} else {
+		add(v.paneTitle(w, info2))
+	}
+	if l.logH > 0 {
+		out = append(out, body)
+	}
+	return strings.Join(out, "\n")
+}
+
+// timeline is one row per phase of the current invocation, the bar scaled
+// to the longest phase, the open phase measured to now.
+func (v *hostView) timeline(w int) []string {
+	spans := v.hs.Startup.Spans
+	if len(spans) == 0 {
+		return []string{v.styles.Dim.Render("  no startup seen yet")}
+	}
+	var longest time.Duration
+	for _, sp := range spans {
+		longest = max(longest, sp.Duration(v.now))
+	}
+	bw := max(1, min(48, w-2-13-1-1-8))
+	rows := make([]string, len(spans))
+	for i, sp := range spans {
+		d := sp.Duration(v.now)
+		n := 1
+		if longest > 0 {
+			n = max(1, int(float64(bw)*float64(d)/float64(longest)+0.5))
+		}
+		st := v.styles.Phase(sp.Phase)
+		live := " "
+		if sp.End.IsZero() {
+			live = "▸"
+		}
+		rows[i] = live + " " + st.Render(fit(string(sp.Phase), 13)) + " " +
+			st.Render(strings.Repeat("█", n)) + " " + fmtDur(d)
+	}
+	return rows
+}
+
+// compactTimeline is the timeline on one row, newest phases kept when it
+// does not fit.
+func (v *hostView) compactTimeline(w int) string {
+	spans := v.hs.Startup.Spans
+	line := ""
+	for i := len(spans) - 1; i >= 0; i-- {
+		sp := spans[i]
+		part := string(sp.Phase) + " " + fmtDur(sp.Duration(v.now))
+		next := part
+		if line != "" {
+			next = part + " › " + line
+		}
+		if len(next)+4 > w && line != "" {
+			return "  … › " + line
+		}
+		line = next
+	}
+	return "  " + line
+}
+
+// diagBox is the diagnosis: summary, where and when, the hint, and the
+// evidence with the root-cause line first and highlighted.
+func (v *hostView) diagBox(w int, l hostLayout) string {
+	s := v.styles
+	d := v.hs.Startup.Diag
+	iw := max(1, w-4)
+	lines := []string{s.DiagSummary.Render(clip("✗ "+d.Summary, iw))}
+	if l.meta {
+		meta := "cause " + d.Cause
+		if d.Phase != "" {
+			meta += " · in " + string(d.Phase)
+		}
+		if !d.Time.IsZero() {
+			meta += " at " + d.Time.Format("15:04:05")
+		}
+		if d.KernelMode != "" {
+			meta += " · mode " + d.KernelMode
+		}
+		lines = append(lines, s.Dim.Render(clip(meta, iw)), s.DiagHint.Render(clip("hint: "+d.Hint, iw)))
+	}
+	for i, e := range d.Evidence[:min(l.evidence, len(d.Evidence))] {
+		st := s.Evidence
+		if i == 0 {
+			st = s.EvidenceFirst
+		}
+		lines = append(lines, st.Render(clip("│ "+precut(e, iw), iw)))
+	}
+	return s.DiagBox.Width(w).Render(strings.Join(lines, "\n"))
+}
+
+// gpuRow is memory use over the recent samples and the newest utilisation.
+func (v *hostView) gpuRow(w int) string {
+	samples := v.hs.GPU
+	line := "GPU mem " + gpuSpark(samples, max(4, min(60, w-32)))
+	last := samples[len(samples)-1]
+	if n := len(last.Devices); n > 0 {
+		util := 0
+		for _, d := range last.Devices {
+			util += d.UtilPct
+		}
+		line += fmt.Sprintf(" · util %d%% · %d GPUs", util/n, n)
+	}
+	return "  " + line
+}
+
+// paneTitle is the log pane's rule: size, drops, follow state, filter.
+func (v *hostView) paneTitle(w int, info paneInfo) string {
+	s := v.styles
+	r := v.logs
+	parts := []string{fmt.Sprintf("journal %d lines", r.n)}
+	if dropped := r.evicted + v.hs.Dropped; dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d dropped", dropped))
+	}
+	switch newer := r.total - 1 - info.last; {
+	case v.lv.follow:
+		parts = append(parts, "follow")
+	case newer > 0:
+		parts = append(parts, fmt.Sprintf("%d new lines ↓", newer))
+	default:
+		parts = append(parts, "paused")
+	}
+	if v.lv.wrap {
+		parts = append(parts, "wrap")
+	}
+	if v.lv.query != "" {
+		parts = append(parts, fmt.Sprintf("/%s %d matches", v.lv.query, v.lv.matches))
+	}
+	t := "── " + strings.Join(parts, " · ") + " "
+	return s.Rule.Render(clip(t, w) + strings.Repeat("─", max(0, w-len([]rune(t)))))
+}

@@ -1,0 +1,103 @@
+package ui
+
+import (
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+)
+
+// KeyMap is every key the UI answers to. Help is generated from it, so a
+// binding that is not here does not exist, and one that is here is listed.
+type KeyMap struct {
+	Up, Down   key.Binding
+	Open, Back key.Binding
+	Select     key.Binding
+	Help, Quit key.Binding
+
+	Mode, Restart, ResetFailed, Redeploy key.Binding
+	Actions                              key.Binding // the log of remote commands
+
+	Filter, NextMatch, PrevMatch  key.Binding
+	Follow, Wrap                  key.Binding
+	PageUp, PageDown, Top, Bottom key.Binding
+
+	Confirm, Cancel key.Binding
+}
+
+// DefaultKeyMap follows k9s and lazygit: vim motions, esc goes back, q
+// quits, single letters act on the selected host. ctrl+b is left to tmux.
+func DefaultKeyMap() KeyMap {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return KeyMap{
+		Up:     b([]string{"k", "up"}, "↑/k", "up"),
+		Down:   b([]string{"j", "down"}, "↓/j", "down"),
+		Open:   b([]string{"enter"}, "enter", "open host"),
+		Back:   b([]string{"esc"}, "esc", "back"),
+		Select: b([]string{"space"}, "space", "select host"),
+		Help:   b([]string{"?"}, "?", "help"),
+		Quit:   b([]string{"q", "ctrl+c"}, "q", "quit"),
+
+		Mode:        b([]string{"m"}, "m", "kernel mode"),
+		Restart:     b([]string{"r"}, "r", "restart"),
+		ResetFailed: b([]string{"x"}, "x", "reset-failed"),
+		Redeploy:    b([]string{"d"}, "d", "redeploy"),
+		Actions:     b([]string{"@"}, "@", "remote commands"),
+
+		Filter:    b([]string{"/"}, "/", "filter logs"),
+		NextMatch: b([]string{"n"}, "n", "next match"),
+		PrevMatch: b([]string{"N"}, "N", "prev match"),
+		Follow:    b([]string{"f"}, "f", "follow on/off"),
+		Wrap:      b([]string{"w"}, "w", "wrap on/off"),
+		PageUp:    b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
+		PageDown:  b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
+		Top:       b([]string{"g", "home"}, "g", "oldest line"),
+		Bottom:    b([]string{"G", "end"}, "G", "newest line"),
+
+		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
+		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
+	}
+}
+
+// helpKeys is the help.KeyMap for one state of the UI.
+type helpKeys struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
+func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+
+// tableHelp is the help on the fleet table.
+func (k KeyMap) tableHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Help, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.Open, k.Select, k.Help, k.Quit},
+			{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Actions},
+		},
+	}
+}
+
+// hostHelp is the help in the host view.
+func (k KeyMap) hostHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.Mode, k.Restart},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
+			{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Help, k.Quit},
+		},
+	}
+}
+
+// dialogHelp is the help while a chooser or confirmation is open.
+func (k KeyMap) dialogHelp(confirm bool) helpKeys {
+	if confirm {
+		return helpKeys{short: []key.Binding{k.Confirm, k.Cancel}}
+	}
+	choose := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter/1-9", "choose"))
+	return helpKeys{short: []key.Binding{k.Up, k.Down, choose, k.Back}}
+}
+
+var _ help.KeyMap = helpKeys{}

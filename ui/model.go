@@ -1,0 +1,619 @@
+// Package ui is bringup's terminal UI (Bubble Tea v2): the fleet table, the
+// host view with its phase timeline, diagnosis and log pane, the help
+// overlay generated from the key map, and the confirmations that guard
+// every action on a host.
+//
+// There is one tea.Model, *Model. Its parts (the table, the host view, the
+// log pane, dialogs) are plain structs that render into a given width and
+// height. The UI does no IO: batches arrive through a re-arming command
+// that reads Source.Updates, and actions leave through Source.Do inside a
+// command. Remote text is untrusted: it is measured and cut with the ansi
+// package and never interpreted.
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+)
+
+// Source is what the UI reads and acts through; *remote.Fleet satisfies it.
+type Source interface {
+	// Updates delivers batches; the UI stops reading when it is closed.
+	Updates() <-chan remote.Batch
+	// Do starts an action and returns its id; results come back as events.
+	Do(host string, a remote.Action) (int, error)
+	// ReadOnly reports whether actions that change hosts are refused.
+	ReadOnly() bool
+}
+
+// Options configures the UI.
+type Options struct {
+	Title   string // shown in the header and the window title, e.g. "bringup demo · seed ×20"
+	Kernels kernels.Catalog
+	// Now is the host-time clock for "time in phase"; the demo passes the
+	// simulator's scaled clock. Default: time.Now.
+	Now      func() time.Time
+	NoColor  bool // from NO_COLOR
+	LogLines int  // lines kept per host (default 5000)
+}
+
+// Timing of the UI's own loops.
+const (
+	tickEvery   = 500 * time.Millisecond // refreshes "time in phase"
+	statusTTL   = 5 * time.Second        // a status message clears itself after this
+	maxActions  = 500                    // entries kept in the log of remote commands
+	defaultRing = 5000
+)
+
+// The messages the model sends itself.
+type (
+	batchMsg     remote.Batch
+	sourceClosed struct{}
+	tickMsg      struct{}
+	statusExpiry struct{ seq int }
+	// actionIssued is the answer of Source.Do: the action's id or why it
+	// was refused. It carries its host and action, so it reads on its own.
+	actionIssued struct {
+		host   string
+		action remote.Action
+		id     int
+		err    error
+	}
+)
+
+type viewKind uint8
+
+const (
+	viewTable viewKind = iota
+	viewHost
+)
+
+type overlayKind uint8
+
+const (
+	overlayNone overlayKind = iota
+	overlayHelp
+	overlayActions
+)
+
+// actionEntry is one line of the log of remote commands.
+type actionEntry struct {
+	time time.Time
+	host string
+	res  event.ActionResult
+}
+
+// Model is the root model of the UI; the only tea.Model in the package.
+type Model struct {
+	src    Source
+	opts   Options
+	keys   KeyMap
+	styles Styles
+	help   help.Model
+	filter textinput.Model
+
+	width, height int
+	now           time.Time
+	closed        bool // the source closed its channel
+
+	hosts  []remote.HostState
+	logs   map[string]*ring
+	cursor int
+	marked map[string]bool
+
+	view    viewKind
+	open    string // the host the host view shows
+	lv      logView
+	typing  bool // the filter input has focus
+	overlay overlayKind
+	dlg     *dialog
+
+	status    string
+	statusErr bool
+	statusSeq int
+	actions   []actionEntry
+}
+
+// New returns the UI over src.
+func New(src Source, opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LogLines <= 0 {
+		opts.LogLines = defaultRing
+	}
+	if opts.Title == "" {
+		opts.Title = "bringup"
+	}
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "filter logs"
+	ti.CharLimit = 200
+	m := &Model{
+		src:    src,
+		opts:   opts,
+		keys:   DefaultKeyMap(),
+		help:   help.New(),
+		filter: ti,
+		width:  80,
+		height: 24,
+		now:    opts.Now(),
+		logs:   map[string]*ring{},
+		marked: map[string]bool{},
+		lv:     newLogView(),
+	}
+	m.setStyles(true)
+	return m
+}
+
+// setStyles rebuilds every style for the background.
+func (m *Model) setStyles(isDark bool) {
+	m.styles = NewStyles(isDark, m.opts.NoColor)
+	m.help.Styles = m.styles.Help
+	ts := textinput.DefaultStyles(isDark)
+	ts.Cursor.Blink = false // a blinking cursor is a tick loop for nothing
+	if m.opts.NoColor {
+		ts = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
+	}
+	m.filter.SetStyles(ts)
+}
+
+// Init asks for the background colour and starts the two loops: batches
+// and the clock tick.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(tea.RequestBackgroundColor, waitBatch(m.src.Updates()), tick())
+}
+
+// waitBatch blocks on the source for one batch (the realtime-example
+// pattern); Update re-arms it after each batch and stops when it closes.
+func waitBatch(ch <-chan remote.Batch) tea.Cmd {
+	return func() tea.Msg {
+		b, ok := <-ch
+		if !ok {
+			return sourceClosed{}
+		}
+		return batchMsg(b)
+	}
+}
+
+func tick() tea.Cmd {
+	return tea.Tick(tickEvery, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// doAction issues a through the source. Do does not block, but it is still
+// kept out of Update: Update does no IO.
+func doAction(src Source, host string, a remote.Action) tea.Cmd {
+	return func() tea.Msg {
+		id, err := src.Do(host, a)
+		return actionIssued{host: host, action: a, id: id, err: err}
+	}
+}
+
+// Update folds one message into the model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(1, msg.Width), max(1, msg.Height)
+		m.help.SetWidth(m.width)
+		m.filter.SetWidth(max(10, m.width-20))
+	case tea.BackgroundColorMsg:
+		m.setStyles(msg.IsDark())
+	case batchMsg:
+		m.now = m.opts.Now()
+		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), waitBatch(m.src.Updates()))
+	case sourceClosed:
+		m.closed = true
+	case tickMsg:
+		m.now = m.opts.Now()
+		return m, tick()
+	case statusExpiry:
+		if msg.seq == m.statusSeq {
+			m.status, m.statusErr = "", false
+		}
+	case actionIssued:
+		if msg.err != nil {
+			return m, m.setStatus(fmt.Sprintf("%s: %s: %v", msg.host, msg.action, msg.err), true)
+		}
+		return m, m.setStatus(fmt.Sprintf("%s: %s issued (#%d)", msg.host, msg.action, msg.id), false)
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	default:
+		if m.typing {
+			var cmd tea.Cmd
+			m.filter, cmd = m.filter.Update(msg)
+			return m, cmd
+		}
+	}
+	return m, nil
+}
+
+// setStatus shows a message in the status line; it clears itself unless a
+// newer one replaced it.
+func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
+	m.statusSeq++
+	m.status, m.statusErr = s, isErr
+	seq := m.statusSeq
+	return tea.Tick(statusTTL, func(time.Time) tea.Msg { return statusExpiry{seq: seq} })
+}
+
+// applyBatch takes the new snapshot and appends the batch's events to the
+// hosts' rings. The cursor follows its host, not its row.
+func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
+	sel := m.selectedName()
+	m.hosts = b.Hosts
+	m.cursor = 0
+	for i, h := range m.hosts {
+		if h.Name == sel {
+			m.cursor = i
+		}
+	}
+	var statusCmd tea.Cmd
+	for _, ev := range b.Events {
+		l, ok := m.lineOf(ev)
+		if !ok {
+			continue
+		}
+		r := m.ring(ev.Host)
+		old, evicted := r.push(l)
+		if m.view == viewHost && ev.Host == m.open {
+			m.lv.pushed(r.at(r.total-1), old, evicted)
+		}
+		if ev.Kind == event.KindAction && ev.Action != nil {
+			m.recordAction(ev)
+			if ev.Action.Stage == event.ActionDone || ev.Action.Stage == event.ActionFailed {
+				statusCmd = m.setStatus(ev.Host+": "+actionText(*ev.Action), ev.Action.Stage == event.ActionFailed)
+			}
+		}
+	}
+	return statusCmd
+}
+
+func (m *Model) recordAction(ev event.Event) {
+	m.actions = append(m.actions, actionEntry{time: ev.Time, host: ev.Host, res: *ev.Action})
+	if n := len(m.actions) - maxActions; n > 0 {
+		m.actions = append(m.actions[:0], m.actions[n:]...)
+	}
+}
+
+// actionText says where an action is: "restart done", "mode … failed: …".
+func actionText(a event.ActionResult) string {
+	s := a.Name + " " + string(a.Stage)
+	if a.Percent > 0 && a.Stage == event.ActionProgress {
+		s += fmt.Sprintf(" %d%%", a.Percent)
+	}
+	if a.Detail != "" {
+		s += ": " + a.Detail
+	}
+	if a.Err != "" {
+		s += ": " + a.Err
+	}
+	return s
+}
+
+// lineOf turns an event into a log line: journal messages, gaps and action
+// results; other kinds live in the snapshot, not the log.
+func (m *Model) lineOf(ev event.Event) (logLine, bool) {
+	switch {
+	case ev.Kind == event.KindJournal && ev.Journal != nil:
+		k := lineJournal
+		if ev.Journal.Priority <= 3 {
+			k = lineErr
+		}
+		return logLine{Time: ev.Time, Text: ev.Journal.Message, Kind: k}, true
+	case ev.Kind == event.KindGap && ev.Gap != nil:
+		t := "gap: " + ev.Gap.Reason
+		if ev.Gap.Count > 0 {
+			t += fmt.Sprintf(" (%d lines lost)", ev.Gap.Count)
+		}
+		if ev.Gap.Message != "" {
+			t += " · " + ev.Gap.Message
+		}
+		return logLine{Time: ev.Time, Text: t, Kind: lineGap}, true
+	case ev.Kind == event.KindAction && ev.Action != nil:
+		return logLine{Time: ev.Time, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
+	}
+	return logLine{}, false
+}
+
+func (m *Model) ring(host string) *ring {
+	r, ok := m.logs[host]
+	if !ok {
+		r = newRing(m.opts.LogLines)
+		m.logs[host] = r
+	}
+	return r
+}
+
+// selectedName is the host actions apply to: the open host in the host
+// view, the cursor row in the table.
+func (m *Model) selectedName() string {
+	if m.view == viewHost {
+		return m.open
+	}
+	if m.cursor < len(m.hosts) {
+		return m.hosts[m.cursor].Name
+	}
+	return ""
+}
+
+func (m *Model) hostState(name string) *remote.HostState {
+	for i := range m.hosts {
+		if m.hosts[i].Name == name {
+			return &m.hosts[i]
+		}
+	}
+	return nil
+}
+
+// handleKey routes a key by what has focus: the filter input, a dialog, an
+// overlay, then the view.
+func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	if msg.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	switch {
+	case m.typing:
+		return m.filterKey(msg)
+	case m.dlg != nil:
+		return m.dialogKey(msg)
+	case m.overlay != overlayNone:
+		switch {
+		case key.Matches(msg, k.Quit):
+			return tea.Quit
+		case key.Matches(msg, k.Back, k.Help, k.Actions):
+			m.overlay = overlayNone
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.overlay = overlayHelp
+	case key.Matches(msg, k.Actions):
+		m.overlay = overlayActions
+	case key.Matches(msg, k.Mode):
+		return m.startMode()
+	case key.Matches(msg, k.Restart):
+		return m.confirm(remote.Action{Kind: remote.ActRestart})
+	case key.Matches(msg, k.ResetFailed):
+		return m.confirm(remote.Action{Kind: remote.ActResetFailed})
+	case key.Matches(msg, k.Redeploy):
+		a := remote.Action{Kind: remote.ActRedeploy}
+		if len(m.opts.Kernels.Kernels) > 0 {
+			a.Kernel = m.opts.Kernels.Kernels[0].Name
+		}
+		return m.confirm(a)
+	case m.view == viewTable:
+		m.tableKey(msg)
+	default:
+		return m.hostKey(msg)
+	}
+	return nil
+}
+
+func (m *Model) tableKey(msg tea.KeyPressMsg) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Up):
+		m.cursor = max(0, m.cursor-1)
+	case key.Matches(msg, k.Down):
+		m.cursor = max(0, min(len(m.hosts)-1, m.cursor+1))
+	case key.Matches(msg, k.Select):
+		if n := m.selectedName(); n != "" {
+			m.marked[n] = !m.marked[n]
+			if !m.marked[n] {
+				delete(m.marked, n)
+			}
+		}
+	case key.Matches(msg, k.Open):
+		if n := m.selectedName(); n != "" {
+			m.openHost(n)
+		}
+	}
+}
+
+// openHost switches to the host view, following the log, keeping the
+// filter query (and recounting it for this host).
+func (m *Model) openHost(name string) {
+	m.view, m.open = viewHost, name
+	q, wrap := m.lv.query, m.lv.wrap
+	m.lv = newLogView()
+	m.lv.wrap = wrap
+	m.lv.setQuery(q, m.ring(name))
+}
+
+// logHeight is the log pane's height in the host view right now.
+func (m *Model) logHeight() int {
+	hs := m.hostState(m.open)
+	if hs == nil {
+		return 1
+	}
+	return max(1, layoutHost(hs, m.bodyHeight()).logH)
+}
+
+func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	r := m.ring(m.open)
+	h := m.logHeight()
+	switch {
+	case key.Matches(msg, k.Back):
+		m.view = viewTable
+	case key.Matches(msg, k.Up):
+		m.lv.scroll(r, h, -1)
+	case key.Matches(msg, k.Down):
+		m.lv.scroll(r, h, 1)
+	case key.Matches(msg, k.PageUp):
+		m.lv.scroll(r, h, -max(1, h-1))
+	case key.Matches(msg, k.PageDown):
+		m.lv.scroll(r, h, max(1, h-1))
+	case key.Matches(msg, k.Top):
+		m.lv.follow, m.lv.top = false, r.first()
+	case key.Matches(msg, k.Bottom):
+		m.lv.follow = true
+	case key.Matches(msg, k.Follow):
+		if m.lv.follow {
+			m.lv.top, m.lv.follow = m.lv.start(r, h), false
+		} else {
+			m.lv.follow = true
+		}
+	case key.Matches(msg, k.Wrap):
+		m.lv.wrap = !m.lv.wrap
+	case key.Matches(msg, k.Filter):
+		m.typing = true
+		m.filter.SetValue(m.lv.query)
+		m.filter.CursorEnd()
+		return m.filter.Focus()
+	case key.Matches(msg, k.NextMatch):
+		return m.nextMatch(1)
+	case key.Matches(msg, k.PrevMatch):
+		return m.nextMatch(-1)
+	}
+	return nil
+}
+
+// nextMatch jumps to the next (dir 1) or previous (dir -1) match, starting
+// from the current match, or from the screen when there is none.
+func (m *Model) nextMatch(dir int) tea.Cmd {
+	if m.lv.query == "" {
+		return m.setStatus("no filter: press / to set one", false)
+	}
+	r, h := m.ring(m.open), m.logHeight()
+	from := m.lv.cur
+	if from < r.first() {
+		from = m.lv.start(r, h) - 1
+		if dir < 0 || m.lv.follow {
+			from = min(r.total, m.lv.start(r, h)+h)
+		}
+	}
+	seq, wrapped, ok := m.lv.find(r, from, dir)
+	if !ok {
+		return m.setStatus(fmt.Sprintf("no match for %q", m.lv.query), false)
+	}
+	m.lv.jump(r, h, seq)
+	if wrapped {
+		return m.setStatus("search wrapped", false)
+	}
+	return nil
+}
+
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.typing = false
+		m.filter.Blur()
+		return nil
+	case "enter":
+		m.typing = false
+		m.filter.Blur()
+		m.lv.setQuery(strings.TrimSpace(m.filter.Value()), m.ring(m.open))
+		if m.lv.query == "" {
+			return m.setStatus("filter cleared", false)
+		}
+		// Start from the newest line when following, as a log reader
+		// wants the latest match first.
+		return m.nextMatch(-1)
+	}
+	var cmd tea.Cmd
+	m.filter, cmd = m.filter.Update(msg)
+	return cmd
+}
+
+// refuse reports why an action key did nothing, or "" when it may go on.
+func (m *Model) refuse(what string) string {
+	switch {
+	case m.src.ReadOnly():
+		return "read-only: " + what + " is disabled"
+	case m.selectedName() == "" || m.hostState(m.selectedName()) == nil:
+		return "no host selected"
+	}
+	return ""
+}
+
+// startMode opens the kernel chooser, or the mode chooser when there is
+// only one kernel.
+func (m *Model) startMode() tea.Cmd {
+	if why := m.refuse("changing the kernel mode"); why != "" {
+		return m.setStatus(why, true)
+	}
+	hs := m.hostState(m.selectedName())
+	switch len(m.opts.Kernels.Kernels) {
+	case 0:
+		return m.setStatus("no kernels configured", true)
+	case 1:
+		m.dlg = modeDialog(hs.Name, hs.Unit, m.opts.Kernels.Kernels[0], hs.Modes)
+	default:
+		m.dlg = kernelDialog(hs.Name, hs.Unit, m.opts.Kernels)
+	}
+	return nil
+}
+
+// confirm opens the confirmation for a on the selected host.
+func (m *Model) confirm(a remote.Action) tea.Cmd {
+	if why := m.refuse(string(a.Kind)); why != "" {
+		return m.setStatus(why, true)
+	}
+	hs := m.hostState(m.selectedName())
+	m.dlg = confirmDialog(hs.Name, hs.Unit, a)
+	return nil
+}
+
+func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, d := m.keys, m.dlg
+	if key.Matches(msg, k.Cancel) {
+		m.dlg = nil
+		return m.setStatus("cancelled", false)
+	}
+	if d.kind == dlgConfirm {
+		if key.Matches(msg, k.Confirm) {
+			m.dlg = nil
+			return doAction(m.src, d.host, d.action)
+		}
+		return nil
+	}
+	switch s := msg.String(); {
+	case key.Matches(msg, k.Up):
+		d.move(-1)
+	case key.Matches(msg, k.Down):
+		d.move(1)
+	case len(s) == 1 && s[0] >= '1' && s[0] <= '9' && int(s[0]-'1') < len(d.choices):
+		d.cursor = int(s[0] - '1')
+		return m.choose()
+	case key.Matches(msg, k.Confirm):
+		return m.choose()
+	}
+	return nil
+}
+
+// choose takes the chooser's cursor item: a kernel leads to its modes, a
+// mode to the confirmation.
+func (m *Model) choose() tea.Cmd {
+	d := m.dlg
+	if len(d.choices) == 0 {
+		m.dlg = nil
+		return nil
+	}
+	c := d.choices[d.cursor]
+	if d.kind == dlgKernel {
+		k, _ := m.opts.Kernels.Kernel(c.value)
+		var modes []kernels.ActiveMode
+		if hs := m.hostState(d.host); hs != nil {
+			modes = hs.Modes
+		}
+		m.dlg = modeDialog(d.host, d.unit, k, modes)
+		return nil
+	}
+	m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value})
+	return nil
+}

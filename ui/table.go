@@ -1,0 +1,279 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// column is one column of the fleet table.
+type column struct {
+	title string
+	width int // 0: takes the rest of the line
+	cell  func(t *fleetTable, h *remote.HostState) string
+}
+
+// fleetTable is the default view: one row per host. It is a plain struct;
+// the root model hands it the data and asks it to render.
+type fleetTable struct {
+	hosts  []remote.HostState
+	cursor int
+	marked map[string]bool
+	now    time.Time // host time "in phase" is measured against
+	styles Styles
+}
+
+const (
+	gutterW = 3 // cursor, mark, space
+	minDiag = 12
+)
+
+// columns picks the widest layout that leaves the diagnosis room: all
+// columns from ~100 cells; no GPU, no unit at 80; at 60 only host, phase,
+// time in phase, a short progress and a short diagnosis.
+func (t *fleetTable) columns(w int) []column {
+	hostW := 4
+	for _, h := range t.hosts {
+		hostW = max(hostW, min(24, len(h.Name)))
+	}
+	host := column{"HOST", hostW, func(_ *fleetTable, h *remote.HostState) string { return h.Name }}
+	unit := column{"UNIT", 16, cellUnit}
+	phase := column{"PHASE", 13, cellPhase}
+	since := column{"IN PHASE", 8, cellSince}
+	prog := column{"PROGRESS", 19, cellProgress}
+	progShort := column{"PROGRESS", 12, cellProgressShort}
+	mode := column{"MODE", 10, cellMode}
+	gpu := column{"GPU MEM", 11, cellGPU}
+	diag := column{"DIAGNOSIS", 0, cellDiag}
+	layouts := [][]column{
+		{host, unit, phase, since, prog, mode, gpu, diag},
+		{host, unit, phase, since, prog, mode, diag},
+		{host, phase, since, prog, mode, diag},
+		{host, phase, since, progShort, diag},
+		{host, phase, since, diag},
+	}
+	for _, cols := range layouts {
+		if fixedWidth(cols)+minDiag <= w {
+			return cols
+		}
+	}
+	return layouts[len(layouts)-1]
+}
+
+func fixedWidth(cols []column) int {
+	n := gutterW
+	for _, c := range cols {
+		if c.width > 0 {
+			n += c.width + 1
+		}
+	}
+	return n
+}
+
+// Render draws the header row and as many host rows as fit in h, keeping
+// the cursor row on screen.
+func (t *fleetTable) Render(w, h int) string {
+	if h <= 0 {
+		return ""
+	}
+	cols := t.columns(w)
+	rest := max(1, w-fixedWidth(cols))
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", gutterW))
+	for i, c := range cols {
+		cw := c.width
+		if cw == 0 {
+			cw = rest
+		}
+		b.WriteString(t.styles.Header.Render(fit(c.title, cw)))
+		if i < len(cols)-1 {
+			b.WriteByte(' ')
+		}
+	}
+	rows := h - 1
+	first := 0
+	if t.cursor >= rows {
+		first = t.cursor - rows + 1
+	}
+	for i := first; i < len(t.hosts) && i < first+rows; i++ {
+		b.WriteByte('\n')
+		b.WriteString(t.row(i, cols, rest))
+	}
+	return b.String()
+}
+
+func (t *fleetTable) row(i int, cols []column, rest int) string {
+	h := &t.hosts[i]
+	cur, mark := " ", " "
+	if i == t.cursor {
+		cur = "›"
+	}
+	if t.marked[h.Name] {
+		mark = t.styles.Mark.Render("●")
+	}
+	var b strings.Builder
+	b.WriteString(cur + mark + " ")
+	for j, c := range cols {
+		cw := c.width
+		if cw == 0 {
+			cw = rest
+		}
+		cell := fit(c.cell(t, h), cw)
+		switch c.title {
+		case "PHASE":
+			cell = t.styles.Phase(h.Startup.Phase).Render(cell)
+		case "DIAGNOSIS":
+			if h.Startup.Diag != nil {
+				cell = t.styles.PhaseFailed.Render(cell)
+			} else {
+				cell = t.styles.Dim.Render(cell)
+			}
+		}
+		b.WriteString(cell)
+		if j < len(cols)-1 {
+			b.WriteByte(' ')
+		}
+	}
+	line := b.String()
+	if i == t.cursor {
+		return t.styles.Selected.Render(line)
+	}
+	if h.Startup.Phase == startup.Unknown || h.Conn.State == event.ConnUnreachable {
+		return t.styles.PhaseUnknown.Render(line)
+	}
+	return line
+}
+
+// unitText is the unit state as systemctl shows it, or the connection
+// state when the host is not connected.
+func unitText(h *remote.HostState) string {
+	if h.Conn.State != "" && h.Conn.State != event.ConnUp && h.UnitState.ActiveState == "" {
+		return string(h.Conn.State)
+	}
+	u := h.UnitState
+	switch {
+	case u.ActiveState == "":
+		return "—"
+	case u.SubState == "":
+		return u.ActiveState
+	}
+	return u.ActiveState + "/" + u.SubState
+}
+
+func cellUnit(_ *fleetTable, h *remote.HostState) string { return unitText(h) }
+
+func cellPhase(_ *fleetTable, h *remote.HostState) string {
+	if h.Startup.Phase == "" {
+		return "—"
+	}
+	return string(h.Startup.Phase)
+}
+
+func cellSince(t *fleetTable, h *remote.HostState) string {
+	if h.Startup.PhaseSince.IsZero() {
+		return "—"
+	}
+	return fmtDur(t.now.Sub(h.Startup.PhaseSince))
+}
+
+// cellProgress is a small bar and the count: "███▌░░ 41/65 shards".
+func cellProgress(t *fleetTable, h *remote.HostState) string { return progressText(t, h, 6, true) }
+
+// cellProgressShort fits a 60-column pane: "██▌ 41/65".
+func cellProgressShort(t *fleetTable, h *remote.HostState) string {
+	return progressText(t, h, 3, false)
+}
+
+func progressText(t *fleetTable, h *remote.HostState, barW int, label bool) string {
+	p := h.Startup.Progress
+	if !p.Known() {
+		return p.Label
+	}
+	count := fmt.Sprintf("%d/%d", p.Done, p.Total)
+	if label && p.Label != "" {
+		count += " " + p.Label
+	}
+	return bar(p.Fraction(), barW, t.styles) + " " + count
+}
+
+// cellMode names each kernel's mode; "!" marks a mode that is not
+// capture-safe, and "↻" one that differs from what the failed run used
+// (it takes effect at the next restart).
+func cellMode(_ *fleetTable, h *remote.HostState) string { return modeText(h, false) }
+
+func modeText(h *remote.HostState, long bool) string {
+	parts := make([]string, 0, len(h.Modes))
+	for _, m := range h.Modes {
+		s := m.Mode
+		if long {
+			s = m.Kernel + "=" + m.Mode
+		}
+		if !m.Known {
+			s += "?"
+		} else if !m.CaptureSafe {
+			s += "!"
+		}
+		if d := h.Startup.Diag; d != nil && d.KernelMode != "" {
+			if k, _, ok := strings.Cut(d.KernelMode, "="); ok && k == m.Kernel && d.KernelMode != m.Kernel+"="+m.Mode {
+				s += "↻"
+			}
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ",")
+}
+
+// gpuMem is the mean memory use across a sample's GPUs, 0..1.
+func gpuMem(g event.GPU) (float64, bool) {
+	var used, total int
+	for _, d := range g.Devices {
+		used += d.MemUsedMiB
+		total += d.MemTotalMiB
+	}
+	if total == 0 {
+		return 0, false
+	}
+	return float64(used) / float64(total), true
+}
+
+// gpuSpark is the last n samples' mean memory use as a sparkline plus the
+// newest value in percent.
+func gpuSpark(samples []event.GPU, n int) string {
+	samples = samples[max(0, len(samples)-n):]
+	vals := make([]float64, 0, len(samples))
+	for _, g := range samples {
+		if v, ok := gpuMem(g); ok {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %d%%", spark(vals), int(vals[len(vals)-1]*100+0.5))
+}
+
+func cellGPU(_ *fleetTable, h *remote.HostState) string {
+	if s := gpuSpark(h.GPU, 6); s != "" {
+		return s
+	}
+	return "—"
+}
+
+func cellDiag(_ *fleetTable, h *remote.HostState) string {
+	switch {
+	case h.Startup.Diag != nil:
+		return h.Startup.Diag.Summary
+	case h.Conn.Err != "" && h.Conn.State != event.ConnUp:
+		return h.Conn.Err
+	case h.Action != nil && h.Action.Stage != event.ActionDone:
+		return h.Action.Name + " " + string(h.Action.Stage)
+	}
+	return ""
+}

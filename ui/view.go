@@ -1,0 +1,195 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// footerRows is the status line and the short help.
+const footerRows = 2
+
+// View draws the screen: the header, the current view, the footer, and any
+// modal on top. Every line fits the width, and there are exactly as many
+// lines as the terminal has rows.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = m.opts.Title
+	return v
+}
+
+// bodyHeight is the rows between the header and the footer.
+func (m *Model) bodyHeight() int { return max(0, m.height-1-footerRows) }
+
+func (m *Model) render() string {
+	w, h := m.width, m.height
+	var body string
+	if hs := m.hostState(m.open); m.view == viewHost && hs != nil {
+		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles}
+		if m.typing {
+			hv.input = m.filter.View()
+		}
+		body = hv.Render(w, m.bodyHeight())
+	} else {
+		body = m.renderTable(w, m.bodyHeight())
+	}
+	out := screen(m.header(w)+"\n"+screen(body, w, m.bodyHeight())+"\n"+m.footer(w), w, h)
+	switch {
+	case m.dlg != nil:
+		out = overlay(out, m.dlg.Render(w, m.styles), w, h)
+	case m.overlay == overlayHelp:
+		out = overlay(out, m.helpBox(w, h), w, h)
+	case m.overlay == overlayActions:
+		out = overlay(out, m.actionsBox(w, h), w, h)
+	}
+	return screen(out, w, h)
+}
+
+// header is the title and the fleet's counts.
+func (m *Model) header(w int) string {
+	var serving, failed, starting, other int
+	for _, h := range m.hosts {
+		switch p := h.Startup.Phase; {
+		case p == startup.Serving:
+			serving++
+		case p == startup.Failed:
+			failed++
+		case p.Rank() > 0 || p == startup.Restarting:
+			starting++
+		default:
+			other++
+		}
+	}
+	s := m.styles
+	counts := fmt.Sprintf("%d hosts · %s · %s · %s", len(m.hosts),
+		s.PhaseServing.Render(fmt.Sprintf("%d serving", serving)),
+		s.PhaseFailed.Render(fmt.Sprintf("%d failed", failed)),
+		s.PhaseActive.Render(fmt.Sprintf("%d starting", starting)))
+	if other > 0 {
+		counts += fmt.Sprintf(" · %d other", other)
+	}
+	if m.src.ReadOnly() {
+		counts += " · " + s.Badge.Render("read-only")
+	}
+	if m.closed {
+		counts += " · " + s.Badge.Render("stream ended")
+	}
+	title := s.Title.Render(m.opts.Title)
+	gap := w - ansi.StringWidth(title) - ansi.StringWidth(counts)
+	if gap < 2 {
+		// Narrow pane: counts win over the title, since they change.
+		return clip(counts, w)
+	}
+	return title + strings.Repeat(" ", gap) + counts
+}
+
+// footer is the status line and the short help for the current state.
+func (m *Model) footer(w int) string {
+	st := m.styles.Status
+	if m.statusErr {
+		st = m.styles.StatusErr
+	}
+	status := st.Render(clip(m.status, w))
+	var hk helpKeys
+	switch {
+	case m.dlg != nil:
+		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
+	case m.view == viewHost:
+		hk = m.keys.hostHelp()
+	default:
+		hk = m.keys.tableHelp()
+	}
+	return status + "\n" + m.help.ShortHelpView(hk.ShortHelp())
+}
+
+// renderTable is the fleet table and, in the rows left, the newest log
+// lines of the host under the cursor.
+func (m *Model) renderTable(w, h int) string {
+	t := fleetTable{hosts: m.hosts, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles}
+	if len(m.hosts) == 0 {
+		return m.styles.Dim.Render("  waiting for hosts…")
+	}
+	rows := min(h, len(m.hosts)+1)
+	out := t.Render(w, rows)
+	logH := h - rows - 2
+	name := m.selectedName()
+	if logH < 3 || name == "" {
+		return out
+	}
+	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
+	lv := newLogView()
+	tail, _ := lv.render(m.ring(name), w, logH, m.styles)
+	return out + "\n\n" + m.styles.Rule.Render(clip(title, w)+strings.Repeat("─", max(0, w-ansi.StringWidth(title)))) + "\n" + tail
+}
+
+// helpBox is the full help for the current view, from the key map.
+func (m *Model) helpBox(w, h int) string {
+	hk, what := m.keys.tableHelp(), "fleet"
+	if m.view == viewHost {
+		hk, what = m.keys.hostHelp(), "host"
+	}
+	groups := hk.FullHelp()
+	if w < 70 {
+		// One column: the full help must not lose columns in a narrow pane.
+		var flat = groups[:0:0]
+		var col = groups[0][:0:0]
+		for _, g := range groups {
+			col = append(col, g...)
+		}
+		groups = append(flat, col)
+	}
+	hm := m.help
+	hm.SetWidth(max(10, w-4))
+	body := m.styles.DialogTitle.Render("keys · "+what) + "\n\n" + hm.FullHelpView(groups) +
+		"\n\n" + m.styles.Dim.Render("? or esc to close")
+	return m.box(body, w, h)
+}
+
+// actionsBox is the log of remote commands: the action results seen so far,
+// newest last.
+func (m *Model) actionsBox(w, h int) string {
+	bw := min(w, 100)
+	iw := max(1, bw-4)
+	lines := []string{m.styles.DialogTitle.Render("remote commands"), ""}
+	room := max(1, h-8)
+	if len(m.actions) == 0 {
+		lines = append(lines, m.styles.Dim.Render("none yet"))
+	}
+	for _, a := range m.actions[max(0, len(m.actions)-room):] {
+		t := "        "
+		if !a.time.IsZero() {
+			t = a.time.Format("15:04:05")
+		}
+		line := fmt.Sprintf("%s %s #%d %s", t, a.host, a.res.ID, actionText(a.res))
+		st := m.styles.Status
+		if a.res.Stage == event.ActionFailed {
+			st = m.styles.StatusErr
+		}
+		lines = append(lines, st.Render(clip(line, iw)))
+	}
+	lines = append(lines, "", m.styles.Dim.Render("@ or esc to close"))
+	return m.box(strings.Join(lines, "\n"), bw, h)
+}
+
+// box frames an overlay's body, cutting it to the screen.
+func (m *Model) box(body string, w, h int) string {
+	lines := strings.Split(body, "\n")
+	bw := 0
+	for _, l := range lines {
+		bw = max(bw, ansi.StringWidth(l))
+	}
+	bw = min(w, bw+4)
+	if len(lines) > h-2 {
+		lines = lines[:max(1, h-2)]
+	}
+	for i, l := range lines {
+		lines[i] = clip(l, bw-4)
+	}
+	return m.styles.Dialog.Width(bw).Render(strings.Join(lines, "\n"))
+}
