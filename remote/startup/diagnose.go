@@ -42,11 +42,10 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	return d, true
 }
 
-// evidence is the root line, then supporting lines: one per other cause
-// first (they tell the story: wrapper, crash, exit), then the rest, and
-// the first exit line of the unit at the end.
+// evidence is the root line, then supporting lines in log order: one per
+// other cause first (they tell the story: wrapper, crash, exit), then more
+// wrappers, then the rest; and the first exit line of the unit at the end.
 func (t *Tracker) evidence(ri int) []string {
-	ev := []string{t.cands[ri].line}
 	room := maxEvidence - 1
 	if len(t.exits) > 0 {
 		room--
@@ -54,14 +53,19 @@ func (t *Tracker) evidence(ri int) []string {
 	seen := map[string]bool{t.cands[ri].rule.Cause: true}
 	used := make([]bool, len(t.cands))
 	used[ri] = true
-	for pass := 0; pass < 2; pass++ {
+	for pass := 0; pass < 3; pass++ {
 		for i, c := range t.cands {
-			if used[i] || room == 0 || pass == 0 && seen[c.rule.Cause] {
+			if used[i] || room == 0 || pass == 0 && seen[c.rule.Cause] || pass == 1 && !c.rule.Wrapper {
 				continue
 			}
 			seen[c.rule.Cause], used[i] = true, true
-			ev = append(ev, c.line)
 			room--
+		}
+	}
+	ev := []string{t.cands[ri].line}
+	for i, c := range t.cands {
+		if used[i] && i != ri {
+			ev = append(ev, c.line)
 		}
 	}
 	if len(t.exits) > 0 {

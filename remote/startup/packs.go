@@ -243,7 +243,7 @@ func commonSpecificFailures() []FailureRule {
 func commonWrapperFailures() []FailureRule {
 	return []FailureRule{
 		{
-			Keywords: []string{"operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated", "Capture cuda graph failed", "Capture CUDA graph failed", "Capture prefill CUDA graph failed"},
+			Keywords: []string{"operation failed due to a previous error during capture", "Capture cuda graph failed", "Capture CUDA graph failed", "Capture prefill CUDA graph failed"},
 			Cause:    "graph-capture-failed", Phase: GraphCapture, Wrapper: true,
 			Summary: "CUDA graph capture failed",
 			Hint:    "read the first error above (or after the colon); usual fixes: lower --mem-fraction-static or --cuda-graph-max-bs, drop --enable-torch-compile",
