@@ -251,6 +251,9 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel := m.selectedName()
 	m.hosts = b.Hosts
+	for i := range m.hosts {
+		scrubHost(&m.hosts[i])
+	}
 	m.cursor = 0
 	for i, h := range m.hosts {
 		if h.Name == sel {

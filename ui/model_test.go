@@ -1,0 +1,319 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"bringup/remote"
+	"bringup/remote/event"
+)
+
+// runCmd runs an action command as the program would and feeds its result
+// back. It must only be given commands that return at once (not ticks).
+func runCmd(t *testing.T, m *Model, cmd tea.Cmd) {
+	t.Helper()
+	if cmd == nil {
+		t.Fatal("no command to run")
+	}
+	msg := cmd()
+	if _, ok := msg.(actionIssued); !ok {
+		t.Fatalf("command returned %T, want actionIssued", msg)
+	}
+	m.Update(msg)
+}
+
+func TestSelectionMovesAndOpens(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "j", "down", "j", "j", "j")
+	if got := m.selectedName(); got != "gpu4" {
+		t.Fatalf("after moving down past the end, selected %q, want gpu4", got)
+	}
+	press(m, "k", "up")
+	if got := m.selectedName(); got != "gpu2" {
+		t.Fatalf("selected %q, want gpu2", got)
+	}
+	press(m, "space")
+	if !m.marked["gpu2"] {
+		t.Fatal("space did not mark gpu2")
+	}
+	press(m, "enter")
+	if m.view != viewHost || m.open != "gpu2" {
+		t.Fatalf("enter: view %v open %q, want host view of gpu2", m.view, m.open)
+	}
+	press(m, "esc")
+	if m.view != viewTable {
+		t.Fatal("esc did not go back to the table")
+	}
+	if got := m.selectedName(); got != "gpu2" {
+		t.Fatalf("back in the table, selected %q, want gpu2", got)
+	}
+}
+
+func TestCursorFollowsHostAcrossBatches(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "j", "j") // gpu3
+	b := fleetFixture()
+	b.Hosts[0], b.Hosts[2] = b.Hosts[2], b.Hosts[0]
+	m.Update(batchMsg(b))
+	if got := m.selectedName(); got != "gpu3" {
+		t.Fatalf("selected %q after reorder, want gpu3", got)
+	}
+}
+
+func TestActionsConfirmThenDo(t *testing.T) {
+	cases := []struct {
+		name string
+		keys []string
+		want remote.Action
+	}{
+		{"mode on", []string{"m", "j", "enter", "y"}, remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}},
+		{"mode by digit", []string{"m", "1", "enter"}, remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "off"}},
+		{"restart", []string{"r", "y"}, remote.Action{Kind: remote.ActRestart}},
+		{"reset-failed", []string{"x", "enter"}, remote.Action{Kind: remote.ActResetFailed}},
+		{"redeploy", []string{"d", "y"}, remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, src := newTestModel(t, 80, 24)
+			press(m, "j", "j") // gpu3
+			cmd := press(m, tc.keys...)
+			if len(src.calls) != 0 {
+				t.Fatal("Do called before the command ran: Update must not do IO")
+			}
+			runCmd(t, m, cmd)
+			if len(src.calls) != 1 {
+				t.Fatalf("Do called %d times, want 1", len(src.calls))
+			}
+			if c := src.calls[0]; c.host != "gpu3" || c.a != tc.want {
+				t.Fatalf("Do(%q, %+v), want Do(gpu3, %+v)", c.host, c.a, tc.want)
+			}
+			if !strings.Contains(m.status, "gpu3") || !strings.Contains(m.status, "issued") {
+				t.Fatalf("status %q does not report the issued action", m.status)
+			}
+		})
+	}
+}
+
+func TestConfirmationNamesHostAndEffect(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	press(m, "j", "j", "m", "j", "enter")
+	out := render(m)
+	for _, want := range []string{`Set kdtree-verify to mode "on" on gpu3?`, "(takes effect at the", "[y/enter] confirm"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("confirmation lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestModeChooserMarksUnsafeAndCurrent(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	press(m, "j", "j", "m")
+	out := render(m)
+	if !strings.Contains(out, "validate   (not capture-safe) ● current") {
+		t.Fatalf("chooser does not mark validate:\n%s", out)
+	}
+}
+
+func TestCancelDoesNotAct(t *testing.T) {
+	for _, keys := range [][]string{
+		{"m", "esc"}, {"m", "j", "enter", "n"}, {"m", "j", "enter", "esc"},
+		{"r", "n"}, {"r", "esc"}, {"x", "esc"}, {"d", "n"}, {"r", "q", "esc"},
+	} {
+		m, src := newTestModel(t, 80, 24)
+		press(m, keys...)
+		if m.dlg != nil {
+			t.Errorf("%v: dialog still open", keys)
+		}
+		if len(src.calls) != 0 {
+			t.Errorf("%v: Do called %v", keys, src.calls)
+		}
+	}
+}
+
+func TestReadOnlyRefuses(t *testing.T) {
+	for _, k := range []string{"m", "r", "x", "d"} {
+		m, src := newTestModel(t, 80, 24)
+		src.ro = true
+		cmd := press(m, k, "y", "enter")
+		if m.dlg != nil {
+			t.Errorf("%s: dialog opened in read-only mode", k)
+		}
+		if !strings.HasPrefix(m.status, "read-only: ") {
+			t.Errorf("%s: status %q, want read-only", k, m.status)
+		}
+		_ = cmd
+		if len(src.calls) != 0 {
+			t.Errorf("%s: Do called in read-only mode", k)
+		}
+	}
+}
+
+func TestActionResultsReachStatusAndLog(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	b := fleetFixture()
+	b.Events = []event.Event{
+		{Host: "gpu3", Kind: event.KindAction, Time: now, Action: &event.ActionResult{ID: 7, Name: "restart", Stage: event.ActionStarted}},
+		{Host: "gpu3", Kind: event.KindAction, Time: now, Action: &event.ActionResult{ID: 7, Name: "restart", Stage: event.ActionDone}},
+	}
+	m.Update(batchMsg(b))
+	if m.status != "gpu3: restart done" {
+		t.Fatalf("status %q, want %q", m.status, "gpu3: restart done")
+	}
+	if len(m.actions) != 2 {
+		t.Fatalf("%d actions recorded, want 2", len(m.actions))
+	}
+	r := m.ring("gpu3")
+	if l := r.at(r.total - 1); l.Kind != lineAction || l.Text != "#7 restart done" {
+		t.Fatalf("last log line %+v, want the action result", l)
+	}
+	press(m, "@")
+	if out := render(m); !strings.Contains(out, "gpu3 #7 restart done") {
+		t.Fatalf("@ does not list the action:\n%s", out)
+	}
+	press(m, "esc")
+	if m.overlay != overlayNone {
+		t.Fatal("esc did not close the overlay")
+	}
+}
+
+func TestStatusClearsItself(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	m.setStatus("old", false)
+	m.setStatus("new", false)
+	m.Update(statusExpiry{seq: m.statusSeq - 1})
+	if m.status != "new" {
+		t.Fatalf("a stale expiry cleared %q", m.status)
+	}
+	m.Update(statusExpiry{seq: m.statusSeq})
+	if m.status != "" {
+		t.Fatalf("status %q not cleared", m.status)
+	}
+}
+
+func TestFilterNextPrev(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "j", "j", "enter", "/")
+	if !m.typing {
+		t.Fatal("/ did not open the filter input")
+	}
+	press(m, "c", "a", "p", "t", "u", "r", "e", "q") // q is typed, not quit
+	if got := m.filter.Value(); got != "captureq" {
+		t.Fatalf("filter input holds %q", got)
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	press(m, "enter")
+	if m.typing || m.lv.query != "capture" {
+		t.Fatalf("typing %v query %q", m.typing, m.lv.query)
+	}
+	if m.lv.matches != 2 { // "capturing" is not "capture"
+		t.Fatalf("%d matches, want 2", m.lv.matches)
+	}
+	r := m.ring("gpu3")
+	last := m.lv.cur
+	if !strings.Contains(r.at(last).Text, "Capture cuda graph failed") {
+		t.Fatalf("first match is %q, want the newest match", r.at(last).Text)
+	}
+	press(m, "N")
+	prev := m.lv.cur
+	if prev >= last || !strings.Contains(strings.ToLower(r.at(prev).Text), "capture") {
+		t.Fatalf("N went to %d (%q), want an earlier match", prev, r.at(prev).Text)
+	}
+	if m.lv.follow {
+		t.Fatal("jumping to a match must stop following")
+	}
+	press(m, "n")
+	if m.lv.cur != last {
+		t.Fatalf("n went to %d, want back to %d", m.lv.cur, last)
+	}
+	press(m, "n") // wraps
+	if m.lv.cur >= last || m.status != "search wrapped" {
+		t.Fatalf("n past the last match: cur %d status %q", m.lv.cur, m.status)
+	}
+}
+
+func TestFollowAndNewLines(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	press(m, "j", "j", "enter", "f")
+	if m.lv.follow {
+		t.Fatal("f did not stop following")
+	}
+	b := fleetFixture()
+	b.Events = b.Events[:5]
+	m.Update(batchMsg(b))
+	if out := render(m); !strings.Contains(out, "5 new lines ↓") {
+		t.Fatalf("no new-lines indicator:\n%s", out)
+	}
+	press(m, "G")
+	if !m.lv.follow {
+		t.Fatal("G did not resume following")
+	}
+	press(m, "k")
+	if m.lv.follow {
+		t.Fatal("scrolling up must stop following")
+	}
+	press(m, "w")
+	if !m.lv.wrap {
+		t.Fatal("w did not turn wrap on")
+	}
+}
+
+func TestQuitKeys(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	if cmd := press(m, "q"); cmd == nil || cmd() != tea.Quit() {
+		t.Fatal("q does not quit")
+	}
+	m, _ = newTestModel(t, 80, 24)
+	press(m, "j", "enter", "/")
+	if cmd := press(m, "q"); cmd != nil {
+		if _, ok := cmd().(tea.QuitMsg); ok {
+			t.Fatal("q quit while typing a filter")
+		}
+	}
+	if cmd := press(m, "ctrl+c"); cmd == nil || cmd() != tea.Quit() {
+		t.Fatal("ctrl+c does not quit while typing")
+	}
+}
+
+func TestSourceClosedStopsRearming(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	if _, cmd := m.Update(sourceClosed{}); cmd != nil {
+		t.Fatal("re-armed after the source closed")
+	}
+	if !strings.Contains(render(m), "stream ended") {
+		t.Fatal("header does not say the stream ended")
+	}
+}
+
+// TestNoRawEscapes feeds lines that bypassed the sanitiser and checks that
+// no escape byte reaches the frame (colour off: the frame has none at all).
+func TestNoRawEscapes(t *testing.T) {
+	for _, noColor := range []bool{true, false} {
+		m, _ := newTestModel(t, 120, 40)
+		m.opts.NoColor = noColor
+		m.setStyles(true)
+		b := fleetFixture()
+		b.Events = []event.Event{
+			{Host: "gpu3", Kind: event.KindJournal, Time: now, Journal: &event.Journal{Message: "evil \x1b[2J\x1b]0;pwned\x07 clear \x9b31m \u009b31m c1"}},
+			{Host: "gpu3", Kind: event.KindGap, Time: now, Gap: &event.Gap{Reason: "dropped", Message: "gap \x1b[H"}},
+		}
+		b.Hosts[2].Startup.Diag.Summary = "summary \x1b[31mred"
+		m.Update(batchMsg(b))
+		for _, keys := range [][]string{{"j", "j"}, {"enter"}} {
+			press(m, keys...)
+			out := render(m)
+			if !strings.Contains(out, "evil") {
+				t.Fatalf("the line is not on screen:\n%s", out)
+			}
+			if noColor && (strings.IndexByte(out, 0x1b) >= 0 || strings.IndexByte(out, 0x07) >= 0) {
+				t.Fatalf("NO_COLOR frame holds control bytes: %q", out)
+			}
+			for _, bad := range []string{"\x1b[2J", "\x1b]", "\x07", "\x1b[H", "\u009b"} {
+				if strings.Contains(out, bad) {
+					t.Fatalf("frame holds %q", bad)
+				}
+			}
+		}
+	}
+}
