@@ -174,12 +174,12 @@ func TestCompileErrors(t *testing.T) {
 		pack RulePack
 		want string
 	}{
-		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"ab"}, Pattern: "("}}}, "pack x: phases[0].pattern: "},
-		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"ab"}}, {Pattern: "a"}}}, "pack x: phases[1].keywords: empty"},
+		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"abc"}, Pattern: "("}}}, "pack x: phases[0].pattern: "},
+		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"abc"}}, {Pattern: "a"}}}, "pack x: phases[1].keywords: empty"},
 		{RulePack{Engine: "x", Failures: []FailureRule{{Keywords: []string{"a"}, Cause: "c"}}}, "pack x: failures[0].keywords[0]"},
-		{RulePack{Engine: "x", Failures: []FailureRule{{Keywords: []string{"ab"}}}}, "pack x: failures[0].cause: empty"},
-		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"ab"}, Phase: "nope"}}}, "pack x: phases[0].phase: "},
-		{RulePack{Engine: "x", Failures: []FailureRule{{Keywords: []string{"ab"}, Cause: "c", InPhases: []Phase{Failed}}}}, "pack x: failures[0].in_phases[0]"},
+		{RulePack{Engine: "x", Failures: []FailureRule{{Keywords: []string{"abc"}}}}, "pack x: failures[0].cause: empty"},
+		{RulePack{Engine: "x", Phases: []PhaseRule{{Keywords: []string{"abc"}, Phase: "nope"}}}, "pack x: phases[0].phase: "},
+		{RulePack{Engine: "x", Failures: []FailureRule{{Keywords: []string{"abc"}, Cause: "c", InPhases: []Phase{Failed}}}}, "pack x: failures[0].in_phases[0]"},
 		{RulePack{Engine: "x", DetectPattern: "["}, "pack x: detect_pattern: "},
 	}
 	for _, tt := range tests {

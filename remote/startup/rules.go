@@ -66,6 +66,10 @@ type FailureRule struct {
 	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
 }
 
+// minKeyword is the shortest keyword a rule may have: the index hashes
+// three bytes, and shorter keywords would match nearly every line anyway.
+const minKeyword = 3
+
 // CompiledPack is a RulePack with its patterns compiled. It is immutable
 // and may be shared by any number of trackers.
 type CompiledPack struct {
@@ -93,8 +97,8 @@ type compiledFailure struct {
 func (p RulePack) Compile() (*CompiledPack, error) {
 	c := &CompiledPack{Engine: p.Engine, detect: p.Detect}
 	for i, kw := range p.Detect {
-		if len(kw) < 2 {
-			return nil, fmt.Errorf("pack %s: detect[%d]: keyword %q is shorter than 2 bytes", p.Engine, i, kw)
+		if len(kw) < minKeyword {
+			return nil, fmt.Errorf("pack %s: detect[%d]: keyword %q is shorter than %d bytes", p.Engine, i, kw, minKeyword)
 		}
 	}
 	if p.DetectPattern != "" {
@@ -144,8 +148,8 @@ func compileRule(where string, keywords []string, pattern string) (*regexp.Regex
 		return nil, fmt.Errorf("%s.keywords: empty (every rule needs a literal keyword)", where)
 	}
 	for j, kw := range keywords {
-		if len(kw) < 2 {
-			return nil, fmt.Errorf("%s.keywords[%d]: %q is shorter than 2 bytes", where, j, kw)
+		if len(kw) < minKeyword {
+			return nil, fmt.Errorf("%s.keywords[%d]: %q is shorter than %d bytes", where, j, kw, minKeyword)
 		}
 	}
 	if pattern == "" {
@@ -232,8 +236,10 @@ func (r *compiledFailure) match(s string) bool { return r.re == nil || r.re.Matc
 func inPhases(in []Phase, p Phase) bool { return len(in) == 0 || slices.Contains(in, p) }
 
 // kwIndex finds which of many literal keywords occur in a line with one
-// pass over its bytes: a bitset of the keywords' first two bytes rules out
-// almost every position, and only at the rest is a keyword compared.
+// pass over its bytes: a bitset of hashes of the keywords' first three
+// bytes rules out almost every position, and only at the rest is a keyword
+// compared. (A map lookup per position, or per bigram hit, cost several
+// times more: common bigrams such as ": " are everywhere.)
 type kwIndex struct {
 	bits [1 << 16 / 64]uint64
 	by   map[uint16][]kwEntry
@@ -246,20 +252,26 @@ type kwEntry struct {
 
 func newKWIndex() *kwIndex { return &kwIndex{by: map[uint16][]kwEntry{}} }
 
+// tri hashes the three bytes at the start of s to 16 bits.
+func tri(a, b, c byte) uint16 {
+	return uint16((uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> 16)
+}
+
+// add indexes kw, which must be at least minKeyword bytes long.
 func (x *kwIndex) add(kw string, id int) {
-	bg := uint16(kw[0])<<8 | uint16(kw[1])
-	x.bits[bg>>6] |= 1 << (bg & 63)
-	x.by[bg] = append(x.by[bg], kwEntry{kw, id})
+	h := tri(kw[0], kw[1], kw[2])
+	x.bits[h>>6] |= 1 << (h & 63)
+	x.by[h] = append(x.by[h], kwEntry{kw, id})
 }
 
 // scan sets bit id in hit for every keyword found in s.
 func (x *kwIndex) scan(s string, hit []uint64) {
-	for i := 0; i+1 < len(s); i++ {
-		bg := uint16(s[i])<<8 | uint16(s[i+1])
-		if x.bits[bg>>6]&(1<<(bg&63)) == 0 {
+	for i := 0; i+2 < len(s); i++ {
+		h := tri(s[i], s[i+1], s[i+2])
+		if x.bits[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
-		for _, e := range x.by[bg] {
+		for _, e := range x.by[h] {
 			if strings.HasPrefix(s[i:], e.kw) {
 				hit[e.id>>6] |= 1 << (e.id & 63)
 			}
