@@ -1,0 +1,213 @@
+package testbed
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Sudo says what the host's deploy user may do with sudo.
+type Sudo string
+
+// The sudo settings. The zero value means the default: NOPASSWD on gpu1,
+// none elsewhere, so that a fleet has one host of each kind.
+const (
+	SudoDefault  Sudo = ""
+	SudoNoPasswd Sudo = "nopasswd" // deploy may run anything with sudo -n
+	SudoNone     Sudo = "none"     // deploy is not in sudoers at all
+)
+
+// HostOptions are what may differ between hosts of one testbed.
+type HostOptions struct {
+	// KernelMode is KDTREE_MODE in the unit: off (default), validate, on.
+	KernelMode string
+	// Args are appended to infersim's command line, e.g. --disable-cuda-graph.
+	Args []string
+	// Env adds or overrides unit environment variables (the INFERSIM_*
+	// phase lengths, INFERSIM_FAIL, ...).
+	Env map[string]string
+	// DeploySudo is the deploy user's sudo; see Sudo.
+	DeploySudo Sudo
+	// Restart is the unit's Restart= (default "no"; "on-failure" for
+	// crash-loop tests).
+	Restart string
+	// Enable starts sglang.service at boot. Off by default: tests start it
+	// themselves to watch a startup from its first line.
+	Enable bool
+}
+
+// The unit the hosts run, and where.
+const (
+	// UnitName is the service infersim runs as on every host.
+	UnitName = "sglang.service"
+	// ServicePort is infersim's HTTP port (SGLang's default).
+	ServicePort = 30000
+	// HealthPath answers 200 once the server is ready.
+	HealthPath = "/health"
+	// KernelPythonPath is the kernel's extension directory on PYTHONPATH.
+	KernelPythonPath = "/opt/kdtree/site"
+	// ModelPath is the model directory infersim is pointed at.
+	ModelPath = "/models/demo"
+)
+
+// defaultEnv keeps a startup short (about 10 s) while every phase still
+// shows: tests wait for real transitions, not for a real model to load.
+func defaultEnv() map[string]string {
+	return map[string]string{
+		"PYTHONUNBUFFERED":         "1",
+		"PYTHONPATH":               KernelPythonPath,
+		"KDTREE_MODE":              "off",
+		"INFERSIM_BOOT_SECONDS":    "1",
+		"INFERSIM_HTTP_SECONDS":    "1",
+		"INFERSIM_WEIGHTS_SECONDS": "4",
+		"INFERSIM_CAPTURE_SECONDS": "2",
+		"INFERSIM_INIT_SECONDS":    "1",
+		"INFERSIM_KV_SECONDS":      "1",
+		"INFERSIM_WARMUP_SECONDS":  "1",
+	}
+}
+
+// unitFile renders sglang.service for o.
+func unitFile(o HostOptions) (string, error) {
+	env := defaultEnv()
+	if o.KernelMode != "" {
+		env["KDTREE_MODE"] = o.KernelMode
+	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		if k == "" || strings.ContainsAny(k, "= \t\n\"\\") {
+			return "", fmt.Errorf("unit environment: bad variable name %q", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	restart := o.Restart
+	if restart == "" {
+		restart = "no"
+	}
+	args := []string{"/usr/local/bin/infersim", "--model-path", ModelPath, "--port", fmt.Sprint(ServicePort), "--tp", "8"}
+	args = append(args, o.Args...)
+	var b strings.Builder
+	b.WriteString("# Written by bringup's testbed: infersim standing in for SGLang.\n")
+	b.WriteString("[Unit]\nDescription=SGLang inference server (infersim)\nAfter=network.target\n\n[Service]\nType=simple\n")
+	for _, k := range keys {
+		q, err := unitQuote(k + "=" + env[k])
+		if err != nil {
+			return "", fmt.Errorf("unit environment %s: %w", k, err)
+		}
+		fmt.Fprintf(&b, "Environment=%s\n", q)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		q, err := unitQuote(a)
+		if err != nil {
+			return "", fmt.Errorf("unit argument %q: %w", a, err)
+		}
+		quoted[i] = q
+	}
+	fmt.Fprintf(&b, "ExecStart=%s\nRestart=%s\n", strings.Join(quoted, " "), restart)
+	if restart != "no" {
+		// Quick restarts, and no start limit hit before a test sees the loop.
+		b.WriteString("RestartSec=1\nStartLimitIntervalSec=0\n")
+	}
+	b.WriteString("\n[Install]\nWantedBy=multi-user.target\n")
+	return b.String(), nil
+}
+
+// unitQuote quotes s as one word of a unit file setting, with systemd's
+// specifier character escaped.
+func unitQuote(s string) (string, error) {
+	if strings.ContainsAny(s, "\n\r") {
+		return "", fmt.Errorf("newline in %q", s)
+	}
+	s = strings.ReplaceAll(s, "%", "%%")
+	if s != "" && !strings.ContainsAny(s, " \t\"'\\;$") {
+		return s, nil
+	}
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, `"`, `\"`)
+	s = strings.ReplaceAll(s, "$", "$$")
+	return `"` + s + `"`, nil
+}
+
+// bind is one host path bound read-only into a host at Dest.
+type bind struct{ Src, Dest string }
+
+// writeHostFiles writes the per-host files under dir and returns the binds
+// that put them in place. Binding (rather than copying into the image)
+// keeps the shared image untouched and each host's overlay clean.
+func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, rootPub []byte, infersim string, journalLimit bool) ([]bind, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "authorized_keys.d"), 0o755); err != nil {
+		return nil, fmt.Errorf("host %s files: %w", h.Name, err)
+	}
+	// MkdirAll leaves an existing directory's mode alone; sshd's
+	// StrictModes wants these not group- or world-writable.
+	for _, d := range []string{dir, filepath.Join(dir, "authorized_keys.d")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return nil, fmt.Errorf("host %s files: %w", h.Name, err)
+		}
+	}
+	unit, err := unitFile(o)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	type file struct {
+		name string
+		mode os.FileMode
+		data []byte
+		dest string // "" when the file is bound with its directory
+	}
+	files := []file{
+		{"ssh_host_ed25519_key", 0o600, hostKey.Private, "/etc/ssh/ssh_host_ed25519_key"},
+		{"ssh_host_ed25519_key.pub", 0o644, hostKey.Public, "/etc/ssh/ssh_host_ed25519_key.pub"},
+		{"authorized_keys.d/root", 0o644, rootPub, ""},
+		{"authorized_keys.d/deploy", 0o644, rootPub, ""},
+		{"hostname", 0o644, []byte(h.Name + "\n"), "/etc/hostname"},
+		{UnitName, 0o644, []byte(unit), "/etc/systemd/system/" + UnitName},
+	}
+	sudo := o.DeploySudo
+	if sudo == SudoDefault {
+		sudo = SudoNone
+		if h.Index == 0 {
+			sudo = SudoNoPasswd
+		}
+	}
+	switch sudo {
+	case SudoNoPasswd:
+		files = append(files, file{"sudoers-deploy", 0o440, []byte("deploy ALL=(ALL) NOPASSWD: ALL\n"), "/etc/sudoers.d/deploy"})
+	case SudoNone:
+	default:
+		return nil, fmt.Errorf("host %s: unknown deploy sudo %q", h.Name, sudo)
+	}
+	if !journalLimit {
+		files = append(files, file{"journald.conf", 0o644, []byte("# Tests that count lines must not lose any to journald's rate limit.\n[Journal]\nRateLimitIntervalSec=0\nRateLimitBurst=0\n"),
+			"/etc/systemd/journald.conf.d/bringup-testbed.conf"})
+	}
+	if o.Enable {
+		files = append(files, file{"enable-sglang.conf", 0o644, []byte("[Unit]\nWants=" + UnitName + "\n"),
+			"/etc/systemd/system/multi-user.target.d/bringup-testbed-sglang.conf"})
+	}
+	binds := []bind{
+		{filepath.Join(dir, "authorized_keys.d"), "/etc/ssh/authorized_keys.d"},
+		{infersim, "/usr/local/bin/infersim"},
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return nil, fmt.Errorf("host %s files: %w", h.Name, err)
+		}
+		// WriteFile keeps the mode of a file that already exists.
+		if err := os.Chmod(p, f.mode); err != nil {
+			return nil, fmt.Errorf("host %s files: %w", h.Name, err)
+		}
+		if f.dest != "" {
+			binds = append(binds, bind{p, f.dest})
+		}
+	}
+	return binds, nil
+}
