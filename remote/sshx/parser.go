@@ -1,0 +1,449 @@
+package sshx
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxIncludeDepth is OpenSSH's READCONF_MAX_DEPTH.
+const maxIncludeDepth = 16
+
+// ignoredDirectives are ssh_config keywords that do not change how bringup
+// connects or authenticates, so the fallback parser accepts and skips them.
+// Everything not here and not handled is an error naming file:line.
+var ignoredDirectives = map[string]bool{
+	"addkeystoagent": true, "addressfamily": true, "batchmode": true,
+	"challengeresponseauthentication": true, "checkhostip": true,
+	"clearallforwardings": true, "compression": true, "connectionattempts": true,
+	"controlmaster": true, "controlpath": true, "controlpersist": true,
+	"dynamicforward": true, "enableescapecommandline": true, "escapechar": true,
+	"exitonforwardfailure": true, "fingerprinthash": true, "forkafterauthentication": true,
+	"forwardagent": true, "forwardx11": true, "forwardx11timeout": true,
+	"forwardx11trusted": true, "gatewayports": true, "gssapiauthentication": true,
+	"gssapidelegatecredentials": true, "hashknownhosts": true,
+	"ipqos": true, "kbdinteractiveauthentication": true, "kbdinteractivedevices": true,
+	"localcommand": true, "localforward": true, "loglevel": true, "logverbose": true,
+	"nohostauthenticationforlocalhost": true, "numberofpasswordprompts": true,
+	"passwordauthentication": true, "permitlocalcommand": true, "permitremoteopen": true,
+	"preferredauthentications": true, "protocol": true, "pubkeyauthentication": true,
+	"rekeylimit": true, "remotecommand": true, "remoteforward": true, "requesttty": true,
+	"sendenv": true, "sessiontype": true, "setenv": true, "stdinnull": true,
+	"streamlocalbindmask": true, "streamlocalbindunlink": true, "tcpkeepalive": true,
+	"tunnel": true, "tunneldevice": true, "updatehostkeys": true, "usekeychain": true,
+	"verifyhostkeydns": true, "visualhostkey": true, "xauthlocation": true,
+}
+
+// defaultIdentityFiles are the keys ssh tries when no IdentityFile is set
+// (OpenSSH 9.x without the deprecated DSA and XMSS ones).
+var defaultIdentityFiles = []string{
+	"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ecdsa_sk",
+	"~/.ssh/id_ed25519", "~/.ssh/id_ed25519_sk",
+}
+
+// rawValue is a directive value kept for expansion after all files are read.
+type rawValue struct {
+	val  string
+	file string
+	line int
+}
+
+// parser evaluates ssh_config files for one host with ssh's rules: the
+// first obtained value of a keyword wins (IdentityFile accumulates), Host
+// patterns match the name given on the command line.
+type parser struct {
+	opts    ResolveOptions
+	host    string // the alias, lower-cased as ssh does
+	seen    map[string]bool
+	values  map[string]rawValue
+	ids     []rawValue
+	ignored []string // IgnoreUnknown patterns
+}
+
+// resolveParser evaluates the configuration with bringup's own parser.
+func resolveParser(alias string, opts ResolveOptions) (Config, error) {
+	p := &parser{
+		opts:   opts,
+		host:   strings.ToLower(alias),
+		seen:   map[string]bool{},
+		values: map[string]rawValue{},
+	}
+	if opts.ConfigFile != "" {
+		if err := p.readFile(opts.ConfigFile, filepath.Join(opts.Home, ".ssh"), 0, false, true); err != nil {
+			return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
+		}
+	} else {
+		for _, f := range []struct{ path, base string }{
+			{filepath.Join(opts.Home, ".ssh", "config"), filepath.Join(opts.Home, ".ssh")},
+			{"/etc/ssh/ssh_config", "/etc/ssh"},
+		} {
+			if err := p.readFile(f.path, f.base, 0, false, false); err != nil {
+				return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
+			}
+		}
+	}
+	cfg, err := p.config(alias)
+	if err != nil {
+		return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
+	}
+	return cfg, nil
+}
+
+// readFile reads one config file. base is the directory relative Include
+// paths are taken from; neverMatch is set for files included from an inactive
+// block; mustExist is set for the file named with -F.
+func (p *parser) readFile(path, base string, depth int, neverMatch, mustExist bool) error {
+	if depth > maxIncludeDepth {
+		return fmt.Errorf("%s: include nested too deeply", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if !mustExist && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("read ssh config: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
+	active := !neverMatch
+	n := 0
+	for sc.Scan() {
+		n++
+		key, rest, args, err := splitLine(sc.Text())
+		if err != nil {
+			return &ConfigError{File: path, Line: n, Msg: err.Error()}
+		}
+		if key == "" {
+			continue
+		}
+		switch key {
+		case "host":
+			active = !neverMatch && matchHost(p.host, args)
+			continue
+		case "match":
+			return &ConfigError{File: path, Line: n, Msg: "Match is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`"}
+		case "include":
+			if len(args) == 0 {
+				return &ConfigError{File: path, Line: n, Msg: "Include without a file"}
+			}
+			for _, a := range args {
+				pat := expandTilde(a, p.opts.Home)
+				if !filepath.IsAbs(pat) {
+					pat = filepath.Join(base, pat)
+				}
+				matches, err := filepath.Glob(pat)
+				if err != nil {
+					return &ConfigError{File: path, Line: n, Msg: fmt.Sprintf("Include %q: %v", a, err)}
+				}
+				for _, m := range matches { // Glob sorts: lexical order, as ssh
+					if err := p.readFile(m, base, depth+1, !active, false); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		if err := p.directive(key, rest, args, path, n, active); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// directive records one keyword of an active block.
+func (p *parser) directive(key, rest string, args []string, file string, line int, active bool) error {
+	cerr := func(format string, a ...any) error {
+		return &ConfigError{File: file, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch key {
+	case "hostname", "user", "port", "identitiesonly", "proxyjump", "proxycommand",
+		"userknownhostsfile", "globalknownhostsfile", "stricthostkeychecking",
+		"serveraliveinterval", "serveralivecountmax", "connecttimeout", "hostkeyalias":
+		if len(args) == 0 {
+			return cerr("%s without a value", key)
+		}
+		val := args[0]
+		switch key {
+		case "proxycommand":
+			val = rest
+		case "userknownhostsfile", "globalknownhostsfile":
+			val = strings.Join(args, " ")
+		case "port":
+			if n, err := strconv.Atoi(val); err != nil || n <= 0 || n > 65535 {
+				return cerr("bad Port %q", val)
+			}
+		case "serveraliveinterval", "serveralivecountmax", "connecttimeout":
+			if n, err := strconv.Atoi(val); (err != nil || n < 0) && !(key == "connecttimeout" && val == "none") {
+				return cerr("bad %s %q", key, val)
+			}
+		}
+		if !active {
+			return nil
+		}
+		// ProxyJump and ProxyCommand compete: the first one set wins.
+		if key == "proxyjump" || key == "proxycommand" {
+			if p.seen["proxyjump"] || p.seen["proxycommand"] {
+				return nil
+			}
+		}
+		if !p.seen[key] {
+			p.seen[key] = true
+			p.values[key] = rawValue{val: val, file: file, line: line}
+		}
+		return nil
+	case "identityfile":
+		if len(args) == 0 {
+			return cerr("IdentityFile without a value")
+		}
+		if active {
+			p.ids = append(p.ids, rawValue{val: args[0], file: file, line: line})
+		}
+		return nil
+	case "ignoreunknown":
+		if active && p.ignored == nil {
+			p.ignored = args
+		}
+		return nil
+	}
+	if ignoredDirectives[key] {
+		return nil
+	}
+	for _, pat := range p.ignored {
+		if matchPattern(strings.ToLower(pat), key) {
+			return nil
+		}
+	}
+	return cerr("unsupported directive %q (bringup's parser does not handle it; install the OpenSSH client so bringup can use `ssh -G`, or remove it)", key)
+}
+
+// config builds the Config from the recorded values.
+func (p *parser) config(alias string) (Config, error) {
+	cfg := Config{
+		Alias:                 alias,
+		HostName:              alias,
+		User:                  p.opts.User,
+		Port:                  22,
+		StrictHostKeyChecking: "ask",
+		ServerAliveCountMax:   3,
+		Source:                SourceParser,
+	}
+	v := func(k string) (rawValue, bool) { r, ok := p.values[k]; return r, ok }
+	loc := func(r rawValue, err error) error {
+		return &ConfigError{File: r.file, Line: r.line, Msg: err.Error()}
+	}
+	if r, ok := v("hostname"); ok {
+		h, err := expandTokens(r.val, map[byte]string{'%': "%", 'h': alias})
+		if err != nil {
+			return cfg, loc(r, err)
+		}
+		cfg.HostName = strings.ToLower(h)
+	} else {
+		cfg.HostName = strings.ToLower(alias)
+	}
+	if r, ok := v("user"); ok {
+		cfg.User = r.val
+	}
+	if r, ok := v("port"); ok {
+		cfg.Port, _ = strconv.Atoi(r.val)
+	}
+	if r, ok := v("identitiesonly"); ok {
+		cfg.IdentitiesOnly = strings.EqualFold(r.val, "yes") || strings.EqualFold(r.val, "true")
+	}
+	if r, ok := v("stricthostkeychecking"); ok {
+		cfg.StrictHostKeyChecking = normStrict(r.val)
+	}
+	if r, ok := v("serveraliveinterval"); ok {
+		n, _ := strconv.Atoi(r.val)
+		cfg.ServerAliveInterval = time.Duration(n) * time.Second
+	}
+	if r, ok := v("serveralivecountmax"); ok {
+		cfg.ServerAliveCountMax, _ = strconv.Atoi(r.val)
+	}
+	if r, ok := v("connecttimeout"); ok && r.val != "none" {
+		n, _ := strconv.Atoi(r.val)
+		cfg.ConnectTimeout = time.Duration(n) * time.Second
+	}
+	if r, ok := v("hostkeyalias"); ok && !strings.EqualFold(r.val, "none") {
+		cfg.HostKeyAlias = r.val
+	}
+	if r, ok := v("proxyjump"); ok {
+		cfg.ProxyJump = splitJump(r.val)
+		for _, h := range cfg.ProxyJump {
+			if _, err := ParseHop(h); err != nil {
+				return cfg, loc(r, err)
+			}
+		}
+	}
+	tk := cfg.tokens(p.opts)
+	if r, ok := v("proxycommand"); ok && !strings.EqualFold(r.val, "none") {
+		c, err := expandTokens(r.val, tk)
+		if err != nil {
+			return cfg, loc(r, err)
+		}
+		cfg.ProxyCommand = c
+	}
+	ids := p.ids
+	if len(ids) == 0 {
+		for _, d := range defaultIdentityFiles {
+			ids = append(ids, rawValue{val: d})
+		}
+	}
+	for _, r := range ids {
+		if strings.EqualFold(r.val, "none") {
+			continue
+		}
+		f, err := expandPath(r.val, tk, p.opts.Home)
+		if err != nil {
+			return cfg, loc(r, err)
+		}
+		cfg.IdentityFiles = append(cfg.IdentityFiles, f)
+	}
+	cfg.UserKnownHostsFiles = []string{"~/.ssh/known_hosts", "~/.ssh/known_hosts2"}
+	if r, ok := v("userknownhostsfile"); ok {
+		cfg.UserKnownHostsFiles = strings.Fields(r.val)
+	}
+	for i, f := range cfg.UserKnownHostsFiles {
+		x, err := expandPath(f, tk, p.opts.Home)
+		if err != nil {
+			r, _ := v("userknownhostsfile")
+			return cfg, loc(r, err)
+		}
+		cfg.UserKnownHostsFiles[i] = x
+	}
+	cfg.GlobalKnownHostsFiles = []string{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"}
+	if r, ok := v("globalknownhostsfile"); ok {
+		cfg.GlobalKnownHostsFiles = strings.Fields(r.val)
+	}
+	for i, f := range cfg.GlobalKnownHostsFiles {
+		cfg.GlobalKnownHostsFiles[i] = expandTilde(f, p.opts.Home)
+	}
+	return cfg, nil
+}
+
+// splitLine splits an ssh_config line into its lower-cased keyword, the raw
+// rest of the line (for ProxyCommand) and the rest as arguments, following
+// ssh's rules: "Key value" or "Key=value", double or single quotes, and a
+// '#' at the start of an argument ends the line.
+func splitLine(line string) (key, rest string, args []string, err error) {
+	s := strings.TrimLeft(line, " \t\r")
+	s = strings.TrimRight(s, " \t\r")
+	if s == "" || s[0] == '#' {
+		return "", "", nil, nil
+	}
+	i := strings.IndexAny(s, " \t=")
+	if i < 0 {
+		return strings.ToLower(s), "", nil, nil
+	}
+	key = strings.ToLower(s[:i])
+	s = strings.TrimLeft(s[i:], " \t")
+	if strings.HasPrefix(s, "=") {
+		s = strings.TrimLeft(s[1:], " \t")
+	}
+	rest = s
+	args, err = splitArgs(s)
+	return key, rest, args, err
+}
+
+// splitArgs splits whitespace-separated arguments with quotes and backslash
+// escapes, stopping at an argument that starts with '#'.
+func splitArgs(s string) ([]string, error) {
+	var args []string
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= len(s) || s[i] == '#' {
+			return args, nil
+		}
+		var b strings.Builder
+		var quote byte
+		for ; i < len(s); i++ {
+			c := s[i]
+			if quote != 0 {
+				if c == quote {
+					quote = 0
+				} else if c == '\\' && i+1 < len(s) && (s[i+1] == quote || s[i+1] == '\\') {
+					i++
+					b.WriteByte(s[i])
+				} else {
+					b.WriteByte(c)
+				}
+				continue
+			}
+			if c == ' ' || c == '\t' {
+				break
+			}
+			if c == '"' || c == '\'' {
+				quote = c
+				continue
+			}
+			if c == '\\' && i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+				continue
+			}
+			b.WriteByte(c)
+		}
+		if quote != 0 {
+			return nil, errors.New("unterminated quote")
+		}
+		args = append(args, b.String())
+	}
+}
+
+// matchHost reports whether host matches a Host line: at least one positive
+// pattern matches and no negated one does.
+func matchHost(host string, patterns []string) bool {
+	matched := false
+	for _, pat := range patterns {
+		neg := strings.HasPrefix(pat, "!")
+		if neg {
+			pat = pat[1:]
+		}
+		if matchPattern(pat, host) {
+			if neg {
+				return false
+			}
+			matched = true
+		}
+	}
+	return matched
+}
+
+// matchPattern is ssh's match_pattern: '*' matches any run of characters and
+// '?' any one character.
+func matchPattern(pat, s string) bool {
+	// Iterative glob with backtracking over the last '*'.
+	pi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(pat) && (pat[pi] == '?' || pat[pi] == s[si]):
+			pi++
+			si++
+		case pi < len(pat) && pat[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(pat) && pat[pi] == '*' {
+		pi++
+	}
+	return pi == len(pat)
+}
