@@ -268,7 +268,8 @@ func splitJump(v string) []string {
 	}
 	var hops []string
 	for _, h := range strings.Split(v, ",") {
-		if h = strings.TrimSpace(h); h != "" {
+		// ssh prints ssh://user@host:port hops as user@host:port.
+		if h = strings.TrimPrefix(strings.TrimSpace(h), "ssh://"); h != "" {
 			hops = append(hops, h)
 		}
 	}

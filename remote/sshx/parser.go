@@ -58,7 +58,7 @@ type rawValue struct {
 // patterns match the name given on the command line.
 type parser struct {
 	opts    ResolveOptions
-	host    string // the alias, lower-cased as ssh does
+	host    string // the alias as given: Host patterns match it case-sensitively, as in ssh
 	seen    map[string]bool
 	values  map[string]rawValue
 	ids     []rawValue
@@ -69,7 +69,7 @@ type parser struct {
 func resolveParser(alias string, opts ResolveOptions) (Config, error) {
 	p := &parser{
 		opts:   opts,
-		host:   strings.ToLower(alias),
+		host:   alias,
 		seen:   map[string]bool{},
 		values: map[string]rawValue{},
 	}
