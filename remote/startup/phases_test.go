@@ -48,6 +48,7 @@ func TestPhaseLines(t *testing.T) {
 		{name: "sglang v0.4.1 bare bar", engine: "sglang", pre: []string{capBegin}, line: "100%|██████████| 23/23 [00:06<00:00,  3.37it/s]", want: GraphCapture, prog: Progress{23, 23, "batches"}},
 		{name: "sglang capture end main", pre: []string{capBegin}, line: "[2026-09-11 23:52:05 TP0] Capture target decode CUDA graph end. elapsed=2.58 s, mem usage=0.45 GB, avail mem=72.65 GB.", want: GraphCapture},
 		{name: "sglang capture end v0.4.10", pre: []string{capBegin}, line: "[2025-08-08 03:34:58 TP0] Capture cuda graph end. Time elapsed: 18.28 s. mem usage=0.11 GB. avail mem=1.70 GB.", want: GraphCapture},
+		{name: "sglang capture end, begin missed", line: "[2025-01-24 09:39:38 TP0] Capture cuda graph end. Time elapsed: 6.83 s", want: GraphCapture},
 		{name: "sglang capacity", line: "[2025-08-08 03:34:57] max_total_num_tokens=104273, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4097, context_len=40960, available_gpu_mem=1.70 GB", want: HTTP},
 		{name: "sglang v0.4.1 capacity", line: "[2025-01-24 09:39:40 TP0] max_total_num_tokens=219684, max_prefill_tokens=16384, max_running_requests=4097, context_len=16384", want: HTTP},
 		{name: "sglang timings", engine: "sglang", line: "Engine startup timings (s): load_weight=12.02, kv_cache_allocation=0.02, scheduler_e2e=52.09, tokenizer_e2e=65.82", want: HTTP},

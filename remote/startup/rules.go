@@ -109,12 +109,8 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		c.detectRe = re
 	}
 	for i, r := range p.Phases {
-		where := fmt.Sprintf("pack %s: phases[%d]", p.Engine, i)
-		re, err := compileRule(where, r.Keywords, r.Pattern)
+		re, err := compileRule(fmt.Sprintf("pack %s: phases[%d]", p.Engine, i), r.Keywords, r.Pattern, r.Phase, r.InPhases)
 		if err != nil {
-			return nil, err
-		}
-		if err := checkPhases(where, r.Phase, r.InPhases); err != nil {
 			return nil, err
 		}
 		cp := compiledPhase{PhaseRule: r, re: re, done: -1, total: -1, label: -1}
@@ -126,11 +122,8 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 	}
 	for i, r := range p.Failures {
 		where := fmt.Sprintf("pack %s: failures[%d]", p.Engine, i)
-		re, err := compileRule(where, r.Keywords, r.Pattern)
+		re, err := compileRule(where, r.Keywords, r.Pattern, r.Phase, r.InPhases)
 		if err != nil {
-			return nil, err
-		}
-		if err := checkPhases(where, r.Phase, r.InPhases); err != nil {
 			return nil, err
 		}
 		if r.Cause == "" {
@@ -141,9 +134,12 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 	return c, nil
 }
 
-// compileRule checks a rule's keywords and compiles its pattern (nil when
-// the keywords alone decide).
-func compileRule(where string, keywords []string, pattern string) (*regexp.Regexp, error) {
+// compileRule checks the fields phase and failure rules share and compiles
+// the pattern (nil when the keywords alone decide).
+func compileRule(where string, keywords []string, pattern string, phase Phase, in []Phase) (*regexp.Regexp, error) {
+	if err := checkPhases(where, phase, in); err != nil {
+		return nil, err
+	}
 	if len(keywords) == 0 {
 		return nil, fmt.Errorf("%s.keywords: empty (every rule needs a literal keyword)", where)
 	}

@@ -513,7 +513,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	loc, ok := r.match(msg)
 	if !ok {
-		return true
+		return false // a keyword without the pattern: let later rules try
 	}
 	if r.Ready {
 		t.st.ReadySeen = true
