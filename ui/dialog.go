@@ -120,7 +120,7 @@ func (d *dialog) Render(w int, s Styles) string {
 		}
 		lines = append(lines, "", s.Dim.Render(clip("[y/enter] confirm · [n/esc] cancel", iw)))
 	}
-	return s.Dialog.Width(bw).Render(strings.Join(lines, "\n"))
+	return frame(lines, bw, s.DialogBorder)
 }
 
 func (d *dialog) renderChoices(iw int, s Styles) []string {

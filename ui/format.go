@@ -4,9 +4,56 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
+
+// width is the display width of s. Grapheme segmentation is most of a
+// frame's cost, and the frame is mostly ASCII, SGR colour and box drawing,
+// so those are counted directly; anything else goes to ansi.StringWidth.
+func width(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if !narrow(r) {
+				return ansi.StringWidth(s)
+			}
+			n++
+			i += size - 1
+		case c == 0x1b:
+			if i+1 >= len(s) || s[i+1] != '[' {
+				return ansi.StringWidth(s)
+			}
+			i += 2
+			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+				i++
+			}
+		case c >= 0x20 && c != 0x7f:
+			n++
+		}
+	}
+	return n
+}
+
+// narrow reports whether r is one cell wide on its own: Latin-1, general
+// punctuation, arrows, control pictures, box drawing, blocks and geometric
+// shapes (less the two emoji squares). A combining mark or variation
+// selector after it is not narrow, so it sends the string to the slow path.
+func narrow(r rune) bool {
+	switch {
+	case r >= 0xa0 && r < 0x300,
+		r >= 0x2010 && r <= 0x205e,
+		r >= 0x2190 && r <= 0x21ff,
+		r >= 0x2400 && r <= 0x243f,
+		r >= 0x2500 && r <= 0x25ff && r != 0x25fd && r != 0x25fe:
+		return true
+	}
+	return false
+}
 
 // fit cuts s to w cells (marking the cut with …) and pads it to exactly w,
 // so columns line up whatever the remote text holds.
@@ -14,7 +61,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if sw := ansi.StringWidth(s); sw > w {
+	if width(s) > w {
 		s = ansi.Truncate(s, w, "…")
 	}
 	return pad(s, w)
@@ -22,7 +69,7 @@ func fit(s string, w int) string {
 
 // pad right-pads s with spaces to w cells; it never cuts.
 func pad(s string, w int) string {
-	if n := w - ansi.StringWidth(s); n > 0 {
+	if n := w - width(s); n > 0 {
 		return s + strings.Repeat(" ", n)
 	}
 	return s
@@ -33,10 +80,23 @@ func clip(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if ansi.StringWidth(s) > w {
-		return ansi.Truncate(s, w, "…")
+	if len(s) <= w || width(s) <= w { // a cell takes at least one byte
+		return s
 	}
-	return s
+	if printableASCII(s) {
+		return s[:w-1] + "…"
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// printableASCII reports whether every byte of s takes exactly one cell.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // precut bounds a plain line before it is styled, so a 16 KiB journal line
@@ -111,7 +171,7 @@ func screen(s string, w, h int) string {
 		lines = lines[:h]
 	}
 	for i, l := range lines {
-		if ansi.StringWidth(l) > w {
+		if len(l) > w && width(l) > w {
 			lines[i] = ansi.Truncate(l, w, "")
 		}
 	}
@@ -130,7 +190,7 @@ func overlay(base, box string, w, h int) string {
 	bl := strings.Split(box, "\n")
 	bw := 0
 	for _, l := range bl {
-		bw = max(bw, ansi.StringWidth(l))
+		bw = max(bw, width(l))
 	}
 	x := max(0, (w-bw)/2)
 	y := max(0, (h-len(bl))/2)
@@ -144,4 +204,41 @@ func overlay(base, box string, w, h int) string {
 		lines[y+i] = left + pad(l, bw) + right
 	}
 	return strings.Join(lines, "\n")
+}
+
+// ink is an inline style reduced to its SGR prefix and suffix: painting a
+// log line with it is a concatenation, where lipgloss.Style.Render splits
+// and measures the text. Only for styles without width, padding or border.
+type ink struct{ pre, post string }
+
+func inkOf(st lipgloss.Style) ink {
+	r := st.Render("x") // SGR sequences hold no 'x'
+	i := strings.IndexByte(r, 'x')
+	if i < 0 {
+		return ink{}
+	}
+	return ink{pre: r[:i], post: r[i+1:]}
+}
+
+func (k ink) paint(s string) string {
+	if k.pre == "" || s == "" {
+		return s
+	}
+	return k.pre + s + k.post
+}
+
+// frame draws lines in a rounded box exactly w cells wide, with one cell of
+// padding; lines are cut to fit. It stands in for a lipgloss border, which
+// measures every line again on every frame.
+func frame(lines []string, w int, border lipgloss.Style) string {
+	iw := max(1, w-4)
+	b := inkOf(border)
+	var out strings.Builder
+	out.WriteString(b.paint("╭" + strings.Repeat("─", w-2) + "╮"))
+	side := b.paint("│")
+	for _, l := range lines {
+		out.WriteString("\n" + side + " " + fit(l, iw) + " " + side)
+	}
+	out.WriteString("\n" + b.paint("╰"+strings.Repeat("─", w-2)+"╯"))
+	return out.String()
 }

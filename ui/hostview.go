@@ -211,7 +211,7 @@ func (v *hostView) diagBox(w int, l hostLayout) string {
 		}
 		lines = append(lines, st.Render(clip("│ "+precut(e, iw), iw)))
 	}
-	return s.DiagBox.Width(w).Render(strings.Join(lines, "\n"))
+	return frame(lines, w, s.DiagBorder)
 }
 
 // gpuRow is memory use over the recent samples and the newest utilisation.

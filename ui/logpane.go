@@ -3,7 +3,6 @@ package ui
 import (
 	"strings"
 
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -153,35 +152,36 @@ func (v *logView) render(r *ring, w, h int, s Styles) (string, paneInfo) {
 	return strings.Join(rows, "\n"), info
 }
 
-// renderLine draws one log line: one row, or several when wrapping.
+// renderLine draws one log line: one row, or several when wrapping. The
+// text is cut while still plain, then painted, so styling never has to
+// measure it again.
 func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []string {
-	gutter := " "
+	k := s.log
+	prefix, pw := " ", 1
 	if seq == v.cur {
-		gutter = s.LogCur.Render("›")
+		prefix = k.cur.paint("›")
 	}
-	prefix := gutter
 	if stamp {
 		ts := "        "
 		if !l.Time.IsZero() {
 			ts = l.Time.Format("15:04:05")
 		}
-		prefix += s.LogTime.Render(ts) + " "
+		prefix += k.time.paint(ts) + " "
+		pw += 9
 	}
-	pw := ansi.StringWidth(prefix)
 	bw := max(1, w-pw)
 	text := l.Text
-	style := s.Status
+	var style ink // journal lines keep the terminal's own colour
 	switch l.Kind {
 	case lineErr:
-		style = s.LogErr
+		style = k.err
 	case lineGap:
-		text, style = "┄┄ "+text, s.LogGap
+		text, style = "┄┄ "+text, k.gap
 	case lineAction:
-		text, style = "▶ "+text, s.LogAction
+		text, style = "▶ "+text, k.action
 	}
 	if !v.wrap {
-		body := v.highlight(precut(text, bw), style, s)
-		return []string{prefix + clip(body, bw)}
+		return []string{prefix + v.highlight(clip(precut(text, bw), bw), style, k.match)}
 	}
 	parts := strings.Split(ansi.Hardwrap(text, bw, true), "\n")
 	out := make([]string, len(parts))
@@ -191,21 +191,21 @@ func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []stri
 		if i == 0 {
 			lead = prefix
 		}
-		out[i] = lead + clip(v.highlight(p, style, s), bw)
+		out[i] = lead + v.highlight(clip(p, bw), style, k.match)
 	}
 	return out
 }
 
-// highlight styles text, marking every case-insensitive match of the
+// highlight paints text, marking every case-insensitive match of the
 // filter. Text is plain (sanitised), so byte offsets are safe to cut at
 // when lower-casing keeps the length.
-func (v *logView) highlight(text string, style lipgloss.Style, s Styles) string {
+func (v *logView) highlight(text string, style, match ink) string {
 	if v.lq == "" {
-		return style.Render(text)
+		return style.paint(text)
 	}
 	low := strings.ToLower(text)
 	if len(low) != len(text) {
-		return style.Render(text)
+		return style.paint(text)
 	}
 	var b strings.Builder
 	for {
@@ -213,14 +213,10 @@ func (v *logView) highlight(text string, style lipgloss.Style, s Styles) string 
 		if i < 0 {
 			break
 		}
-		if i > 0 {
-			b.WriteString(style.Render(text[:i]))
-		}
-		b.WriteString(s.LogMatch.Render(text[i : i+len(v.lq)]))
+		b.WriteString(style.paint(text[:i]))
+		b.WriteString(match.paint(text[i : i+len(v.lq)]))
 		text, low = text[i+len(v.lq):], low[i+len(v.lq):]
 	}
-	if text != "" {
-		b.WriteString(style.Render(text))
-	}
+	b.WriteString(style.paint(text))
 	return b.String()
 }

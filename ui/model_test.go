@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"bringup/remote"
 	"bringup/remote/event"
@@ -314,6 +315,14 @@ func TestNoRawEscapes(t *testing.T) {
 					t.Fatalf("frame holds %q", bad)
 				}
 			}
+		}
+	}
+}
+
+func TestWidthAgreesWithAnsi(t *testing.T) {
+	for _, s := range []string{"", "abc", "\x1b[38;2;1;2;3mab\x1b[m", "── x ──", "█▉░ 41/65", "gpu3 · ✗ failed", "日本語", "e\u0301", "⚠\ufe0f", "▁▂▃", "␛[2J", "\x1b]8;;x\x07a"} {
+		if got, want := width(s), ansi.StringWidth(s); got != want {
+			t.Errorf("width(%q) = %d, want %d", s, got, want)
 		}
 	}
 }

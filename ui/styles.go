@@ -53,7 +53,7 @@ type Styles struct {
 	BarEmpty lipgloss.Style
 	Warn     lipgloss.Style // not capture-safe, pending restart
 
-	DiagBox       lipgloss.Style
+	DiagBorder    lipgloss.Style // the diagnosis box's border
 	DiagSummary   lipgloss.Style
 	DiagHint      lipgloss.Style
 	EvidenceFirst lipgloss.Style
@@ -70,27 +70,42 @@ type Styles struct {
 	Status    lipgloss.Style
 	StatusErr lipgloss.Style
 
-	Dialog      lipgloss.Style
-	DialogTitle lipgloss.Style
-	Choice      lipgloss.Style // the chooser's cursor item
+	DialogBorder lipgloss.Style // the border of dialogs and overlays
+	DialogTitle  lipgloss.Style
+	Choice       lipgloss.Style // the chooser's cursor item
 
 	Help help.Styles
+
+	log logInks // the log pane's styles as inks, for the per-line path
+}
+
+// logInks are the log pane's styles reduced to SGR strings.
+type logInks struct{ time, err, gap, action, match, cur ink }
+
+func (s *Styles) makeInks() {
+	s.log = logInks{time: inkOf(s.LogTime), err: inkOf(s.LogErr), gap: inkOf(s.LogGap),
+		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur)}
 }
 
 // NewStyles builds the styles for a background; noColor gives plain ones.
 func NewStyles(isDark, noColor bool) Styles {
+	s := newStyles(isDark, noColor)
+	s.makeInks()
+	return s
+}
+
+func newStyles(isDark, noColor bool) Styles {
 	plain := lipgloss.NewStyle()
-	box := plain.Border(lipgloss.RoundedBorder()).Padding(0, 1)
 	if noColor {
 		return Styles{
 			Title: plain, Header: plain, Dim: plain, Selected: plain, Mark: plain, Badge: plain,
 			PhaseFailed: plain, PhaseServing: plain, PhaseStuck: plain, PhaseUnknown: plain,
 			PhaseActive: plain, PhaseStopped: plain, PhaseRestarting: plain,
 			BarFull: plain, BarEmpty: plain, Warn: plain,
-			DiagBox: box, DiagSummary: plain, DiagHint: plain, EvidenceFirst: plain, Evidence: plain,
+			DiagBorder: plain, DiagSummary: plain, DiagHint: plain, EvidenceFirst: plain, Evidence: plain,
 			LogTime: plain, LogErr: plain, LogGap: plain, LogAction: plain, LogMatch: plain, LogCur: plain, Rule: plain,
 			Status: plain, StatusErr: plain,
-			Dialog: box, DialogTitle: plain, Choice: plain,
+			DialogBorder: plain, DialogTitle: plain, Choice: plain,
 			Help: help.Styles{Ellipsis: plain, ShortKey: plain, ShortDesc: plain, ShortSeparator: plain,
 				FullKey: plain, FullDesc: plain, FullSeparator: plain},
 		}
@@ -117,7 +132,7 @@ func NewStyles(isDark, noColor bool) Styles {
 		BarEmpty: fg(p.faint),
 		Warn:     fg(p.yellow),
 
-		DiagBox:       box.BorderForeground(p.red),
+		DiagBorder:    fg(p.red),
 		DiagSummary:   fg(p.red).Bold(true),
 		DiagHint:      fg(p.green),
 		EvidenceFirst: fg(p.fg).Bold(true),
@@ -134,9 +149,9 @@ func NewStyles(isDark, noColor bool) Styles {
 		Status:    fg(p.fg),
 		StatusErr: fg(p.red).Bold(true),
 
-		Dialog:      box.BorderForeground(p.accent),
-		DialogTitle: fg(p.accent).Bold(true),
-		Choice:      plain.Background(p.selBg).Foreground(p.accent).Bold(true),
+		DialogBorder: fg(p.accent),
+		DialogTitle:  fg(p.accent).Bold(true),
+		Choice:       plain.Background(p.selBg).Foreground(p.accent).Bold(true),
 
 		Help: help.DefaultStyles(isDark),
 	}

@@ -191,5 +191,5 @@ func (m *Model) box(body string, w, h int) string {
 	for i, l := range lines {
 		lines[i] = clip(l, bw-4)
 	}
-	return m.styles.Dialog.Width(bw).Render(strings.Join(lines, "\n"))
+	return frame(lines, bw, m.styles.DialogBorder)
 }
