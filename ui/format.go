@@ -131,7 +131,7 @@ func fmtDur(d time.Duration) string {
 }
 
 // eighths are the partial blocks for bars, from one eighth to seven.
-var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
+const eighths = "▏▎▍▌▋▊▉"
 
 // bar draws frac (0..1) as a bar w cells wide: full blocks, one partial
 // block, then the empty remainder.
@@ -142,19 +142,21 @@ func bar(frac float64, w int, s Styles) string {
 	frac = min(1, max(0, frac))
 	cells := int(frac * float64(w*8))
 	full, part := cells/8, cells%8
-	out := strings.Repeat("█", full) + eighths[part]
+	out := strings.Repeat("█", full)
 	n := full
 	if part > 0 {
+		out += string([]rune(eighths)[part-1])
 		n++
 	}
 	return s.BarFull.Render(out) + s.BarEmpty.Render(strings.Repeat("░", w-n))
 }
 
 // sparkLevels are the heights of a sparkline, low to high.
-var sparkLevels = []rune("▁▂▃▄▅▆▇█")
+const sparkLevels = "▁▂▃▄▅▆▇█"
 
 // spark draws values (0..1) as a sparkline, one cell each.
 func spark(vals []float64) string {
+	sparkLevels := []rune(sparkLevels)
 	var b strings.Builder
 	for _, v := range vals {
 		i := int(min(1, max(0, v)) * float64(len(sparkLevels)-1))

@@ -252,5 +252,5 @@ func (v *hostView) paneTitle(w int, info paneInfo) string {
 		parts = append(parts, fmt.Sprintf("/%s %d matches", v.lv.query, v.lv.matches))
 	}
 	t := "── " + strings.Join(parts, " · ") + " "
-	return s.Rule.Render(clip(t, w) + strings.Repeat("─", max(0, w-len([]rune(t)))))
+	return s.Rule.Render(clip(t, w) + strings.Repeat("─", max(0, w-width(t))))
 }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
 )
@@ -324,5 +325,15 @@ func TestWidthAgreesWithAnsi(t *testing.T) {
 		if got, want := width(s), ansi.StringWidth(s); got != want {
 			t.Errorf("width(%q) = %d, want %d", s, got, want)
 		}
+	}
+}
+
+func TestModeShowsPendingRestart(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	b := fleetFixture()
+	b.Hosts[2].Modes = modes(kernels.DefaultCatalog(), "on")
+	m.Update(batchMsg(b))
+	if row := rowOf(render(m), "gpu3"); !strings.Contains(row, "on↻") {
+		t.Fatalf("gpu3 row does not show the mode pending a restart: %q", row)
 	}
 }

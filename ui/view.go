@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -74,6 +75,9 @@ func (m *Model) header(w int) string {
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
+	if n := len(m.marked); n > 0 {
+		counts += fmt.Sprintf(" · %d selected", n)
+	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
@@ -134,21 +138,34 @@ func (m *Model) helpBox(w, h int) string {
 	if m.view == viewHost {
 		hk, what = m.keys.hostHelp(), "host"
 	}
-	groups := hk.FullHelp()
-	if w < 70 {
-		// One column: the full help must not lose columns in a narrow pane.
-		var flat = groups[:0:0]
-		var col = groups[0][:0:0]
-		for _, g := range groups {
-			col = append(col, g...)
-		}
-		groups = append(flat, col)
-	}
 	hm := m.help
-	hm.SetWidth(max(10, w-4))
-	body := m.styles.DialogTitle.Render("keys · "+what) + "\n\n" + hm.FullHelpView(groups) +
+	hm.SetWidth(0)
+	// As many columns as fit: a narrow pane gets the same keys in fewer,
+	// longer columns, never fewer keys.
+	groups := hk.FullHelp()
+	table := hm.FullHelpView(groups)
+	for k := len(groups) - 1; k >= 1 && width(strings.Split(table, "\n")[0]) > w-4; k-- {
+		table = hm.FullHelpView(regroup(groups, k))
+	}
+	body := m.styles.DialogTitle.Render("keys · "+what) + "\n\n" + table +
 		"\n\n" + m.styles.Dim.Render("? or esc to close")
 	return m.box(body, w, h)
+}
+
+// regroup spreads the bindings of groups over k columns, in order.
+func regroup(groups [][]key.Binding, k int) [][]key.Binding {
+	var all []key.Binding
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	per := (len(all) + k - 1) / k
+	out := make([][]key.Binding, 0, k)
+	for len(all) > 0 {
+		n := min(per, len(all))
+		out = append(out, all[:n])
+		all = all[n:]
+	}
+	return out
 }
 
 // actionsBox is the log of remote commands: the action results seen so far,
