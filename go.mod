@@ -1,6 +1,6 @@
 module bringup
 
-go 1.26
+go 1.26.7
 
 require (
 	charm.land/bubbles/v2 v2.2.1
