@@ -72,6 +72,7 @@ type Kernel struct {
 type Params struct {
 	ModelPath  string
 	ModelClass string // e.g. DeepseekV3ForCausalLM
+	Host       string // the address uvicorn binds, 0.0.0.0 by default
 	Port       int
 	TP         int
 	Shards     int
@@ -96,6 +97,7 @@ func Defaults() Params {
 	return Params{
 		ModelPath:   "/models/DeepSeek-V3",
 		ModelClass:  "DeepseekV3ForCausalLM",
+		Host:        "0.0.0.0",
 		Port:        30000,
 		TP:          8,
 		Shards:      65,
@@ -131,6 +133,7 @@ func (p Params) withDefaults() Params {
 	}
 	str(&p.ModelPath, d.ModelPath)
 	str(&p.ModelClass, d.ModelClass)
+	str(&p.Host, d.Host)
 	num(&p.Port, d.Port)
 	num(&p.TP, d.TP)
 	num(&p.Shards, d.Shards)
@@ -256,7 +259,7 @@ func (b *builder) main(at time.Duration, text string)  { b.add(at, PrefixLogger,
 // allRanks logs text from every rank, a few milliseconds apart.
 func (b *builder) allRanks(at time.Duration, text string) {
 	for r := 0; r < b.p.TP; r++ {
-		b.add(at+time.Duration(r)*17*time.Millisecond, PrefixLogger, b.tag(r), text)
+		b.add(at+time.Duration(r)*2*time.Millisecond, PrefixLogger, b.tag(r), text)
 	}
 }
 
@@ -374,7 +377,7 @@ func New(p Params) *Script {
 	b.main(listen-200*time.Millisecond, "INFO:     Waiting for application startup.")
 	b.main(listen-100*time.Millisecond, "INFO:     Application startup complete.")
 	if p.Failure == FailPort {
-		b.main(listen, fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', %d): address already in use", p.Port))
+		b.main(listen, fmt.Sprintf("ERROR:    [Errno 98] error while attempting to bind on address ('%s', %d): address already in use", p.Host, p.Port))
 		b.main(listen+100*time.Millisecond, "INFO:     Waiting for application shutdown.")
 		b.main(listen+200*time.Millisecond, "INFO:     Application shutdown complete.")
 		s.Exit = listen + 600*time.Millisecond
@@ -382,7 +385,7 @@ func New(p Params) *Script {
 		return s
 	}
 	s.Marks.Listening = listen
-	b.main(listen, fmt.Sprintf("INFO:     Uvicorn running on http://0.0.0.0:%d (Press CTRL+C to quit)", p.Port))
+	b.main(listen, fmt.Sprintf("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)", p.Host, p.Port))
 	client := 32768 + rng.IntN(28000)
 	b.main(listen+time.Second, fmt.Sprintf("INFO:     127.0.0.1:%d - \"GET /model_info HTTP/1.1\" 200 OK", client))
 	ready := listen + p.Warmup
@@ -415,7 +418,7 @@ func (s *Script) loadShards(b *builder, rng *rand.Rand, start time.Duration) boo
 	// The bar closes just before "Load weight end".
 	end := p.Weights - p.Weights/200
 	s.shardAt[p.Shards-1] = end
-	b.bare(start+time.Duration(p.TP)*17*time.Millisecond, ShardLine(0, p.Shards, 0))
+	b.bare(start+time.Duration(p.TP)*2*time.Millisecond, ShardLine(0, p.Shards, 0))
 	b.lines[len(b.lines)-1].Bar = true
 	failAt := p.Shards
 	if p.Failure == FailOOM {
@@ -446,7 +449,9 @@ func (s *Script) captureBar(b *builder, begin time.Duration, bs []int) {
 	for i := 0; i <= n; i++ {
 		size := bs[max(n-1-i, 0)]
 		availGB := availAtCapture - (availAtCapture-availAfterGraph)*float64(i)/float64(n)
-		elapsed := p.Capture * time.Duration(i) / time.Duration(n)
+		// Refreshes spread over the capture, leaving room for the closing
+		// line before the end line even when the capture is short.
+		elapsed := max(p.Capture-100*time.Millisecond, 0) * time.Duration(i) / time.Duration(n)
 		at := begin + 10*time.Millisecond + elapsed
 		if i == n {
 			at = begin + p.Capture - 50*time.Millisecond
@@ -503,7 +508,7 @@ func serverArgs(p Params) string {
 		fmt.Sprintf("model_path='%s'", p.ModelPath), fmt.Sprintf("tokenizer_path='%s'", p.ModelPath),
 		"tokenizer_mode='auto'", "tokenizer_worker_num=1", "skip_tokenizer_init=False", "load_format='auto'",
 		"model_loader_extra_config='{}'", "trust_remote_code=True", "context_length=None", "is_embedding=False",
-		"enable_multimodal=None", "revision=None", "model_impl='auto'", "host='0.0.0.0'", fmt.Sprintf("port=%d", p.Port),
+		"enable_multimodal=None", "revision=None", "model_impl='auto'", fmt.Sprintf("host='%s'", p.Host), fmt.Sprintf("port=%d", p.Port),
 		"skip_server_warmup=False", "warmups=None", "nccl_port=None", "dtype='auto'", "quantization=None",
 		"quantization_param_path=None", "kv_cache_dtype='auto'", "enable_fp32_lm_head=False", "mem_fraction_static=0.9",
 		"max_running_requests=None", "max_queued_requests=None", "max_total_tokens=None", "chunked_prefill_size=8192",

@@ -213,10 +213,19 @@ func checkShape(t *testing.T, s *Script) {
 				t.Fatalf("unprefixed line matches the prefix: %q", r)
 			}
 		}
+		if i > 0 && s.Lines[i-1].Partial && !l.Bar {
+			t.Fatalf("a partial bar refresh is followed by a non-bar line %q", r)
+		}
 		if strings.ContainsAny(l.Text, "\r\n") {
 			t.Fatalf("line holds a line break: %q", l.Text)
 		}
 	}
+}
+
+func TestShortPhasesKeepOrder(t *testing.T) {
+	// The phase lengths infersim's tests use.
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	checkShape(t, New(Params{Boot: ms(100), Init: ms(100), Weights: ms(300), KV: ms(100), Capture: ms(200), HTTP: ms(100), Warmup: ms(100)}))
 }
 
 func TestTPOneIsUntagged(t *testing.T) {

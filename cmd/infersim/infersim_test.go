@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"bringup/remote/sim/sglang"
+)
+
+func TestHandlers(t *testing.T) {
+	var access bytes.Buffer
+	s := newServer(sglang.Params{ModelPath: "/models/demo"}, &logWriter{out: &access})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	call := func(method, path, ct, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	get := func(path string) (int, string) { return call("GET", path, "", "") }
+	post := func(path, ct, body string) (int, string) { return call("POST", path, ct, body) }
+	if code, _ := get("/health"); code != 503 {
+		t.Errorf("/health before ready = %d, want 503", code)
+	}
+	s.ready.Store(true)
+	if code, _ := get("/health"); code != 200 {
+		t.Errorf("/health when ready = %d, want 200", code)
+	}
+	if code, body := get("/v1/models"); code != 200 || !strings.Contains(body, `"id":"/models/demo"`) {
+		t.Errorf("/v1/models = %d %s", code, body)
+	}
+	if code, body := get("/model_info"); code != 200 || !strings.Contains(body, `"model_path":"/models/demo"`) {
+		t.Errorf("/model_info = %d %s", code, body)
+	}
+	if code, body := post("/v1/completions", "application/json", `{"model":"/models/demo","prompt":"The capital of France is","max_tokens":1}`); code != 200 ||
+		!strings.Contains(body, `"text":" Paris."`) || !strings.Contains(body, `"completion_tokens":1`) {
+		t.Errorf("/v1/completions = %d %s", code, body)
+	}
+	if code, _ := post("/v1/completions", "text/plain", `{}`); code != 400 {
+		t.Errorf("/v1/completions with text/plain = %d, want 400", code)
+	}
+	if code, body := post("/generate", "application/json", `{"text":"The capital city of France is","sampling_params":{"max_new_tokens":8}}`); code != 200 ||
+		!strings.Contains(body, `"meta_info"`) {
+		t.Errorf("/generate = %d %s", code, body)
+	}
+	if !strings.Contains(access.String(), `] INFO:     127.0.0.1:`) || !strings.Contains(access.String(), `"GET /health HTTP/1.1" 503 Service Unavailable`) {
+		t.Errorf("access log:\n%s", access.String())
+	}
+}
+
+func TestBindError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	want := fmt.Sprintf("[Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use", port)
+	if got := bindError("127.0.0.1", port, err); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.py"), []byte("x"), 0o644)
+	env := map[string]string{"PYTHONPATH": dir + ":/other", "MY_MODE": "check", "INFERSIM_UNSAFE_MODES": "validate,check", "INFERSIM_WEIGHTS_SECONDS": "0.5"}
+	cfg, err := parseConfig([]string{"--model-path", "/m", "--tp", "8", "--kernel-env", "MY_MODE"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.params.Kernel
+	if k.Mode != "check" || k.CaptureSafe || k.Path != dir || len(k.Hash) != 64 || cfg.params.Weights != 500*time.Millisecond || cfg.params.TP != 8 {
+		t.Errorf("config %+v", cfg.params)
+	}
+	h1 := k.Hash
+	os.WriteFile(filepath.Join(dir, "a.py"), []byte("y"), 0o644)
+	if h2, _ := dirHash(dir); h2 == h1 {
+		t.Error("hash did not change with the content")
+	}
+	env["INFERSIM_FAIL"] = "bogus"
+	if _, err := parseConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "crashloop") {
+		t.Errorf("bad INFERSIM_FAIL: %v", err)
+	}
+}
+
+// binDir holds the infersim binary and its nvidia-smi symlink, built once
+// by TestMain for the tests that run the real process.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "infersim-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "infersim"), ".").CombinedOutput()
+	if err == nil {
+		err = os.Symlink("infersim", filepath.Join(dir, "nvidia-smi"))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build infersim: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build returns a fresh directory with the binaries, so each test has its
+// own state directory beside them.
+func build(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"infersim", "nvidia-smi"} {
+		if err := os.Symlink(filepath.Join(binDir, "infersim"), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a running infersim whose stderr is collected.
+type proc struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr []string
+	done   chan struct{}
+}
+
+func (p *proc) lines() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.stderr, "\n")
+}
+
+func start(t *testing.T, dir string, port int, env []string, args ...string) *proc {
+	t.Helper()
+	site := filepath.Join(t.TempDir(), "site")
+	os.MkdirAll(filepath.Join(site, "kdtree_verify"), 0o755)
+	os.WriteFile(filepath.Join(site, "kdtree_verify", "validate.py"), []byte("def checked_forward(): pass\n"), 0o644)
+	cmd := exec.Command(filepath.Join(dir, "infersim"), append([]string{"--model-path", "/models/demo", "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--tp", "8"}, args...)...)
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + site, "INFERSIM_STATE_DIR=" + filepath.Join(dir, "state"),
+		"INFERSIM_BOOT_SECONDS=0.1", "INFERSIM_INIT_SECONDS=0.2", "INFERSIM_WEIGHTS_SECONDS=0.6", "INFERSIM_KV_SECONDS=0.1",
+		"INFERSIM_CAPTURE_SECONDS=0.3", "INFERSIM_HTTP_SECONDS=0.1", "INFERSIM_WARMUP_SECONDS=0.6", "INFERSIM_SHARDS=4",
+	}, env...)
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(errPipe)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr = append(p.stderr, sc.Text())
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+		cmd.Wait()
+	})
+	return p
+}
+
+// exit waits for the process to end and returns its status.
+func (p *proc) exit(t *testing.T, within time.Duration) int {
+	t.Helper()
+	res := make(chan error, 1)
+	go func() { <-p.done; res <- p.cmd.Wait() }()
+	select {
+	case err := <-res:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(within):
+		t.Fatalf("still running after %v:\n%s", within, p.lines())
+		return -1
+	}
+}
+
+func TestBinaryServes(t *testing.T) {
+	t.Parallel()
+	dir := build(t)
+	port := freePort(t)
+	p := start(t, dir, port, []string{"KDTREE_MODE=on"})
+	url := fmt.Sprintf("http://127.0.0.1:%d/health", port)
+	var codes []int
+	deadline := time.Now().Add(15 * time.Second)
+	sawBusy := false
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if len(codes) == 0 || codes[len(codes)-1] != resp.StatusCode {
+				codes = append(codes, resp.StatusCode)
+			}
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		// The GPU state climbs while the server loads.
+		if !sawBusy {
+			smi := exec.Command(filepath.Join(dir, "nvidia-smi"), "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+			smi.Env = []string{"INFERSIM_STATE_DIR=" + filepath.Join(dir, "state")}
+			out, _ := smi.Output()
+			sawBusy = len(out) > 0 && !strings.HasPrefix(string(out), "0\n")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fmt.Sprint(codes) != "[503 200]" {
+		t.Errorf("/health went %v, want [503 200]", codes)
+	}
+	if !sawBusy {
+		t.Error("nvidia-smi never showed memory in use while infersim ran")
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.exit(t, 5*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+	log := p.lines()
+	for _, want := range []string{
+		"kdtree-verify: sitecustomize loaded from ", ", mode=on, content sha256=",
+		" TP0] Load weight begin. avail mem=139.29 GB",
+		"\rLoading safetensors checkpoint shards:  25% Completed | 1/4 [",
+		" TP0] Capture target decode CUDA graph begin.",
+		"Capturing batches (bs=1 avail_mem=13.61 GB): 100%|██████████| 23/23",
+		" TP0] Capture target decode CUDA graph end.",
+		"] INFO:     Uvicorn running on http://127.0.0.1:", "The server is fired up and ready to roll!",
+		"SIGTERM received.",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "[") && !strings.HasPrefix(l, "[rank") {
+			if _, err := time.Parse(sglang.TimeLayout, l[1:20]); err != nil {
+				t.Errorf("line without SGLang's timestamp: %q", l)
+			}
+		}
+	}
+	// Without infersim the GPUs are idle again.
+	smi := exec.Command(filepath.Join(dir, "nvidia-smi"), "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+	smi.Env = []string{"INFERSIM_STATE_DIR=" + filepath.Join(dir, "state")}
+	out, err := smi.Output()
+	if err != nil || string(out) != strings.Repeat("0\n", 8) {
+		t.Errorf("nvidia-smi after exit: %q %v", out, err)
+	}
+}
+
+func TestBinaryValidateFailsCapture(t *testing.T) {
+	t.Parallel()
+	dir := build(t)
+	p := start(t, dir, freePort(t), []string{"KDTREE_MODE=validate"})
+	if code := p.exit(t, 10*time.Second); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	log := p.lines()
+	for _, want := range []string{
+		", mode=validate, content sha256=",
+		" TP0] Capture target decode CUDA graph begin.",
+		" TP0] Scheduler hit an exception: Traceback (most recent call last):",
+		"/kdtree_verify/validate.py\", line 57, in checked_forward",
+		"torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing",
+		"Exception: Capture cuda graph failed: CUDA error: operation failed due to a previous error during capture",
+		"Received sigquit from a child process. It usually means the child failed.",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	// --disable-cuda-graph avoids the capture, and with it the failure.
+	p = start(t, dir, freePort(t), []string{"KDTREE_MODE=validate"}, "--disable-cuda-graph")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.lines(), "fired up") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if log := p.lines(); !strings.Contains(log, "fired up") || strings.Contains(log, "Traceback") {
+		t.Errorf("validate with --disable-cuda-graph did not serve:\n%s", log)
+	}
+}
+
+func TestBinaryPortInUse(t *testing.T) {
+	t.Parallel()
+	dir := build(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	p := start(t, dir, port, []string{"KDTREE_MODE=on"})
+	if code := p.exit(t, 10*time.Second); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	want := fmt.Sprintf("] ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use", port)
+	if log := p.lines(); !strings.Contains(log, want) || !strings.Contains(log, "INFO:     Application shutdown complete.") || strings.Contains(log, "Uvicorn running") {
+		t.Errorf("stderr lacks %q:\n%s", want, log)
+	}
+}
+
+func TestBinaryScriptedFailures(t *testing.T) {
+	t.Parallel()
+	dir := build(t)
+	tests := []struct {
+		fail, want string
+		code       int
+	}{
+		{"oom", "torch.OutOfMemoryError: CUDA out of memory.", 1},
+		{"port", "error while attempting to bind on address", 1},
+		{"nccl", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=300) ran for 320 milliseconds", 1},
+		{"crashloop", "RuntimeError: NCCL error: unhandled system error", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fail, func(t *testing.T) {
+			p := start(t, dir, freePort(t), []string{"INFERSIM_FAIL=" + tc.fail, "INFERSIM_NCCL_TIMEOUT_SECONDS=0.3"})
+			if code := p.exit(t, 10*time.Second); code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if log := p.lines(); !strings.Contains(log, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, log)
+			}
+		})
+	}
+	t.Run("hang", func(t *testing.T) {
+		p := start(t, dir, freePort(t), []string{"INFERSIM_FAIL=hang"})
+		time.Sleep(2 * time.Second) // well past when capture would end
+		log := p.lines()
+		if !strings.Contains(log, "Capture target decode CUDA graph begin.") || strings.Contains(log, "CUDA graph end") {
+			t.Errorf("hang: log\n%s", log)
+		}
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p.exit(t, 5*time.Second); code != 0 {
+			t.Errorf("hung process exit %d after SIGTERM, want 0", code)
+		}
+	})
+}
+
+func TestNvidiaSMI(t *testing.T) {
+	fixture, err := os.ReadFile("/work/shared/fixtures/gpu/nvsmi-stream.csv")
+	if err != nil {
+		t.Fatalf("fixture: %v", err)
+	}
+	header, _, _ := strings.Cut(string(fixture), "\n")
+	fields := "timestamp,index,name,uuid,memory.used,memory.total,utilization.gpu,temperature.gpu,power.draw,power.limit,clocks.current.sm"
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string {
+		if k == "INFERSIM_STATE_DIR" {
+			return t.TempDir()
+		}
+		return ""
+	}
+	if code := nvidiaSMI([]string{"--query-gpu=" + fields, "--format=csv"}, getenv, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if lines[0] != header {
+		t.Errorf("header\n got %q\nwant %q", lines[0], header)
+	}
+	if len(lines) != 9 || !strings.HasSuffix(lines[1], ", 0, NVIDIA H200, GPU-3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f4a7c21, 0 MiB, 143771 MiB, 0 %, 34, 79.00 W, 700.00 W, 345 MHz") {
+		t.Errorf("rows:\n%s", out.String())
+	}
+	if _, err := time.Parse("2006/01/02 15:04:05.000", strings.Split(lines[1], ", ")[0]); err != nil {
+		t.Errorf("timestamp: %v", err)
+	}
+	out.Reset()
+	nvidiaSMI([]string{"--query-gpu=memory.used,index", "--format=csv,noheader,nounits"}, getenv, &out, &errOut)
+	if !strings.HasPrefix(out.String(), "0, 0\n0, 1\n") {
+		t.Errorf("noheader,nounits: %q", out.String())
+	}
+	if code := nvidiaSMI([]string{"--query-gpu=bogus", "--format=csv"}, getenv, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `Field "bogus" is not a valid field to query.`) {
+		t.Errorf("bogus field: %d %q", code, errOut.String())
+	}
+	out.Reset()
+	nvidiaSMI([]string{"-L"}, getenv, &out, &errOut)
+	if !strings.HasPrefix(out.String(), "GPU 0: NVIDIA H200 (UUID: GPU-3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f4a7c21)\n") {
+		t.Errorf("-L: %q", out.String())
+	}
+}
+
+// TestNvidiaSMILoop checks that -lms prints the header once and a block
+// of eight rows per period until its reader goes away.
+func TestNvidiaSMILoop(t *testing.T) {
+	t.Parallel()
+	dir := build(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "nvidia-smi"), "--query-gpu=index,memory.used", "--format=csv", "-lms", "100")
+	cmd.Env = []string{"INFERSIM_STATE_DIR=" + t.TempDir()}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(outPipe)
+	var got []string
+	for len(got) < 1+3*8 && sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(got) != 25 || got[0] != "index, memory.used [MiB]" || got[9] != "0, 0 MiB" || strings.Count(strings.Join(got, "\n"), "index,") != 1 {
+		t.Errorf("loop output:\n%s", strings.Join(got, "\n"))
+	}
+}

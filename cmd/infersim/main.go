@@ -1,0 +1,57 @@
+// Command infersim is the stand-in inference server of the test hosts: it
+// plays an SGLang startup (the real log lines, to stderr, with the real
+// prefix and wall-clock times), serves /health, /v1/models,
+// /v1/completions and /generate on its port, reads the kernel mode from
+// its environment and, in a mode that is not capture-safe with CUDA graphs
+// enabled, dies at graph capture with the real CUDA error texts.
+//
+// Run as `nvidia-smi` (a symlink or copy whose basename is nvidia-smi) it
+// is the companion nvidia-smi stand-in instead, reporting eight H200s whose
+// memory follows the running infersim.
+//
+// Usage:
+//
+//	infersim --model-path /models/demo --port 30000 --tp 8 [--disable-cuda-graph]
+//
+// Environment (durations in seconds, fractions allowed):
+//
+//	INFERSIM_BOOT_SECONDS, INFERSIM_INIT_SECONDS, INFERSIM_WEIGHTS_SECONDS,
+//	INFERSIM_KV_SECONDS, INFERSIM_CAPTURE_SECONDS, INFERSIM_HTTP_SECONDS,
+//	INFERSIM_WARMUP_SECONDS, INFERSIM_NCCL_TIMEOUT_SECONDS  phase lengths
+//	INFERSIM_SHARDS        weight shards (default 8)
+//	INFERSIM_FAIL          oom | port | nccl | hang | crashloop
+//	INFERSIM_ENGINE        sglang (the only engine so far)
+//	INFERSIM_KERNEL_ENV    the kernel's mode variable (default KDTREE_MODE; --kernel-env)
+//	INFERSIM_KERNEL_NAME   the kernel's name in the log (default kdtree-verify)
+//	INFERSIM_UNSAFE_MODES  comma-separated modes that are not capture-safe (default validate)
+//	INFERSIM_STATE_DIR     where the GPU state for nvidia-smi goes (default /run/infersim)
+//	PYTHONPATH             its first entry is the kernel directory whose content hash is logged
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run dispatches on the program name and returns the exit status.
+func run(args []string, stdout, stderr *os.File) int {
+	if filepath.Base(args[0]) == "nvidia-smi" {
+		return nvidiaSMI(args[1:], os.Getenv, stdout, stderr)
+	}
+	cfg, err := parseConfig(args[1:], os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "infersim: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return serve(ctx, cfg, stdout, stderr)
+}
