@@ -1,0 +1,132 @@
+// Command bringup is a terminal console for bringing up LLM inference
+// services (SGLang, vLLM) on fleets of GPU hosts: it follows each host's
+// journal and unit state over SSH, shows every startup as live phases,
+// explains failures, and puts the fixes one keystroke away.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// env is the slice of the process environment the commands read, so tests
+// can hand in their own.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name, usage, summary string
+	run                  func(ctx context.Context, e env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "bringup demo [--speed N] [--scenario seed] [--read-only]", "the console over simulated hosts (no hosts needed)", runDemo},
+		{"watch", "bringup watch --demo [--json] [--timeout D] [--speed N] [--scenario S]", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
+		{"version", "bringup version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, e env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(e.stderr, "bringup: no hosts configured yet; run `bringup demo` for the simulated fleet, or `bringup --help`")
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 {
+			for _, c := range commands() {
+				if c.name == args[1] {
+					return c.run(ctx, e, []string{"--help"})
+				}
+			}
+		}
+		usage(e.stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	fmt.Fprintf(e.stderr, "bringup: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "bringup — bring up LLM inference services on GPU hosts and see why they fail.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-70s\n      %s\n", c.usage, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `bringup help COMMAND` for a command's flags. In the console, press ? for keys.")
+}
+
+// newFlags returns a flag set that prints its usage to e.stderr and never
+// exits the process.
+func newFlags(e env, name, usageLine string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: %s\n\nFlags:\n", usageLine)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args and returns the exit code to stop with, if any.
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	case err != nil:
+		return exitUsage, true
+	case fs.NArg() > 0:
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+func runVersion(_ context.Context, e env, args []string) int {
+	fs := newFlags(e, "version", "bringup version")
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+		fmt.Fprintf(e.stdout, "bringup %s (%s)\n", v, bi.GoVersion)
+		return 0
+	}
+	fmt.Fprintf(e.stdout, "bringup %s\n", v)
+	return 0
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/startup"
+)
+
+// Exit codes of `bringup watch`, for scripts.
+const (
+	exitServing = 0 // every watched host is serving
+	exitFailed  = 1 // at least one host failed
+	exitTimeout = 2 // --timeout passed first
+	exitUsage   = 3 // bad flags, config or hosts: nothing was watched
+)
+
+// timeLayout is RFC 3339 with microseconds, always printed, so lines line
+// up and sort as text.
+const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// watchLine is one line of `bringup watch --json`.
+type watchLine struct {
+	Time     string   `json:"time"` // host time
+	Seen     string   `json:"seen"` // local receipt time
+	Host     string   `json:"host"`
+	Kind     string   `json:"kind"` // phase, failed, unit, done
+	Phase    string   `json:"phase"`
+	From     string   `json:"from,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	Progress string   `json:"progress,omitempty"`
+	Cause    string   `json:"cause,omitempty"`
+	Summary  string   `json:"summary,omitempty"`
+	Hint     string   `json:"hint,omitempty"`
+	Evidence []string `json:"evidence,omitempty"`
+	Kernel   string   `json:"kernel_mode,omitempty"`
+	FailedIn string   `json:"failed_in,omitempty"` // the phase a failure happened in
+	// Elapsed is the time from the invocation's start to this change.
+	Elapsed string `json:"elapsed,omitempty"`
+}
+
+// watchOptions configures runWatch.
+type watchOptions struct {
+	JSON    bool
+	Timeout time.Duration // 0 = none
+}
+
+// runWatch prints one line per phase change, failure and unit-state change
+// until every host is serving or failed, the timeout passes, or ctx ends,
+// and returns the exit code. The fleet must already be running.
+func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptions) int {
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	started := map[string]time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return exitTimeout
+		case <-timeout:
+			fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
+			return exitTimeout
+		case b, ok := <-f.Updates():
+			if !ok {
+				return exitTimeout
+			}
+			for _, h := range b.Hosts {
+				if !h.Startup.StartedAt.IsZero() {
+					started[h.Name] = h.Startup.StartedAt
+				}
+			}
+			for _, c := range b.Changes {
+				printChange(w, c, started[c.Host], opts.JSON)
+			}
+			if code, done := outcome(b.Hosts); done {
+				return code
+			}
+		}
+	}
+}
+
+// outcome says whether every host has reached a terminal phase, and the
+// exit code if so.
+func outcome(hosts []remote.HostState) (int, bool) {
+	if len(hosts) == 0 {
+		return 0, false
+	}
+	code := exitServing
+	for _, h := range hosts {
+		switch h.Startup.Phase {
+		case startup.Serving:
+		case startup.Failed:
+			code = exitFailed
+		default:
+			return 0, false
+		}
+	}
+	return code, true
+}
+
+func printChange(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
+	l := watchLine{
+		Time:  c.Time.Format(timeLayout),
+		Seen:  c.Seen.Format(timeLayout),
+		Host:  c.Host,
+		Kind:  string(c.Kind),
+		Phase: string(c.Phase),
+		From:  string(c.From),
+		Unit:  c.Unit,
+	}
+	if c.Progress.Known() {
+		l.Progress = fmt.Sprintf("%d/%d", c.Progress.Done, c.Progress.Total)
+		if c.Progress.Label != "" {
+			l.Progress += " " + c.Progress.Label
+		}
+	}
+	if !started.IsZero() && !c.Time.Before(started) {
+		l.Elapsed = c.Time.Sub(started).Round(time.Second).String()
+	}
+	if d := c.Diag; d != nil {
+		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
+		l.FailedIn = string(d.Phase)
+	}
+	if asJSON {
+		b, err := json.Marshal(l)
+		if err != nil { // cannot happen for this struct; say so rather than drop the line
+			fmt.Fprintf(w, "{\"host\":%q,\"kind\":\"error\",\"err\":%q}\n", c.Host, err.Error())
+			return
+		}
+		fmt.Fprintf(w, "%s\n", b)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-8s ", c.Time.Format(timeLayout), c.Host)
+	switch c.Kind {
+	case startup.ChangeUnit:
+		fmt.Fprintf(&b, "unit %s", c.Unit)
+	case startup.ChangeFail:
+		fmt.Fprintf(&b, "FAILED in %s", l.FailedIn)
+		if l.Elapsed != "" {
+			fmt.Fprintf(&b, " at +%s", l.Elapsed)
+		}
+		if d := c.Diag; d != nil {
+			fmt.Fprintf(&b, ": %s [%s]\n%*s hint: %s", d.Summary, d.Cause, len(timeLayout)+9, "", d.Hint)
+			if len(d.Evidence) > 0 {
+				fmt.Fprintf(&b, "\n%*s evidence: %s", len(timeLayout)+9, "", d.Evidence[0])
+			}
+		}
+	default:
+		fmt.Fprintf(&b, "%s", c.Phase)
+		if l.Elapsed != "" {
+			fmt.Fprintf(&b, " at +%s", l.Elapsed)
+		}
+		if l.Progress != "" {
+			fmt.Fprintf(&b, " (%s)", l.Progress)
+		}
+	}
+	fmt.Fprintln(w, b.String())
+}
