@@ -167,7 +167,10 @@ func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, roo
 		{"ssh_host_ed25519_key.pub", 0o644, hostKey.Public, "/etc/ssh/ssh_host_ed25519_key.pub"},
 		{"authorized_keys.d/root", 0o644, rootPub, ""},
 		{"authorized_keys.d/deploy", 0o644, rootPub, ""},
+		{"dbus-machine-id", 0o444, []byte(h.MachineID + "\n"), "/var/lib/dbus/machine-id"},
 		{"hostname", 0o644, []byte(h.Name + "\n"), "/etc/hostname"},
+		// sudo resolves its own host name and complains if it cannot.
+		{"hosts", 0o644, []byte("127.0.0.1 localhost\n127.0.1.1 " + h.Name + "\n" + h.Addr + " " + h.Name + "\n::1 localhost ip6-localhost ip6-loopback\n"), "/etc/hosts"},
 		{UnitName, 0o644, []byte(unit), "/etc/systemd/system/" + UnitName},
 	}
 	sudo := o.DeploySudo

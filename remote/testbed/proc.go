@@ -147,8 +147,11 @@ type procInfo struct {
 	NetNS string
 }
 
-// listProcs reads every process's name, command line and network
-// namespace; processes that end meanwhile are skipped.
+// listProcs reads every running process's name, command line and network
+// namespace. Processes that end meanwhile are skipped, and so are zombies:
+// they hold nothing but their id, and a detached nspawn whose parent
+// exited stays one until the machine's PID 1 reaps it, which some sandbox
+// inits never do.
 func listProcs() ([]procInfo, error) {
 	all, err := pids()
 	if err != nil {
@@ -156,10 +159,11 @@ func listProcs() ([]procInfo, error) {
 	}
 	var out []procInfo
 	for _, pid := range all {
-		p, err := procOf(pid)
-		if err != nil {
+		state, start, err := procStat(pid)
+		if err != nil || state == 'Z' {
 			continue
 		}
+		p := proc{PID: pid, Start: start}
 		comm, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		ns, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "ns", "net"))

@@ -18,19 +18,21 @@ import (
 // so that a teardown (this process's, or a later run's sweep) can remove
 // exactly it.
 type hostState struct {
-	Index    int         `json:"index"`
-	Name     string      `json:"name"`
-	Addr     string      `json:"addr"`
-	RootAddr string      `json:"root_addr"`
-	Slot     int         `json:"slot"`
-	NetNS    string      `json:"netns"`
-	NetNSID  string      `json:"netns_id,omitempty"` // "net:[inode]", once made
-	Link     string      `json:"link"`
-	Machine  string      `json:"machine"`
-	Nspawn   proc        `json:"nspawn"`
-	Leader   proc        `json:"leader"` // the container's PID 1
-	Options  HostOptions `json:"options"`
-	Console  string      `json:"console"`
+	Index    int    `json:"index"`
+	Name     string `json:"name"`
+	Addr     string `json:"addr"`
+	RootAddr string `json:"root_addr"`
+	Slot     int    `json:"slot"`
+	NetNS    string `json:"netns"`
+	NetNSID  string `json:"netns_id,omitempty"` // "net:[inode]", once made
+	Link     string `json:"link"`
+	Machine  string `json:"machine"`
+	// MachineID is the host's /etc/machine-id.
+	MachineID string      `json:"machine_id"`
+	Nspawn    proc        `json:"nspawn"`
+	Leader    proc        `json:"leader"` // the container's PID 1
+	Options   HostOptions `json:"options"`
+	Console   string      `json:"console"`
 }
 
 // runState is one run of Up: its hosts and who owns it.

@@ -343,13 +343,25 @@ func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, host
 	if err := setupNet(ctx, &h); err != nil {
 		return err
 	}
+	// The image's dbus package left a machine id that systemd would prefer
+	// to nspawn's --uuid, giving every host the same one; bringup keys
+	// hosts by it, so each gets its own. Bound over the dbus file only:
+	// systemd copies it into an empty /etc/machine-id, and a bind over
+	// /etc/machine-id itself would fail systemd-machine-id-commit.
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return fmt.Errorf("host %s: machine id: %w", h.Name, err)
+	}
+	id[6] = id[6]&0x0f | 0x40 // version 4, as systemd makes them
+	id[8] = id[8]&0x3f | 0x80
+	h.MachineID = hex.EncodeToString(id)
 	tb.setHost(i, h)
 	binds, err := writeHostFiles(filepath.Join(inv, "hosts", h.Name), h, h.Options, hostKey, rootPub, infersim, o.JournalRateLimit)
 	if err != nil {
 		return err
 	}
 	args := []string{
-		"--quiet", "--register=no", "--keep-unit", "--volatile=overlay",
+		"--quiet", "--register=no", "--keep-unit", "--volatile=overlay", "--uuid=" + h.MachineID,
 		"--directory=" + rootfs, "--boot", "--console=read-only",
 		"--machine=" + h.Machine, "--hostname=" + h.Name,
 		"--network-namespace-path=" + filepath.Join(netnsDir, h.NetNS),
