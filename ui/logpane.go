@@ -179,6 +179,8 @@ func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []stri
 		text, style = "┄┄ "+text, k.gap
 	case lineAction:
 		text, style = "▶ "+text, k.action
+	case lineMark:
+		text, style = "── "+text+" ──", k.mark
 	}
 	if !v.wrap {
 		return []string{prefix + v.highlight(clip(precut(text, bw), bw), style, k.match)}

@@ -108,6 +108,7 @@ type Model struct {
 
 	hosts  []remote.HostState
 	logs   map[string]*ring
+	inv    map[string]string // the last invocation id seen in each host's journal
 	cursor int
 	marked map[string]bool
 
@@ -149,6 +150,7 @@ func New(src Source, opts Options) *Model {
 		height: 24,
 		now:    opts.Now(),
 		logs:   map[string]*ring{},
+		inv:    map[string]string{},
 		marked: map[string]bool{},
 		lv:     newLogView(),
 	}
@@ -266,11 +268,13 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		if !ok {
 			continue
 		}
-		r := m.ring(ev.Host)
-		old, evicted := r.push(l)
-		if m.view == viewHost && ev.Host == m.open {
-			m.lv.pushed(r.at(r.total-1), old, evicted)
+		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.inv[ev.Host] {
+			if m.inv[ev.Host] != "" {
+				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + safe(shortID(j.InvocationID)), Kind: lineMark})
+			}
+			m.inv[ev.Host] = j.InvocationID
 		}
+		m.push(ev.Host, l)
 		if ev.Kind == event.KindAction && ev.Action != nil {
 			m.recordAction(ev)
 			if ev.Action.Stage == event.ActionDone || ev.Action.Stage == event.ActionFailed {
@@ -280,6 +284,18 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	}
 	return statusCmd
 }
+
+// push appends a line to host's ring, keeping the open filter's count.
+func (m *Model) push(host string, l logLine) {
+	r := m.ring(host)
+	old, evicted := r.push(l)
+	if m.view == viewHost && host == m.open {
+		m.lv.pushed(r.at(r.total-1), old, evicted)
+	}
+}
+
+// shortID is the start of an invocation id, enough to tell runs apart.
+func shortID(id string) string { return id[:min(len(id), 12)] }
 
 func (m *Model) recordAction(ev event.Event) {
 	m.actions = append(m.actions, actionEntry{time: ev.Time, host: ev.Host, res: *ev.Action})
@@ -323,7 +339,10 @@ func (m *Model) lineOf(ev event.Event) (logLine, bool) {
 		}
 		return logLine{Time: ev.Time, Text: t, Kind: lineGap}, true
 	case ev.Kind == event.KindAction && ev.Action != nil:
-		return logLine{Time: ev.Time, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
+		// Stamped on arrival by the host-time clock: the fleet stamps
+		// actions with this machine's clock, which in a simulation (or
+		// with a skewed host) would put them out of order with the journal.
+		return logLine{Time: m.now, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
 	}
 	return logLine{}, false
 }

@@ -337,3 +337,22 @@ func TestModeShowsPendingRestart(t *testing.T) {
 		t.Fatalf("gpu3 row does not show the mode pending a restart: %q", row)
 	}
 }
+
+func TestNewInvocationMarksTheLog(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24)
+	b := fleetFixture()
+	b.Events = nil
+	for _, inv := range []string{"aaaa", "aaaa", "bbbbbbbbbbbbbbbbbbbb"} {
+		b.Events = append(b.Events, event.Event{Host: "gpu3", Kind: event.KindJournal, Time: now,
+			Journal: &event.Journal{InvocationID: inv, Message: "line of " + inv}})
+	}
+	before := m.ring("gpu3").total
+	m.Update(batchMsg(b))
+	r := m.ring("gpu3")
+	if got := r.total - before; got != 4 {
+		t.Fatalf("%d lines pushed, want 3 and one marker", got)
+	}
+	if l := r.at(r.total - 2); l.Kind != lineMark || l.Text != "new invocation bbbbbbbbbbbb" {
+		t.Fatalf("marker line %+v", l)
+	}
+}

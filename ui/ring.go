@@ -14,6 +14,7 @@ const (
 	lineErr              // journal priority err or worse
 	lineGap              // lines may be missing here
 	lineAction           // an action's progress on this host
+	lineMark             // a new invocation of the unit starts here
 )
 
 // logLine is one line of a host's log pane.

@@ -80,11 +80,11 @@ type Styles struct {
 }
 
 // logInks are the log pane's styles reduced to SGR strings.
-type logInks struct{ time, err, gap, action, match, cur ink }
+type logInks struct{ time, err, gap, action, match, cur, mark ink }
 
 func (s *Styles) makeInks() {
 	s.log = logInks{time: inkOf(s.LogTime), err: inkOf(s.LogErr), gap: inkOf(s.LogGap),
-		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur)}
+		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur), mark: inkOf(s.Title)}
 }
 
 // NewStyles builds the styles for a background; noColor gives plain ones.
