@@ -215,7 +215,7 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 			if err != nil {
 				r.Err = err.Error()
 			}
-			emit(event.Event{Host: host, Kind: event.KindAction, Time: time.Now(), Action: r})
+			emit(event.Event{Host: host, Kind: event.KindAction, Time: f.opts.Clock.Now(), Action: r})
 		}
 		report(event.ActionStarted, nil)
 		if err := d.Do(ctx, a, emit); err != nil {
