@@ -218,7 +218,20 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 			emit(event.Event{Host: host, Kind: event.KindAction, Time: f.opts.Clock.Now(), Action: r})
 		}
 		report(event.ActionStarted, nil)
-		if err := d.Do(ctx, a, emit); err != nil {
+		// Progress a driver reports belongs to this action: give it the id
+		// the driver does not know.
+		progress := func(ev event.Event) bool {
+			if ev.Kind == event.KindAction && ev.Action != nil && ev.Action.ID == 0 {
+				r := *ev.Action
+				r.ID = id
+				if r.Name == "" {
+					r.Name = a.String()
+				}
+				ev.Action = &r
+			}
+			return emit(ev)
+		}
+		if err := d.Do(ctx, a, progress); err != nil {
 			report(event.ActionFailed, err)
 			return
 		}
