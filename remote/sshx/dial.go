@@ -195,8 +195,11 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 			}
 			return nil, err
 		}
-		if interrupted {
-			return nil, fmt.Errorf("ssh handshake with %s: %w (%v)", cfg.Addr(), ctx.Err(), err)
+		if interrupted || ctx.Err() != nil {
+			return nil, fmt.Errorf("ssh handshake with %s: %w (%v)", cfg.Addr(), context.Cause(ctx), err)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline fired just before ctx's
+			return nil, fmt.Errorf("ssh handshake with %s: %w (%v)", cfg.Addr(), context.DeadlineExceeded, err)
 		}
 		if pc, ok := nc.(*cmdConn); ok {
 			if s := pc.stderrText(); s != "" {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,25 +29,17 @@ type testSSHD struct {
 	port     int
 	cfgPath  string
 	hostKeys []ssh.Signer
-	log      *syncBuffer
+	log      sshdLog
 	cmd      *exec.Cmd
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// sshdLog is sshd's -E log file (with -e, debug lines would leak into
+// sessions' stderr).
+type sshdLog string
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (l sshdLog) String() string {
+	b, _ := os.ReadFile(string(l))
+	return string(b)
 }
 
 // keyFiles writes a private key for signer-compatible use and returns its
@@ -109,7 +100,8 @@ func startSSHD(t *testing.T, withECDSA bool, accept ...ssh.PublicKey) *testSSHD 
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // privilege separation dir
 		t.Fatal(err)
 	}
-	d := &testSSHD{t: t, dir: t.TempDir(), log: &syncBuffer{}}
+	d := &testSSHD{t: t, dir: t.TempDir()}
+	d.log = sshdLog(filepath.Join(d.dir, "sshd.log"))
 	var hostKeyLines []string
 	p, s := writeKey(t, d.dir, "host_ed25519", newEd25519(t))
 	d.hostKeys = append(d.hostKeys, s)
@@ -167,8 +159,7 @@ func freePort(t *testing.T) int {
 
 func (d *testSSHD) start() {
 	d.t.Helper()
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", d.cfgPath, "-p", strconv.Itoa(d.port))
-	cmd.Stderr = d.log
+	cmd := exec.Command("/usr/sbin/sshd", "-D", "-E", string(d.log), "-f", d.cfgPath, "-p", strconv.Itoa(d.port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -186,10 +177,15 @@ func (d *testSSHD) start() {
 	d.t.Fatalf("sshd did not listen on %s: %s", d.addr(), d.log.String())
 }
 
-// stop kills sshd and every per-connection child (its process group).
+// stop kills sshd and every per-connection child (each child runs in its
+// own session, so the listener's process group is not enough).
 func (d *testSSHD) stop() {
 	if d.cmd == nil {
 		return
+	}
+	for _, pid := range descendants(d.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGCONT)
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
