@@ -176,7 +176,7 @@ func (v *hostView) compactTimeline(w int) string {
 		if line != "" {
 			next = part + " › " + line
 		}
-		if len(next)+4 > w && line != "" {
+		if width(next)+4 > w && line != "" {
 			return "  … › " + line
 		}
 		line = next

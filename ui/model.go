@@ -36,6 +36,9 @@ type Source interface {
 	ReadOnly() bool
 }
 
+// The fleet is the source the command layer passes.
+var _ Source = (*remote.Fleet)(nil)
+
 // Options configures the UI.
 type Options struct {
 	Title   string // shown in the header and the window title, e.g. "bringup demo · seed ×20"
