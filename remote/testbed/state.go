@@ -309,6 +309,17 @@ func runLeftovers(r runState) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A namespace's id is an inode number, which the kernel reuses once the
+	// namespace is gone: an id that another run's namespace now has is
+	// that run's, not a leftover of r.
+	others := map[string]bool{}
+	if names, err := ownNetns(); err == nil {
+		for _, ns := range names {
+			if id, err := netnsIDOfFile(filepath.Join(netnsDir, ns)); err == nil && !slices.ContainsFunc(r.Hosts, func(h hostState) bool { return h.NetNS == ns }) {
+				others[id] = true
+			}
+		}
+	}
 	for _, h := range r.Hosts {
 		if _, err := os.Stat(filepath.Join(netnsDir, h.NetNS)); err == nil {
 			out = append(out, "netns "+h.NetNS)
@@ -322,7 +333,7 @@ func runLeftovers(r runState) ([]string, error) {
 				out = append(out, fmt.Sprintf("nspawn process %d (%s)", p.PID, h.Machine))
 			case p.proc == h.Leader:
 				out = append(out, fmt.Sprintf("container init %d (%s)", p.PID, h.Name))
-			case h.NetNSID != "" && p.NetNS == h.NetNSID:
+			case h.NetNSID != "" && p.NetNS == h.NetNSID && !others[h.NetNSID]:
 				out = append(out, fmt.Sprintf("process %d %s in %s's namespace", p.PID, p.Comm, h.Name))
 			}
 		}

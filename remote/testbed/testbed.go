@@ -61,8 +61,10 @@ type Options struct {
 	// CacheDir holds the image; default $BRINGUP_TESTBED_CACHE or
 	// DefaultCacheDir.
 	CacheDir string
-	// RunDir holds the records of runs, shared by all runs on the machine
-	// so that each can sweep the others' leftovers; default DefaultRunDir.
+	// RunDir holds the records of runs; default DefaultRunDir. Every run
+	// on a machine must use the same one: a sweep removes the testbed
+	// namespaces, links and nspawn processes that no run recorded there
+	// claims.
 	RunDir string
 	// InventoryDir receives the inventory; default RunDir/<run id>.
 	InventoryDir string
