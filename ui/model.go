@@ -342,10 +342,13 @@ func (m *Model) lineOf(ev event.Event) (logLine, bool) {
 		}
 		return logLine{Time: ev.Time, Text: t, Kind: lineGap}, true
 	case ev.Kind == event.KindAction && ev.Action != nil:
-		// Stamped on arrival by the host-time clock: the fleet stamps
-		// actions with this machine's clock, which in a simulation (or
-		// with a skewed host) would put them out of order with the journal.
-		return logLine{Time: m.now, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
+		// The fleet stamps actions in host time; one without a stamp gets
+		// the host-time clock's reading on arrival, to keep the pane in order.
+		t := ev.Time
+		if t.IsZero() {
+			t = m.now
+		}
+		return logLine{Time: t, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
 	}
 	return logLine{}, false
 }
