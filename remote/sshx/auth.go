@@ -107,7 +107,7 @@ func LoadSigners(cfg Config, opts DialOptions) ([]ssh.Signer, func(), error) {
 		}
 		files = append(files, fk)
 	}
-	var out []ssh.Signer
+	out := []ssh.Signer{} // non-nil: "loaded, possibly none"
 	inAgent := func(p ssh.PublicKey) bool {
 		if p == nil {
 			return false

@@ -119,7 +119,7 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 	dir := copyCorpus(t)
 	for _, tc := range []struct {
 		file, alias, want string
-		line             int
+		line              int
 	}{
 		{"unsupported.conf", "x", "ciphers", 2},
 		{"unsupported.conf", "other", "ciphers", 2}, // an inactive block is checked too
