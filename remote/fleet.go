@@ -95,7 +95,11 @@ type Fleet struct {
 	in      chan event.Event
 	out     chan Batch
 	nextID  int
-	mu      sync.Mutex // guards nextID and actx
+	mu      sync.Mutex // guards nextID, actx and lastAction
+	// lastAction[i] is closed when host i's latest action ends; the next
+	// action waits for it, so one host's actions run in the order given
+	// (a mode change, then the restart that picks it up).
+	lastAction map[int]chan struct{}
 	actx    context.Context
 	actions sync.WaitGroup
 }
@@ -201,6 +205,11 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 	ctx := f.actx
 	f.nextID++
 	id := f.nextID
+	if f.lastAction == nil {
+		f.lastAction = map[int]chan struct{}{}
+	}
+	prev, done := f.lastAction[i], make(chan struct{})
+	f.lastAction[i] = done
 	f.mu.Unlock()
 	if ctx == nil || ctx.Err() != nil {
 		return 0, fmt.Errorf("%s on %s: fleet is not running", a, host)
@@ -210,6 +219,14 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 	f.actions.Add(1)
 	go func() {
 		defer f.actions.Done()
+		defer close(done)
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return
+			}
+		}
 		report := func(stage event.ActionStage, err error) {
 			r := &event.ActionResult{ID: id, Name: a.String(), Stage: stage}
 			if err != nil {

@@ -204,3 +204,41 @@ func TestNewFleetRejectsDuplicateHosts(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// slowDriver records the order actions ran in; the first one is slow.
+type slowDriver struct {
+	scriptDriver
+}
+
+func (d *slowDriver) Do(ctx context.Context, a Action, emit Emit) error {
+	if a.Kind == ActSetMode {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return d.scriptDriver.Do(ctx, a, emit)
+}
+
+func TestFleetRunsOneHostsActionsInOrder(t *testing.T) {
+	d := &slowDriver{scriptDriver{name: "gpu1"}}
+	f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond}, d)
+	collect(t, f, func([]event.Event, Batch) bool { return true })
+	if _, err := f.Do("gpu1", Action{Kind: ActSetMode, Kernel: "k", Mode: "on"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Do("gpu1", Action{Kind: ActRestart}); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, f, func(all []event.Event, _ Batch) bool {
+		n := 0
+		for _, ev := range all {
+			if ev.Kind == event.KindAction && ev.Action.Stage == event.ActionDone {
+				n++
+			}
+		}
+		return n == 2
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.did) != 2 || d.did[0].Kind != ActSetMode || d.did[1].Kind != ActRestart {
+		t.Fatalf("order = %v, want mode then restart", d.did)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxPane drives the real binary in a detached tmux session, the way a
+// person sees it: send keys, read the screen.
+type tmuxPane struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func startTmux(t *testing.T, width, height int, command string) *tmuxPane {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("BRINGUP_E2E") == "1" {
+			t.Fatal("tmux is not installed (BRINGUP_E2E=1 requires it; run .ci/deps)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	p := &tmuxPane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock"), name: "bringup"}
+	p.tmux("new-session", "-d", "-s", p.name, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
+		"env", "TERM=xterm-256color", "sh", "-c", command)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
+	return p
+}
+
+func (p *tmuxPane) tmux(args ...string) string {
+	p.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tmux %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-t", p.name) }
+
+func (p *tmuxPane) keys(keys ...string) {
+	for _, k := range keys {
+		p.tmux("send-keys", "-t", p.name, k)
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// waitFor polls the screen until re matches, and returns the screen.
+func (p *tmuxPane) waitFor(what string, re *regexp.Regexp, timeout time.Duration) string {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var s string
+	for time.Now().Before(deadline) {
+		s = p.screen()
+		if re.MatchString(s) {
+			return s
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+	return ""
+}
+
+// TestDemoInTmux runs `bringup demo` in a 120×40 tmux pane: the four hosts
+// progress, gpu3 fails at graph capture, and m → on → confirm, r → confirm
+// brings it to serving.
+func TestDemoInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "bringup")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	p := startTmux(t, 120, 40, bin+" demo --speed 60")
+
+	s := p.waitFor("four hosts loading weights", regexp.MustCompile(`(?s)gpu1.*weights.*gpu2.*weights.*gpu3.*weights.*gpu4.*weights`), 20*time.Second)
+	if !strings.Contains(s, "shards") {
+		t.Errorf("no shard progress on screen:\n%s", s)
+	}
+	p.waitFor("gpu3 failed", regexp.MustCompile(`gpu3 .*failed .*graph capture failed`), 30*time.Second)
+
+	p.keys("j", "j") // select gpu3
+	p.keys("m")
+	p.waitFor("mode chooser", regexp.MustCompile(`Mode of kdtree-verify on gpu3`), 5*time.Second)
+	p.keys("3") // "on"
+	s = p.screen()
+	if !regexp.MustCompile(`Set kdtree-verify to mode "on" on gpu3\?`).MatchString(s) {
+		p.keys("Enter") // choosers that need enter after a number
+		p.waitFor("mode confirmation", regexp.MustCompile(`Set kdtree-verify to mode "on" on gpu3\?`), 5*time.Second)
+	}
+	p.keys("y")
+	p.waitFor("mode set", regexp.MustCompile(`(?m)^›\s+gpu3 .* on↻`), 10*time.Second)
+	p.keys("r")
+	p.waitFor("restart confirmation", regexp.MustCompile(`Restart sglang.service on gpu3\?`), 5*time.Second)
+	p.keys("y")
+	p.waitFor("gpu3 starting again", regexp.MustCompile(`gpu3 .*(starting|init|weights)`), 10*time.Second)
+	s = p.waitFor("gpu3 serving", regexp.MustCompile(`gpu3 active/running\s+serving`), 40*time.Second)
+	if !regexp.MustCompile(`4 serving`).MatchString(s) {
+		t.Errorf("header does not count 4 serving:\n%s", s)
+	}
+	p.keys("q")
+}
