@@ -118,6 +118,9 @@ func Leftovers() ([]string, error) {
 	for _, l := range links {
 		out = append(out, "link "+l)
 	}
+	for _, m := range ownCgroups() {
+		out = append(out, "cgroups of "+m)
+	}
 	self, err := os.Readlink("/proc/self/ns/net")
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("testbed: %w", err)

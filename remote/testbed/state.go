@@ -183,6 +183,14 @@ func sweep(ctx context.Context, runDir string, drop func(runState) bool, logf fu
 			errs = append(errs, err)
 		}
 	}
+	for _, m := range ownCgroups() {
+		if !keep[m] {
+			logf("testbed: removing leftover cgroups of %s", m)
+			if err := removeCgroups(m); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	links, err := ownLinks()
 	if err != nil {
 		errs = append(errs, err)
@@ -299,6 +307,9 @@ func teardownHost(ctx context.Context, h hostState) error {
 	if err := teardownNet(ctx, h); err != nil {
 		errs = append(errs, fmt.Errorf("host %s: %w", h.Name, err))
 	}
+	if err := removeCgroups(h.Machine); err != nil {
+		errs = append(errs, fmt.Errorf("host %s: %w", h.Name, err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -326,6 +337,9 @@ func runLeftovers(r runState) ([]string, error) {
 		}
 		if linkExists(h.Link) {
 			out = append(out, "link "+h.Link)
+		}
+		for _, d := range machineCgroups(h.Machine) {
+			out = append(out, "cgroup "+d)
 		}
 		for _, p := range ps {
 			switch {

@@ -376,7 +376,9 @@ func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, host
 		return fmt.Errorf("host %s console: %w", h.Name, err)
 	}
 	defer console.Close() // the child has its own copy
-	cmd := exec.Command("systemd-nspawn", args...)
+	argv := nspawnCommand(args)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "BRTB_MACHINE="+h.Machine)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own session: the host must not get the terminal's signals, and
 	// with Detach it outlives this process.
