@@ -89,19 +89,19 @@ type Batch struct {
 // out batches. Actions go in through Do. Create it with NewFleet, start it
 // with Run, read Updates.
 type Fleet struct {
-	opts    Options
-	specs   []HostSpec
-	byName  map[string]int
-	in      chan event.Event
-	out     chan Batch
-	nextID  int
-	mu      sync.Mutex // guards nextID, actx and lastAction
+	opts   Options
+	specs  []HostSpec
+	byName map[string]int
+	in     chan event.Event
+	out    chan Batch
+	nextID int
+	mu     sync.Mutex // guards nextID, actx and lastAction
 	// lastAction[i] is closed when host i's latest action ends; the next
 	// action waits for it, so one host's actions run in the order given
 	// (a mode change, then the restart that picks it up).
 	lastAction map[int]chan struct{}
-	actx    context.Context
-	actions sync.WaitGroup
+	actx       context.Context
+	actions    sync.WaitGroup
 }
 
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
