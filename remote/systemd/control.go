@@ -1,0 +1,337 @@
+package systemd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	sd "github.com/coreos/go-systemd/v22/dbus"
+	"github.com/godbus/dbus/v5"
+)
+
+// Outcome is how an action on a unit ended: the result of its systemd job.
+type Outcome string
+
+// Job results (go-systemd's and systemd's names). Anything else systemd
+// may report (invalid, assert, unsupported, collected, once) is kept as
+// its own Outcome and counts as failed.
+const (
+	OutcomeNone       Outcome = ""           // the end was not seen: ctx ended, connection lost, refused
+	OutcomeDone       Outcome = "done"       // the job finished successfully
+	OutcomeCanceled   Outcome = "canceled"   // another job replaced it, or it was cancelled
+	OutcomeTimeout    Outcome = "timeout"    // the job's timeout passed
+	OutcomeFailed     Outcome = "failed"     // the unit failed (see its Result)
+	OutcomeDependency Outcome = "dependency" // a required unit failed
+	OutcomeSkipped    Outcome = "skipped"    // the job did not apply to the unit's state
+)
+
+// The errors each job outcome is (errors.Is) besides *JobError.
+var (
+	ErrJobCanceled   = errors.New("job canceled")
+	ErrJobTimeout    = errors.New("job timed out")
+	ErrJobFailed     = errors.New("job failed")
+	ErrJobDependency = errors.New("a dependency of the unit failed")
+	ErrJobSkipped    = errors.New("job skipped: it did not apply to the unit's state")
+)
+
+// outcomeErr maps a job result to its error; done has none.
+func outcomeErr(o Outcome) error {
+	switch o {
+	case OutcomeDone:
+		return nil
+	case OutcomeCanceled:
+		return ErrJobCanceled
+	case OutcomeTimeout:
+		return ErrJobTimeout
+	case OutcomeDependency:
+		return ErrJobDependency
+	case OutcomeSkipped:
+		return ErrJobSkipped
+	}
+	return ErrJobFailed
+}
+
+// JobError is a job that ended other than done.
+type JobError struct {
+	Host, Op, Unit string
+	Outcome        Outcome
+}
+
+func (e *JobError) Error() string {
+	msg := outcomeErr(e.Outcome).Error()
+	if e.Outcome != OutcomeFailed && errors.Is(outcomeErr(e.Outcome), ErrJobFailed) {
+		msg += " (result " + string(e.Outcome) + ")"
+	}
+	return fmt.Sprintf("%s: %s %s: %s", e.Host, e.Op, e.Unit, msg)
+}
+
+// Unwrap makes errors.Is(err, ErrJobFailed) and friends work.
+func (e *JobError) Unwrap() error { return outcomeErr(e.Outcome) }
+
+// The ways sudo refuses, as SudoError.Err.
+var (
+	ErrSudoPassword = errors.New("sudo needs a password")
+	ErrSudoTTY      = errors.New("sudo requires a terminal (requiretty)")
+	ErrSudoDenied   = errors.New("sudo refused the command")
+)
+
+// SudoError is sudo refusing to run an action for a non-root login.
+type SudoError struct {
+	Host   string
+	Err    error  // ErrSudoPassword, ErrSudoTTY or ErrSudoDenied
+	Stderr string // sudo's message (remote text)
+}
+
+func (e *SudoError) Error() string {
+	switch e.Err {
+	case ErrSudoPassword:
+		return fmt.Sprintf("sudo needs a password on %s: actions need NOPASSWD sudo for systemctl (or polkit)", e.Host)
+	case ErrSudoTTY:
+		return fmt.Sprintf("sudo requires a terminal on %s (requiretty): actions need sudo without requiretty for systemctl", e.Host)
+	}
+	return fmt.Sprintf("sudo refused systemctl on %s: %s", e.Host, e.Stderr)
+}
+
+func (e *SudoError) Unwrap() error { return e.Err }
+
+// Controller acts on units of one host: through D-Bus when the login is
+// root, through `sudo -n systemctl` otherwise (D-Bus would need a polkit
+// rule for a non-root login, and polkit prompts). Every action is bounded
+// by its ctx. Its methods are safe for concurrent use.
+type Controller struct {
+	d    Dialer
+	host string
+
+	mu    sync.Mutex // guards uid, known
+	uid   int
+	known bool
+}
+
+// NewController returns a Controller for the host d is connected to.
+func NewController(d Dialer, host string) *Controller {
+	return &Controller{d: d, host: host}
+}
+
+// UID is the login's uid on the host, asked once.
+func (c *Controller) UID(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known {
+		return c.uid, nil
+	}
+	uid, err := remoteUID(ctx, c.d, c.host)
+	if err != nil {
+		return 0, err
+	}
+	c.uid, c.known = uid, true
+	return uid, nil
+}
+
+// Restart restarts unit and waits for its job.
+func (c *Controller) Restart(ctx context.Context, unit string) (Outcome, error) {
+	return c.job(ctx, "restart", unit)
+}
+
+// Start starts unit and waits for its job.
+func (c *Controller) Start(ctx context.Context, unit string) (Outcome, error) {
+	return c.job(ctx, "start", unit)
+}
+
+// Stop stops unit and waits for its job.
+func (c *Controller) Stop(ctx context.Context, unit string) (Outcome, error) {
+	return c.job(ctx, "stop", unit)
+}
+
+// ResetFailed clears unit's failed state and its start-limit counter.
+func (c *Controller) ResetFailed(ctx context.Context, unit string) error {
+	_, err := c.job(ctx, "reset-failed", unit)
+	return err
+}
+
+// DaemonReload makes systemd re-read unit files and drop-ins; it returns
+// once the reload is over.
+func (c *Controller) DaemonReload(ctx context.Context) error {
+	_, err := c.job(ctx, "daemon-reload", "")
+	return err
+}
+
+// job performs verb (a systemctl verb) on unit.
+func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error) {
+	if verb != "daemon-reload" {
+		if err := checkUnit(unit); err != nil {
+			return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, verb, err)
+		}
+	}
+	uid, err := c.UID(ctx)
+	if err != nil {
+		return OutcomeNone, fmt.Errorf("%s %s: %w", verb, unit, err)
+	}
+	if uid != 0 {
+		return c.systemctl(ctx, "sudo -n ", verb, unit)
+	}
+	conn, err := c.systemd(ctx, uid)
+	if err != nil {
+		if ctx.Err() != nil {
+			return OutcomeNone, fmt.Errorf("%s %s: %w", verb, unit, err)
+		}
+		// No usable bus: root's systemctl talks to PID 1 directly.
+		return c.systemctl(ctx, "", verb, unit)
+	}
+	defer conn.Close()
+	return c.busJob(ctx, conn, verb, unit)
+}
+
+// systemd connects go-systemd to the host's bus (two connections: calls
+// and signals), by the first path that works.
+func (c *Controller) systemd(ctx context.Context, uid int) (*sd.Conn, error) {
+	path := ""
+	return sd.NewConnection(func() (*dbus.Conn, error) {
+		if path == "" {
+			conn, p, _, err := openBusAuto(ctx, c.d, c.host, uid)
+			path = p
+			return conn, err
+		}
+		return openBus(ctx, c.d, c.host, uid, path)
+	})
+}
+
+// busJob runs verb over D-Bus and waits for the job's result.
+func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, verb, unit string) (Outcome, error) {
+	// Buffered: go-systemd delivers results under a lock that blocks its
+	// signal dispatch until the result is taken.
+	ch := make(chan string, 1)
+	var err error
+	switch verb {
+	case "restart":
+		_, err = conn.RestartUnitContext(ctx, unit, "replace", ch)
+	case "start":
+		_, err = conn.StartUnitContext(ctx, unit, "replace", ch)
+	case "stop":
+		_, err = conn.StopUnitContext(ctx, unit, "replace", ch)
+	case "reset-failed":
+		err = conn.ResetFailedUnitContext(ctx, unit)
+		ch <- string(OutcomeDone)
+	case "daemon-reload":
+		err = conn.ReloadContext(ctx)
+		ch <- string(OutcomeDone)
+	default:
+		return OutcomeNone, fmt.Errorf("%s: unknown action %q", c.host, verb)
+	}
+	if err != nil {
+		return OutcomeNone, fmt.Errorf("%s: %s %s: %w", c.host, verb, unit, err)
+	}
+	select {
+	case r := <-ch:
+		o := Outcome(r)
+		if o == OutcomeDone {
+			return o, nil
+		}
+		return o, &JobError{Host: c.host, Op: verb, Unit: unit, Outcome: o}
+	case <-ctx.Done():
+		return OutcomeNone, fmt.Errorf("%s: %s %s: waiting for the job: %w", c.host, verb, unit, ctx.Err())
+	}
+}
+
+// systemctl runs verb with systemctl over exec, prefixed by sudo (or not),
+// and maps its failure messages to job outcomes and sudo refusals.
+func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Outcome, error) {
+	cmd := sudo + "systemctl --no-ask-password " + verb
+	if unit != "" {
+		cmd += " -- " + shellQuote(unit)
+	}
+	_, errOut, code, err := c.d.Exec(ctx, cmd)
+	if err != nil {
+		return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, cmd, err)
+	}
+	if code == 0 {
+		return OutcomeDone, nil
+	}
+	msg := string(errOut)
+	if sudo != "" {
+		if serr := sudoRefusal(c.host, msg); serr != nil {
+			return OutcomeNone, serr
+		}
+	}
+	if o := jobOutcomeFromMessage(msg); o != OutcomeNone {
+		return o, &JobError{Host: c.host, Op: verb, Unit: unit, Outcome: o}
+	}
+	return OutcomeNone, fmt.Errorf("%s: %s: exit %d: %s", c.host, cmd, code, trimOut(errOut))
+}
+
+// sudoRefusal recognises sudo's own refusals (sudo 1.9 wording).
+func sudoRefusal(host, stderr string) error {
+	var e error
+	switch {
+	case strings.Contains(stderr, "sudo: a password is required"):
+		e = ErrSudoPassword
+	case strings.Contains(stderr, "a terminal is required"), strings.Contains(stderr, "you must have a tty"):
+		e = ErrSudoTTY
+	case strings.Contains(stderr, "is not in the sudoers file"), strings.Contains(stderr, "is not allowed to execute"),
+		strings.Contains(stderr, "may not run sudo"), strings.Contains(stderr, "sudo: command not found"):
+		e = ErrSudoDenied
+	default:
+		return nil
+	}
+	return &SudoError{Host: host, Err: e, Stderr: trimOut([]byte(stderr))}
+}
+
+// jobOutcomeFromMessage maps systemctl's job failure messages (systemd
+// 252, bus-wait-for-jobs.c) to outcomes; OutcomeNone when none matches.
+func jobOutcomeFromMessage(stderr string) Outcome {
+	switch {
+	case strings.Contains(stderr, "canceled."):
+		return OutcomeCanceled
+	case strings.Contains(stderr, "timed out."), strings.Contains(stderr, "because a timeout was exceeded"):
+		return OutcomeTimeout
+	case strings.Contains(stderr, "A dependency job for"):
+		return OutcomeDependency
+	case strings.Contains(stderr, "Job for ") && strings.Contains(stderr, " failed"):
+		return OutcomeFailed
+	}
+	return OutcomeNone
+}
+
+// ReadEnvironment reads unit's Environment property (KEY=VALUE), the
+// environment its next start gets: over D-Bus (any login may read), else
+// from `systemctl show`.
+func (c *Controller) ReadEnvironment(ctx context.Context, unit string) ([]string, error) {
+	if err := checkUnit(unit); err != nil {
+		return nil, fmt.Errorf("%s: read environment: %w", c.host, err)
+	}
+	uid, err := c.UID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read environment of %s: %w", unit, err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn, _, _, err := openBusAuto(bctx, c.d, c.host, uid)
+	if err == nil {
+		defer conn.Close()
+		var path dbus.ObjectPath
+		obj := conn.Object(busName, managerPath)
+		if err = obj.CallWithContext(ctx, managerIface+".LoadUnit", 0, unit).Store(&path); err == nil {
+			var v dbus.Variant
+			if err = conn.Object(busName, path).CallWithContext(ctx, propsIface+".Get", 0, serviceIface, "Environment").Store(&v); err == nil {
+				return strs(v), nil
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: read environment of %s: %w", c.host, unit, ctx.Err())
+	}
+	cmd := "systemctl show -p Environment --value -- " + shellQuote(unit)
+	out, errOut, code, xerr := c.d.Exec(ctx, cmd)
+	switch {
+	case xerr != nil:
+		return nil, fmt.Errorf("%s: read environment of %s: %w", c.host, unit, errors.Join(err, xerr))
+	case code != 0:
+		return nil, fmt.Errorf("%s: %s: exit %d: %s", c.host, cmd, code, trimOut(errOut))
+	}
+	env, perr := splitQuoted(strings.TrimRight(string(out), "\n"))
+	if perr != nil {
+		return nil, fmt.Errorf("%s: read environment of %s: %w", c.host, unit, perr)
+	}
+	return env, nil
+}

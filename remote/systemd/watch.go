@@ -1,0 +1,273 @@
+package systemd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"bringup/remote/event"
+)
+
+// Defaults for WatchOptions.
+const (
+	DefaultReconcile = 5 * time.Second
+	DefaultPoll      = time.Second
+)
+
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	Host string // the host's name, set on every event
+	Unit string // e.g. sglang.service
+	// Reconcile is how often the bus paths re-read every property, to
+	// repair whatever a lost or coalesced signal hid (NeedDaemonReload,
+	// for one, is never signalled); default DefaultReconcile.
+	Reconcile time.Duration
+	// Poll is the systemctl path's interval; default DefaultPoll.
+	Poll time.Duration
+	// Path forces a way of reading ("", "dbus", "stdio-bridge",
+	// "systemctl"); "" tries them in that order.
+	Path string
+	// OnPath, if set, is told the path in use once it works, and why the
+	// paths before it did not (nil when the first one worked).
+	OnPath func(path string, why error)
+	// Now is the clock for Seen (and Time when the host gives none);
+	// default time.Now.
+	Now func() time.Time
+}
+
+// Watch reports the unit's state through emit until ctx ends or emit
+// returns false (then it returns nil): once at the start and again on
+// every change, identical states deduplicated. An event's Time is the
+// host's StateChangeTimestamp when ActiveState or SubState changed (and on
+// the first event), and Seen otherwise.
+//
+// Watch does not reconnect: when the SSH connection or the bus drops it
+// returns an error, and the caller calls it again once the connection is
+// back (sshx.Conn.Run reconnects; Watch's first event then re-reads
+// everything, so nothing is lost but intermediate states).
+func Watch(ctx context.Context, d Dialer, o WatchOptions, emit func(event.Event) bool) error {
+	if err := checkUnit(o.Unit); err != nil {
+		return fmt.Errorf("%s: watch: %w", o.Host, err)
+	}
+	if o.Reconcile <= 0 {
+		o.Reconcile = DefaultReconcile
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	w := &watcher{o: o, emit: emit}
+	switch o.Path {
+	case PathSystemctl:
+		return w.poll(ctx, d, nil)
+	case PathDBus, PathStdioBridge, "":
+	default:
+		return fmt.Errorf("%s: watch: unknown path %q", o.Host, o.Path)
+	}
+	uid, err := remoteUID(ctx, d, o.Host)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", o.Unit, err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		conn *dbus.Conn
+		path = o.Path
+		why  error
+	)
+	if path == "" {
+		conn, path, why, err = openBusAuto(bctx, d, o.Host, uid)
+	} else {
+		conn, err = openBus(bctx, d, o.Host, uid, path)
+	}
+	if err != nil {
+		if o.Path != "" || ctx.Err() != nil {
+			return fmt.Errorf("watch %s: %w", o.Unit, err)
+		}
+		return w.poll(ctx, d, err)
+	}
+	defer conn.Close()
+	err = w.bus(bctx, conn, path, why)
+	if w.started || o.Path != "" || ctx.Err() != nil {
+		return err
+	}
+	// The bus answered but was no use (no systemd on it, access denied):
+	// systemctl may still work.
+	return w.poll(ctx, d, err)
+}
+
+// watcher holds one watch's last emitted state.
+type watcher struct {
+	o       WatchOptions
+	emit    func(event.Event) bool
+	started bool // the first event went out
+	last    event.Unit
+}
+
+// report emits s unless it equals the last state; it returns false when
+// the consumer has stopped.
+func (w *watcher) report(s snapshot) bool {
+	if w.started && sameUnit(s.unit, w.last) {
+		return true
+	}
+	now := w.o.Now()
+	at := now
+	stateChanged := !w.started || s.unit.ActiveState != w.last.ActiveState || s.unit.SubState != w.last.SubState
+	if stateChanged && !s.stateChange.IsZero() {
+		at = s.stateChange
+	}
+	w.started, w.last = true, s.unit
+	u := s.unit
+	// The consumer may rewrite the slices (sanitising); ours stay intact.
+	u.Environment, u.DropInPaths = slices.Clone(u.Environment), slices.Clone(u.DropInPaths)
+	return w.emit(event.Event{Host: w.o.Host, Kind: event.KindUnit, Time: at, Seen: now, Unit: &u})
+}
+
+// notify tells OnPath which path is in use, once.
+func (w *watcher) notify(path string, why error) {
+	if w.o.OnPath != nil {
+		w.o.OnPath(path, why)
+	}
+}
+
+// signalBuffer holds signals while emit blocks; godbus delivers out of
+// order once a channel is full, so it is generous.
+const signalBuffer = 4096
+
+// bus watches the unit over conn: PropertiesChanged on the unit's object
+// applied as it arrives, a full re-read after a daemon-reload, after an
+// invalidation, and every Reconcile.
+func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why error) error {
+	o := w.o
+	fail := func(step string, err error) error {
+		return fmt.Errorf("%s: watch %s via %s: %s: %w", o.Host, o.Unit, path, step, err)
+	}
+	mgr := conn.Object(busName, managerPath)
+	var unitPath dbus.ObjectPath
+	if err := mgr.CallWithContext(ctx, managerIface+".LoadUnit", 0, o.Unit).Store(&unitPath); err != nil {
+		return fail("load unit", err)
+	}
+	sigs := make(chan *dbus.Signal, signalBuffer)
+	conn.Signal(sigs)
+	defer conn.RemoveSignal(sigs)
+	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchObjectPath(unitPath),
+		dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged")); err != nil {
+		return fail("add match", err)
+	}
+	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchObjectPath(managerPath),
+		dbus.WithMatchInterface(managerIface), dbus.WithMatchMember("Reloading")); err != nil {
+		return fail("add match", err)
+	}
+	// systemd sends unit signals only while some client is subscribed;
+	// the subscription ends with this connection.
+	if err := mgr.CallWithContext(ctx, managerIface+".Subscribe", 0).Store(); err != nil {
+		return fail("subscribe", err)
+	}
+	props, err := readBus(ctx, conn, o.Unit, unitPath)
+	if err != nil {
+		return fail("read", err)
+	}
+	w.notify(path, why)
+	if !w.report(fromBus(o.Unit, path, props)) {
+		return nil
+	}
+	tick := time.NewTicker(o.Reconcile)
+	defer tick.Stop()
+	for {
+		reread := false
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-conn.Context().Done():
+			return fail("connection", errors.New("closed"))
+		case <-tick.C:
+			reread = true
+		case s, ok := <-sigs:
+			if !ok {
+				return fail("connection", errors.New("closed"))
+			}
+			var emitNow bool
+			emitNow, reread = apply(props, s, unitPath)
+			if emitNow && !reread && !w.report(fromBus(o.Unit, path, props)) {
+				return nil
+			}
+		}
+		if reread {
+			if props, err = readBus(ctx, conn, o.Unit, unitPath); err != nil {
+				return fail("re-read", err)
+			}
+			if !w.report(fromBus(o.Unit, path, props)) {
+				return nil
+			}
+		}
+	}
+}
+
+// apply folds signal s into props. It says whether the state is complete
+// enough to emit (systemd signals a service's Service interface first and
+// its Unit interface right after, so a Service-only change waits for its
+// pair) and whether a full re-read is needed (an invalidated property
+// this package reads, or the end of a daemon-reload).
+func apply(props map[string]dbus.Variant, s *dbus.Signal, unitPath dbus.ObjectPath) (emit, reread bool) {
+	switch {
+	case s.Name == reloadingName:
+		var reloading bool
+		if len(s.Body) == 1 {
+			reloading, _ = s.Body[0].(bool)
+		}
+		return false, !reloading
+	case s.Name != propsChanged || s.Path != unitPath || len(s.Body) < 2:
+		return false, false
+	}
+	iface, _ := s.Body[0].(string)
+	changed, _ := s.Body[1].(map[string]dbus.Variant)
+	keep(props, changed)
+	if len(s.Body) >= 3 {
+		inval, _ := s.Body[2].([]string)
+		for _, k := range inval {
+			if slices.Contains(showProps, k) {
+				reread = true
+			}
+		}
+	}
+	return iface == unitIface, reread
+}
+
+// poll watches the unit with `systemctl show` every Poll. why is why the
+// bus paths were not used.
+func (w *watcher) poll(ctx context.Context, d Dialer, why error) error {
+	o := w.o
+	cmd := showCommand(o.Unit)
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	for {
+		out, errOut, code, err := d.Exec(ctx, cmd)
+		if err != nil {
+			return fmt.Errorf("%s: watch %s via systemctl: %w", o.Host, o.Unit, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("%s: watch %s via systemctl: %q: exit %d: %s", o.Host, o.Unit, cmd, code, trimOut(errOut))
+		}
+		s, err := parseShow(o.Unit, out)
+		if err != nil {
+			return fmt.Errorf("%s: watch %s via systemctl: %w", o.Host, o.Unit, err)
+		}
+		if !w.started {
+			w.notify(PathSystemctl, why)
+		}
+		if !w.report(s) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
