@@ -1,0 +1,426 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"bringup/remote/event"
+	"bringup/remote/sshx"
+)
+
+// Source runs a command on a host and streams its stdout; *sshx.Conn is
+// one. Stream fails (wrapping sshx.ErrNotConnected) while the host is
+// down; Generation changes on every reconnect.
+type Source interface {
+	Stream(ctx context.Context, cmd string) (out io.ReadCloser, wait func() error, err error)
+	Generation() uint64
+}
+
+// DefaultTail is how many earlier lines Follow shows when it starts.
+const DefaultTail = 200
+
+// Gap reasons Follow emits (event.Gap.Reason).
+const (
+	GapReconnect  = "reconnect"   // the stream ended; Follow resumes after the last cursor, nothing lost
+	GapCursorLost = "cursor-lost" // the last cursor is gone (vacuum, other boot or machine): lines may be missing
+	GapSuppressed = "suppressed"  // journald dropped Count lines of the unit under its rate limit
+	GapDropped    = "dropped"     // a line journalctl printed could not be decoded
+)
+
+// Options configure Follow.
+type Options struct {
+	Host string // the host's name, for events
+	Unit string // the unit to follow; "sglang" means sglang.service, as with journalctl -u
+	// Tail is how many earlier lines to show first (the last Tail entries
+	// of the unit, which reach into the previous invocation when the
+	// current one has fewer; every entry carries its invocation id).
+	// 0 means DefaultTail; negative means none.
+	Tail int
+	// MaxLine caps a message, in bytes; longer ones are cut and marked
+	// Truncated. 0 means DefaultMaxLine.
+	MaxLine int
+	// Now stamps Seen; nil = time.Now. Sleep waits between attempts to
+	// open the stream; nil = a real timer. Rand feeds the retry jitter;
+	// nil = math/rand/v2.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	Rand  func() float64
+}
+
+// Command returns the journalctl command line Follow runs for opts at a
+// resume point: after cursor when there is one, else since the realtime
+// when there is one, else the last Tail lines. journalctl runs under exec
+// so that the session's SIGTERM and hangup reach it directly, and with -f
+// in the same process as the backlog, so nothing falls between them.
+//
+// On resume the cursor goes to --cursor (not --after-cursor) with
+// --no-tail: the first entry must then be the cursor's own, which proves
+// the cursor still names an entry (journald silently seeks to the nearest
+// one otherwise). --no-tail matters: on systemd 252, -f implies -n 10,
+// which also caps the catch-up after a cursor (measured: --after-cursor
+// with -f printed 10 of 39 waiting entries, then only new ones).
+func Command(opts Options, cursor string, since time.Time) string {
+	var b strings.Builder
+	b.WriteString("exec journalctl -q -u ")
+	b.WriteString(shellQuote(opts.Unit))
+	b.WriteString(" -o json --all -f --no-pager --output-fields=")
+	b.WriteString(OutputFields)
+	switch {
+	case cursor != "":
+		b.WriteString(" --no-tail --cursor=")
+		b.WriteString(shellQuote(cursor))
+	case !since.IsZero():
+		us := since.UnixMicro()
+		fmt.Fprintf(&b, " --no-tail --since=@%d.%06d", us/1e6, us%1e6)
+	default:
+		n := opts.Tail
+		if n == 0 {
+			n = DefaultTail
+		}
+		fmt.Fprintf(&b, " -n %d", max(n, 0))
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ToEvent makes the journal event of e from host.
+func ToEvent(host string, e Entry) event.Event {
+	return event.Event{
+		Host: host,
+		Kind: event.KindJournal,
+		Time: e.Realtime,
+		Journal: &event.Journal{
+			Cursor:       e.Cursor,
+			Unit:         e.Unit,
+			InvocationID: e.InvocationID,
+			PID:          e.PID,
+			Priority:     e.Priority,
+			MessageID:    e.MessageID,
+			Message:      e.Message,
+			Truncated:    e.Truncated,
+			Fields:       e.Fields,
+		},
+	}
+}
+
+// follower is Follow's state across streams.
+type follower struct {
+	opts Options
+	emit func(event.Event) bool
+	unit string // opts.Unit with its type suffix
+
+	cursor   string    // the last entry delivered
+	seqID    string    // its cursor's s= (seqnum id) and i= (seqnum)
+	seq      uint64    //
+	realtime time.Time // its timestamp
+	seekLost bool      // journalctl refused the cursor: resume by time
+}
+
+// Follow streams the unit's journal from src until ctx ends or emit
+// returns false (then it returns nil). It starts with the last Tail
+// entries and follows in the same journalctl process. When the stream
+// ends while ctx is alive, it emits a Gap "reconnect" marker, waits for
+// the host (retrying Stream with a short jittered backoff while it fails)
+// and resumes at the last cursor, so that no line is lost or repeated:
+// entries whose cursor is at or before the last one delivered are dropped.
+// If the cursor no longer names an entry, it emits Gap "cursor-lost" and
+// goes on from the nearest later entry (or from the last timestamp, when
+// journalctl refuses the cursor outright). journald's "Suppressed N
+// messages" notice for the unit becomes Gap "suppressed" with Count N.
+// Follow returns only after the stream it opened has been closed.
+func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event) bool) error {
+	if !validUnitPattern(opts.Unit) {
+		return fmt.Errorf("journal %s: invalid unit name %q", opts.Host, opts.Unit)
+	}
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleepCtx
+	}
+	f := &follower{opts: opts, emit: emit, unit: withSuffix(opts.Unit)}
+	bo := &sshx.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: 2 * time.Second, Jitter: 0.2, Rand: opts.Rand}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var since time.Time
+		cursor := f.cursor
+		if f.seekLost {
+			cursor, since = "", f.realtime
+		}
+		out, wait, err := src.Stream(ctx, Command(opts, cursor, since))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := opts.Sleep(ctx, bo.Next()); err != nil {
+				return err
+			}
+			continue
+		}
+		gen := src.Generation()
+		res := f.stream(ctx, out, wait, cursor)
+		if res.stopped {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if res.entries > 0 {
+			bo.Reset()
+		}
+		if !f.ended(res, gen != src.Generation()) {
+			return nil
+		}
+		if res.entries == 0 {
+			// The command ended without output (refused, or the link
+			// dropped at once): do not respawn it in a tight loop.
+			if err := opts.Sleep(ctx, bo.Next()); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ended emits the marker for a stream that ended and sets the next resume
+// point. It returns false when the consumer has stopped.
+func (f *follower) ended(res streamResult, reconnected bool) bool {
+	why := "end of output"
+	if res.err != nil {
+		why = res.err.Error()
+	}
+	if reconnected {
+		why += "; connection replaced"
+	}
+	if res.err != nil && strings.Contains(res.err.Error(), "Failed to seek to cursor") {
+		f.seekLost = true
+		msg := "journal cursor rejected (" + why + "); resuming from the last line's time: lines may be missing"
+		if f.realtime.IsZero() {
+			msg = "journal cursor rejected (" + why + "); resuming from the last lines: lines may be missing"
+		}
+		return f.gap(event.Gap{Reason: GapCursorLost, Message: msg})
+	}
+	at := "the start"
+	if f.cursor != "" {
+		at = "the line of " + f.realtime.UTC().Format("15:04:05.000000")
+	}
+	return f.gap(event.Gap{Reason: GapReconnect, Message: "journal stream ended (" + why + "); resuming after " + at})
+}
+
+// gap emits g. Its Time is the host time of the last line delivered, when
+// there is one, so that the marker sorts right after it.
+func (f *follower) gap(g event.Gap) bool {
+	now := f.opts.Now()
+	at := f.realtime
+	if at.IsZero() {
+		at = now
+	}
+	return f.emit(event.Event{Host: f.opts.Host, Kind: event.KindGap, Time: at, Seen: now, Gap: &g})
+}
+
+// streamResult says how one stream ended.
+type streamResult struct {
+	entries int   // entries read (delivered or not)
+	err     error // the command's or the transport's error
+	stopped bool  // emit returned false
+}
+
+// stream reads one journalctl stream to its end. resumed is the cursor the
+// command was started at ("" for a tail or time start): its first entry
+// must carry it.
+func (f *follower) stream(ctx context.Context, out io.ReadCloser, wait func() error, resumed string) (res streamResult) {
+	stop := context.AfterFunc(ctx, func() { out.Close() })
+	defer func() {
+		stop()
+		res.err = finish(out, wait, res.err, res.stopped || ctx.Err() != nil)
+	}()
+	r := NewReader(out, lineLimit(f.opts.MaxLine))
+	checkFirst := resumed != ""
+	sinceCut := f.seekLost && !f.realtime.IsZero()
+	for {
+		line, tail, oversize, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				res.err = err
+			}
+			return res
+		}
+		var e Entry
+		switch {
+		case oversize:
+			e = DecodeOversize(line, tail)
+		case len(line) == 0:
+			continue
+		default:
+			e, err = DecodeLimit(line, f.opts.MaxLine)
+			if err != nil {
+				if !f.gap(event.Gap{Reason: GapDropped, Count: 1, Message: fmt.Sprintf("journal line of %d bytes not decoded: %v", len(line), err)}) {
+					res.stopped = true
+					return res
+				}
+				continue
+			}
+		}
+		res.entries++
+		if checkFirst {
+			checkFirst = false
+			if e.Cursor == resumed {
+				continue // the entry delivered last: the cursor holds
+			}
+			f.seekLost = false
+			sinceCut = !f.realtime.IsZero()
+			msg := "journal cursor no longer found (journal vacuumed or rotated, host rebooted or replaced): lines after " +
+				f.realtime.UTC().Format(time.RFC3339Nano) + " may be missing"
+			if !f.gap(event.Gap{Reason: GapCursorLost, Message: msg}) {
+				res.stopped = true
+				return res
+			}
+		}
+		if sinceCut {
+			// After a lost cursor journalctl starts at the nearest entry by
+			// time; skip what is older than the last line delivered.
+			if e.Realtime.Before(f.realtime) || e.Cursor == f.cursor {
+				continue
+			}
+			sinceCut = false
+			f.seekLost = false
+		}
+		if f.duplicate(e.Cursor) {
+			continue
+		}
+		if !f.deliver(e) {
+			res.stopped = true
+			return res
+		}
+	}
+}
+
+// finish closes the stream and collects the command's exit. Unless the
+// stream is being abandoned (now), wait first gets a moment to report the
+// exit status and stderr (which say why journalctl stopped) before the
+// session is closed under it.
+func finish(out io.ReadCloser, wait func() error, readErr error, now bool) error {
+	if now {
+		out.Close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-t.C:
+		out.Close()
+		err = <-done
+	}
+	out.Close()
+	if err == nil {
+		err = readErr
+	}
+	return err
+}
+
+// duplicate reports whether cursor is at or before the last delivered
+// entry: journalctl orders entries of one sequence-number domain (s=) by
+// their sequence number (i=), so a repeat or an older entry after a resume
+// shows as i not above the last one.
+func (f *follower) duplicate(cursor string) bool {
+	if cursor == "" {
+		return false
+	}
+	if cursor == f.cursor {
+		return true
+	}
+	s, i, ok := seqOf(cursor)
+	return ok && s == f.seqID && i <= f.seq
+}
+
+// deliver emits e (as a journal event, or a Gap for journald's suppression
+// notice about the unit) and records it as the resume point.
+func (f *follower) deliver(e Entry) bool {
+	if e.Cursor != "" {
+		f.cursor = e.Cursor
+		if s, i, ok := seqOf(e.Cursor); ok {
+			f.seqID, f.seq = s, i
+		}
+	}
+	if !e.Realtime.IsZero() {
+		f.realtime = e.Realtime
+	}
+	if n, ok := e.Suppressed(); ok && (e.ObjectUnit == f.unit || e.ObjectUnit == "" && strings.HasSuffix(e.Message, " "+f.unit)) {
+		now := f.opts.Now()
+		g := event.Gap{Reason: GapSuppressed, Count: n, Message: e.Message}
+		return f.emit(event.Event{Host: f.opts.Host, Kind: event.KindGap, Time: e.Realtime, Seen: now, Gap: &g})
+	}
+	ev := ToEvent(f.opts.Host, e)
+	ev.Seen = f.opts.Now()
+	return f.emit(ev)
+}
+
+// seqOf returns the seqnum id (s=) and seqnum (i=, hex) of a cursor.
+func seqOf(cursor string) (string, uint64, bool) {
+	var s, i string
+	for part := range strings.SplitSeq(cursor, ";") {
+		switch {
+		case strings.HasPrefix(part, "s="):
+			s = part[2:]
+		case strings.HasPrefix(part, "i="):
+			i = part[2:]
+		}
+	}
+	n, err := strconv.ParseUint(i, 16, 64)
+	if s == "" || err != nil {
+		return "", 0, false
+	}
+	return s, n, true
+}
+
+// withSuffix adds ".service" to a unit name without a type, as journalctl
+// -u does.
+func withSuffix(unit string) string {
+	if strings.ContainsAny(unit, "*?[") {
+		return unit
+	}
+	if i := strings.LastIndexByte(unit, '.'); i >= 0 {
+		switch unit[i+1:] {
+		case "service", "socket", "target", "device", "mount", "automount", "swap", "timer", "path", "slice", "scope":
+			return unit
+		}
+	}
+	return unit + ".service"
+}
+
+// validUnitPattern accepts a unit name or a journalctl -u glob.
+func validUnitPattern(s string) bool {
+	return validUnit(strings.Map(func(r rune) rune {
+		if r == '*' || r == '?' || r == '[' || r == ']' {
+			return '_'
+		}
+		return r
+	}, s))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
