@@ -276,10 +276,14 @@ func (f *follower) stream(ctx context.Context, out io.ReadCloser, wait func() er
 		}
 		res.entries++
 		if checkFirst {
-			checkFirst = false
 			if e.Cursor == resumed {
+				checkFirst = false
 				continue // the entry delivered last: the cursor holds
 			}
+			if f.duplicate(e.Cursor) {
+				continue // a repeat from before the cursor; keep looking
+			}
+			checkFirst = false
 			f.seekLost = false
 			sinceCut = !f.realtime.IsZero()
 			msg := "journal cursor no longer found (journal vacuumed or rotated, host rebooted or replaced): lines after " +

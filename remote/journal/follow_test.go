@@ -1,0 +1,374 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bringup/remote/event"
+	"bringup/remote/sshx"
+)
+
+// step is what one Stream call of fakeJournal does.
+type step struct {
+	down    bool   // fail with sshx.ErrNotConnected
+	send    int    // entries to send before the stream ends; -1 = all, then stay open
+	waitErr string // the command's error when the stream ends
+	before  func(j *fakeJournal)
+	back    int // a buggy journalctl: start this many entries before the position
+}
+
+// fakeJournal is a journal of numbered entries and a script of streams:
+// it reads the resume point from the command the way journalctl would.
+type fakeJournal struct {
+	t       *testing.T
+	mu      sync.Mutex
+	entries []string // JSON lines
+	plan    []step
+	cmds    []string
+	gen     uint64
+	wg      sync.WaitGroup
+}
+
+func entryLine(i int, msg string) string {
+	return fmt.Sprintf(`{"__CURSOR":"%s","__REALTIME_TIMESTAMP":"%d","_SYSTEMD_UNIT":"seq.service","_PID":"7","PRIORITY":"6","MESSAGE":%q}`,
+		cursorOf(i), 1796000000000000+int64(i)*1000, msg)
+}
+
+func cursorOf(i int) string {
+	return fmt.Sprintf("s=aaaa;i=%x;b=%s;m=%x;t=%x;x=1", i, testBoot, i, 1796000000000000+int64(i)*1000)
+}
+
+func newFakeJournal(t *testing.T, n int, plan ...step) *fakeJournal {
+	j := &fakeJournal{t: t, plan: plan}
+	for i := 1; i <= n; i++ {
+		j.entries = append(j.entries, entryLine(i, "seq "+strconv.Itoa(i)))
+	}
+	t.Cleanup(j.wg.Wait)
+	return j
+}
+
+func (j *fakeJournal) Generation() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.gen
+}
+
+var (
+	cursorArg = regexp.MustCompile(`--cursor='([^']*)'`)
+	sinceArg  = regexp.MustCompile(`--since=@(\d+)\.(\d{6})`)
+	tailArg   = regexp.MustCompile(` -n (\d+)`)
+)
+
+// start returns the index of the first entry a command shows.
+func (j *fakeJournal) start(cmd string) int {
+	if m := cursorArg.FindStringSubmatch(cmd); m != nil {
+		_, want, _ := seqOf(m[1])
+		for k, line := range j.entries {
+			e, _ := Decode([]byte(line))
+			if _, i, _ := seqOf(e.Cursor); i >= want {
+				return k // the entry itself, or the nearest later one
+			}
+		}
+		return len(j.entries)
+	}
+	if m := sinceArg.FindStringSubmatch(cmd); m != nil {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		us, _ := strconv.ParseInt(m[2], 10, 64)
+		t := time.UnixMicro(sec*1e6 + us)
+		for k, line := range j.entries {
+			if e, _ := Decode([]byte(line)); !e.Realtime.Before(t) {
+				return k
+			}
+		}
+		return len(j.entries)
+	}
+	m := tailArg.FindStringSubmatch(cmd)
+	if m == nil {
+		j.t.Errorf("command without a start: %s", cmd)
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return max(len(j.entries)-n, 0)
+}
+
+func (j *fakeJournal) Stream(ctx context.Context, cmd string) (io.ReadCloser, func() error, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cmds = append(j.cmds, cmd)
+	if len(j.plan) == 0 {
+		j.t.Errorf("Stream called more often than planned: %s", cmd)
+		return nil, nil, errors.New("unplanned")
+	}
+	st := j.plan[0]
+	j.plan = j.plan[1:]
+	if st.down {
+		return nil, nil, fmt.Errorf("gpu1: %w", sshx.ErrNotConnected)
+	}
+	j.gen++
+	if st.before != nil {
+		st.before(j)
+	}
+	from := max(j.start(cmd)-st.back, 0)
+	lines := j.entries[from:]
+	if st.send >= 0 && st.send < len(lines) {
+		lines = lines[:st.send]
+	}
+	pr, pw := io.Pipe()
+	out := &fakeStream{PipeReader: pr, closed: make(chan struct{})}
+	done := make(chan struct{})
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		defer close(done)
+		for _, l := range lines {
+			if _, err := io.WriteString(pw, l+"\n"); err != nil {
+				return
+			}
+		}
+		if st.send < 0 {
+			// Stay open like journalctl -f until the session is closed.
+			select {
+			case <-ctx.Done():
+			case <-out.closed:
+			}
+			pw.CloseWithError(io.EOF)
+			return
+		}
+		pw.Close()
+	}()
+	wait := func() error {
+		<-done
+		if st.waitErr != "" {
+			return errors.New(st.waitErr)
+		}
+		return nil
+	}
+	return out, wait, nil
+}
+
+// fakeStream is a stream whose Close, like closing an SSH session, ends
+// the remote command.
+type fakeStream struct {
+	*io.PipeReader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (s *fakeStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return s.PipeReader.Close()
+}
+
+// collect follows j until pred says stop, and returns what was emitted.
+func collect(t *testing.T, j Source, opts Options, until func([]event.Event) bool) []event.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if opts.Unit == "" {
+		opts.Unit = "seq"
+	}
+	opts.Host = "gpu1"
+	opts.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	var evs []event.Event
+	err := Follow(ctx, j, opts, func(ev event.Event) bool {
+		evs = append(evs, ev)
+		return !until(evs)
+	})
+	if err != nil {
+		t.Fatalf("Follow: %v (after %d events)", err, len(evs))
+	}
+	return evs
+}
+
+// lines returns the messages of journal events and the reasons of gaps.
+func lines(evs []event.Event) (msgs, gaps []string) {
+	for _, ev := range evs {
+		switch ev.Kind {
+		case event.KindJournal:
+			msgs = append(msgs, ev.Journal.Message)
+		case event.KindGap:
+			gaps = append(gaps, ev.Gap.Reason)
+		}
+	}
+	return msgs, gaps
+}
+
+func seqLines(from, to int) []string {
+	var s []string
+	for i := from; i <= to; i++ {
+		s = append(s, "seq "+strconv.Itoa(i))
+	}
+	return s
+}
+
+func untilMessage(last string) func([]event.Event) bool {
+	return func(evs []event.Event) bool {
+		ev := evs[len(evs)-1]
+		return ev.Kind == event.KindJournal && ev.Journal.Message == last
+	}
+}
+
+func TestFollowResumesWithoutLossOrRepeat(t *testing.T) {
+	j := newFakeJournal(t, 50,
+		step{send: 10, waitErr: "connection lost"},
+		step{down: true}, step{down: true},
+		step{send: 15},
+		step{send: -1},
+	)
+	evs := collect(t, j, Options{}, untilMessage("seq 50"))
+	msgs, gaps := lines(evs)
+	if want := seqLines(1, 50); strings.Join(msgs, ",") != strings.Join(want, ",") {
+		t.Errorf("delivered %v", msgs)
+	}
+	if strings.Join(gaps, ",") != "reconnect,reconnect" {
+		t.Errorf("gaps %v, want two reconnect markers", gaps)
+	}
+	if len(j.cmds) != 5 || !strings.Contains(j.cmds[0], " -n 200") ||
+		!strings.Contains(j.cmds[3], "--no-tail --cursor='"+cursorOf(10)+"'") ||
+		!strings.Contains(j.cmds[4], "--cursor='"+cursorOf(24)+"'") {
+		t.Errorf("commands:\n%s", strings.Join(j.cmds, "\n"))
+	}
+	for _, ev := range evs {
+		if ev.Kind == event.KindJournal && (ev.Host != "gpu1" || ev.Time.IsZero() || ev.Seen.IsZero() || ev.Journal.Unit != "seq.service") {
+			t.Fatalf("event %+v %+v", ev, ev.Journal)
+		}
+	}
+}
+
+func TestFollowTail(t *testing.T) {
+	j := newFakeJournal(t, 30, step{send: -1})
+	msgs, _ := lines(collect(t, j, Options{Tail: 5}, untilMessage("seq 30")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(26, 30), ",") {
+		t.Errorf("tail of 5: %v", msgs)
+	}
+	if !strings.Contains(j.cmds[0], " -n 5") || !strings.HasPrefix(j.cmds[0], "exec journalctl -q -u 'seq' -o json --all -f --no-pager --output-fields=MESSAGE,") {
+		t.Errorf("command %s", j.cmds[0])
+	}
+}
+
+func TestFollowDropsRepeatsOfABuggyResume(t *testing.T) {
+	// systemd#30288-style trouble: the resumed stream starts a few entries
+	// early. They are dropped by cursor, and it is not a lost cursor.
+	j := newFakeJournal(t, 20, step{send: 8}, step{send: -1, back: 3})
+	msgs, gaps := lines(collect(t, j, Options{}, untilMessage("seq 20")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 20), ",") {
+		t.Errorf("delivered %v", msgs)
+	}
+	if strings.Join(gaps, ",") != "reconnect" {
+		t.Errorf("gaps %v", gaps)
+	}
+}
+
+func TestFollowCursorVacuumed(t *testing.T) {
+	vacuum := func(j *fakeJournal) { j.entries = j.entries[12:] } // entries 1..12 gone
+	j := newFakeJournal(t, 30, step{send: 10}, step{send: -1, before: vacuum})
+	evs := collect(t, j, Options{}, untilMessage("seq 30"))
+	msgs, gaps := lines(evs)
+	if want := append(seqLines(1, 10), seqLines(13, 30)...); strings.Join(msgs, ",") != strings.Join(want, ",") {
+		t.Errorf("delivered %v", msgs)
+	}
+	if strings.Join(gaps, ",") != "reconnect,cursor-lost" {
+		t.Errorf("gaps %v", gaps)
+	}
+	for _, ev := range evs {
+		if ev.Kind == event.KindGap && ev.Gap.Reason == GapCursorLost && !strings.Contains(ev.Gap.Message, "may be missing") {
+			t.Errorf("cursor-lost marker says %q", ev.Gap.Message)
+		}
+	}
+}
+
+func TestFollowCursorRejected(t *testing.T) {
+	j := newFakeJournal(t, 30,
+		step{send: 10},
+		step{send: 0, waitErr: "Process exited with status 1 (stderr: Failed to seek to cursor: Invalid argument)"},
+		step{send: -1},
+	)
+	msgs, gaps := lines(collect(t, j, Options{}, untilMessage("seq 30")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 30), ",") {
+		t.Errorf("delivered %v", msgs)
+	}
+	if strings.Join(gaps, ",") != "reconnect,cursor-lost" {
+		t.Errorf("gaps %v", gaps)
+	}
+	if !strings.Contains(j.cmds[2], "--no-tail --since=@1796000000.010000") {
+		t.Errorf("resume by time: %s", j.cmds[2])
+	}
+}
+
+func TestFollowSuppressionAndUndecodable(t *testing.T) {
+	j := newFakeJournal(t, 3, step{send: -1})
+	sup := `{"__CURSOR":"s=aaaa;i=10;b=x;m=1;t=1;x=1","__REALTIME_TIMESTAMP":"1796000000100000","MESSAGE_ID":"` + SuppressedID +
+		`","MESSAGE":"Suppressed 17500 messages from seq.service","_SYSTEMD_UNIT":"systemd-journald.service","OBJECT_SYSTEMD_UNIT":"seq.service","N_DROPPED":"17500"}`
+	j.entries = append(j.entries, `{"MESSAGE":`, sup, entryLine(0x11, "after"))
+	evs := collect(t, j, Options{}, untilMessage("after"))
+	msgs, gaps := lines(evs)
+	if strings.Join(msgs, ",") != "seq 1,seq 2,seq 3,after" || strings.Join(gaps, ",") != "dropped,suppressed" {
+		t.Fatalf("messages %v gaps %v", msgs, gaps)
+	}
+	g := evs[4].Gap
+	if g.Count != 17500 || g.Message != "Suppressed 17500 messages from seq.service" || !evs[4].Time.Equal(time.UnixMicro(1796000000100000)) {
+		t.Errorf("suppressed gap %+v at %v", g, evs[4].Time)
+	}
+}
+
+func TestFollowStopsWhenEmitRefuses(t *testing.T) {
+	j := newFakeJournal(t, 10, step{send: -1})
+	evs := collect(t, j, Options{}, func(evs []event.Event) bool { return len(evs) == 3 })
+	if len(evs) != 3 {
+		t.Errorf("%d events after emit refused", len(evs))
+	}
+}
+
+func TestFollowEndsWithContext(t *testing.T) {
+	j := newFakeJournal(t, 5, step{send: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan int, 10)
+	err := Follow(ctx, j, Options{Host: "gpu1", Unit: "seq"}, func(ev event.Event) bool {
+		got <- 1
+		if len(got) == 5 {
+			cancel()
+		}
+		return true
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Follow = %v, want context.Canceled", err)
+	}
+	// The stream's writer has ended: t.Cleanup waits for it.
+}
+
+func TestFollowRefusesBadUnit(t *testing.T) {
+	for _, u := range []string{"", "a b", "x';rm -rf /;'", "a\nb"} {
+		if err := Follow(context.Background(), newFakeJournal(t, 0), Options{Unit: u}, nil); err == nil {
+			t.Errorf("unit %q accepted", u)
+		}
+	}
+}
+
+func TestCommand(t *testing.T) {
+	o := Options{Unit: "sglang.service"}
+	if c := Command(o, "", time.Time{}); !strings.HasSuffix(c, " -n 200") || !strings.Contains(c, "-u 'sglang.service' -o json --all -f") {
+		t.Errorf("start: %s", c)
+	}
+	if c := Command(Options{Unit: "x", Tail: -1}, "", time.Time{}); !strings.HasSuffix(c, " -n 0") {
+		t.Errorf("no tail: %s", c)
+	}
+	if c := Command(o, "s=a'b", time.Time{}); !strings.HasSuffix(c, ` --no-tail --cursor='s=a'\''b'`) {
+		t.Errorf("cursor quoting: %s", c)
+	}
+	if c := Command(o, "", time.UnixMicro(1796000000000042)); !strings.HasSuffix(c, " --no-tail --since=@1796000000.000042") {
+		t.Errorf("since: %s", c)
+	}
+	for in, want := range map[string]string{"sglang": "sglang.service", "a.socket": "a.socket", "vllm@1": "vllm@1.service", "x.y": "x.y.service", "s*": "s*"} {
+		if got := withSuffix(in); got != want {
+			t.Errorf("withSuffix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
