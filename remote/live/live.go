@@ -1,0 +1,206 @@
+// Package live is the driver for a real host: one SSH connection that
+// carries the journal follow, the unit-state watch, the readiness probe
+// and the GPU sampler, all emitting events for the fleet, and the actions
+// run over the same connection.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/gpu"
+	"bringup/remote/journal"
+	"bringup/remote/probe"
+	"bringup/remote/sshx"
+	"bringup/remote/systemd"
+)
+
+// Options configure a live host.
+type Options struct {
+	// Name is the host's name as the user wrote it.
+	Name string
+	// SSH is the resolved connection configuration; Dial carries the
+	// signers loaded before the TUI started.
+	SSH  sshx.Config
+	Dial sshx.DialOptions
+	// Unit is the watched unit, e.g. sglang.service.
+	Unit string
+	// Probe says what readiness probe to run; Probe.Addr "" means
+	// 127.0.0.1:30000 as seen from the host.
+	Probe         probe.Options
+	ProbeInterval time.Duration
+	// NoGPU turns the nvidia-smi sampler off.
+	NoGPU       bool
+	GPUInterval time.Duration
+	// Tail is how many earlier journal lines to show first.
+	Tail int
+	// WatchPath forces how unit state is read ("" tries D-Bus, then
+	// systemd-stdio-bridge, then systemctl polling).
+	WatchPath string
+	// Now stamps local receipt times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Host is one real host. Create it with New; the fleet calls Run and Do.
+type Host struct {
+	opts Options
+	conn *sshx.Conn
+
+	mu       sync.Mutex // guards pathNote and emit
+	pathNote string
+	emit     remote.Emit // Run's; nil before Run
+}
+
+// New returns the driver for one host. It does not connect until Run.
+func New(opts Options) *Host {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Unit == "" {
+		opts.Unit = "sglang.service"
+	}
+	h := &Host{opts: opts}
+	h.conn = sshx.NewConn(opts.SSH, sshx.ConnOptions{Dial: opts.Dial, OnState: h.onState})
+	return h
+}
+
+// onState reports connection changes as events.
+func (h *Host) onState(st sshx.State, err error, retry time.Time) {
+	h.mu.Lock()
+	emit := h.emit
+	h.mu.Unlock()
+	if emit == nil {
+		return
+	}
+	c := &event.Conn{State: connState(st), Retry: retry}
+	if err != nil {
+		c.Err = err.Error()
+	}
+	now := h.opts.Now()
+	emit(event.Event{Host: h.opts.Name, Kind: event.KindConn, Time: now, Seen: now, Conn: c})
+}
+
+// Name is the host's name.
+func (h *Host) Name() string { return h.opts.Name }
+
+// Run connects and streams the host's events until ctx ends. The
+// connection reconnects on its own with backoff; each stream resumes on
+// the new connection (the journal from its last cursor).
+func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h.mu.Lock()
+	h.emit = emit
+	h.mu.Unlock()
+
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	run(func() { _ = h.conn.Run(ctx) })
+	run(func() {
+		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail, Now: h.opts.Now}, emit)
+	})
+	run(func() { h.watchUnit(ctx, emit) })
+	run(func() {
+		_ = probe.Run(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, emit)
+	})
+	if !h.opts.NoGPU {
+		run(func() {
+			err := gpu.Run(ctx, h.conn, h.opts.Name, h.opts.GPUInterval, emit)
+			if errors.Is(err, gpu.ErrNoNvidiaSMI) {
+				h.note(emit, "no nvidia-smi on the host: no GPU panel")
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// watchUnit keeps the unit watch running across reconnects: Watch
+// returns when the connection drops, and starts over (re-reading every
+// property) once it is back.
+func (h *Host) watchUnit(ctx context.Context, emit remote.Emit) {
+	opts := systemd.WatchOptions{
+		Host: h.opts.Name, Unit: h.opts.Unit, Path: h.opts.WatchPath, Now: h.opts.Now,
+		OnPath: func(path string, why error) {
+			if why != nil {
+				h.note(emit, fmt.Sprintf("unit state read through %s (%v)", path, why))
+			}
+		},
+	}
+	for ctx.Err() == nil {
+		if _, err := h.conn.Client(ctx); err != nil {
+			return
+		}
+		gen := h.conn.Generation()
+		err := systemd.Watch(ctx, h.conn, opts, emit)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && h.conn.Generation() == gen {
+			// Same connection, yet the watch failed: not a drop. Say so
+			// and retry slowly rather than spin.
+			h.note(emit, "unit watch: "+err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+}
+
+// note emits a visible line in the host's log, once per distinct text.
+func (h *Host) note(emit remote.Emit, msg string) {
+	h.mu.Lock()
+	dup := h.pathNote == msg
+	h.pathNote = msg
+	h.mu.Unlock()
+	if dup {
+		return
+	}
+	now := h.opts.Now()
+	emit(event.Event{Host: h.opts.Name, Kind: event.KindGap, Time: now, Seen: now,
+		Gap: &event.Gap{Reason: "note", Message: msg}})
+}
+
+// ErrNotSupported is returned for actions real hosts cannot take yet.
+var ErrNotSupported = errors.New("not supported on real hosts yet")
+
+// Do runs an action over the host's connection.
+func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
+	ctl := systemd.NewController(h.conn, h.opts.Name)
+	switch a.Kind {
+	case remote.ActRestart:
+		_, err := ctl.Restart(ctx, h.opts.Unit)
+		return err
+	case remote.ActStop:
+		_, err := ctl.Stop(ctx, h.opts.Unit)
+		return err
+	case remote.ActResetFailed:
+		return ctl.ResetFailed(ctx, h.opts.Unit)
+	}
+	return fmt.Errorf("%s: %s: %w", h.opts.Name, a, ErrNotSupported)
+}
+
+func connState(s sshx.State) event.ConnState {
+	switch s {
+	case sshx.StateUp:
+		return event.ConnUp
+	case sshx.StateDown:
+		return event.ConnDown
+	case sshx.StateUnreachable:
+		return event.ConnUnreachable
+	}
+	return event.ConnConnecting
+}

@@ -1,0 +1,176 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/sshx"
+	"bringup/remote/startup"
+	"bringup/remote/testbed"
+)
+
+// fastEnv keeps a testbed startup to a few seconds while every phase shows.
+var fastEnv = map[string]string{
+	"INFERSIM_BOOT_SECONDS": "0.2", "INFERSIM_INIT_SECONDS": "0.5", "INFERSIM_WEIGHTS_SECONDS": "2",
+	"INFERSIM_SHARDS": "4", "INFERSIM_KV_SECONDS": "0.5", "INFERSIM_CAPTURE_SECONDS": "1",
+	"INFERSIM_HTTP_SECONDS": "0.3", "INFERSIM_WARMUP_SECONDS": "0.5",
+}
+
+// liveFleet builds a fleet of live hosts over the testbed's hosts.
+func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {
+	t.Helper()
+	var specs []remote.HostSpec
+	for _, h := range tb.Hosts() {
+		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
+		if err != nil {
+			t.Fatalf("resolve %s: %v", h.Name, err)
+		}
+		specs = append(specs, remote.HostSpec{
+			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1}),
+			Unit:   testbed.UnitName, Engine: "sglang",
+		})
+	}
+	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFleetOnTestbed watches three real hosts start: gpu1 and gpu2 run
+// through the real phases to serving; gpu3, in validate mode, fails at
+// graph capture with the capture cause. It then restarts gpu3 twenty
+// times and reports how long a failure takes to show: the failed change's
+// local receipt minus the host timestamp it carries (systemd's).
+func TestFleetOnTestbed(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 3, Host: func(i int) testbed.HostOptions {
+		o := testbed.HostOptions{Env: fastEnv, KernelMode: "on"}
+		if i == 2 {
+			o.KernelMode = "validate"
+		}
+		return o
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	f := liveFleet(t, ctx, tb)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+
+	// Wait until every host's unit state has been read, then start them.
+	waitBatch(t, ctx, f, "unit state of every host", func(b remote.Batch) bool {
+		for _, h := range b.Hosts {
+			if h.UnitState.ActiveState == "" {
+				return false
+			}
+		}
+		return true
+	}, nil)
+	for _, h := range tb.Hosts() {
+		if out, err := tb.Run(ctx, h.Name, "systemctl start sglang"); err != nil {
+			t.Fatalf("start %s: %v: %s", h.Name, err, out)
+		}
+	}
+	phases := map[string][]startup.Phase{}
+	var fail *remote.HostChange
+	waitBatch(t, ctx, f, "gpu1, gpu2 serving and gpu3 failed", func(b remote.Batch) bool {
+		st := map[string]startup.Phase{}
+		for _, h := range b.Hosts {
+			st[h.Name] = h.Startup.Phase
+		}
+		return st["gpu1"] == startup.Serving && st["gpu2"] == startup.Serving && st["gpu3"] == startup.Failed
+	}, func(c remote.HostChange) {
+		switch c.Kind {
+		case startup.ChangePhase:
+			phases[c.Host] = append(phases[c.Host], c.Phase)
+		case startup.ChangeFail:
+			cc := c
+			fail = &cc
+		}
+	})
+	for _, h := range []string{"gpu1", "gpu2"} {
+		want := []startup.Phase{startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture, startup.HTTP, startup.Warmup, startup.Serving}
+		if !isSubsequence(want, phases[h]) {
+			t.Errorf("%s phases = %v, want them to run through %v", h, phases[h], want)
+		}
+	}
+	if fail == nil || fail.Host != "gpu3" || fail.Diag == nil {
+		t.Fatalf("no failure for gpu3: %+v", fail)
+	}
+	if fail.Diag.Cause != "graph-capture-host-sync" || fail.Diag.Phase != startup.GraphCapture || fail.Diag.KernelMode != "kdtree-verify=validate" {
+		t.Errorf("diagnosis = %+v", fail.Diag)
+	}
+
+	// Failure latency over repeated runs of gpu3.
+	var lat []time.Duration
+	for i := 0; i < 20; i++ {
+		if out, err := tb.Run(ctx, "gpu3", "systemctl reset-failed sglang; systemctl start sglang"); err != nil {
+			t.Fatalf("restart gpu3: %v: %s", err, out)
+		}
+		var got *remote.HostChange
+		waitBatch(t, ctx, f, fmt.Sprintf("gpu3 failure #%d", i+1), func(remote.Batch) bool { return got != nil }, func(c remote.HostChange) {
+			if c.Host == "gpu3" && c.Kind == startup.ChangeFail && got == nil {
+				cc := c
+				got = &cc
+			}
+		})
+		lat = append(lat, got.Seen.Sub(got.Time))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("failure latency (seen - host time) over %d runs: p50 %v, p99 %v, max %v", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+	for _, l := range lat {
+		if l < -time.Second || l > 10*time.Second {
+			t.Errorf("implausible latency %v (clocks are shared on the testbed)", l)
+		}
+	}
+}
+
+func isSubsequence(want, got []startup.Phase) bool {
+	i := 0
+	for _, p := range got {
+		if i < len(want) && p == want[i] {
+			i++
+		}
+	}
+	return i == len(want) && !slices.Contains(got, startup.Failed)
+}
+
+// waitBatch reads batches until cond holds, handing every change to each.
+func waitBatch(t *testing.T, ctx context.Context, f *remote.Fleet, what string, cond func(remote.Batch) bool, each func(remote.HostChange)) {
+	t.Helper()
+	var last remote.Batch
+	for {
+		select {
+		case b, ok := <-f.Updates():
+			if !ok {
+				t.Fatalf("fleet stopped while waiting for %s", what)
+			}
+			for _, c := range b.Changes {
+				if each != nil {
+					each(c)
+				}
+			}
+			last = b
+			if cond(b) {
+				return
+			}
+		case <-ctx.Done():
+			var s []string
+			for _, h := range last.Hosts {
+				s = append(s, fmt.Sprintf("%s %s %s/%s conn=%s", h.Name, h.Startup.Phase, h.UnitState.ActiveState, h.UnitState.SubState, h.Conn.State))
+			}
+			t.Fatalf("timed out waiting for %s; hosts: %s", what, strings.Join(s, "; "))
+		}
+	}
+}
