@@ -1,0 +1,371 @@
+// Package config reads bringup's configuration: the hosts to watch (ssh_config
+// aliases or user@host:port), groups of them, the unit, engine and readiness
+// probe of each (with defaults), and the kernel catalog. Every mistake is
+// reported at its place in the file (file:line:column and the field), so a
+// typo in a fleet of forty hosts is found at once. The package does no IO
+// besides reading the one file in Load.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"bringup/kernels"
+)
+
+// The engines a host can run.
+const (
+	EngineSGLang = "sglang"
+	EngineVLLM   = "vllm"
+	EngineAuto   = "auto" // decided from the unit's logs
+)
+
+// Defaults used where neither the host nor the defaults section says.
+const (
+	DefaultUnit       = "sglang.service"
+	DefaultVLLMUnit   = "vllm.service"
+	DefaultEngine     = EngineAuto
+	DefaultSGLangPort = 30000 // SGLang's --port default
+	DefaultVLLMPort   = 8000  // vLLM's --port default
+	DefaultProbePath  = "/health"
+)
+
+// maxFile caps the config file: it is a list of hosts, not a data set.
+const maxFile = 4 << 20
+
+// Probe is how a host's service is probed for readiness, from the host's
+// point of view.
+type Probe struct {
+	Port       int
+	Path       string
+	Completion bool // also ask for a one-token completion
+}
+
+// Addr is the address the probe dials on the host.
+func (p Probe) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
+
+// HostDefaults apply to every host that does not say otherwise. Zero
+// fields fall back to the package defaults.
+type HostDefaults struct {
+	Unit   string
+	Engine string
+	User   string // "" = as ssh_config says
+	Probe  Probe
+}
+
+// Host is one host to watch, with every default applied.
+type Host struct {
+	// Name is how bringup shows and selects the host.
+	Name string
+	// SSH is what to connect to: an ssh_config alias, or [user@]host[:port].
+	SSH string
+	// User, Address and Port override what SSH and ssh_config give (like
+	// ssh -l, HostName and -p); empty or 0 = no override.
+	User    string
+	Address string
+	Port    int
+	Unit    string
+	Engine  string
+	Probe   Probe
+}
+
+// Target is where to connect for a host.
+type Target struct {
+	// Host is the ssh_config alias or host name to resolve, as in `ssh HOST`.
+	Host string
+	// HostName, User and Port override the resolved configuration when set.
+	HostName string
+	User     string
+	Port     int
+}
+
+// Target splits h.SSH and applies h's overrides.
+func (h Host) Target() Target {
+	t, _ := ParseTarget(h.SSH) // validated when the host was read
+	out := Target{Host: t.Host, User: t.User, Port: t.Port, HostName: h.Address}
+	if h.User != "" {
+		out.User = h.User
+	}
+	if h.Port != 0 {
+		out.Port = h.Port
+	}
+	return out
+}
+
+// Config is the whole configuration.
+type Config struct {
+	// Path is the file it was read from; "" for one built from flags.
+	Path     string
+	Defaults HostDefaults
+	Hosts    []Host
+	// Groups maps a group name to host names, in the order written.
+	Groups   map[string][]string
+	Kernels  kernels.Catalog
+	ReadOnly bool
+	// SSHConfig is the ssh_config file to use (like ssh -F); "" = ssh's
+	// default. A relative path is relative to the config file; a leading
+	// ~ is left for the caller to expand.
+	SSHConfig string
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else
+// ~/.config/bringup/config.yaml; "" when neither variable is set. A
+// relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+func DefaultPath(getenv func(string) string) string {
+	if x := getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "bringup", "config.yaml")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "bringup", "config.yaml")
+	}
+	return ""
+}
+
+// Load reads and checks the config file at path.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > maxFile {
+		return nil, fmt.Errorf("config %s: larger than %d MiB", path, maxFile>>20)
+	}
+	return Parse(path, data)
+}
+
+// FromFlags builds a config for `bringup -H gpu1,gpu2,deploy@h:22 -u unit`:
+// hosts is a comma-separated list of ssh_config aliases or
+// [user@]host[:port], unit the unit of all of them ("" = the default).
+func FromFlags(hosts, unit string) (*Config, error) {
+	c := &Config{Groups: map[string][]string{}}
+	if unit != "" {
+		u, err := checkUnit(unit)
+		if err != nil {
+			return nil, fmt.Errorf("-u %q: %w", unit, err)
+		}
+		c.Defaults.Unit = u
+	}
+	applyBuiltins(&c.Defaults)
+	seen := map[string]bool{}
+	for s := range strings.SplitSeq(hosts, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, err := ParseTarget(s); err != nil {
+			return nil, fmt.Errorf("-H: %w", err)
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("-H: host %q listed twice", s)
+		}
+		seen[s] = true
+		c.Hosts = append(c.Hosts, hostWithDefaults(rawHost{name: s, ssh: s}, c.Defaults))
+	}
+	if len(c.Hosts) == 0 {
+		return nil, errors.New("-H: no hosts given")
+	}
+	return c, nil
+}
+
+// Select returns the hosts that names (host or group names) pick, each
+// once, in the order named; no names picks every host.
+func (c *Config) Select(names []string) ([]Host, error) {
+	if len(c.Hosts) == 0 {
+		return nil, errors.New("no hosts configured")
+	}
+	if len(names) == 0 {
+		return slices.Clone(c.Hosts), nil
+	}
+	byName := map[string]Host{}
+	for _, h := range c.Hosts {
+		byName[h.Name] = h
+	}
+	var out []Host
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, byName[n])
+		}
+	}
+	for _, n := range names {
+		if _, ok := byName[n]; ok {
+			add(n)
+			continue
+		}
+		members, ok := c.Groups[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown host or group %q (%s)", n, c.known())
+		}
+		for _, m := range members {
+			add(m)
+		}
+	}
+	return out, nil
+}
+
+// known lists the host and group names for an error message.
+func (c *Config) known() string {
+	hosts := make([]string, len(c.Hosts))
+	for i, h := range c.Hosts {
+		hosts[i] = h.Name
+	}
+	s := "hosts: " + strings.Join(hosts, ", ")
+	if len(c.Groups) > 0 {
+		groups := make([]string, 0, len(c.Groups))
+		for g := range c.Groups {
+			groups = append(groups, g)
+		}
+		slices.Sort(groups)
+		s += "; groups: " + strings.Join(groups, ", ")
+	}
+	return s
+}
+
+// applyBuiltins fills what the defaults section left empty. The unit and
+// the probe port follow the engine: vLLM's are not SGLang's.
+func applyBuiltins(d *HostDefaults) {
+	if d.Engine == "" {
+		d.Engine = DefaultEngine
+	}
+	if d.Probe.Path == "" {
+		d.Probe.Path = DefaultProbePath
+	}
+}
+
+// engineDefaults are the unit and probe port for engine.
+func engineDefaults(engine string) (unit string, port int) {
+	if engine == EngineVLLM {
+		return DefaultVLLMUnit, DefaultVLLMPort
+	}
+	return DefaultUnit, DefaultSGLangPort
+}
+
+// rawHost is a host as written, before defaults.
+type rawHost struct {
+	name, ssh, user, address, unit, engine, path string
+	port, probePort                              int
+	completion                                   *bool
+}
+
+// hostWithDefaults applies d (and the engine's defaults) to r.
+func hostWithDefaults(r rawHost, d HostDefaults) Host {
+	h := Host{Name: r.name, SSH: r.ssh, User: r.user, Address: r.address, Port: r.port,
+		Unit: r.unit, Engine: r.engine, Probe: Probe{Port: r.probePort, Path: r.path}}
+	if h.SSH == "" {
+		h.SSH = h.Name
+	}
+	if h.User == "" {
+		h.User = d.User
+	}
+	if h.Engine == "" {
+		h.Engine = d.Engine
+	}
+	unit, port := engineDefaults(h.Engine)
+	if h.Unit == "" {
+		h.Unit = cmp(d.Unit, unit)
+	}
+	if h.Probe.Port == 0 {
+		h.Probe.Port = cmp(d.Probe.Port, port)
+	}
+	if h.Probe.Path == "" {
+		h.Probe.Path = d.Probe.Path
+	}
+	h.Probe.Completion = d.Probe.Completion
+	if r.completion != nil {
+		h.Probe.Completion = *r.completion
+	}
+	return h
+}
+
+// cmp returns the first of a, b that is not zero.
+func cmp[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
+
+// ParseTarget splits [user@]host[:port] (host may be [v6addr]). host is an
+// ssh_config alias, a host name or an address; it must not start with '-',
+// which ssh would read as an option.
+func ParseTarget(s string) (Target, error) {
+	var t Target
+	rest := s
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		t.User, rest = rest[:i], rest[i+1:]
+		if t.User == "" {
+			return t, fmt.Errorf("%q: empty user before @", s)
+		}
+	}
+	host, port := rest, ""
+	if strings.HasPrefix(rest, "[") {
+		end := strings.Index(rest, "]")
+		if end < 0 {
+			return t, fmt.Errorf("%q: missing ]", s)
+		}
+		host, port = rest[1:end], rest[end+1:]
+		if port != "" && !strings.HasPrefix(port, ":") {
+			return t, fmt.Errorf("%q: text after ]", s)
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if i := strings.LastIndex(rest, ":"); i >= 0 {
+		if strings.Count(rest, ":") > 1 {
+			return t, fmt.Errorf("%q: write an IPv6 address as [addr] or [addr]:port", s)
+		}
+		host, port = rest[:i], rest[i+1:]
+	}
+	switch {
+	case host == "":
+		return t, fmt.Errorf("%q: empty host", s)
+	case strings.HasPrefix(host, "-") || strings.HasPrefix(t.User, "-"):
+		return t, fmt.Errorf("%q: must not start with '-'", s)
+	case strings.ContainsFunc(s, badTargetRune):
+		return t, fmt.Errorf("%q: spaces, quotes and control characters are not allowed", s)
+	}
+	t.Host = host
+	if port != "" {
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65535 {
+			return t, fmt.Errorf("%q: port %q is not a number from 1 to 65535", s, port)
+		}
+		t.Port = p
+	}
+	return t, nil
+}
+
+// badTargetRune is a rune that has no place in a host, user or alias and
+// could change a shell or ssh command line.
+func badTargetRune(r rune) bool {
+	return r <= ' ' || r == 0x7f || strings.ContainsRune("'\"`\\,;|&$<>(){}*?!#", r)
+}
+
+// checkUnit validates a unit name and adds ".service" when it has no type,
+// as systemctl does.
+func checkUnit(u string) (string, error) {
+	switch {
+	case u == "":
+		return "", errors.New("empty unit name")
+	case strings.HasPrefix(u, "-"):
+		return "", errors.New("must not start with '-'")
+	case strings.ContainsFunc(u, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || r == '/' || strings.ContainsRune("'\"`\\$;|&", r)
+	}):
+		return "", errors.New("spaces, slashes, quotes and control characters are not allowed in a unit name")
+	case !strings.Contains(u, "."):
+		return u + ".service", nil
+	}
+	return u, nil
+}

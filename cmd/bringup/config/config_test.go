@@ -1,0 +1,415 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"bringup/kernels"
+)
+
+// full is the example of the design, every section used.
+const full = `defaults:            # applies to every host unless overridden
+  unit: sglang.service
+  engine: sglang     # sglang | vllm | auto
+  probe: {port: 30000, path: /health, completion: false}
+  user: root
+hosts:
+  - gpu1
+  - name: gpu2
+    ssh: deploy@10.0.0.2:2222
+    unit: sglang-b.service
+    engine: vllm
+    probe: {port: 8000}
+groups:
+  rack-a: [gpu1, gpu2]
+kernels:
+  - name: kdtree-verify
+    env_var: KDTREE_MODE
+    modes:
+      - {name: off, capture_safe: true}
+      - {name: validate, capture_safe: false}
+      - {name: on, capture_safe: true}
+    pythonpath: /opt/kdtree/site
+    local_dir: ./kernels/kdtree
+    remote_dir: /opt/kdtree/site
+read_only: false
+ssh_config: ~/.ssh/config
+`
+
+func TestParseFull(t *testing.T) {
+	c, err := Parse("/etc/bringup/config.yaml", []byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Path:     "/etc/bringup/config.yaml",
+		Defaults: HostDefaults{Unit: "sglang.service", Engine: "sglang", User: "root", Probe: Probe{Port: 30000, Path: "/health"}},
+		Hosts: []Host{
+			{Name: "gpu1", SSH: "gpu1", User: "root", Unit: "sglang.service", Engine: "sglang", Probe: Probe{Port: 30000, Path: "/health"}},
+			{Name: "gpu2", SSH: "deploy@10.0.0.2:2222", User: "root", Unit: "sglang-b.service", Engine: "vllm", Probe: Probe{Port: 8000, Path: "/health"}},
+		},
+		Groups: map[string][]string{"rack-a": {"gpu1", "gpu2"}},
+		Kernels: kernels.Catalog{Kernels: []kernels.Kernel{{
+			Name: "kdtree-verify", EnvVar: "KDTREE_MODE",
+			Modes:      []kernels.Mode{{Name: "off", CaptureSafe: true}, {Name: "validate"}, {Name: "on", CaptureSafe: true}},
+			PythonPath: "/opt/kdtree/site", LocalDir: "/etc/bringup/kernels/kdtree", RemoteDir: "/opt/kdtree/site",
+		}}},
+		SSHConfig: "~/.ssh/config",
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	// gpu2's defaults user is overridden by the user in its ssh target.
+	if tg := c.Hosts[1].Target(); tg != (Target{Host: "10.0.0.2", User: "root", Port: 2222}) {
+		t.Errorf("gpu2 target %+v: an explicit user: (here from defaults) wins over the ssh target's", tg)
+	}
+}
+
+// TestYAML12Words checks the YAML 1.1 trap: off, on, yes, no are mode
+// names (strings) in YAML 1.2, which yaml.v3 follows, while a boolean
+// field refuses them.
+func TestYAML12Words(t *testing.T) {
+	const doc = `kernels:
+  - name: k
+    env_var: K
+    modes:
+      - {name: off, capture_safe: true}
+      - {name: on, capture_safe: true}
+      - {name: yes, capture_safe: true}
+      - {name: no, capture_safe: true}
+      - {name: y, capture_safe: true}
+      - {name: Off, capture_safe: true}
+`
+	c, err := Parse("c.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Kernels.Kernels[0].ModeNames(); !reflect.DeepEqual(got, []string{"off", "on", "yes", "no", "y", "Off"}) {
+		t.Errorf("mode names %q, want the words as written", got)
+	}
+	_, err = Parse("c.yaml", []byte("read_only: yes\n"))
+	if err == nil || err.Error() != `c.yaml:1:12: read_only: want true or false, got "yes"` {
+		t.Errorf("read_only: yes gave %v", err)
+	}
+}
+
+func TestParseGood(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		path string
+		want func(c *Config) any
+		is   any
+	}{
+		{"empty file", "", "c.yaml", func(c *Config) any { return len(c.Hosts) }, 0},
+		{"comment only", "# nothing yet\n", "c.yaml", func(c *Config) any { return c.Defaults }, HostDefaults{Engine: "auto", Probe: Probe{Path: "/health"}}},
+		{"builtin defaults", "hosts: [gpu1]\n", "c.yaml", func(c *Config) any { return c.Hosts[0] },
+			Host{Name: "gpu1", SSH: "gpu1", Unit: "sglang.service", Engine: "auto", Probe: Probe{Port: 30000, Path: "/health"}}},
+		{"vllm defaults follow the engine", "hosts: [{name: v1, engine: vllm}]\n", "c.yaml", func(c *Config) any { return c.Hosts[0] },
+			Host{Name: "v1", SSH: "v1", Unit: "vllm.service", Engine: "vllm", Probe: Probe{Port: 8000, Path: "/health"}}},
+		{"unit gets .service", "defaults: {unit: sglang}\nhosts: [gpu1]\n", "c.yaml", func(c *Config) any { return c.Hosts[0].Unit }, "sglang.service"},
+		{"per-host completion overrides", "defaults: {probe: {completion: true}}\nhosts: [a, {name: b, probe: {completion: false}}]\n", "c.yaml",
+			func(c *Config) any { return [2]bool{c.Hosts[0].Probe.Completion, c.Hosts[1].Probe.Completion} }, [2]bool{true, false}},
+		{"testbed style host", "hosts:\n  - {name: gpu1, ssh: gpu1, address: 10.1.0.2, user: root, port: 22, unit: sglang.service}\n", "c.yaml",
+			func(c *Config) any { return c.Hosts[0].Target() }, Target{Host: "gpu1", HostName: "10.1.0.2", User: "root", Port: 22}},
+		{"user@host:port as a plain entry", "hosts: ['deploy@[fe80::1]:2222']\n", "c.yaml",
+			func(c *Config) any { return c.Hosts[0].Target() }, Target{Host: "fe80::1", User: "deploy", Port: 2222}},
+		{"anchors", "defaults: &d {unit: a.service}\nhosts: [{name: x, unit: b}]\ngroups: {all: &all [x], also: *all}\n", "c.yaml",
+			func(c *Config) any { return c.Groups["also"] }, []string{"x"}},
+		{"relative paths from the file's directory", "ssh_config: ssh/config\n", "/srv/fleet/c.yaml", func(c *Config) any { return c.SSHConfig }, "/srv/fleet/ssh/config"},
+		{"relative path beside a relative file", "ssh_config: ssh/config\n", "c.yaml", func(c *Config) any { return c.SSHConfig }, "ssh/config"},
+		{"null sections", "defaults:\nhosts:\ngroups:\nkernels:\n", "c.yaml", func(c *Config) any { return len(c.Hosts) + len(c.Groups) + len(c.Kernels.Kernels) }, 0},
+		{"probe addr", "hosts: [{name: a, probe: {port: 8080}}]\n", "c.yaml", func(c *Config) any { return c.Hosts[0].Probe.Addr() }, "127.0.0.1:8080"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.path, []byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.want(c); !reflect.DeepEqual(got, tt.is) {
+				t.Errorf("got %#v, want %#v", got, tt.is)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"unknown top field", "hsots: [a]\n", `c.yaml:1:1: unknown field "hsots" (did you mean "hosts"?)`},
+		{"unknown host field", "hosts:\n  - gpu1\n  - name: gpu2\n    engin: vllm\n", `c.yaml:4:5: hosts[1]: unknown field "engin" (did you mean "engine"?)`},
+		{"unknown field, no suggestion", "defaults: {colour: red}\n", `c.yaml:1:12: defaults: unknown field "colour"`},
+		{"case suggestion", "defaults: {Unit: x}\n", `c.yaml:1:12: defaults: unknown field "Unit" (did you mean "unit"?)`},
+		{"field twice", "defaults:\n  unit: a\n  unit: b\n", `c.yaml:3:3: defaults: field "unit" given twice (first at 2:3)`},
+		{"duplicate host", "hosts:\n  - gpu1\n  - {name: gpu1, unit: x}\n", `c.yaml:3:12: hosts[1]: host "gpu1" listed twice (first at 2:5)`},
+		{"unknown engine", "hosts:\n  - {name: a, engine: sglng}\n", `c.yaml:2:23: hosts[0].engine: unknown engine "sglng" (want sglang, vllm or auto)`},
+		{"defaults engine", "defaults:\n  engine: tgi\n", `c.yaml:2:11: defaults.engine: unknown engine "tgi" (want sglang, vllm or auto)`},
+		{"port out of range", "defaults:\n  probe: {port: 70000}\n", `c.yaml:2:17: defaults.probe.port: port 70000 is out of range (1-65535)`},
+		{"port zero", "hosts: [{name: a, probe: {port: 0}}]\n", `c.yaml:1:33: hosts[0].probe.port: port 0 is out of range (1-65535)`},
+		{"port a string", "hosts: [{name: a, port: '22'}]\n", `c.yaml:1:25: hosts[0].port: want a port number, got "22"`},
+		{"probe path", "defaults: {probe: {path: health}}\n", `c.yaml:1:26: defaults.probe.path: "health": want an HTTP path starting with /`},
+		{"completion yes", "defaults: {probe: {completion: yes}}\n", `c.yaml:1:32: defaults.probe.completion: want true or false, got "yes"`},
+		{"group names unknown host", "hosts: [gpu1, gpu2]\ngroups:\n  rack-a: [gpu1, gpu3]\n", `c.yaml:3:18: groups.rack-a[1]: unknown host "gpu3" (did you mean "gpu1"?) (hosts: gpu1, gpu2)`},
+		{"group with a host's name", "hosts: [gpu1]\ngroups: {gpu1: [gpu1]}\n", `c.yaml:2:10: groups.gpu1: a group may not have the name of a host`},
+		{"empty group", "hosts: [gpu1]\ngroups:\n  g: []\n", `c.yaml:3:6: groups.g: no hosts`},
+		{"group not a list", "hosts: [gpu1]\ngroups: {g: gpu1}\n", `c.yaml:2:13: groups.g: want a list, got "gpu1"`},
+		{"host missing name", "hosts:\n  - ssh: a@b\n", `c.yaml:2:5: hosts[0]: name is missing`},
+		{"host bad target", "hosts: ['-oProxyCommand=x']\n", `c.yaml:1:9: hosts[0]: "-oProxyCommand=x": must not start with '-'`},
+		{"host bad port", "hosts: ['a@b:99999']\n", `c.yaml:1:9: hosts[0]: "a@b:99999": port "99999" is not a number from 1 to 65535`},
+		{"host name with a space", "hosts: [{name: 'gpu 1', ssh: gpu1}]\n", `c.yaml:1:16: hosts[0].name: "gpu 1": spaces, commas, quotes and control characters are not allowed`},
+		{"host as a number", "hosts: [1234]\n", `c.yaml:1:9: hosts[0]: want a string, got int 1234 (quote it if it is meant as a string)`},
+		{"host as a list", "hosts: [[a]]\n", `c.yaml:1:9: hosts[0]: want a host name or a mapping with name:, got a list`},
+		{"hosts not a list", "hosts: gpu1\n", `c.yaml:1:8: hosts: want a list, got "gpu1"`},
+		{"unit with a space", "defaults: {unit: 'a b'}\n", `c.yaml:1:18: defaults.unit: spaces, slashes, quotes and control characters are not allowed in a unit name`},
+		{"user with @", "defaults: {user: a@b}\n", `c.yaml:1:18: defaults.user: "a@b": a user name has no @ or :`},
+		{"mode list without a capture-safe mode", "kernels:\n  - name: k\n    env_var: K\n    modes:\n      - {name: validate, capture_safe: false}\n",
+			`c.yaml:5:7: kernels[0].modes: no capture-safe mode: a restart could never pass CUDA graph capture`},
+		{"capture_safe missing", "kernels:\n  - name: k\n    env_var: K\n    modes:\n      - {name: off}\n",
+			`c.yaml:5:9: kernels[0].modes[0]: capture_safe is missing (true if the mode does no host syncs, so CUDA graph capture works)`},
+		{"capture_safe yes", "kernels:\n  - name: k\n    env_var: K\n    modes:\n      - {name: off, capture_safe: yes}\n",
+			`c.yaml:5:35: kernels[0].modes[0].capture_safe: want true or false, got "yes"`},
+		{"mode twice", "kernels:\n  - name: k\n    env_var: K\n    modes:\n      - {name: off, capture_safe: true}\n      - {name: off, capture_safe: true}\n",
+			`c.yaml:6:16: kernels[0].modes[1].name: mode "off" listed twice (first at 5:16)`},
+		{"mode name with =", "kernels:\n  - name: k\n    env_var: K\n    modes: [{name: 'a=b', capture_safe: true}]\n",
+			`c.yaml:4:20: kernels[0].modes[0].name: "a=b": want letters, digits, '.', '_' or '-'`},
+		{"kernel without env_var", "kernels:\n  - name: k\n    modes: [{name: off, capture_safe: true}]\n",
+			`c.yaml:2:5: kernels[0]: env_var is missing (the unit variable that selects the mode)`},
+		{"kernel without modes", "kernels:\n  - name: k\n    env_var: K\n", `c.yaml:2:5: kernels[0]: no modes`},
+		{"kernel bad env_var", "kernels:\n  - {name: k, env_var: 1, modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:2:24: kernels[0].env_var: want a string, got int 1 (quote it if it is meant as a string)`},
+		{"kernel env_var with a dash", "kernels:\n  - {name: k, env_var: K-MODE, modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:2:24: kernels[0].env_var: "K-MODE" is not an environment variable name`},
+		{"kernel twice", "kernels:\n  - {name: k, env_var: A, modes: [{name: off, capture_safe: true}]}\n  - {name: k, env_var: B, modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:3:12: kernels[1].name: kernel "k" listed twice (first at 2:12)`},
+		{"two kernels one variable", "kernels:\n  - {name: a, env_var: K, modes: [{name: off, capture_safe: true}]}\n  - {name: b, env_var: K, modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:3:24: kernels[1].env_var: K already selects another kernel's mode (at 2:24)`},
+		{"relative remote dir", "kernels:\n  - {name: k, env_var: K, remote_dir: opt/k, modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:2:39: kernels[0].remote_dir: "opt/k": want an absolute path on the host`},
+		{"pythonpath with a colon", "kernels:\n  - {name: k, env_var: K, pythonpath: '/a:/b', modes: [{name: off, capture_safe: true}]}\n",
+			`c.yaml:2:39: kernels[0].pythonpath: "/a:/b": spaces, quotes, '$', '%', ';' and ':' are not allowed`},
+		{"top level a list", "- gpu1\n", `c.yaml:1:1: want a mapping of defaults, hosts, groups, kernels, …, got a list`},
+		{"two documents", "hosts: [a]\n---\nhosts: [b]\n", `c.yaml:2:1: a second YAML document; the config is one document`},
+		{"syntax error", "hosts: [a\nread_only: true\n", `c.yaml:1: did not find expected ',' or ']'`},
+		{"tab indentation", "hosts:\n\t- a\n", `c.yaml:2: found character that cannot start any token`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse("c.yaml", []byte(tt.doc))
+			if err == nil {
+				t.Fatalf("no error; got %+v", c)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got %s\nwant %s", err, tt.want)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.File != "c.yaml" || e.Line == 0 {
+				t.Errorf("error %v is not an *Error with a place", err)
+			}
+		})
+	}
+}
+
+func TestParseAllErrors(t *testing.T) {
+	doc := "hosts:\n  - {name: a, engine: x}\n  - {name: b, probe: {port: 0}}\ndefaults: {unit: 'a b'}\n"
+	_, err := Parse("c.yaml", []byte(doc))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 3 {
+		t.Fatalf("error %v, want the three problems", err)
+	}
+	for i := 1; i < len(es); i++ {
+		if es[i].Line < es[i-1].Line {
+			t.Errorf("errors out of file order:\n%v", err)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(p, []byte(full), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != p || c.Kernels.Kernels[0].LocalDir != filepath.Join(dir, "kernels/kdtree") {
+		t.Errorf("path %q, local dir %q", c.Path, c.Kernels.Kernels[0].LocalDir)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want ErrNotExist", err)
+	}
+	if err := os.WriteFile(p, []byte("hosts: [a, a]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+":1:12: ") {
+		t.Errorf("error %v, want it placed in %s", err, p)
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/home/u"}, "/x/bringup/config.yaml"},
+		{map[string]string{"XDG_CONFIG_HOME": "rel", "HOME": "/home/u"}, "/home/u/.config/bringup/config.yaml"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.config/bringup/config.yaml"},
+		{map[string]string{}, ""},
+	}
+	for _, tt := range tests {
+		if got := DefaultPath(env(tt.env)); got != tt.want {
+			t.Errorf("DefaultPath(%v) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
+
+func TestFromFlags(t *testing.T) {
+	c, err := FromFlags("gpu1, gpu2,deploy@h:22,", "sglang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range c.Hosts {
+		names = append(names, h.Name)
+		if h.Unit != "sglang.service" || h.Probe.Port != 30000 || h.Engine != "auto" {
+			t.Errorf("host %+v: want the defaults with unit sglang.service", h)
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"gpu1", "gpu2", "deploy@h:22"}) {
+		t.Errorf("hosts %q", names)
+	}
+	if tg := c.Hosts[2].Target(); tg != (Target{Host: "h", User: "deploy", Port: 22}) {
+		t.Errorf("target %+v", tg)
+	}
+	for _, bad := range []struct{ hosts, unit, want string }{
+		{"", "", "-H: no hosts given"},
+		{"a,a", "", `-H: host "a" listed twice`},
+		{"-oFoo", "", `-H: "-oFoo": must not start with '-'`},
+		{"a", "x y", `-u "x y": spaces, slashes, quotes and control characters are not allowed in a unit name`},
+	} {
+		if _, err := FromFlags(bad.hosts, bad.unit); err == nil || err.Error() != bad.want {
+			t.Errorf("FromFlags(%q, %q) = %v, want %s", bad.hosts, bad.unit, err, bad.want)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("hosts: [a, b, c]\ngroups: {g: [c, a], h: [b]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(hs []Host) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Name)
+		}
+		return out
+	}
+	tests := []struct {
+		sel  []string
+		want []string
+	}{
+		{nil, []string{"a", "b", "c"}},
+		{[]string{"g"}, []string{"c", "a"}},
+		{[]string{"b", "g", "a"}, []string{"b", "c", "a"}},
+		{[]string{"h", "h"}, []string{"b"}},
+	}
+	for _, tt := range tests {
+		hs, err := c.Select(tt.sel)
+		if err != nil || !reflect.DeepEqual(names(hs), tt.want) {
+			t.Errorf("Select(%q) = %q, %v; want %q", tt.sel, names(hs), err, tt.want)
+		}
+	}
+	_, err = c.Select([]string{"a", "zz"})
+	if err == nil || err.Error() != `unknown host or group "zz" (hosts: a, b, c; groups: g, h)` {
+		t.Errorf("unknown name: %v", err)
+	}
+	empty, _ := Parse("c.yaml", nil)
+	if _, err := empty.Select(nil); err == nil || err.Error() != "no hosts configured" {
+		t.Errorf("no hosts: %v", err)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Target
+		wantErr string
+	}{
+		{"gpu1", Target{Host: "gpu1"}, ""},
+		{"root@10.0.0.1", Target{Host: "10.0.0.1", User: "root"}, ""},
+		{"h:2222", Target{Host: "h", Port: 2222}, ""},
+		{"[::1]:22", Target{Host: "::1", Port: 22}, ""},
+		{"[::1]", Target{Host: "::1"}, ""},
+		{"::1", Target{}, "write an IPv6 address as [addr]"},
+		{"@h", Target{}, "empty user"},
+		{"u@", Target{}, "empty host"},
+		{"h:x", Target{}, "is not a number"},
+		{"[::1", Target{}, "missing ]"},
+		{"[::1]x", Target{}, "text after ]"},
+		{"-u@h", Target{}, "must not start with '-'"},
+		{"h;rm", Target{}, "not allowed"},
+	}
+	for _, tt := range tests {
+		got, err := ParseTarget(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseTarget(%q) error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseTarget(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Add(full)
+	f.Add("hosts: [a, {name: b, probe: {port: 1}}]\ngroups: {g: [a]}\n")
+	f.Add("a: &a [*a]\n")
+	f.Add("hosts: &h [x]\ngroups: {g: *h}\nkernels: [{name: k, env_var: K, modes: [{name: off, capture_safe: true}]}]\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		c, err := Parse("c.yaml", []byte(doc))
+		if err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("error %v is not Errors", err)
+			}
+			for _, e := range es {
+				if !strings.HasPrefix(e.Error(), "c.yaml") {
+					t.Fatalf("error without its file: %v", e)
+				}
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, h := range c.Hosts {
+			if h.Name == "" || seen[h.Name] || h.Unit == "" || h.Probe.Port < 1 || h.Probe.Port > 65535 || !strings.HasPrefix(h.Probe.Path, "/") {
+				t.Fatalf("accepted a bad host %+v", h)
+			}
+			if _, err := ParseTarget(h.SSH); err != nil {
+				t.Fatalf("accepted host %q with a bad target: %v", h.Name, err)
+			}
+			seen[h.Name] = true
+		}
+		for g, ms := range c.Groups {
+			for _, m := range ms {
+				if !seen[m] {
+					t.Fatalf("group %s names unknown host %q", g, m)
+				}
+			}
+		}
+		if err := c.Kernels.Validate(); err != nil {
+			t.Fatalf("accepted a bad catalog: %v", err)
+		}
+	})
+}
