@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -412,4 +413,28 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("accepted a bad catalog: %v", err)
 		}
 	})
+}
+
+// BenchmarkParseLarge parses a fleet of 2000 hosts with groups.
+func BenchmarkParseLarge(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("defaults: {unit: sglang.service, engine: sglang}\nhosts:\n")
+	for i := range 2000 {
+		fmt.Fprintf(&sb, "  - {name: gpu%d, ssh: 'deploy@10.0.%d.%d:22', probe: {port: 30000}}\n", i, i/256, i%256)
+	}
+	sb.WriteString("groups:\n  all: [")
+	for i := range 2000 {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "gpu%d", i)
+	}
+	sb.WriteString("]\n")
+	data := []byte(sb.String())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse("c.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -497,6 +497,7 @@ func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 			continue
 		}
 		members := []string{}
+		in := map[string]bool{}
 		d.sequence(n.Content[i+1], field, func(j int, item *yaml.Node) {
 			f := index(field, j)
 			h, ok := d.str(item, f)
@@ -507,9 +508,10 @@ func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 				}
 			case !known[h]:
 				d.errorf(d.resolve(item), f, "unknown host %q%s (hosts: %s)", h, suggest(h, names), strings.Join(names, ", "))
-			case slices.Contains(members, h):
+			case in[h]:
 				d.errorf(d.resolve(item), f, "host %q listed twice", h)
 			default:
+				in[h] = true
 				members = append(members, h)
 			}
 		})
@@ -665,21 +667,20 @@ func checkName(s string) (string, error) {
 }
 
 func checkUser(s string) (string, error) {
-	if _, err := checkName(s); err != nil {
-		return "", err
-	}
-	if strings.ContainsAny(s, "@:") {
-		return "", fmt.Errorf("%q: a user name has no @ or :", s)
-	}
-	return s, nil
+	return nameWithout(s, "@:", "a user name has no @ or :")
 }
 
 func checkAddress(s string) (string, error) {
+	return nameWithout(s, "@", "an address has no @ (use user:)")
+}
+
+// nameWithout checks s as a name that also has none of chars.
+func nameWithout(s, chars, why string) (string, error) {
 	if _, err := checkName(s); err != nil {
 		return "", err
 	}
-	if strings.Contains(s, "@") {
-		return "", fmt.Errorf("%q: an address has no @ (use user:)", s)
+	if strings.ContainsAny(s, chars) {
+		return "", fmt.Errorf("%q: %s", s, why)
 	}
 	return s, nil
 }
