@@ -87,22 +87,29 @@ func execStart(v dbus.Variant) string {
 }
 
 // readBus reads the unit's properties at path: the Unit interface and,
-// for a service, the Service interface.
-func readBus(ctx context.Context, conn *dbus.Conn, unit string, path dbus.ObjectPath) (map[string]dbus.Variant, error) {
+// for a service, the Service interface. It also returns the receive
+// sequence of the first answer: signals received before it are older than
+// what was read.
+func readBus(ctx context.Context, conn *dbus.Conn, unit string, path dbus.ObjectPath) (map[string]dbus.Variant, dbus.Sequence, error) {
 	obj := conn.Object(busName, path)
 	ifaces := []string{unitIface}
 	if strings.HasSuffix(unit, ".service") {
 		ifaces = append(ifaces, serviceIface)
 	}
 	all := map[string]dbus.Variant{}
-	for _, iface := range ifaces {
+	var seq dbus.Sequence
+	for i, iface := range ifaces {
 		var m map[string]dbus.Variant
-		if err := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface).Store(&m); err != nil {
-			return nil, fmt.Errorf("get properties of %s (%s): %w", unit, iface, err)
+		call := obj.CallWithContext(ctx, propsIface+".GetAll", 0, iface)
+		if err := call.Store(&m); err != nil {
+			return nil, 0, fmt.Errorf("get properties of %s (%s): %w", unit, iface, err)
+		}
+		if i == 0 {
+			seq = call.ResponseSequence
 		}
 		keep(all, m)
 	}
-	return all, nil
+	return all, seq, nil
 }
 
 // keep copies into dst the properties of src that fromBus reads; the

@@ -141,8 +141,13 @@ func (w *watcher) notify(path string, why error) {
 const signalBuffer = 4096
 
 // bus watches the unit over conn: PropertiesChanged on the unit's object
-// applied as it arrives, a full re-read after a daemon-reload, after an
-// invalidation, and every Reconcile.
+// applied as it arrives, and a full re-read after a daemon-reload and every
+// Reconcile.
+//
+// D-Bus keeps one sender's messages in order, so every signal systemd sent
+// before answering a re-read arrives before the answer: those are older
+// than what the re-read returned and are dropped (by godbus's receive
+// sequence), or they would briefly take the state back.
 func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why error) error {
 	o := w.o
 	fail := func(step string, err error) error {
@@ -169,7 +174,7 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 	if err := mgr.CallWithContext(ctx, managerIface+".Subscribe", 0).Store(); err != nil {
 		return fail("subscribe", err)
 	}
-	props, err := readBus(ctx, conn, o.Unit, unitPath)
+	props, cutoff, err := readBus(ctx, conn, o.Unit, unitPath)
 	if err != nil {
 		return fail("read", err)
 	}
@@ -192,14 +197,17 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 			if !ok {
 				return fail("connection", errors.New("closed"))
 			}
+			if s.Sequence != dbus.NoSequence && s.Sequence < cutoff {
+				continue
+			}
 			var emitNow bool
 			emitNow, reread = apply(props, s, unitPath)
-			if emitNow && !reread && !w.report(fromBus(o.Unit, path, props)) {
+			if emitNow && !w.report(fromBus(o.Unit, path, props)) {
 				return nil
 			}
 		}
 		if reread {
-			if props, err = readBus(ctx, conn, o.Unit, unitPath); err != nil {
+			if props, cutoff, err = readBus(ctx, conn, o.Unit, unitPath); err != nil {
 				return fail("re-read", err)
 			}
 			if !w.report(fromBus(o.Unit, path, props)) {
@@ -212,8 +220,11 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 // apply folds signal s into props. It says whether the state is complete
 // enough to emit (systemd signals a service's Service interface first and
 // its Unit interface right after, so a Service-only change waits for its
-// pair) and whether a full re-read is needed (an invalidated property
-// this package reads, or the end of a daemon-reload).
+// pair) and whether a full re-read is due (the end of a daemon-reload,
+// which changes Environment, DropInPaths and ExecStart without a
+// PropertiesChanged). Invalidated properties are ignored: of those read
+// here only ExecStart is, on every change, for its runtime fields, not
+// for its argv.
 func apply(props map[string]dbus.Variant, s *dbus.Signal, unitPath dbus.ObjectPath) (emit, reread bool) {
 	switch {
 	case s.Name == reloadingName:
@@ -228,15 +239,7 @@ func apply(props map[string]dbus.Variant, s *dbus.Signal, unitPath dbus.ObjectPa
 	iface, _ := s.Body[0].(string)
 	changed, _ := s.Body[1].(map[string]dbus.Variant)
 	keep(props, changed)
-	if len(s.Body) >= 3 {
-		inval, _ := s.Body[2].([]string)
-		for _, k := range inval {
-			if slices.Contains(showProps, k) {
-				reread = true
-			}
-		}
-	}
-	return iface == unitIface, reread
+	return iface == unitIface, false
 }
 
 // poll watches the unit with `systemctl show` every Poll. why is why the
