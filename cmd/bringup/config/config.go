@@ -110,7 +110,7 @@ type Config struct {
 	ReadOnly bool
 	// SSHConfig is the ssh_config file to use (like ssh -F); "" = ssh's
 	// default. A relative path is relative to the config file; a leading
-	// ~ is left for the caller to expand.
+	// ~ is expanded by Load (Parse leaves it: see ExpandHome).
 	SSHConfig string
 }
 
@@ -141,7 +141,35 @@ func Load(path string) (*Config, error) {
 	if len(data) > maxFile {
 		return nil, fmt.Errorf("config %s: larger than %d MiB", path, maxFile>>20)
 	}
-	return Parse(path, data)
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		c.ExpandHome(home)
+	}
+	return c, nil
+}
+
+// ExpandHome replaces a leading ~ in the local paths (ssh_config, kernel
+// local_dir) with home: neither ssh -F nor the SFTP sync expands it.
+func (c *Config) ExpandHome(home string) {
+	c.SSHConfig = expandHome(c.SSHConfig, home)
+	for i := range c.Kernels.Kernels {
+		c.Kernels.Kernels[i].LocalDir = expandHome(c.Kernels.Kernels[i].LocalDir, home)
+	}
+}
+
+func expandHome(p, home string) string {
+	switch {
+	case home == "":
+		return p
+	case p == "~":
+		return home
+	case strings.HasPrefix(p, "~/"):
+		return filepath.Join(home, p[2:])
+	}
+	return p
 }
 
 // FromFlags builds a config for `bringup -H gpu1,gpu2,deploy@h:22 -u unit`:

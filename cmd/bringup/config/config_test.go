@@ -243,6 +243,9 @@ func TestLoad(t *testing.T) {
 	if c.Path != p || c.Kernels.Kernels[0].LocalDir != filepath.Join(dir, "kernels/kdtree") {
 		t.Errorf("path %q, local dir %q", c.Path, c.Kernels.Kernels[0].LocalDir)
 	}
+	if home, err := os.UserHomeDir(); err == nil && c.SSHConfig != filepath.Join(home, ".ssh/config") {
+		t.Errorf("ssh_config %q, want ~ expanded to %s", c.SSHConfig, home)
+	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want ErrNotExist", err)
 	}
@@ -251,6 +254,16 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+":1:12: ") {
 		t.Errorf("error %v, want it placed in %s", err, p)
+	}
+}
+
+func TestExpandHome(t *testing.T) {
+	c := &Config{SSHConfig: "~/.ssh/fleet", Kernels: kernels.Catalog{Kernels: []kernels.Kernel{{LocalDir: "~"}, {LocalDir: "~user/k"}, {LocalDir: "/abs"}}}}
+	c.ExpandHome("/home/u")
+	got := []string{c.SSHConfig, c.Kernels.Kernels[0].LocalDir, c.Kernels.Kernels[1].LocalDir, c.Kernels.Kernels[2].LocalDir}
+	want := []string{"/home/u/.ssh/fleet", "/home/u", "~user/k", "/abs"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("expanded %q, want %q", got, want)
 	}
 }
 
