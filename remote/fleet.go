@@ -147,6 +147,9 @@ func (f *Fleet) Hosts() []string {
 // Updates delivers batches. It is closed when Run returns.
 func (f *Fleet) Updates() <-chan Batch { return f.out }
 
+// Kernels is the kernel catalog the fleet was built with.
+func (f *Fleet) Kernels() kernels.Catalog { return f.opts.Kernels }
+
 // ReadOnly reports whether changing actions are refused.
 func (f *Fleet) ReadOnly() bool { return f.opts.ReadOnly }
 

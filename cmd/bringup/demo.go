@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -62,50 +63,51 @@ func runDemo(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "bringup demo: %v\n", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
-
 	title := fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed)
 	if *readOnly {
 		title += " · read-only"
 	}
-	m := ui.New(fleet, ui.Options{
+	return runTUI(ctx, e, fleet, ui.Options{
 		Title:   title,
 		Kernels: kernels.DefaultCatalog(),
 		Now:     clock.Now,
 		NoColor: e.getenv("NO_COLOR") != "",
 	})
-	p := tea.NewProgram(m, tea.WithContext(ctx))
-	_, runErr := p.Run()
-	cancel()
-	<-done
-	if runErr != nil && ctx.Err() == nil {
-		fmt.Fprintf(e.stderr, "bringup demo: %v\n", runErr)
-		return 1
-	}
-	return 0
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "watch", "bringup watch --demo [--json] [--timeout D] [--speed N] [--scenario S]")
+	fs := newFlags(e, "watch", "bringup watch [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S]")
 	var s simFlags
 	s.register(fs)
+	var ff fleetFlags
+	ff.register(fs)
 	demo := fs.Bool("demo", false, "watch the simulated fleet (no hosts needed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 2); 0 waits for ever")
-	if code, stop := parse(fs, args); stop {
+	if code, stop := parseArgs(fs, args); stop {
 		return code
 	}
-	if !*demo {
-		fmt.Fprintln(e.stderr, "bringup watch: no hosts configured yet; use --demo for the simulated fleet")
-		return exitUsage
-	}
-	fleet, _, err := s.simFleet(true)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
-		return exitUsage
+	var fleet *remote.Fleet
+	if *demo {
+		if fs.NArg() > 0 {
+			fmt.Fprintf(e.stderr, "bringup watch: --demo takes no host names (got %q)\n", fs.Arg(0))
+			return exitUsage
+		}
+		f, _, err := s.simFleet(true)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
+			return exitUsage
+		}
+		fleet = f
+	} else {
+		ff.readOnly = true // watching never changes a host
+		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+		if err != nil {
+			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
+			return exitUsage
+		}
+		defer closeKeys()
+		fleet = f
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -118,4 +120,64 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		fmt.Fprintln(e.stderr, "bringup watch: hosts did not stop within 5 s")
 	}
 	return code
+}
+
+// openLiveFleet loads the configuration, resolves the hosts and loads
+// their keys, and builds the fleet. The returned func releases the keys.
+func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string) (*remote.Fleet, func(), error) {
+	cfg, hosts, err := ff.load(e, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := liveFleet(cfg, rs)
+	if err != nil {
+		closeKeys()
+		return nil, nil, err
+	}
+	return f, closeKeys, nil
+}
+
+// runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
+func runConsole(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "bringup", "bringup [-H hosts | --config F] [--read-only] [HOST|GROUP...]")
+	var ff fleetFlags
+	ff.register(fs)
+	if code, stop := parseArgs(fs, args); stop {
+		return code
+	}
+	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bringup: %v\n", err)
+		return exitUsage
+	}
+	defer closeKeys()
+	title := "bringup · " + strings.Join(fleet.Hosts(), ",")
+	if fleet.ReadOnly() {
+		title += " · read-only"
+	}
+	return runTUI(ctx, e, fleet, ui.Options{Title: title, NoColor: e.getenv("NO_COLOR") != ""})
+}
+
+// runTUI runs the console over a fleet until the user quits.
+func runTUI(ctx context.Context, e env, fleet *remote.Fleet, opts ui.Options) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fleet.Run(ctx) }()
+	if len(opts.Kernels.Kernels) == 0 {
+		opts.Kernels = fleet.Kernels()
+	}
+	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
+	_, runErr := p.Run()
+	cancel()
+	<-done
+	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() == nil {
+		fmt.Fprintf(e.stderr, "bringup: %v\n", runErr)
+		return 1
+	}
+	return 0
 }

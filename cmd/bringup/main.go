@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -31,8 +33,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"", "bringup [-H hosts | --config F] [--read-only] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
 		{"demo", "bringup demo [--speed N] [--scenario seed] [--read-only]", "the console over simulated hosts (no hosts needed)", runDemo},
-		{"watch", "bringup watch --demo [--json] [--timeout D] [--speed N] [--scenario S]", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
+		{"watch", "bringup watch [--json] [--timeout D] [-H hosts] [HOST|GROUP...]  (or --demo)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"version", "bringup version", "print the version", runVersion},
 	}
 }
@@ -45,15 +48,14 @@ func main() {
 }
 
 func run(ctx context.Context, e env, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, "bringup: no hosts configured yet; run `bringup demo` for the simulated fleet, or `bringup --help`")
-		return exitUsage
+	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !slices.Contains([]string{"-h", "--help", "-help"}, args[0])) {
+		return runConsole(ctx, e, args)
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
 		if len(args) > 1 {
 			for _, c := range commands() {
-				if c.name == args[1] {
+				if c.name == args[1] && c.run != nil {
 					return c.run(ctx, e, []string{"--help"})
 				}
 			}
@@ -62,7 +64,7 @@ func run(ctx context.Context, e env, args []string) int {
 		return 0
 	}
 	for _, c := range commands() {
-		if c.name == args[0] {
+		if c.name == args[0] && c.run != nil {
 			return c.run(ctx, e, args[1:])
 		}
 	}
@@ -94,18 +96,39 @@ func newFlags(e env, name, usageLine string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and returns the exit code to stop with, if any.
+// parse parses args, which must be flags only, and returns the exit code
+// to stop with, if any.
 func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0, true
-	case err != nil:
-		return exitUsage, true
-	case fs.NArg() > 0:
+	if code, stop := parseArgs(fs, args); stop {
+		return code, true
+	}
+	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return exitUsage, true
 	}
+	return 0, false
+}
+
+// parseArgs parses flags that may be followed by positional arguments
+// (host and group names), and flags after them too, as people type them.
+func parseArgs(fs *flag.FlagSet, args []string) (int, bool) {
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			return 0, true
+		case err != nil:
+			return exitUsage, true
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	// Leave the positional arguments where fs.Args finds them.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	return 0, false
 }
 

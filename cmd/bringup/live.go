@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/term"
+
+	"bringup/cmd/bringup/config"
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/live"
+	"bringup/remote/probe"
+	"bringup/remote/sshx"
+)
+
+// fleetFlags are the flags of every command that talks to real hosts.
+type fleetFlags struct {
+	configPath string
+	hosts      string // -H gpu1,gpu2
+	unit       string // -u sglang.service
+	readOnly   bool
+	sshConfig  string // -F, like ssh
+}
+
+func (f *fleetFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/bringup/config.yaml)")
+	fs.StringVar(&f.hosts, "H", "", "hosts, comma-separated: ssh_config aliases or [user@]host[:port] (instead of a config file)")
+	fs.StringVar(&f.unit, "u", "", "the unit to watch with -H (default sglang.service)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "refuse every action that would change a host")
+	fs.StringVar(&f.sshConfig, "F", "", "ssh_config file (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+}
+
+// load reads the configuration the flags name and selects the hosts
+// named in args (host or group names; none = all).
+func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, error) {
+	var cfg *config.Config
+	var err error
+	switch {
+	case f.hosts != "":
+		cfg, err = config.FromFlags(f.hosts, f.unit)
+	case f.configPath != "":
+		cfg, err = config.Load(f.configPath)
+	default:
+		path := config.DefaultPath(e.getenv)
+		if path == "" {
+			return nil, nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
+		}
+		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no config at %s: write one (see README) or pass -H HOSTS; `bringup demo` needs none", path)
+		}
+		cfg, err = config.Load(path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.readOnly {
+		cfg.ReadOnly = true
+	}
+	if f.sshConfig != "" {
+		cfg.SSHConfig = f.sshConfig
+	} else if cfg.SSHConfig != "" && cfg.Path != "" && !filepath.IsAbs(cfg.SSHConfig) && !strings.HasPrefix(cfg.SSHConfig, "~") {
+		cfg.SSHConfig = filepath.Join(filepath.Dir(cfg.Path), cfg.SSHConfig)
+	}
+	if strings.HasPrefix(cfg.SSHConfig, "~/") {
+		cfg.SSHConfig = filepath.Join(e.getenv("HOME"), cfg.SSHConfig[2:])
+	}
+	if len(cfg.Kernels.Kernels) == 0 {
+		cfg.Kernels = kernels.DefaultCatalog()
+	}
+	hosts, err := cfg.Select(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, hosts, nil
+}
+
+// resolved is one host ready to dial.
+type resolved struct {
+	host config.Host
+	ssh  sshx.Config
+	dial sshx.DialOptions
+}
+
+// resolve turns each host into a dialable configuration and loads the keys
+// it authenticates with, asking for passphrases on the terminal now,
+// before any TUI takes the screen.
+func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host) ([]resolved, func(), error) {
+	ask := passphrasePrompt(e)
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	out := make([]resolved, 0, len(hosts))
+	for _, h := range hosts {
+		t := h.Target()
+		sc, err := sshx.Resolve(ctx, t.Host, sshx.ResolveOptions{ConfigFile: cfg.SSHConfig})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if t.HostName != "" {
+			sc.HostName = t.HostName
+		}
+		if t.User != "" {
+			sc.User = t.User
+		}
+		if t.Port != 0 {
+			sc.Port = t.Port
+		}
+		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: cfg.SSHConfig}, Passphrase: ask}
+		signers, closeSigners, err := sshx.LoadSigners(sc, dial)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		closers = append(closers, closeSigners)
+		dial.Signers = signers
+		out = append(out, resolved{host: h, ssh: sc, dial: dial})
+	}
+	return out, closeAll, nil
+}
+
+// passphrasePrompt asks on the terminal once per identity file.
+func passphrasePrompt(e env) func(file string) ([]byte, error) {
+	var mu sync.Mutex
+	cache := map[string][]byte{}
+	return func(file string) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := cache[file]; ok {
+			return p, nil
+		}
+		fd := int(os.Stdin.Fd())
+		if !term.IsTerminal(fd) {
+			return nil, fmt.Errorf("%s is encrypted and there is no terminal to ask for its passphrase (load it into ssh-agent)", file)
+		}
+		fmt.Fprintf(e.stderr, "Passphrase for %s: ", file)
+		p, err := term.ReadPassword(fd)
+		fmt.Fprintln(e.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("read passphrase for %s: %w", file, err)
+		}
+		cache[file] = p
+		return p, nil
+	}
+}
+
+// liveFleet builds the fleet over real hosts.
+func liveFleet(cfg *config.Config, hosts []resolved) (*remote.Fleet, error) {
+	specs := make([]remote.HostSpec, len(hosts))
+	for i, r := range hosts {
+		d := live.New(live.Options{
+			Name: r.host.Name, SSH: r.ssh, Dial: r.dial, Unit: r.host.Unit,
+			Probe: probe.Options{Addr: r.host.Probe.Addr(), Path: r.host.Probe.Path, Completion: r.host.Probe.Completion},
+			Tail:  5000,
+		})
+		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
+	}
+	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly})
+}
