@@ -365,6 +365,13 @@ func testStdioBridge(t *testing.T, tb *testbed.Testbed) {
 				t.Fatalf("stop: %q, %v", o, err)
 			}
 			w.until(t, 10*time.Second, "inactive", state("inactive", "dead"))
+			var lat []time.Duration
+			for i, e := range w.events {
+				if i > 0 && e.Unit.ActiveState != w.events[i-1].Unit.ActiveState && !e.Time.Equal(e.Seen) {
+					lat = append(lat, e.Seen.Sub(e.Time))
+				}
+			}
+			logLatency(t, "stdio-bridge state-change signal", lat)
 		})
 	}
 }
