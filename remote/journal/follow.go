@@ -41,6 +41,10 @@ type Options struct {
 	// current one has fewer; every entry carries its invocation id).
 	// 0 means DefaultTail; negative means none.
 	Tail int
+	// Cursor, when set, is where an earlier follow stopped (a __CURSOR
+	// saved by the caller): Follow starts after it instead of with the
+	// tail, with the same checks as after a reconnect.
+	Cursor string
 	// MaxLine caps a message, in bytes; longer ones are cut and marked
 	// Truncated. 0 means DefaultMaxLine.
 	MaxLine int
@@ -52,39 +56,56 @@ type Options struct {
 	Rand  func() float64
 }
 
-// Command returns the journalctl command line Follow runs for opts at a
-// resume point: after cursor when there is one, else since the realtime
-// when there is one, else the last Tail lines. journalctl runs under exec
-// so that the session's SIGTERM and hangup reach it directly, and with -f
-// in the same process as the backlog, so nothing falls between them.
+// Command returns the remote command Follow runs for opts at a resume
+// point. journalctl runs under exec, so that the session's SIGTERM and
+// hangup reach it directly, and the backlog and the follow come from one
+// process, so nothing falls between them.
 //
-// On resume the cursor goes to --cursor (not --after-cursor) with
-// --no-tail: the first entry must then be the cursor's own, which proves
-// the cursor still names an entry (journald silently seeks to the nearest
-// one otherwise). --no-tail matters: on systemd 252, -f implies -n 10,
-// which also caps the catch-up after a cursor (measured: --after-cursor
-// with -f printed 10 of 39 waiting entries, then only new ones).
+// What it works around, measured on systemd 252 (Debian 12):
+//   - `-f -n N` (and `-f -n 0`) on a unit with no entries yet does not
+//     follow properly: a unit started afterwards printed 3000 lines and
+//     the follower showed 1 (with -n 200: the last 122). `-f --since`
+//     shows them all. So the start asks for the cursor of the N-th last
+//     entry first and follows from it with --cursor, or, when the unit has
+//     no entries, from the host's clock read before that query;
+//   - `-f` implies `-n 10`, which also caps the catch-up after a cursor:
+//     `-f --after-cursor` printed 10 of 39 waiting entries, then only new
+//     ones. Every follow from a cursor or a time passes --no-tail;
+//   - a cursor that no longer names an entry is not an error: journalctl
+//     seeks to the nearest entry. A resume (cursor with since set to the
+//     last entry's time) therefore first checks that the cursor's entry
+//     still exists and follows from since otherwise; Follow expects the
+//     cursor's own entry first (--cursor, not --after-cursor) and reports
+//     a lost cursor when it is not there.
 func Command(opts Options, cursor string, since time.Time) string {
-	var b strings.Builder
-	b.WriteString("exec journalctl -q -u ")
-	b.WriteString(shellQuote(opts.Unit))
-	b.WriteString(" -o json --all -f --no-pager --output-fields=")
-	b.WriteString(OutputFields)
+	unit := shellQuote(opts.Unit)
+	follow := "exec journalctl -q -u " + unit + " -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
 	switch {
+	case cursor != "" && !since.IsZero():
+		c := shellQuote(cursor)
+		return "f=$(journalctl -q -u " + unit + " --cursor=" + c + " -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); " +
+			"if [ \"$f\" = " + shellQuote("__CURSOR="+cursor) + " ]; then " + follow + "--cursor=" + c + "; fi; " +
+			follow + "--since=@" + usec(since)
 	case cursor != "":
-		b.WriteString(" --no-tail --cursor=")
-		b.WriteString(shellQuote(cursor))
+		return follow + "--cursor=" + shellQuote(cursor)
 	case !since.IsZero():
-		us := since.UnixMicro()
-		fmt.Fprintf(&b, " --no-tail --since=@%d.%06d", us/1e6, us%1e6)
-	default:
-		n := opts.Tail
-		if n == 0 {
-			n = DefaultTail
-		}
-		fmt.Fprintf(&b, " -n %d", max(n, 0))
+		return follow + "--since=@" + usec(since)
 	}
-	return b.String()
+	if opts.Tail < 0 {
+		return follow + "--since=@\"$(date +%s.%6N)\""
+	}
+	n := opts.Tail
+	if n == 0 {
+		n = DefaultTail
+	}
+	return fmt.Sprintf("t=$(date +%%s.%%6N); c=$(journalctl -q -u %s -n %d -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); c=${c#__CURSOR=}; "+
+		"if [ -n \"$c\" ]; then %s--cursor=\"$c\"; fi; %s--since=@\"$t\"", unit, n, follow, follow)
+}
+
+// usec formats t as journalctl's @seconds.micros.
+func usec(t time.Time) string {
+	us := t.UnixMicro()
+	return fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
 }
 
 // shellQuote quotes s for a POSIX shell.
@@ -151,15 +172,25 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		opts.Sleep = sleepCtx
 	}
 	f := &follower{opts: opts, emit: emit, unit: withSuffix(opts.Unit)}
+	if opts.Cursor != "" {
+		if !validCursor(opts.Cursor) {
+			return fmt.Errorf("journal %s: invalid cursor %q", opts.Host, opts.Cursor)
+		}
+		f.cursor = opts.Cursor
+		f.seqID, f.seq, _ = seqOf(opts.Cursor)
+		f.realtime = cursorTime(opts.Cursor)
+	}
 	bo := &sshx.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: 2 * time.Second, Jitter: 0.2, Rand: opts.Rand}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var since time.Time
-		cursor := f.cursor
+		cursor, since := f.cursor, f.realtime
+		if since.IsZero() {
+			since = cursorTime(cursor)
+		}
 		if f.seekLost {
-			cursor, since = "", f.realtime
+			cursor = ""
 		}
 		out, wait, err := src.Stream(ctx, Command(opts, cursor, since))
 		if err != nil {
@@ -391,6 +422,18 @@ func seqOf(cursor string) (string, uint64, bool) {
 		return "", 0, false
 	}
 	return s, n, true
+}
+
+// cursorTime returns the realtime a cursor carries (t=, hex µs), or zero.
+func cursorTime(cursor string) time.Time {
+	for part := range strings.SplitSeq(cursor, ";") {
+		if t, ok := strings.CutPrefix(part, "t="); ok {
+			if us, err := strconv.ParseInt(t, 16, 64); err == nil && us > 0 {
+				return time.UnixMicro(us)
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // withSuffix adds ".service" to a unit name without a type, as journalctl

@@ -67,8 +67,22 @@ var (
 	tailArg   = regexp.MustCompile(` -n (\d+)`)
 )
 
-// start returns the index of the first entry a command shows.
+// start returns the index of the first entry a command shows, running
+// Command's scripts the way the host's shell would.
 func (j *fakeJournal) start(cmd string) int {
+	if strings.HasPrefix(cmd, "f=$(") { // resume: the cursor if its entry exists, else the time
+		c := cursorArg.FindStringSubmatch(cmd)[1]
+		for k, line := range j.entries {
+			if e, _ := Decode([]byte(line)); e.Cursor == c {
+				return k
+			}
+		}
+		return j.since(sinceArg.FindStringSubmatch(cmd))
+	}
+	if strings.HasPrefix(cmd, "t=$(") { // start: the tail, or from now
+		n, _ := strconv.Atoi(tailArg.FindStringSubmatch(cmd)[1])
+		return max(len(j.entries)-n, 0)
+	}
 	if m := cursorArg.FindStringSubmatch(cmd); m != nil {
 		_, want, _ := seqOf(m[1])
 		for k, line := range j.entries {
@@ -80,23 +94,23 @@ func (j *fakeJournal) start(cmd string) int {
 		return len(j.entries)
 	}
 	if m := sinceArg.FindStringSubmatch(cmd); m != nil {
-		sec, _ := strconv.ParseInt(m[1], 10, 64)
-		us, _ := strconv.ParseInt(m[2], 10, 64)
-		t := time.UnixMicro(sec*1e6 + us)
-		for k, line := range j.entries {
-			if e, _ := Decode([]byte(line)); !e.Realtime.Before(t) {
-				return k
-			}
+		return j.since(m)
+	}
+	j.t.Errorf("command without a start: %s", cmd)
+	return 0
+}
+
+// since returns the index of the first entry at or after --since=@s.us.
+func (j *fakeJournal) since(m []string) int {
+	sec, _ := strconv.ParseInt(m[1], 10, 64)
+	us, _ := strconv.ParseInt(m[2], 10, 64)
+	t := time.UnixMicro(sec*1e6 + us)
+	for k, line := range j.entries {
+		if e, _ := Decode([]byte(line)); !e.Realtime.Before(t) {
+			return k
 		}
-		return len(j.entries)
 	}
-	m := tailArg.FindStringSubmatch(cmd)
-	if m == nil {
-		j.t.Errorf("command without a start: %s", cmd)
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return max(len(j.entries)-n, 0)
+	return len(j.entries)
 }
 
 func (j *fakeJournal) Stream(ctx context.Context, cmd string) (io.ReadCloser, func() error, error) {
@@ -249,7 +263,7 @@ func TestFollowTail(t *testing.T) {
 	if strings.Join(msgs, ",") != strings.Join(seqLines(26, 30), ",") {
 		t.Errorf("tail of 5: %v", msgs)
 	}
-	if !strings.Contains(j.cmds[0], " -n 5") || !strings.HasPrefix(j.cmds[0], "exec journalctl -q -u 'seq' -o json --all -f --no-pager --output-fields=MESSAGE,") {
+	if !strings.Contains(j.cmds[0], " -n 5 ") || !strings.Contains(j.cmds[0], "exec journalctl -q -u 'seq' -o json --all -f --no-pager --output-fields=MESSAGE,") {
 		t.Errorf("command %s", j.cmds[0])
 	}
 }
@@ -353,18 +367,32 @@ func TestFollowRefusesBadUnit(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
+	const follow = "exec journalctl -q -u 'sglang.service' -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
 	o := Options{Unit: "sglang.service"}
-	if c := Command(o, "", time.Time{}); !strings.HasSuffix(c, " -n 200") || !strings.Contains(c, "-u 'sglang.service' -o json --all -f") {
-		t.Errorf("start: %s", c)
+	at := time.UnixMicro(1796000000000042)
+	for _, tt := range []struct {
+		name   string
+		opts   Options
+		cursor string
+		since  time.Time
+		want   string
+	}{
+		{"start with the tail", o, "", time.Time{},
+			`t=$(date +%s.%6N); c=$(journalctl -q -u 'sglang.service' -n 200 -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); c=${c#__CURSOR=}; ` +
+				`if [ -n "$c" ]; then ` + follow + `--cursor="$c"; fi; ` + follow + `--since=@"$t"`},
+		{"start without a tail", Options{Unit: "sglang.service", Tail: -1}, "", time.Time{}, follow + `--since=@"$(date +%s.%6N)"`},
+		{"cursor only, quoted", o, "s=a'b", time.Time{}, follow + `--cursor='s=a'\''b'`},
+		{"since only", o, "", at, follow + "--since=@1796000000.000042"},
+		{"resume", o, "s=1;i=2", at,
+			`f=$(journalctl -q -u 'sglang.service' --cursor='s=1;i=2' -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); ` +
+				`if [ "$f" = '__CURSOR=s=1;i=2' ]; then ` + follow + `--cursor='s=1;i=2'; fi; ` + follow + "--since=@1796000000.000042"},
+	} {
+		if got := Command(tt.opts, tt.cursor, tt.since); got != tt.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tt.name, got, tt.want)
+		}
 	}
-	if c := Command(Options{Unit: "x", Tail: -1}, "", time.Time{}); !strings.HasSuffix(c, " -n 0") {
-		t.Errorf("no tail: %s", c)
-	}
-	if c := Command(o, "s=a'b", time.Time{}); !strings.HasSuffix(c, ` --no-tail --cursor='s=a'\''b'`) {
-		t.Errorf("cursor quoting: %s", c)
-	}
-	if c := Command(o, "", time.UnixMicro(1796000000000042)); !strings.HasSuffix(c, " --no-tail --since=@1796000000.000042") {
-		t.Errorf("since: %s", c)
+	if got := cursorTime(testCursor); !got.Equal(time.UnixMicro(0x66174a391f7a3)) {
+		t.Errorf("cursorTime = %v", got)
 	}
 	for in, want := range map[string]string{"sglang": "sglang.service", "a.socket": "a.socket", "vllm@1": "vllm@1.service", "x.y": "x.y.service", "s*": "s*"} {
 		if got := withSuffix(in); got != want {
