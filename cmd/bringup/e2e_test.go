@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bringup/remote/testbed"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testEnv(out, errOut *syncBuffer) env {
+	return env{stdout: out, stderr: errOut, getenv: func(k string) string {
+		if k == "HOME" {
+			return "/nonexistent"
+		}
+		return ""
+	}}
+}
+
+// TestCommandsOnTestbed runs the commands against three real hosts:
+// doctor reports every check (and says a deploy user without sudo will
+// need it for actions), and watch --json follows the hosts' startups to
+// serving, and gpu3 (validate) to a graph-capture failure.
+func TestCommandsOnTestbed(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 3, Host: func(i int) testbed.HostOptions {
+		if i == 2 {
+			return testbed.HostOptions{KernelMode: "validate"}
+		}
+		return testbed.HostOptions{KernelMode: "on"}
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cfgPath := filepath.Join(tb.Inventory(), "config.yaml")
+
+	t.Run("doctor", func(t *testing.T) {
+		var out, errOut syncBuffer
+		code := run(ctx, testEnv(&out, &errOut), []string{"doctor", "--config", cfgPath})
+		if code != 0 {
+			t.Fatalf("doctor exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+		for _, name := range []string{"ssh config", "reachable", "host key", "auth", "sudo", "systemd", "journald", "unit", "nvidia-smi"} {
+			if n := strings.Count(out.String(), "✓ "+name); n != 3 {
+				t.Errorf("check %q passed on %d hosts, want 3:\n%s", name, n, out.String())
+			}
+		}
+		out, errOut = syncBuffer{}, syncBuffer{}
+		code = run(ctx, testEnv(&out, &errOut), []string{"doctor", "-F", tb.SSHConfig(), "-H", "gpu2-deploy"})
+		if code != 1 {
+			t.Errorf("doctor as deploy exit %d, want 1 (journald not readable)", code)
+		}
+		if !strings.Contains(out.String(), "will need sudo") || !strings.Contains(out.String(), "✗ journald") {
+			t.Errorf("doctor as deploy without sudo:\n%s", out.String())
+		}
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		var out, errOut syncBuffer
+		codeCh := make(chan int, 1)
+		go func() {
+			codeCh <- run(ctx, testEnv(&out, &errOut), []string{"watch", "--json", "--timeout", "2m", "--config", cfgPath})
+		}()
+		// Start the units once watch has read their state.
+		deadline := time.Now().Add(30 * time.Second)
+		for strings.Count(out.String(), `"kind":"unit"`) < 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch reported no unit states:\n%s%s", out.String(), errOut.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, h := range tb.Hosts() {
+			if o, err := tb.Run(ctx, h.Name, "systemctl start sglang"); err != nil {
+				t.Fatalf("start %s: %v: %s", h.Name, err, o)
+			}
+		}
+		code := <-codeCh
+		if code != exitFailed {
+			t.Fatalf("watch exit %d, want %d\n%s%s", code, exitFailed, out.String(), errOut.String())
+		}
+		phases := map[string][]string{}
+		var fail *watchLine
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		for sc.Scan() {
+			var l watchLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Fatalf("%q: %v", sc.Text(), err)
+			}
+			switch l.Kind {
+			case "phase":
+				phases[l.Host] = append(phases[l.Host], l.Phase)
+			case "failed":
+				fail = &l
+			}
+		}
+		for _, h := range []string{"gpu1", "gpu2"} {
+			p := phases[h]
+			for _, want := range []string{"weights", "graph-capture", "serving"} {
+				if !slices.Contains(p, want) {
+					t.Errorf("%s phases %v lack %s", h, p, want)
+				}
+			}
+		}
+		if fail == nil || fail.Host != "gpu3" || fail.Cause != "graph-capture-host-sync" || !strings.Contains(fail.Hint, "kdtree-verify") {
+			t.Fatalf("failure line = %+v", fail)
+		}
+	})
+}
