@@ -128,4 +128,26 @@ func TestCommandsOnTestbed(t *testing.T) {
 			t.Fatalf("failure line = %+v", fail)
 		}
 	})
+
+	t.Run("status", func(t *testing.T) {
+		var out, errOut syncBuffer
+		code := run(ctx, testEnv(&out, &errOut), []string{"status", "--json", "--config", cfgPath})
+		if code != exitFailed {
+			t.Fatalf("status exit %d, want %d\n%s%s", code, exitFailed, out.String(), errOut.String())
+		}
+		var doc struct{ Hosts []statusHost }
+		if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out.String())
+		}
+		got := map[string]statusHost{}
+		for _, h := range doc.Hosts {
+			got[h.Host] = h
+		}
+		if got["gpu1"].Phase != "serving" || got["gpu2"].Phase != "serving" || got["gpu1"].Probe == nil || !got["gpu1"].Probe.OK {
+			t.Errorf("gpu1/gpu2 not serving: %+v", doc.Hosts)
+		}
+		if g := got["gpu3"]; g.Phase != "failed" || g.Diagnosis == nil || g.Diagnosis.Cause != "graph-capture-host-sync" || g.Modes["kdtree-verify"] != "validate" {
+			t.Errorf("gpu3 = %+v", g)
+		}
+	})
 }

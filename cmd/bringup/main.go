@@ -36,6 +36,7 @@ func commands() []command {
 		{"", "bringup [-H hosts | --config F] [--read-only] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
 		{"demo", "bringup demo [--speed N] [--scenario seed] [--read-only]", "the console over simulated hosts (no hosts needed)", runDemo},
 		{"watch", "bringup watch [--json] [--timeout D] [-H hosts] [HOST|GROUP...]  (or --demo)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
+		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
 		{"version", "bringup version", "print the version", runVersion},
 	}

@@ -111,11 +111,20 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail, Now: h.opts.Now}, emit)
 	})
 	run(func() { h.watchUnit(ctx, emit) })
+	// The probe and the sampler start once the host is first reached: a
+	// probe that only finds the connection down says nothing and would
+	// slow the probe's own schedule down.
 	run(func() {
+		if _, err := h.conn.Client(ctx); err != nil {
+			return
+		}
 		_ = probe.Run(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, emit)
 	})
 	if !h.opts.NoGPU {
 		run(func() {
+			if _, err := h.conn.Client(ctx); err != nil {
+				return
+			}
 			err := gpu.Run(ctx, h.conn, h.opts.Name, h.opts.GPUInterval, emit)
 			if errors.Is(err, gpu.ErrNoNvidiaSMI) {
 				h.note(emit, "no nvidia-smi on the host: no GPU panel")

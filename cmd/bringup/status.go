@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// statusHost is one host in `bringup status --json`.
+type statusHost struct {
+	Host       string             `json:"host"`
+	Conn       string             `json:"conn"`
+	ConnErr    string             `json:"conn_error,omitempty"`
+	Unit       string             `json:"unit"`
+	State      string             `json:"state"` // ActiveState/SubState
+	Phase      string             `json:"phase"`
+	Since      string             `json:"since,omitempty"` // host time the phase began
+	Progress   string             `json:"progress,omitempty"`
+	Modes      map[string]string  `json:"modes,omitempty"`
+	Probe      *event.Probe       `json:"probe,omitempty"`
+	Diagnosis  *startup.Diagnosis `json:"diagnosis,omitempty"`
+	Restarts   int                `json:"restarts"`
+	StatusPath string             `json:"state_path,omitempty"` // how unit state was read
+}
+
+func runStatus(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
+	var ff fleetFlags
+	ff.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for every host to answer")
+	if code, stop := parseArgs(fs, args); stop {
+		return code
+	}
+	ff.readOnly = true
+	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bringup status: %v\n", err)
+		return exitUsage
+	}
+	defer closeKeys()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- fleet.Run(ctx) }()
+	hosts := settle(ctx, fleet, *timeout)
+	cancel()
+	<-done
+	if *asJSON {
+		printStatusJSON(e.stdout, hosts)
+	} else {
+		printStatusTable(e.stdout, hosts)
+	}
+	code, ok := outcome(hosts)
+	if !ok {
+		return exitTimeout
+	}
+	return code
+}
+
+// settle reads batches until every host has answered (its unit state read
+// and, once the unit is active, a probe made; or the connection failed for
+// good), then waits one more flush so that the journal backlog is folded
+// in, or until timeout. It returns the last snapshot.
+func settle(ctx context.Context, f *remote.Fleet, timeout time.Duration) []remote.HostState {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var last []remote.HostState
+	var quiet <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return last
+		case <-deadline.C:
+			return last
+		case <-quiet:
+			return last
+		case b, ok := <-f.Updates():
+			if !ok {
+				return last
+			}
+			last = b.Hosts
+			if quiet == nil && answered(last) {
+				quiet = time.After(750 * time.Millisecond)
+			}
+		}
+	}
+}
+
+func answered(hosts []remote.HostState) bool {
+	for _, h := range hosts {
+		switch {
+		case h.Conn.State == event.ConnUnreachable:
+		case h.UnitState.ActiveState == "":
+			return false
+		case h.UnitState.ActiveState == "active" && h.Probe.Path == "":
+			return false
+		}
+	}
+	return true
+}
+
+func statusOf(h remote.HostState) statusHost {
+	s := statusHost{
+		Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
+		Phase: string(h.Startup.Phase), Diagnosis: h.Startup.Diag, Restarts: h.Startup.Restarts,
+		StatusPath: h.UnitState.Path,
+	}
+	if h.UnitState.ActiveState != "" {
+		s.State = h.UnitState.ActiveState + "/" + h.UnitState.SubState
+	}
+	if !h.Startup.PhaseSince.IsZero() {
+		s.Since = h.Startup.PhaseSince.Format(timeLayout)
+	}
+	if p := h.Startup.Progress; p.Known() {
+		s.Progress = fmt.Sprintf("%d/%d %s", p.Done, p.Total, p.Label)
+	}
+	if len(h.Modes) > 0 {
+		s.Modes = map[string]string{}
+		for _, m := range h.Modes {
+			s.Modes[m.Kernel] = m.Mode
+		}
+	}
+	if h.Probe.Path != "" {
+		p := h.Probe
+		s.Probe = &p
+	}
+	return s
+}
+
+func printStatusJSON(w io.Writer, hosts []remote.HostState) {
+	out := struct {
+		Hosts []statusHost `json:"hosts"`
+	}{Hosts: []statusHost{}}
+	for _, h := range hosts {
+		out.Hosts = append(out.Hosts, statusOf(h))
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func printStatusTable(w io.Writer, hosts []remote.HostState) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tCONN\tUNIT STATE\tPHASE\tPROBE\tMODES\tDIAGNOSIS")
+	for _, h := range hosts {
+		s := statusOf(h)
+		probe := "-"
+		if s.Probe != nil {
+			if s.Probe.Status > 0 {
+				probe = fmt.Sprintf("%d %v", s.Probe.Status, s.Probe.Latency.Round(time.Millisecond))
+			} else {
+				probe = "no answer"
+			}
+		}
+		var modes []string
+		for _, m := range h.Modes {
+			modes = append(modes, m.Kernel+"="+m.Mode)
+		}
+		diag := ""
+		if s.Diagnosis != nil {
+			diag = s.Diagnosis.Summary + " [" + s.Diagnosis.Cause + "]"
+		}
+		if s.ConnErr != "" && s.Conn != string(event.ConnUp) {
+			diag = s.ConnErr
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Host, s.Conn, dash(s.State), s.Phase, probe, dash(strings.Join(modes, ",")), diag)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
