@@ -1,0 +1,252 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/sanitize"
+)
+
+// Conn is what deploy needs of a host connection; *sshx.Conn has it.
+// Exec returns the exit code of cmd (not an error when non-zero); Client
+// gives the SSH client the SFTP subsystem is opened on. A Conn that also
+// has SFTP(ctx) (*sftp.Client, error) is asked for its SFTP client
+// instead (tests serve SFTP in process), and one with Host() string names
+// the host in errors.
+type Conn interface {
+	Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exitCode int, err error)
+	Client(ctx context.Context) (*ssh.Client, error)
+}
+
+// sftpOpener is a Conn that provides its own SFTP client.
+type sftpOpener interface {
+	SFTP(ctx context.Context) (*sftp.Client, error)
+}
+
+// hostOf names conn's host for error messages.
+func hostOf(conn Conn) string {
+	if h, ok := conn.(interface{ Host() string }); ok && h.Host() != "" {
+		return h.Host()
+	}
+	return "host"
+}
+
+// openSFTP starts an SFTP session on conn. Concurrent writes make uploads
+// of large files fast; they are safe here because a failed upload's temp
+// file is never renamed into place.
+func openSFTP(ctx context.Context, conn Conn) (*sftp.Client, error) {
+	if o, ok := conn.(sftpOpener); ok {
+		return o.SFTP(ctx)
+	}
+	cl, err := conn.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sftp.NewClient(cl, sftp.UseConcurrentWrites(true))
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// remoteErr describes a failed remote command by its first stderr line.
+func remoteErr(stderr []byte, code int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(stderr)), "\n")
+	line, _ = sanitize.Line(line, 300)
+	if line == "" {
+		return fmt.Sprintf("exit status %d", code)
+	}
+	return fmt.Sprintf("exit status %d: %s", code, line)
+}
+
+// Exit codes of listScript.
+const (
+	listMissing = 3 // the directory does not exist
+	listNotDir  = 4 // the path exists but is not a directory
+)
+
+// listScript lists dir as NUL-terminated records: "d MODE PATH" for each
+// directory, "f MODE SIZE PATH" for each regular file, "o MODE PATH" for
+// anything else, then a "--" record, then sha256sum -z lines for every
+// regular file. MODE is octal permissions, PATH is relative to dir. GNU
+// find and coreutils (every mainstream Linux) are assumed.
+func listScript(dir string) string {
+	q := shellQuote(dir)
+	return "export LC_ALL=C; [ -e " + q + " ] || exit " + strconv.Itoa(listMissing) +
+		"; [ -d " + q + " ] || exit " + strconv.Itoa(listNotDir) +
+		"; cd -- " + q + " && find . -mindepth 1 \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +
+		" && printf -- '--\\0' && find . -type f -print0 | xargs -0 -r sha256sum -z --"
+}
+
+// remoteTree is a remote directory as listScript reports it.
+type remoteTree struct {
+	files map[string]file
+	dirs  map[string]bool
+	other map[string]bool
+}
+
+// parseListing decodes listScript's output.
+func parseListing(out []byte) (remoteTree, error) {
+	t := remoteTree{files: map[string]file{}, dirs: map[string]bool{}, other: map[string]bool{}}
+	recs := bytes.Split(out, []byte{0})
+	if len(recs) > 0 && len(recs[len(recs)-1]) == 0 {
+		recs = recs[:len(recs)-1]
+	}
+	i := 0
+	for ; i < len(recs); i++ {
+		r := string(recs[i])
+		if r == "--" {
+			break
+		}
+		kind, rest, ok := strings.Cut(r, " ")
+		if !ok {
+			return remoteTree{}, fmt.Errorf("listing record %d %q: no fields", i, r)
+		}
+		modeStr, rest, ok := strings.Cut(rest, " ")
+		if !ok {
+			return remoteTree{}, fmt.Errorf("listing record %d %q: no mode", i, r)
+		}
+		mode, err := strconv.ParseUint(modeStr, 8, 32)
+		if err != nil || mode > 0o7777 {
+			return remoteTree{}, fmt.Errorf("listing record %d %q: bad mode %q", i, r, modeStr)
+		}
+		switch kind {
+		case "d":
+			if err := checkRel(rest); err != nil {
+				return remoteTree{}, fmt.Errorf("listing record %d: %w", i, err)
+			}
+			t.dirs[rest] = true
+		case "o":
+			if err := checkRel(rest); err != nil {
+				return remoteTree{}, fmt.Errorf("listing record %d: %w", i, err)
+			}
+			t.other[rest] = true
+		case "f":
+			sizeStr, rel, ok := strings.Cut(rest, " ")
+			if !ok {
+				return remoteTree{}, fmt.Errorf("listing record %d %q: no size", i, r)
+			}
+			size, err := strconv.ParseInt(sizeStr, 10, 64)
+			if err != nil || size < 0 {
+				return remoteTree{}, fmt.Errorf("listing record %d %q: bad size %q", i, r, sizeStr)
+			}
+			if err := checkRel(rel); err != nil {
+				return remoteTree{}, fmt.Errorf("listing record %d: %w", i, err)
+			}
+			t.files[rel] = file{rel: rel, mode: fs.FileMode(mode) & fs.ModePerm, size: size}
+		default:
+			return remoteTree{}, fmt.Errorf("listing record %d %q: unknown kind %q", i, r, kind)
+		}
+	}
+	if i == len(recs) {
+		return remoteTree{}, errors.New("listing: no checksum section")
+	}
+	for _, rec := range recs[i+1:] {
+		r := string(rec)
+		// "<64 hex><space><space or *>./PATH"
+		if len(r) < 68 || r[64] != ' ' || (r[65] != ' ' && r[65] != '*') || r[66:68] != "./" || !isHex(r[:64]) {
+			return remoteTree{}, fmt.Errorf("listing: bad checksum line %q", r)
+		}
+		rel := r[68:]
+		f, ok := t.files[rel]
+		if !ok {
+			return remoteTree{}, fmt.Errorf("listing: checksum for unlisted file %q", rel)
+		}
+		f.sum = r[:64]
+		t.files[rel] = f
+	}
+	for rel, f := range t.files {
+		if f.sum == "" {
+			// Listed but gone before sha256sum read it: treat as
+			// absent rather than guess.
+			delete(t.files, rel)
+		}
+	}
+	return t, nil
+}
+
+// checkRel rejects paths that would escape the directory.
+func checkRel(rel string) error {
+	if rel == "" || path.IsAbs(rel) || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("bad relative path %q", rel)
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// sftpTree reads a remote tree over SFTP.
+type sftpTree struct {
+	c    *sftp.Client
+	root string
+}
+
+func (t sftpTree) readDir(rel string) ([]entry, error) {
+	fis, err := t.c.ReadDir(path.Join(t.root, rel))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry, 0, len(fis))
+	for _, fi := range fis {
+		out = append(out, entry{name: fi.Name(), mode: fi.Mode(), size: fi.Size()})
+	}
+	return out, nil
+}
+
+func (t sftpTree) open(rel string) (io.ReadCloser, error) { return t.c.Open(path.Join(t.root, rel)) }
+
+// RemoteHash is ContentHash of the directory dir on conn's host, read over
+// SFTP: the truth of what a service started now would load. It reads
+// every file, so it costs the tree's size in transfer; DeployedHash is the
+// cheap answer.
+func RemoteHash(ctx context.Context, conn Conn, dir string) (string, error) {
+	host := hostOf(conn)
+	c, err := openSFTP(ctx, conn)
+	if err != nil {
+		return "", fmt.Errorf("%s: sftp: %w", host, err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	fi, err := c.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: hash %s: %w", host, dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s: hash %s: not a directory", host, dir)
+	}
+	t, err := walkTree(sftpTree{c: c, root: dir})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return "", fmt.Errorf("%s: hash %s: %w", host, dir, err)
+	}
+	return t.hash, nil
+}
+
+// isNotExist is true for a missing remote path.
+func isNotExist(err error) bool {
+	var se *sftp.StatusError
+	return errors.Is(err, os.ErrNotExist) || errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxNoSuchFile
+}

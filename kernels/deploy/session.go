@@ -1,0 +1,362 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// session is one Sync's SFTP client and its connection.
+type session struct {
+	conn Conn
+	host string
+	c    *sftp.Client
+	stop func() bool
+}
+
+func openSession(ctx context.Context, conn Conn) (*session, error) {
+	host := hostOf(conn)
+	c, err := openSFTP(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: sftp: %w", host, err)
+	}
+	// SFTP calls take no context: closing the client ends them.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	return &session{conn: conn, host: host, c: c, stop: stop}, nil
+}
+
+func (s *session) close() {
+	s.stop()
+	s.c.Close()
+}
+
+// fsyncs is true when the server flushes files on request.
+func (s *session) fsyncs() bool {
+	v, ok := s.c.HasExtension("fsync@openssh.com")
+	return ok && v == "1"
+}
+
+// exec runs a command that must succeed.
+func (s *session) exec(ctx context.Context, what, cmd string) error {
+	_, errOut, code, err := s.conn.Exec(ctx, cmd)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", s.host, what, err)
+	}
+	if code != 0 {
+		return fmt.Errorf("%s: %s: %s", s.host, what, remoteErr(errOut, code))
+	}
+	return nil
+}
+
+// upload sends plan's uploads from localDir into dir as flat staged
+// names, each flushed (when the server can) and closed.
+func (s *session) upload(ctx context.Context, localDir, dir string, plan Plan, opts Options) error {
+	var done int64
+	for i, c := range plan.Upload {
+		if err := s.uploadOne(localDir, path.Join(dir, stagedName(i)), c, &done, plan.Bytes, opts.Progress); err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("%s: upload %s: %w", s.host, c.Path, err)
+		}
+	}
+	return nil
+}
+
+func (s *session) uploadOne(localDir, dst string, c Change, done *int64, total int64, progress func(Progress)) error {
+	src, err := os.Open(filepath.Join(localDir, filepath.FromSlash(c.Path)))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	f, err := s.c.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
+	defer f.Close()
+	// Permissions first: the file is renamed into place as it is.
+	if err := f.Chmod(c.Mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", dst, err)
+	}
+	progress(Progress{File: c.Path, Done: *done, Total: total})
+	n, err := f.ReadFrom(&countingReader{r: src, size: c.Size, done: done, total: total, file: c.Path, fn: progress})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	if n != c.Size {
+		return fmt.Errorf("write %s: sent %d bytes, want %d (local file changed)", dst, n, c.Size)
+	}
+	if s.fsyncs() {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", dst, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", dst, err)
+	}
+	return nil
+}
+
+// syncDirect applies plan as a login that may write the target itself.
+func (s *session) syncDirect(ctx context.Context, localDir string, tg target, plan Plan, run string, rec Record, opts Options) (bool, error) {
+	// Stale staging files of interrupted runs go first: they may be
+	// large, and nothing else removes them.
+	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+shellQuote(tg.stage)); err != nil {
+		return false, err
+	}
+	stage := path.Join(tg.stage, run)
+	if len(plan.Upload) > 0 {
+		if err := s.c.MkdirAll(stage); err != nil {
+			return false, fmt.Errorf("%s: create %s: %w", s.host, stage, err)
+		}
+		if err := s.upload(ctx, localDir, stage, plan, opts); err != nil {
+			return false, err
+		}
+		if err := checkStaged(ctx, s.conn, stage, plan.Upload); err != nil {
+			return false, err
+		}
+	}
+	if err := s.c.MkdirAll(tg.dir); err != nil {
+		return false, fmt.Errorf("%s: create %s: %w", s.host, tg.dir, err)
+	}
+	// Everything is on the host and verified: the renames follow in one
+	// burst, each replacing its target atomically.
+	for i, c := range plan.Upload {
+		dst := path.Join(tg.dir, c.Path)
+		if d := path.Dir(dst); d != tg.dir {
+			if err := s.c.MkdirAll(d); err != nil {
+				return false, fmt.Errorf("%s: create %s: %w", s.host, d, err)
+			}
+		}
+		if err := s.c.PosixRename(path.Join(stage, stagedName(i)), dst); err != nil {
+			return false, fmt.Errorf("%s: rename into %s: %w", s.host, dst, err)
+		}
+	}
+	for _, c := range plan.Chmod {
+		if err := s.c.Chmod(path.Join(tg.dir, c.Path), c.Mode); err != nil {
+			return false, fmt.Errorf("%s: chmod %s: %w", s.host, c.Path, err)
+		}
+	}
+	for _, rel := range plan.Delete {
+		if err := s.c.Remove(path.Join(tg.dir, rel)); err != nil && !isNotExist(err) {
+			return false, fmt.Errorf("%s: delete %s: %w", s.host, rel, err)
+		}
+	}
+	for _, rel := range plan.RemoveDir {
+		// A directory that is not empty (a foreign entry inside) stays.
+		_ = s.c.RemoveDirectory(path.Join(tg.dir, rel))
+	}
+	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+shellQuote(tg.stage)); err != nil {
+		return false, err
+	}
+	if err := s.writeRecord(opts.RecordDir, run, rec); err != nil {
+		return false, err
+	}
+	return s.fsyncs(), nil
+}
+
+// writeRecord stores rec on the host, atomically, over SFTP.
+func (s *session) writeRecord(dir, run string, rec Record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := s.c.MkdirAll(dir); err != nil {
+		return fmt.Errorf("%s: create %s: %w", s.host, dir, err)
+	}
+	final := recordPath(dir, rec.Dir)
+	tmp := final + ".tmp-" + run
+	f, err := s.c.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("%s: create %s: %w", s.host, tmp, err)
+	}
+	defer f.Close()
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("%s: chmod %s: %w", s.host, tmp, err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("%s: write %s: %w", s.host, tmp, err)
+	}
+	if s.fsyncs() {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("%s: fsync %s: %w", s.host, tmp, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: close %s: %w", s.host, tmp, err)
+	}
+	if err := s.c.PosixRename(tmp, final); err != nil {
+		return fmt.Errorf("%s: rename %s: %w", s.host, final, err)
+	}
+	return nil
+}
+
+// userStage is where a non-root login stages uploads: a directory it owns
+// in its home, cleared at the start of every run.
+const userStage = ".cache/bringup/stage"
+
+// syncSudo applies plan as a login that needs sudo to write the target:
+// uploads go to a staging directory the login owns, then one sudo -n
+// script copies them beside the target as root, flushes and verifies the
+// copies by sha256, and only then moves them into place.
+func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan Plan, run string, rec Record, opts Options) (bool, error) {
+	home, err := s.c.Getwd()
+	if err != nil {
+		return false, fmt.Errorf("%s: sftp home: %w", s.host, err)
+	}
+	stageRoot := path.Join(home, userStage)
+	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+shellQuote(stageRoot)); err != nil {
+		return false, err
+	}
+	stage := path.Join(stageRoot, run)
+	if len(plan.Upload) > 0 {
+		if err := s.c.MkdirAll(stage); err != nil {
+			return false, fmt.Errorf("%s: create %s: %w", s.host, stage, err)
+		}
+		if err := s.c.Chmod(stage, 0o700); err != nil {
+			return false, fmt.Errorf("%s: chmod %s: %w", s.host, stage, err)
+		}
+		if err := s.upload(ctx, localDir, stage, plan, opts); err != nil {
+			return false, err
+		}
+	}
+	script, err := installScript(tg, stage, plan, run, rec, opts.RecordDir)
+	if err != nil {
+		return false, err
+	}
+	if err := s.exec(ctx, "install as root (sudo -n)", "sudo -n sh -c "+shellQuote(script)); err != nil {
+		return false, err
+	}
+	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+shellQuote(stageRoot)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// installScript is the root half of a sudo Sync. Exit code 5 means a
+// copy failed its checksum; nothing has been moved into place then.
+func installScript(tg target, stage string, plan Plan, run string, rec Record, recordDir string) (string, error) {
+	q := shellQuote
+	root := path.Join(tg.stage, run)
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("set -eu")
+	w("umask 022")
+	w("rm -rf -- %s", q(tg.stage))
+	w("mkdir -p -- %s %s", q(root), q(tg.dir))
+	for i, c := range plan.Upload {
+		dst := path.Join(root, stagedName(i))
+		w("install -m %04o -- %s %s", c.Mode, q(path.Join(stage, stagedName(i))), q(dst))
+	}
+	if len(plan.Upload) > 0 {
+		w("sync -- %s/*", q(root))
+		for i, c := range plan.Upload {
+			w("printf '%%s  %%s\\n' %s %s | sha256sum -c --status - || { echo %s >&2; exit 5; }",
+				c.Sum, q(path.Join(root, stagedName(i))), q("checksum mismatch after copy: "+c.Path))
+		}
+	}
+	for i, c := range plan.Upload {
+		dst := path.Join(tg.dir, c.Path)
+		w("mkdir -p -- %s && mv -f -- %s %s", q(path.Dir(dst)), q(path.Join(root, stagedName(i))), q(dst))
+	}
+	for _, c := range plan.Chmod {
+		w("chmod %04o -- %s", c.Mode, q(path.Join(tg.dir, c.Path)))
+	}
+	for _, rel := range plan.Delete {
+		w("rm -f -- %s", q(path.Join(tg.dir, rel)))
+	}
+	for _, rel := range plan.RemoveDir {
+		w("rmdir -- %s 2>/dev/null || true", q(path.Join(tg.dir, rel)))
+	}
+	w("rm -rf -- %s", q(tg.stage))
+	js, err := json.Marshal(rec)
+	if err != nil {
+		return "", fmt.Errorf("record: %w", err)
+	}
+	final := recordPath(recordDir, rec.Dir)
+	tmp := final + ".tmp-" + run
+	w("mkdir -p -- %s", q(recordDir))
+	w("printf '%%s\\n' %s > %s", q(string(js)), q(tmp))
+	w("chmod 0644 -- %s && sync -- %s && mv -f -- %s %s", q(tmp), q(tmp), q(tmp), q(final))
+	return b.String(), nil
+}
+
+// Record is what Sync leaves on the host about a deployed directory.
+type Record struct {
+	Hash  string    `json:"hash"` // ContentHash of the deployed tree
+	Dir   string    `json:"dir"`  // the remote directory
+	Files int       `json:"files"`
+	Bytes int64     `json:"bytes"`
+	At    time.Time `json:"at"`
+	By    string    `json:"by"` // the login user that deployed
+}
+
+// ErrNoRecord means nothing was ever deployed to the directory with Sync.
+var ErrNoRecord = errors.New("no deploy record")
+
+// recordPath is the record file of remote directory dir: its path
+// escaped as systemd does for unit names ("/opt/kdtree/site" →
+// "opt-kdtree-site.json"), so that distinct directories get distinct files.
+func recordPath(recordDir, dir string) string {
+	return path.Join(recordDir, escapePath(dir)+".json")
+}
+
+func escapePath(p string) string {
+	p = strings.Trim(p, "/")
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '/':
+			b.WriteByte('-')
+		case c == '_' || c == '.' && i > 0 || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		}
+	}
+	return b.String()
+}
+
+// ReadRecord reads the deploy record of remoteDir from recordDir on the
+// host (DefaultRecordDir when empty). It is ErrNoRecord when there is
+// none.
+func ReadRecord(ctx context.Context, conn Conn, recordDir, remoteDir string) (Record, error) {
+	if recordDir == "" {
+		recordDir = DefaultRecordDir
+	}
+	host := hostOf(conn)
+	p := recordPath(recordDir, remoteDir)
+	out, errOut, code, err := conn.Exec(ctx, "[ -e "+shellQuote(p)+" ] || exit 3; cat -- "+shellQuote(p))
+	if err != nil {
+		return Record{}, fmt.Errorf("%s: read %s: %w", host, p, err)
+	}
+	switch code {
+	case 0:
+	case 3:
+		return Record{}, fmt.Errorf("%s: %s: %w", host, remoteDir, ErrNoRecord)
+	default:
+		return Record{}, fmt.Errorf("%s: read %s: %s", host, p, remoteErr(errOut, code))
+	}
+	var r Record
+	if err := json.Unmarshal(out, &r); err != nil {
+		return Record{}, fmt.Errorf("%s: %s: %w", host, p, err)
+	}
+	return r, nil
+}
+
+// DeployedHash is the content hash Sync last recorded for remoteDir on
+// the host. It says what was deployed, not what is there now (someone
+// may have edited the tree since); RemoteHash and Check say that.
+func DeployedHash(ctx context.Context, conn Conn, remoteDir string) (string, error) {
+	r, err := ReadRecord(ctx, conn, "", remoteDir)
+	return r.Hash, err
+}

@@ -1,0 +1,338 @@
+package deploy
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+// TestContentHashDefinition pins the hash to infersim's definition: walk
+// order (the directory "a" before the file "a.txt", unlike sorted full
+// paths), "path NUL length NUL content" per regular file, nothing for
+// directories or modes.
+func TestContentHashDefinition(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a.txt":       {Data: []byte("x"), Mode: 0o600},
+		"a/b":         {Data: []byte("yy")},
+		"a/c/d.py":    {Data: []byte("")},
+		"empty":       {Mode: os.ModeDir | 0o755},
+		"link-to-a.t": {Data: []byte("a.txt"), Mode: os.ModeSymlink},
+	}
+	got, err := ContentHash(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256([]byte("a/b\x002\x00yy" + "a/c/d.py\x000\x00" + "a.txt\x001\x00x"))
+	if got != hex.EncodeToString(want[:]) {
+		t.Fatalf("ContentHash = %s, want %x", got, want)
+	}
+	empty := sha256.Sum256(nil)
+	if got, err := ContentHash(fstest.MapFS{}); err != nil || got != hex.EncodeToString(empty[:]) {
+		t.Fatalf("empty tree: %s, %v", got, err)
+	}
+}
+
+// newBuild makes a local kernel build like the demo's.
+func newBuild(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "build")
+	writeTree(t, dir, map[string]string{
+		"sitecustomize.py":           "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n",
+		"kdtree_verify/__init__.py":  "VERSION = '1'\n",
+		"kdtree_verify/ops/tree.py":  "def build(): pass\n",
+		"kdtree_verify/ops/query.py": "def query(): pass\n",
+	})
+	return dir
+}
+
+// syncLocal runs Sync of build into remote through conn and fails t on error.
+func syncLocal(t *testing.T, conn *localConn, build, remote, records string) Result {
+	t.Helper()
+	res, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records})
+	if err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return res
+}
+
+// newFixture gives a local "host", a build, and where on the host the
+// build goes (base/opt/site) and the records are kept.
+func newFixture(t *testing.T) (conn *localConn, build, base, remote, records string) {
+	base = t.TempDir()
+	return newLocalConn(t), newBuild(t), base, filepath.Join(base, "opt", "site"), filepath.Join(base, "records")
+}
+
+func TestSyncLocal(t *testing.T) {
+	conn, build, base, remote, records := newFixture(t)
+	localHash, err := DirHash(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// First deploy: the directory does not exist; everything is sent.
+	var progress []Progress
+	res, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records, Progress: func(p Progress) { progress = append(progress, p) },
+		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }})
+	if err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	if len(res.Uploaded) != 4 || res.Unchanged != 0 || res.Hash != localHash || res.Sudo {
+		t.Fatalf("first sync: %+v", res)
+	}
+	if got, err := RemoteHash(t.Context(), conn, remote); err != nil || got != localHash {
+		t.Fatalf("RemoteHash = %s, %v; want %s", got, err, localHash)
+	}
+	for i, p := range progress {
+		if p.Total != res.Bytes || p.Done > p.Total || i > 0 && p.Done < progress[i-1].Done {
+			t.Fatalf("progress %d: %+v (previous %+v), total bytes %d", i, p, progress[max(i-1, 0)], res.Bytes)
+		}
+	}
+	if last := progress[len(progress)-1]; last.Done != res.Bytes {
+		t.Fatalf("last progress %+v, want done %d", last, res.Bytes)
+	}
+	rec, err := ReadRecord(t.Context(), conn, records, remote)
+	if err != nil || rec.Hash != localHash || rec.Files != 4 || rec.By != "tester" || !rec.At.Equal(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Fatalf("record: %+v, %v", rec, err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "opt", ".site.bringup-stage")); !os.IsNotExist(err) {
+		t.Fatalf("staging directory left behind: %v", err)
+	}
+
+	// Nothing changed: nothing is sent.
+	if p, err := Check(t.Context(), conn, build, remote); err != nil || !p.InSync() || p.Unchanged != 4 {
+		t.Fatalf("check after deploy: %+v, %v", p, err)
+	}
+	if res := syncLocal(t, conn, build, remote, records); len(res.Uploaded)+len(res.Deleted)+len(res.Chmodded) != 0 || res.Unchanged != 4 {
+		t.Fatalf("no-op sync: %+v", res)
+	}
+
+	// One file changed, one mode changed, one file and its directory
+	// removed, one added, one stray file on the host.
+	writeTree(t, build, map[string]string{"kdtree_verify/__init__.py": "VERSION = '2'\n", "kdtree_verify/new.py": "N = 1\n"})
+	if err := os.Chmod(filepath.Join(build, "sitecustomize.py"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(build, "kdtree_verify", "ops")); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, remote, map[string]string{"stray.txt": "left by hand\n"})
+	p, err := Check(t.Context(), conn, build, remote)
+	if err != nil || p.InSync() {
+		t.Fatalf("check after change: %+v, %v", p, err)
+	}
+	res = syncLocal(t, conn, build, remote, records)
+	if !slices.Equal(res.Uploaded, []string{"kdtree_verify/__init__.py", "kdtree_verify/new.py"}) ||
+		!slices.Equal(res.Chmodded, []string{"sitecustomize.py"}) ||
+		!slices.Equal(res.Deleted, []string{"kdtree_verify/ops/query.py", "kdtree_verify/ops/tree.py", "stray.txt"}) {
+		t.Fatalf("second sync: %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(remote, "kdtree_verify", "ops")); !os.IsNotExist(err) {
+		t.Fatalf("removed directory still there: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(remote, "sitecustomize.py")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("mode: %v, %v", fi, err)
+	}
+	newHash, _ := DirHash(build)
+	if got, _ := DirHash(remote); got != newHash || newHash == localHash {
+		t.Fatalf("remote hash %s, local %s (old %s)", got, newHash, localHash)
+	}
+}
+
+func TestSyncSudo(t *testing.T) {
+	build := newBuild(t)
+	base := t.TempDir()
+	remote := filepath.Join(base, "opt", "site")
+	records := filepath.Join(base, "records")
+
+	conn := newLocalConn(t)
+	conn.uid = "1000"
+	res := syncLocal(t, conn, build, remote, records)
+	if !res.Sudo || len(res.Uploaded) != 4 {
+		t.Fatalf("sudo sync: %+v", res)
+	}
+	if rec, err := ReadRecord(t.Context(), conn, records, remote); err != nil || rec.Hash != res.Hash {
+		t.Fatalf("record: %+v, %v", rec, err)
+	}
+	if _, err := os.Stat(filepath.Join(conn.home, userStage)); !os.IsNotExist(err) {
+		t.Fatalf("user staging left behind: %v", err)
+	}
+	before, _ := DirHash(remote)
+
+	writeTree(t, build, map[string]string{"sitecustomize.py": "# changed\n"})
+	conn.sudo = "password"
+	_, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records})
+	if !errors.Is(err, ErrSudo) || !strings.Contains(err.Error(), "a password is required") || !strings.Contains(err.Error(), "NOPASSWD") {
+		t.Fatalf("sync with password sudo: %v, want ErrSudo naming the fix", err)
+	}
+	t.Logf("error: %v", err)
+	if after, _ := DirHash(remote); after != before {
+		t.Fatal("failed sudo sync changed the target")
+	}
+}
+
+// TestSyncInterrupted cuts the SFTP session half-way through a 5 MB file:
+// the target keeps its old content, and the next Sync removes the stale
+// staging file and completes.
+func TestSyncInterrupted(t *testing.T) {
+	conn, build, base, remote, records := newFixture(t)
+	big := make([]byte, 5<<20)
+	_, _ = rand.Read(big)
+	writeTree(t, build, map[string]string{"kdtree_verify/blob.bin": string(big)})
+	syncLocal(t, conn, build, remote, records)
+	oldSum := sha256.Sum256(big)
+
+	_, _ = rand.Read(big)
+	newSum := sha256.Sum256(big)
+	writeTree(t, build, map[string]string{"kdtree_verify/blob.bin": string(big), "sitecustomize.py": "# v2\n"})
+	_, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records, Progress: func(p Progress) {
+		if p.File == "kdtree_verify/blob.bin" && p.Done > p.Total/2 {
+			conn.kill()
+		}
+	}})
+	if err == nil {
+		t.Fatal("sync survived a cut session")
+	}
+	t.Logf("cut: %v", err)
+	got, err := os.ReadFile(filepath.Join(remote, "kdtree_verify", "blob.bin"))
+	if err != nil || sha256.Sum256(got) != oldSum {
+		t.Fatalf("target after cut: %v (new content? %v)", err, err == nil && sha256.Sum256(got) == newSum)
+	}
+	stale, _ := filepath.Glob(filepath.Join(base, "opt", ".site.bringup-stage", "*", "*"))
+	if len(stale) == 0 {
+		t.Fatal("no staging file left by the cut (test did not cut mid-upload)")
+	}
+
+	res := syncLocal(t, conn, build, remote, records)
+	if len(res.Uploaded) != 2 {
+		t.Fatalf("resync: %+v", res)
+	}
+	got, _ = os.ReadFile(filepath.Join(remote, "kdtree_verify", "blob.bin"))
+	if sha256.Sum256(got) != newSum {
+		t.Fatal("target not updated by the resync")
+	}
+	if _, err := os.Stat(filepath.Join(base, "opt", ".site.bringup-stage")); !os.IsNotExist(err) {
+		t.Fatalf("stale staging files not removed: %v", err)
+	}
+}
+
+func TestSyncRefuses(t *testing.T) {
+	conn := newLocalConn(t)
+	build := newBuild(t)
+	for _, dir := range []string{"/", "/opt", "opt/site", "/opt/../site/x", "/opt/site/"} {
+		if _, err := Sync(t.Context(), conn, build, dir, Options{}); err == nil || !strings.Contains(err.Error(), "remote dir") {
+			t.Errorf("remote dir %q: %v, want refusal", dir, err)
+		}
+	}
+	remote := filepath.Join(t.TempDir(), "opt", "site")
+	empty := t.TempDir()
+	if _, err := Sync(t.Context(), conn, empty, remote, Options{}); err == nil || !strings.Contains(err.Error(), "no files") {
+		t.Errorf("empty build: %v", err)
+	}
+	if err := os.Symlink("sitecustomize.py", filepath.Join(build, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Sync(t.Context(), conn, build, remote, Options{}); err == nil || !strings.Contains(err.Error(), "link.py") {
+		t.Errorf("symlink in build: %v", err)
+	}
+	notDir := filepath.Join(t.TempDir(), "file")
+	writeTree(t, filepath.Dir(notDir), map[string]string{"file": "x"})
+	if _, err := Check(t.Context(), conn, newBuild(t), notDir); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("target is a file: %v", err)
+	}
+	if _, err := ReadRecord(t.Context(), conn, t.TempDir(), "/opt/site"); !errors.Is(err, ErrNoRecord) {
+		t.Errorf("missing record: %v", err)
+	}
+}
+
+// TestListingOfAwkwardNames runs the real listing script on names with
+// spaces, newlines, quotes and a leading dash, and parses it back.
+func TestListingOfAwkwardNames(t *testing.T) {
+	conn := newLocalConn(t)
+	dir := t.TempDir()
+	files := map[string]string{"a b.py": "1", "new\nline": "2", "it's": "3", "-rf": "4", "d/é.txt": "5", "back\\slash": "6"}
+	writeTree(t, dir, files)
+	if err := os.Symlink("a b.py", filepath.Join(dir, "ln")); err != nil {
+		t.Fatal(err)
+	}
+	rt, missing, err := listRemote(t.Context(), conn, dir)
+	if err != nil || missing {
+		t.Fatalf("list: %v (missing %v)", err, missing)
+	}
+	for rel, content := range files {
+		sum := sha256.Sum256([]byte(content))
+		if f := rt.files[rel]; f.sum != hex.EncodeToString(sum[:]) || f.size != int64(len(content)) || f.mode != 0o644 {
+			t.Errorf("%q: %+v", rel, f)
+		}
+	}
+	if len(rt.files) != len(files) || !rt.dirs["d"] || !rt.other["ln"] {
+		t.Errorf("listing: %+v", rt)
+	}
+	_, missing, err = listRemote(t.Context(), conn, filepath.Join(dir, "nope"))
+	if err != nil || !missing {
+		t.Errorf("missing dir: %v, %v", missing, err)
+	}
+}
+
+func TestParseListingRejects(t *testing.T) {
+	h := strings.Repeat("ab", 32)
+	for _, in := range []string{
+		"f 644 1 a\x00",                         // no checksum section
+		"f 644 1 ../a\x00--\x00",                // escapes
+		"f 9999 1 a\x00--\x00",                  // bad mode
+		"x 644 a\x00--\x00",                     // unknown kind
+		"f 644 1 a\x00--\x00" + h + "  ./b\x00", // checksum for unlisted file
+		"f 644 1 a\x00--\x00" + h + "  a\x00",   // no ./
+	} {
+		if _, err := parseListing([]byte(in)); err == nil {
+			t.Errorf("parseListing(%q) accepted", in)
+		}
+	}
+	rt, err := parseListing([]byte("f 644 1 a\x00f 600 2 gone\x00--\x00" + h + "  ./a\x00"))
+	if err != nil || rt.files["a"].sum != h || len(rt.files) != 1 {
+		t.Errorf("file gone before its checksum: %+v, %v", rt, err)
+	}
+}
+
+func FuzzParseListing(f *testing.F) {
+	h := strings.Repeat("0f", 32)
+	f.Add([]byte("d 755 d\x00f 644 3 d/a\x00o 777 ln\x00--\x00" + h + "  ./d/a\x00"))
+	f.Add([]byte("--\x00"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rt, err := parseListing(in)
+		if err != nil {
+			return
+		}
+		for rel, fl := range rt.files {
+			if checkRel(rel) != nil || len(fl.sum) != 64 || fl.mode&^0o777 != 0 {
+				t.Fatalf("accepted %q: %+v", rel, fl)
+			}
+		}
+	})
+}
+
+func TestInstallScriptQuotes(t *testing.T) {
+	tg, err := newTarget("/opt/it's site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := installScript(tg, "/home/d/stage/r", Plan{Upload: []Change{{Path: "a'b.py", Mode: 0o644, Sum: strings.Repeat("0", 64)}}, Delete: []string{"x y"}}, "r", Record{Dir: tg.dir}, "/var/lib/bringup/deployed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`'/opt/it'\''s site/a'\''b.py'`, `rm -f -- '/opt/it'\''s site/x y'`, `'/var/lib/bringup/deployed/opt-it\x27s\x20site.json'`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %s:\n%s", want, s)
+		}
+	}
+	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
+		t.Errorf("script does not parse: %v: %s", err, out)
+	}
+}
