@@ -58,7 +58,7 @@ type Entry struct {
 	Cursor       string    // __CURSOR, the resume point
 	Realtime     time.Time // __REALTIME_TIMESTAMP (µs since the epoch, journald's receive time)
 	BootID       string    // _BOOT_ID
-	Unit         string    // _SYSTEMD_UNIT, else UNIT (systemd's lines about the unit)
+	Unit         string    // _SYSTEMD_UNIT, or UNIT for systemd's lines about the unit (from init.scope)
 	ObjectUnit   string    // OBJECT_SYSTEMD_UNIT: the unit a daemon's message is about (journald's suppression notice)
 	InvocationID string    // _SYSTEMD_INVOCATION_ID, else INVOCATION_ID
 	PID          int       // _PID
@@ -164,6 +164,12 @@ func DecodeLimit(line []byte, maxMsg int) (Entry, error) {
 	})
 	if err != nil {
 		return Entry{}, err
+	}
+	// systemd's own lines about a unit come from PID 1 in init.scope and
+	// name the unit in UNIT; a service's own UNIT field does not override
+	// the trusted _SYSTEMD_UNIT.
+	if sysUnit == "init.scope" && unit != "" {
+		sysUnit = ""
 	}
 	e.Unit = cmp(sysUnit, unit)
 	e.InvocationID = cmp(sysInv, inv)

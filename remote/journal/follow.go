@@ -180,7 +180,7 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		f.seqID, f.seq, _ = seqOf(opts.Cursor)
 		f.realtime = cursorTime(opts.Cursor)
 	}
-	bo := &sshx.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: 2 * time.Second, Jitter: 0.2, Rand: opts.Rand}
+	bo := &sshx.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: time.Second, Jitter: 0.2, Rand: opts.Rand}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -284,7 +284,7 @@ func (f *follower) stream(ctx context.Context, out io.ReadCloser, wait func() er
 	for {
 		line, tail, oversize, err := r.Next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				res.err = err
 			}
 			return res

@@ -22,7 +22,8 @@ type step struct {
 	send    int    // entries to send before the stream ends; -1 = all, then stay open
 	waitErr string // the command's error when the stream ends
 	before  func(j *fakeJournal)
-	back    int // a buggy journalctl: start this many entries before the position
+	back    int  // a buggy journalctl: start this many entries before the position
+	partial bool // end with half of the next entry's line (cut mid-line)
 }
 
 // fakeJournal is a journal of numbered entries and a script of streams:
@@ -132,7 +133,11 @@ func (j *fakeJournal) Stream(ctx context.Context, cmd string) (io.ReadCloser, fu
 	}
 	from := max(j.start(cmd)-st.back, 0)
 	lines := j.entries[from:]
+	var half string
 	if st.send >= 0 && st.send < len(lines) {
+		if st.partial {
+			half = lines[st.send][:len(lines[st.send])/2]
+		}
 		lines = lines[:st.send]
 	}
 	pr, pw := io.Pipe()
@@ -146,6 +151,9 @@ func (j *fakeJournal) Stream(ctx context.Context, cmd string) (io.ReadCloser, fu
 			if _, err := io.WriteString(pw, l+"\n"); err != nil {
 				return
 			}
+		}
+		if half != "" {
+			_, _ = io.WriteString(pw, half)
 		}
 		if st.send < 0 {
 			// Stay open like journalctl -f until the session is closed.
@@ -254,6 +262,16 @@ func TestFollowResumesWithoutLossOrRepeat(t *testing.T) {
 		if ev.Kind == event.KindJournal && (ev.Host != "gpu1" || ev.Time.IsZero() || ev.Seen.IsZero() || ev.Journal.Unit != "seq.service") {
 			t.Fatalf("event %+v %+v", ev, ev.Journal)
 		}
+	}
+}
+
+func TestFollowCutMidLine(t *testing.T) {
+	// A connection dropped mid-line leaves half an entry: not an error, and
+	// the entry comes whole after the resume.
+	j := newFakeJournal(t, 10, step{send: 4, partial: true}, step{send: -1})
+	msgs, gaps := lines(collect(t, j, Options{}, untilMessage("seq 10")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 10), ",") || strings.Join(gaps, ",") != "reconnect" {
+		t.Errorf("delivered %v, gaps %v", msgs, gaps)
 	}
 }
 

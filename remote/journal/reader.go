@@ -40,8 +40,10 @@ func NewReader(r io.Reader, limit int) *Reader {
 func lineLimit(maxMsg int) int { return 4*maxMsg + 64<<10 }
 
 // Next returns the next line without its newline, valid until the next
-// call. For an oversize line, line is its head and tail its last bytes. A
-// last line without a newline is returned before io.EOF.
+// call. For an oversize line, line is its head and tail its last bytes.
+// The stream ends with io.EOF after a newline, or io.ErrUnexpectedEOF
+// with the unterminated rest: a stream cut off mid-line (a dropped
+// connection), whose last entry will come again after the resume.
 func (r *Reader) Next() (line, tail []byte, oversize bool, err error) {
 	r.line, r.tail = r.line[:0], r.tail[:0]
 	for {
@@ -70,7 +72,7 @@ func (r *Reader) Next() (line, tail []byte, oversize bool, err error) {
 			}
 			return bytes.TrimSuffix(r.line, []byte("\n")), nil, false, nil
 		case errors.Is(err, io.EOF) && (len(r.line) > 0 || oversize):
-			return r.line, r.tail, oversize, nil
+			return r.line, r.tail, oversize, io.ErrUnexpectedEOF
 		default:
 			return nil, nil, false, err
 		}
