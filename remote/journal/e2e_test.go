@@ -283,7 +283,9 @@ func testLinkCuts(t *testing.T, tb *testbed.Testbed) {
 	c, down := conn(t, ctx, tb, "gpu1", states)
 	defer down()
 	seqRE := regexp.MustCompile(`^seq (\d+)$`)
-	r := newRecorder(func(ev event.Event) bool { return ev.Journal != nil && ev.Journal.Message == fmt.Sprintf("seq %d", lines) })
+	r := newRecorder(func(ev event.Event) bool {
+		return ev.Journal != nil && ev.Journal.Message == fmt.Sprintf("seq %d", lines)
+	})
 	src := opens{Source: c, ch: make(chan struct{}, 1)}
 	stop := follow(ctx, src, Options{Host: "gpu1", Unit: "seqgen", Tail: lines + 1000}, r)
 	waitFor := func(what string, ch <-chan struct{}) {
@@ -384,7 +386,9 @@ func testEscapes(t *testing.T, tb *testbed.Testbed) {
 	}
 	c, down := conn(t, ctx, tb, "gpu1", nil)
 	defer down()
-	r := newRecorder(func(ev event.Event) bool { return ev.Journal != nil && strings.HasSuffix(ev.Journal.Message, "after the escapes") })
+	r := newRecorder(func(ev event.Event) bool {
+		return ev.Journal != nil && strings.HasSuffix(ev.Journal.Message, "after the escapes")
+	})
 	stop := follow(ctx, c, Options{Host: "gpu1", Unit: "esc"}, r)
 	waitHit(t, r, 30*time.Second, "escape line")
 	if err := stop(); err != nil {
