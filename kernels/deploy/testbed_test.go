@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,7 @@ func TestTestbed(t *testing.T) {
 	t.Run("ChangedFileDriftAndServiceHash", w.changedFile)
 	t.Run("NonRootThroughSudo", w.nonRoot)
 	t.Run("CutUpload", w.cutUpload)
+	t.Run("ManyFilesFigures", w.manyFiles)
 }
 
 // world is the state the subtests share.
@@ -283,4 +285,43 @@ func (w *world) cutUpload(t *testing.T) {
 	if !strings.HasPrefix(out, hex.EncodeToString(newSum[:])) || !strings.HasSuffix(out, "\nsite\n") {
 		t.Fatalf("after resync: %q", out)
 	}
+}
+
+// manyFiles logs how long a tree of 200 small files takes to deploy, to
+// check, and to redeploy with one file changed (another directory, so the
+// kernel's stays as it is).
+func (w *world) manyFiles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	build := filepath.Join(t.TempDir(), "many")
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("pkg%d/mod%03d.py", i%10, i)] = strings.Repeat(fmt.Sprintf("# %d\n", i), 1000)
+	}
+	writeTree(t, build, files)
+	conn, _ := w.connect(t, ctx, "gpu1")
+	const dir = "/opt/many/site"
+	start := time.Now()
+	res, err := Sync(ctx, conn, build, dir, Options{})
+	if err != nil || len(res.Uploaded) != 200 {
+		t.Fatalf("sync 200 files: %d uploaded, %v", len(res.Uploaded), err)
+	}
+	t.Logf("first deploy of 200 files (%d KiB): %v", res.Bytes>>10, time.Since(start))
+	start = time.Now()
+	if p, err := Check(ctx, conn, build, dir); err != nil || !p.InSync() {
+		t.Fatalf("check: %+v, %v", p, err)
+	}
+	t.Logf("check of 200 files: %v", time.Since(start))
+	writeTree(t, build, map[string]string{"pkg3/mod123.py": "# changed\n"})
+	start = time.Now()
+	res, err = Sync(ctx, conn, build, dir, Options{})
+	if err != nil || !slices.Equal(res.Uploaded, []string{"pkg3/mod123.py"}) {
+		t.Fatalf("resync: %+v, %v", res, err)
+	}
+	t.Logf("redeploy of 1 of 200 files: %v", time.Since(start))
+	start = time.Now()
+	if _, err := RemoteHash(ctx, conn, dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RemoteHash of 200 files over SFTP: %v", time.Since(start))
 }

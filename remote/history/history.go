@@ -1,0 +1,179 @@
+// Package history keeps the record of earlier successful startups (one JSON
+// line each, in $XDG_STATE_HOME/bringup/history.jsonl) and turns it into
+// expectations: the median duration of each phase for a host, unit and
+// kernel modes, the memory the weights reached, and from those an ETA for
+// a startup under way.
+//
+// Estimation (Estimate, ETA) is pure; Store is the only part that does IO.
+package history
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"bringup/remote/startup"
+)
+
+// Record is one successful startup: the phases it went through with their
+// host-side times, and the GPU memory the weights took.
+type Record struct {
+	// Time is when the startup reached serving (host time).
+	Time   time.Time `json:"time"`
+	Host   string    `json:"host"`
+	Unit   string    `json:"unit"`
+	Engine string    `json:"engine,omitempty"`
+	// Modes maps each kernel to the mode in force (kernel → mode).
+	Modes        map[string]string `json:"modes,omitempty"`
+	InvocationID string            `json:"invocation_id,omitempty"`
+	Spans        []startup.Span    `json:"spans"`
+	// Total is from the start of the invocation to serving.
+	Total time.Duration `json:"total"`
+	// WeightMemMiB is the mean memory per GPU when the weights had loaded
+	// (or at serving when no sample fell at the end of weights); 0 unknown.
+	WeightMemMiB int `json:"weight_mem_mib,omitempty"`
+}
+
+// ModesKey is a canonical text for a modes map ("k1=m1,k2=m2", sorted), so
+// records of the same configuration compare equal whatever the map order.
+func ModesKey(modes map[string]string) string {
+	keys := slices.Sorted(maps.Keys(modes))
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + modes[k])
+	}
+	return b.String()
+}
+
+// Expectation is what history says a startup of one host, unit and modes
+// takes.
+type Expectation struct {
+	// Phase is the median duration of each phase on the path (serving
+	// excluded) over the runs used.
+	Phase map[startup.Phase]time.Duration `json:"phase,omitempty"`
+	// Total is the median time from start to serving.
+	Total time.Duration `json:"total,omitempty"`
+	// WeightMemMiB is the memory per GPU the most recent run reached at the
+	// end of weights (the level memory climbs toward); 0 when unknown.
+	WeightMemMiB int `json:"weight_mem_mib,omitempty"`
+	// Runs is how many earlier startups the medians come from; 0 means
+	// there is no expectation.
+	Runs int `json:"runs,omitempty"`
+	// OtherHosts says the host had no history of its own, so the runs are
+	// those of the same unit and modes on other hosts.
+	OtherHosts bool `json:"other_hosts,omitempty"`
+}
+
+// Known reports whether e holds any runs.
+func (e Expectation) Known() bool { return e.Runs > 0 }
+
+// recentRuns bounds how many of the newest matching runs the medians use:
+// a new model, driver or kernel build shifts the durations, and the
+// estimate should follow within a few runs rather than a few hundred.
+const recentRuns = 20
+
+// Estimate computes the expectation for host, unit and modes from records
+// (in any order; the newest recentRuns matching ones are used). When the
+// host has none, it falls back to the same unit and modes on other hosts
+// and sets OtherHosts. The zero Expectation means no history.
+func Estimate(records []Record, host, unit string, modes map[string]string) Expectation {
+	key := ModesKey(modes)
+	var own, other []Record
+	for _, r := range records {
+		if r.Unit != unit || ModesKey(r.Modes) != key {
+			continue
+		}
+		if r.Host == host {
+			own = append(own, r)
+		} else {
+			other = append(other, r)
+		}
+	}
+	use, fallback := own, false
+	if len(use) == 0 {
+		use, fallback = other, true
+	}
+	if len(use) == 0 {
+		return Expectation{}
+	}
+	slices.SortStableFunc(use, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	use = use[max(0, len(use)-recentRuns):]
+
+	e := Expectation{Phase: map[startup.Phase]time.Duration{}, Runs: len(use), OtherHosts: fallback}
+	per := map[startup.Phase][]time.Duration{}
+	totals := make([]time.Duration, 0, len(use))
+	for _, r := range use {
+		totals = append(totals, r.Total)
+		for _, sp := range r.Spans {
+			if sp.Phase == startup.Serving || sp.Phase.Rank() < 0 || sp.End.IsZero() {
+				continue
+			}
+			per[sp.Phase] = append(per[sp.Phase], sp.End.Sub(sp.Start))
+		}
+		if r.WeightMemMiB > 0 {
+			e.WeightMemMiB = r.WeightMemMiB // sorted oldest first: the last one wins
+		}
+	}
+	for p, ds := range per {
+		e.Phase[p] = median(ds)
+	}
+	e.Total = median(totals)
+	return e
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count); 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// ETA is when s is expected to serve, at host time now: what is left of
+// the current phase plus the medians of the phases after it. What is left
+// of the current phase comes from the log progress when it is known
+// (elapsed/fraction − elapsed) and otherwise from the phase's median less
+// the time spent in it, never below zero. ok is false when there is no
+// history or s is not under way on the path (stopped, serving, failed,
+// restarting, unknown).
+func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok bool) {
+	if !exp.Known() {
+		return time.Time{}, false
+	}
+	phase := s.Phase
+	if phase == startup.Stuck {
+		phase = s.StuckIn
+	}
+	rank := phase.Rank()
+	if rank <= startup.Stopped.Rank() || phase == startup.Serving {
+		return time.Time{}, false
+	}
+	since := s.PhaseSince
+	if n := len(s.Spans); n > 0 && s.Spans[n-1].Phase == phase && s.Spans[n-1].End.IsZero() {
+		since = s.Spans[n-1].Start // stuck moves PhaseSince; the span keeps the phase's start
+	}
+	elapsed := max(0, now.Sub(since))
+	var left time.Duration
+	if f := s.Progress.Fraction(); s.Progress.Known() && f > 0 && s.Phase != startup.Stuck {
+		left = time.Duration(float64(elapsed)/f) - elapsed
+	} else {
+		left = max(0, exp.Phase[phase]-elapsed)
+	}
+	for _, p := range startup.Order[rank+1:] {
+		if p != startup.Serving {
+			left += exp.Phase[p]
+		}
+	}
+	return now.Add(left), true
+}

@@ -1,0 +1,298 @@
+package history
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/remote/startup"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// run builds a record whose phases take the given seconds in path order
+// (starting, init, weights, kv-cache, graph-capture, http, warmup), ending
+// in serving.
+func run(host string, mode string, at time.Duration, secs ...int) Record {
+	start := t0.Add(at)
+	cur := start
+	var spans []startup.Span
+	for i, s := range secs {
+		p := startup.Order[i+1]
+		end := cur.Add(time.Duration(s) * time.Second)
+		spans = append(spans, startup.Span{Phase: p, Start: cur, End: end})
+		cur = end
+	}
+	spans = append(spans, startup.Span{Phase: startup.Serving, Start: cur})
+	return Record{Time: cur, Host: host, Unit: "sglang.service", Engine: "sglang",
+		Modes: map[string]string{"kdtree-verify": mode}, Spans: spans, Total: cur.Sub(start), WeightMemMiB: 1000 * len(secs)}
+}
+
+func TestModesKeyIsOrderFree(t *testing.T) {
+	a := ModesKey(map[string]string{"b": "2", "a": "1"})
+	if a != "a=1,b=2" {
+		t.Fatalf("key = %q", a)
+	}
+	if ModesKey(nil) != "" {
+		t.Fatalf("nil key = %q", ModesKey(nil))
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	on := map[string]string{"kdtree-verify": "on"}
+	recs := []Record{
+		run("gpu1", "on", 0, 5, 30, 300, 20, 60, 10, 20),
+		run("gpu1", "on", time.Hour, 7, 40, 400, 30, 90, 10, 30),
+		run("gpu1", "on", 2*time.Hour, 6, 35, 350, 25, 70, 10, 25),
+		run("gpu1", "validate", 3*time.Hour, 1, 1, 1, 1, 1, 1, 1), // other modes: ignored
+		run("gpu2", "on", 4*time.Hour, 9, 9, 900, 9, 9, 9, 9),     // other host: ignored while gpu1 has its own
+	}
+	recs[1].WeightMemMiB = 71000 // newest of gpu1 is recs[2] (7000)
+	tests := []struct {
+		name   string
+		host   string
+		modes  map[string]string
+		want   Expectation
+		phases map[startup.Phase]time.Duration
+	}{
+		{"own history, odd count", "gpu1", on,
+			Expectation{Total: 521 * time.Second, WeightMemMiB: 7000, Runs: 3}, map[startup.Phase]time.Duration{
+				startup.Starting: 6 * time.Second, startup.Weights: 350 * time.Second, startup.GraphCapture: 70 * time.Second}},
+		{"fallback to other hosts", "gpu9", on,
+			Expectation{Total: 465 * time.Second, WeightMemMiB: 7000, Runs: 4, OtherHosts: true}, map[startup.Phase]time.Duration{
+				// gpu1's three runs and gpu2's one: the mean of the middle two.
+				startup.Weights: 375 * time.Second, startup.Starting: 6500 * time.Millisecond}},
+		{"no history for these modes", "gpu1", map[string]string{"kdtree-verify": "off"}, Expectation{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Estimate(recs, tc.host, "sglang.service", tc.modes)
+			if got.Runs != tc.want.Runs || got.OtherHosts != tc.want.OtherHosts || got.WeightMemMiB != tc.want.WeightMemMiB {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			if tc.want.Runs == 0 {
+				if got.Known() {
+					t.Fatalf("known without history: %+v", got)
+				}
+				return
+			}
+			if tc.host == "gpu1" && got.Total != tc.want.Total {
+				t.Errorf("total = %v, want %v", got.Total, tc.want.Total)
+			}
+			for p, d := range tc.phases {
+				if got.Phase[p] != d {
+					t.Errorf("%s = %v, want %v", p, got.Phase[p], d)
+				}
+			}
+			if _, ok := got.Phase[startup.Serving]; ok {
+				t.Error("serving has a duration")
+			}
+		})
+	}
+}
+
+func TestEstimateUsesRecentRuns(t *testing.T) {
+	var recs []Record
+	for i := range 30 {
+		w := 100
+		if i >= 30-recentRuns {
+			w = 500 // the newest runs are slower (a bigger model)
+		}
+		recs = append(recs, run("gpu1", "on", time.Duration(i)*time.Hour, 1, 1, w))
+	}
+	got := Estimate(recs, "gpu1", "sglang.service", map[string]string{"kdtree-verify": "on"})
+	if got.Runs != recentRuns || got.Phase[startup.Weights] != 500*time.Second {
+		t.Fatalf("got runs %d weights %v", got.Runs, got.Phase[startup.Weights])
+	}
+}
+
+func TestETA(t *testing.T) {
+	exp := Expectation{Runs: 3, Phase: map[startup.Phase]time.Duration{
+		startup.Starting: 5 * time.Second, startup.Init: 30 * time.Second, startup.Weights: 300 * time.Second,
+		startup.KVCache: 20 * time.Second, startup.GraphCapture: 60 * time.Second, startup.HTTP: 10 * time.Second,
+		startup.Warmup: 20 * time.Second}}
+	later := func(from startup.Phase) time.Duration { // medians after from
+		var d time.Duration
+		for _, p := range startup.Order[from.Rank()+1 : startup.Serving.Rank()] {
+			d += exp.Phase[p]
+		}
+		return d
+	}
+	weights := startup.Span{Phase: startup.Weights, Start: t0}
+	tests := []struct {
+		name string
+		exp  Expectation
+		s    startup.Startup
+		now  time.Time
+		want time.Time
+		ok   bool
+	}{
+		{"on track: rest of phase plus later medians", exp,
+			startup.Startup{Phase: startup.Weights, PhaseSince: t0, Spans: []startup.Span{weights}},
+			t0.Add(100 * time.Second), t0.Add(300*time.Second + later(startup.Weights)), true},
+		{"overdue phase counts as done now", exp,
+			startup.Startup{Phase: startup.Weights, PhaseSince: t0, Spans: []startup.Span{weights}},
+			t0.Add(400 * time.Second), t0.Add(400*time.Second + later(startup.Weights)), true},
+		{"log progress wins over the median", exp,
+			startup.Startup{Phase: startup.Weights, PhaseSince: t0, Spans: []startup.Span{weights},
+				Progress: startup.Progress{Done: 1, Total: 4}},
+			t0.Add(100 * time.Second), t0.Add(400*time.Second + later(startup.Weights)), true},
+		{"stuck uses the phase beneath and its span start", exp,
+			startup.Startup{Phase: startup.Stuck, StuckIn: startup.Weights, PhaseSince: t0.Add(200 * time.Second),
+				Spans: []startup.Span{weights}},
+			t0.Add(250 * time.Second), t0.Add(300*time.Second + later(startup.Weights)), true},
+		{"last phase", exp,
+			startup.Startup{Phase: startup.Warmup, PhaseSince: t0},
+			t0.Add(5 * time.Second), t0.Add(20 * time.Second), true},
+		{"serving has none", exp, startup.Startup{Phase: startup.Serving, PhaseSince: t0}, t0, time.Time{}, false},
+		{"failed has none", exp, startup.Startup{Phase: startup.Failed, PhaseSince: t0}, t0, time.Time{}, false},
+		{"stopped has none", exp, startup.Startup{Phase: startup.Stopped, PhaseSince: t0}, t0, time.Time{}, false},
+		{"no history", Expectation{}, startup.Startup{Phase: startup.Weights, PhaseSince: t0}, t0, time.Time{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ETA(tc.exp, tc.s, tc.now)
+			if ok != tc.ok || !got.Equal(tc.want) {
+				t.Fatalf("ETA = %v %v, want %v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "bringup", "history.jsonl")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := run("gpu1", "on", 0, 5, 30, 300), run("gpu2", "on", time.Hour, 6, 31, 301)
+	for _, r := range []Record{a, b} {
+		if err := s.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode = %v, want 0600", fi.Mode().Perm())
+	}
+	di, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode = %v, want 0700", di.Mode().Perm())
+	}
+	again, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := again.Records("sglang.service", map[string]string{"kdtree-verify": "on"})
+	if len(got) != 2 || again.Skipped() != 0 {
+		t.Fatalf("records %d skipped %d", len(got), again.Skipped())
+	}
+	for _, r := range got {
+		want := a
+		if r.Host == "gpu2" {
+			want = b
+		}
+		if !r.Time.Equal(want.Time) || r.Total != want.Total || len(r.Spans) != len(want.Spans) ||
+			!r.Spans[2].End.Equal(want.Spans[2].End) || r.Modes["kdtree-verify"] != "on" || r.WeightMemMiB != want.WeightMemMiB {
+			t.Errorf("round trip: got %+v, want %+v", r, want)
+		}
+	}
+}
+
+func TestStoreSkipsCorruptLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	good := run("gpu1", "on", 0, 5, 30, 300)
+	s0, _ := Open(path)
+	if err := s0.Append(good); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// line 2: torn write; line 3: blank; line 4: valid JSON without a host.
+	if _, err := f.WriteString("{\"time\":\"2026-11-30T1\n\n{\"unit\":\"x\"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := s0.Append(good); err != nil { // line 5
+		t.Fatal(err)
+	}
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("corrupt line is fatal: %v", err)
+	}
+	if n := len(s.Records("sglang.service", good.Modes)); n != 2 {
+		t.Fatalf("records = %d, want 2", n)
+	}
+	if s.Skipped() != 2 {
+		t.Fatalf("skipped = %d, want 2", s.Skipped())
+	}
+	p := s.Problems()
+	if len(p) != 2 || !strings.HasPrefix(p[0].Error(), path+":2: ") || !strings.HasPrefix(p[1].Error(), path+":4: ") {
+		t.Fatalf("problems = %v", p)
+	}
+}
+
+func TestStoreBoundsMemoryPerKey(t *testing.T) {
+	s, _ := Open(filepath.Join(t.TempDir(), "h.jsonl"))
+	for i := range MaxPerKey + 5 {
+		s.add(run("gpu1", "on", time.Duration(i)*time.Minute, 1))
+	}
+	s.add(run("gpu2", "on", 0, 1))
+	got := s.Records("sglang.service", map[string]string{"kdtree-verify": "on"})
+	if len(got) != MaxPerKey+1 {
+		t.Fatalf("records = %d, want %d", len(got), MaxPerKey+1)
+	}
+}
+
+func TestOpenUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir); err == nil { // a directory cannot be read as lines
+		t.Fatal("want an error for a directory")
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		env  map[string]string
+		want string
+		err  bool
+	}{
+		{map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/bringup/history.jsonl", false},
+		{map[string]string{"XDG_STATE_HOME": "rel", "HOME": "/h"}, "/h/.local/state/bringup/history.jsonl", false},
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/bringup/history.jsonl", false},
+		{map[string]string{}, "", true},
+	}
+	for _, tc := range tests {
+		got, err := DefaultPath(env(tc.env))
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("%v: got %q %v, want %q err=%v", tc.env, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestSinkExpectFollowsAppends(t *testing.T) {
+	s, _ := Open(filepath.Join(t.TempDir(), "h.jsonl"))
+	k := NewSink(s)
+	on := map[string]string{"kdtree-verify": "on"}
+	if _, ok := k.Expect("gpu1", "sglang.service", on); ok {
+		t.Fatal("expectation without history")
+	}
+	if err := k.Record(run("gpu1", "on", 0, 5, 30, 300)); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := k.Expect("gpu1", "sglang.service", on)
+	if !ok || e.Runs != 1 || e.Phase[startup.Weights] != 300*time.Second {
+		t.Fatalf("after one run: %+v %v", e, ok)
+	}
+}

@@ -1,0 +1,45 @@
+package history
+
+import (
+	"sync"
+)
+
+// Sink connects a Store to the fleet: Expect answers from memory (with a
+// cache, so the fold loop pays for a computation only after the history
+// changed) and Record appends to the file. It satisfies remote.HistorySink.
+type Sink struct {
+	store *Store
+
+	mu    sync.Mutex // guards cache and gen
+	cache map[expectKey]Expectation
+	gen   uint64
+}
+
+type expectKey struct{ host, unit, modes string }
+
+// NewSink returns a sink over store.
+func NewSink(store *Store) *Sink {
+	return &Sink{store: store, cache: map[expectKey]Expectation{}}
+}
+
+// Expect is the expectation for host, unit and modes; ok is false when
+// there is no history for them on any host. It does no IO.
+func (k *Sink) Expect(host, unit string, modes map[string]string) (Expectation, bool) {
+	key := expectKey{host, unit, ModesKey(modes)}
+	gen := k.store.generation()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if gen != k.gen {
+		clear(k.cache)
+		k.gen = gen
+	}
+	e, hit := k.cache[key]
+	if !hit {
+		e = Estimate(k.store.Records(unit, modes), host, unit, modes)
+		k.cache[key] = e
+	}
+	return e, e.Known()
+}
+
+// Record appends r to the history file.
+func (k *Sink) Record(r Record) error { return k.store.Append(r) }
