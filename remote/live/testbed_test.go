@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
+	"bringup/remote/event"
 	"bringup/remote/sshx"
 	"bringup/remote/startup"
 	"bringup/remote/testbed"
@@ -173,4 +175,100 @@ func waitBatch(t *testing.T, ctx context.Context, f *remote.Fleet, what string, 
 			t.Fatalf("timed out waiting for %s; hosts: %s", what, strings.Join(s, "; "))
 		}
 	}
+}
+
+// TestUnreachableHostKeepsLastState cuts one host's link: it shows as
+// unknown with its last known state kept, while the other host goes on
+// (a restart on it is followed to serving); restoring the link brings the
+// cut host back to serving.
+func TestUnreachableHostKeepsLastState(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 2, Host: func(int) testbed.HostOptions {
+		return testbed.HostOptions{Env: fastEnv, KernelMode: "on", Enable: true}
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var specs []remote.HostSpec
+	for _, h := range tb.Hosts() {
+		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Second, 2 // notice the cut in seconds
+		specs = append(specs, remote.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: 2000}),
+			Unit: testbed.UnitName, Engine: "sglang"})
+	}
+	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	phaseOf := func(b remote.Batch, host string) (remote.HostState, bool) {
+		for _, h := range b.Hosts {
+			if h.Name == host {
+				return h, true
+			}
+		}
+		return remote.HostState{}, false
+	}
+	waitBatch(t, ctx, f, "both serving", func(b remote.Batch) bool {
+		h1, _ := phaseOf(b, "gpu1")
+		h2, _ := phaseOf(b, "gpu2")
+		return h1.Startup.Phase == startup.Serving && h2.Startup.Phase == startup.Serving
+	}, nil)
+
+	g2, _ := tb.Host("gpu2")
+	ipLink := func(state string) {
+		if out, err := exec.Command("ip", "link", "set", g2.Link, state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s %s: %v: %s", g2.Link, state, err, out)
+		}
+	}
+	ipLink("down")
+	restored := false
+	defer func() {
+		if !restored {
+			ipLink("up")
+		}
+	}()
+	var last remote.HostState
+	waitBatch(t, ctx, f, "gpu2 unknown", func(b remote.Batch) bool {
+		last, _ = phaseOf(b, "gpu2")
+		return last.Startup.Phase == startup.Unknown
+	}, nil)
+	if last.Startup.LastKnown != startup.Serving || last.UnitState.ActiveState != "active" {
+		t.Errorf("gpu2 lost its last known state: %+v / %+v", last.Startup, last.UnitState)
+	}
+	if last.Conn.State == event.ConnUp {
+		t.Errorf("gpu2 conn = %s", last.Conn.State)
+	}
+
+	// gpu1 goes on: a restart is followed to serving while gpu2 is away.
+	if out, err := tb.Run(ctx, "gpu1", "systemctl restart sglang"); err != nil {
+		t.Fatalf("restart gpu1: %v: %s", err, out)
+	}
+	sawRestart := false
+	waitBatch(t, ctx, f, "gpu1 serving again", func(b remote.Batch) bool {
+		h1, _ := phaseOf(b, "gpu1")
+		h2, _ := phaseOf(b, "gpu2")
+		if h2.Startup.Phase != startup.Unknown {
+			t.Fatalf("gpu2 left unknown while cut: %s", h2.Startup.Phase)
+		}
+		return sawRestart && h1.Startup.Phase == startup.Serving
+	}, func(c remote.HostChange) {
+		if c.Host == "gpu1" && c.Kind == startup.ChangePhase && c.Phase == startup.Weights {
+			sawRestart = true
+		}
+	})
+
+	ipLink("up")
+	restored = true
+	waitBatch(t, ctx, f, "gpu2 back to serving", func(b remote.Batch) bool {
+		h2, _ := phaseOf(b, "gpu2")
+		return h2.Startup.Phase == startup.Serving && h2.Conn.State == event.ConnUp
+	}, nil)
 }
