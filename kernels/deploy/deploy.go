@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -55,11 +56,20 @@ const DefaultRecordDir = "/var/lib/bringup/deployed"
 // prompts; the bound is for a sudo stuck elsewhere (a slow name lookup).
 const DefaultSudoTimeout = 10 * time.Second
 
+// DefaultParallel is how many files Sync sends at once: enough to hide
+// the per-file round trips (open, chmod, write, fsync, close) on a
+// distant host without flooding the SSH channel.
+const DefaultParallel = 4
+
 // Options tune Sync and Check. The zero value is usable.
 type Options struct {
-	// Progress, if set, is called from Sync's goroutine as upload bytes
-	// are read: the UI draws the bar from it.
+	// Progress, if set, is called as upload bytes are read: the UI draws
+	// the bar from it. Calls come one at a time, but from the goroutines
+	// of concurrent uploads, never after Sync returns.
 	Progress func(Progress)
+	// Parallel is how many files are uploaded (and renamed) at once;
+	// default DefaultParallel.
+	Parallel int
 	// Privilege defaults to PrivAuto.
 	Privilege Privilege
 	// RecordDir defaults to DefaultRecordDir.
@@ -79,6 +89,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = DefaultParallel
 	}
 	if o.Progress == nil {
 		o.Progress = func(Progress) {}
@@ -406,21 +419,34 @@ func checkSudo(ctx context.Context, conn Conn, user string, timeout time.Duratio
 	return nil
 }
 
+// progressSink adds up the bytes of concurrent uploads and calls the
+// Progress callback one call at a time.
+type progressSink struct {
+	mu    sync.Mutex
+	fn    func(Progress)
+	done  int64
+	total int64
+}
+
+func (p *progressSink) add(file string, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	p.fn(Progress{File: file, Done: p.done, Total: p.total})
+}
+
 // countingReader reports upload progress as the SFTP client reads.
 type countingReader struct {
-	r     io.Reader
-	size  int64
-	done  *int64
-	total int64
-	file  string
-	fn    func(Progress)
+	r    io.Reader
+	size int64
+	file string
+	sink *progressSink
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if n > 0 {
-		*c.done += int64(n)
-		c.fn(Progress{File: c.file, Done: *c.done, Total: c.total})
+		c.sink.add(c.file, int64(n))
 	}
 	return n, err
 }

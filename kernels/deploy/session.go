@@ -8,7 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -59,19 +61,58 @@ func (s *session) exec(ctx context.Context, what, cmd string) error {
 // upload sends plan's uploads from localDir into dir as flat staged
 // names, each flushed (when the server can) and closed.
 func (s *session) upload(ctx context.Context, localDir, dir string, plan Plan, opts Options) error {
-	var done int64
-	for i, c := range plan.Upload {
-		if err := s.uploadOne(localDir, path.Join(dir, stagedName(i)), c, &done, plan.Bytes, opts.Progress); err != nil {
+	p := &progressSink{fn: opts.Progress, total: plan.Bytes}
+	return forEach(len(plan.Upload), opts.Parallel, func(i int) error {
+		c := plan.Upload[i]
+		if err := s.uploadOne(localDir, path.Join(dir, stagedName(i)), c, p); err != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
 			return fmt.Errorf("%s: upload %s: %w", s.host, c.Path, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-func (s *session) uploadOne(localDir, dst string, c Change, done *int64, total int64, progress func(Progress)) error {
+// forEach calls fn(0) … fn(n-1) from up to workers goroutines, hands out
+// no more work after the first error, and returns that error once every
+// goroutine has stopped. The work is many small SFTP round trips, so a
+// few at once hide the link's latency.
+func forEach(n, workers int, fn func(i int) error) error {
+	workers = max(min(workers, n), 1)
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first != nil || next == n {
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	for range workers {
+		wg.Go(func() {
+			for i, ok := take(); ok; i, ok = take() {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func (s *session) uploadOne(localDir, dst string, c Change, p *progressSink) error {
 	src, err := os.Open(filepath.Join(localDir, filepath.FromSlash(c.Path)))
 	if err != nil {
 		return err
@@ -86,8 +127,8 @@ func (s *session) uploadOne(localDir, dst string, c Change, done *int64, total i
 	if err := f.Chmod(c.Mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", dst, err)
 	}
-	progress(Progress{File: c.Path, Done: *done, Total: total})
-	n, err := f.ReadFrom(&countingReader{r: src, size: c.Size, done: done, total: total, file: c.Path, fn: progress})
+	p.add(c.Path, 0)
+	n, err := f.ReadFrom(&countingReader{r: src, size: c.Size, file: c.Path, sink: p})
 	if err != nil {
 		return fmt.Errorf("write %s: %w", dst, err)
 	}
@@ -127,18 +168,32 @@ func (s *session) syncDirect(ctx context.Context, localDir string, tg target, pl
 	if err := s.c.MkdirAll(tg.dir); err != nil {
 		return false, fmt.Errorf("%s: create %s: %w", s.host, tg.dir, err)
 	}
+	// Parents first, once each, deepest last.
+	var dirs []string
+	seen := map[string]bool{tg.dir: true}
+	for _, c := range plan.Upload {
+		if d := path.Dir(path.Join(tg.dir, c.Path)); !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := s.c.MkdirAll(d); err != nil {
+			return false, fmt.Errorf("%s: create %s: %w", s.host, d, err)
+		}
+	}
 	// Everything is on the host and verified: the renames follow in one
 	// burst, each replacing its target atomically.
-	for i, c := range plan.Upload {
-		dst := path.Join(tg.dir, c.Path)
-		if d := path.Dir(dst); d != tg.dir {
-			if err := s.c.MkdirAll(d); err != nil {
-				return false, fmt.Errorf("%s: create %s: %w", s.host, d, err)
-			}
-		}
+	err := forEach(len(plan.Upload), opts.Parallel, func(i int) error {
+		dst := path.Join(tg.dir, plan.Upload[i].Path)
 		if err := s.c.PosixRename(path.Join(stage, stagedName(i)), dst); err != nil {
-			return false, fmt.Errorf("%s: rename into %s: %w", s.host, dst, err)
+			return fmt.Errorf("%s: rename into %s: %w", s.host, dst, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
 	for _, c := range plan.Chmod {
 		if err := s.c.Chmod(path.Join(tg.dir, c.Path), c.Mode); err != nil {

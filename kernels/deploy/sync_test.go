@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -334,5 +336,38 @@ func TestInstallScriptQuotes(t *testing.T) {
 	}
 	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
 		t.Errorf("script does not parse: %v: %s", err, out)
+	}
+}
+
+func TestForEach(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	if err := forEach(50, 4, func(i int) error {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return nil
+	}); err != nil || len(seen) != 50 {
+		t.Fatalf("forEach: %v, %d seen", err, len(seen))
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Fatalf("item %d ran %d times", i, n)
+		}
+	}
+	var ran atomic.Int32
+	boom := errors.New("boom")
+	err := forEach(1000, 3, func(i int) error {
+		ran.Add(1)
+		if i == 5 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || ran.Load() > 20 {
+		t.Fatalf("forEach after an error: %v, %d ran", err, ran.Load())
+	}
+	if err := forEach(0, 4, func(int) error { return boom }); err != nil {
+		t.Fatalf("forEach of nothing: %v", err)
 	}
 }
