@@ -236,3 +236,36 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// TestJoinedLate covers attaching to a run that started long before: its
+// startup lines are not in the backlog, so a healthy probe is the evidence
+// for serving; a run whose startup was seen still needs the ready line.
+func TestJoinedLate(t *testing.T) {
+	unitAt := func(h *host, start time.Time) {
+		h.apply(event.Event{Kind: event.KindUnit, Unit: &event.Unit{Name: "sglang.service", ActiveState: "active",
+			SubState: "running", InvocationID: h.inv, ExecMainStart: start}})
+	}
+
+	late := newHost(t, Options{Engine: "sglang"})
+	unitAt(late, t0.Add(-3*time.Hour)) // started hours before the backlog
+	late.lines(`[2026-11-30 10:00:02] INFO:     127.0.0.1:5 - "GET /health HTTP/1.1" 200 OK`)
+	if got := late.tr.State().Phase; got == Serving {
+		t.Fatalf("serving before any probe")
+	}
+	late.probe(false)
+	if got := late.tr.State().Phase; got == Serving {
+		t.Fatalf("serving on a failed probe")
+	}
+	late.probe(true)
+	if got := late.tr.State().Phase; got != Serving {
+		t.Fatalf("joined late with a healthy probe: phase %s, want serving", got)
+	}
+
+	seen := newHost(t, Options{Engine: "sglang"})
+	unitAt(seen, t0)
+	seen.lines("[2026-11-30 10:00:02 TP0] Load weight begin. avail mem=139.29 GB")
+	seen.probe(true)
+	if got := seen.tr.State().Phase; got == Serving {
+		t.Fatalf("a run whose startup is in view needs its ready line; phase %s", got)
+	}
+}

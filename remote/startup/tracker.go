@@ -106,6 +106,26 @@ type Tracker struct {
 	failAt     time.Time
 	failCause  string // cause last reported in a ChangeFail
 	failFromLg bool   // the reported cause came from a log line
+
+	// execStart is when the current invocation's main process started (from
+	// the unit), firstLine the host time of its first journal line seen.
+	// When the journal backlog starts well after execStart, bringup joined
+	// a run whose startup lines it never saw.
+	execStart time.Time
+	firstLine time.Time
+}
+
+// lateJoin is how far after the main process's start the first journal
+// line seen may be before the startup counts as unseen.
+const lateJoin = 30 * time.Second
+
+// joinedLate reports whether the current invocation's startup lines were
+// not in the journal backlog: a run that began long before bringup looked.
+func (t *Tracker) joinedLate() bool {
+	if t.execStart.IsZero() {
+		return false
+	}
+	return t.firstLine.IsZero() || t.firstLine.Sub(t.execStart) > lateJoin
 }
 
 // NewTracker returns a tracker in phase Stopped.
@@ -314,6 +334,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.unitCause, t.result = "", ""
 	t.failed, t.failCause, t.failFromLg = false, "", false
 	t.lastPath = ""
+	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped
@@ -378,6 +399,9 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.display(), Unit: s, Progress: t.st.Progress})
 	}
 	t.st.UnitActive = u.ActiveState == "active"
+	if !u.ExecMainStart.IsZero() {
+		t.execStart = u.ExecMainStart
+	}
 	if u.Result != "" {
 		t.result = u.Result
 	}
@@ -431,8 +455,15 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 	if !t.onPath() || t.under == Serving || t.failed {
 		return
 	}
-	if !t.st.UnitActive || !t.st.ReadySeen {
+	if !t.st.UnitActive {
 		return
+	}
+	if !t.st.ReadySeen {
+		// A run that started long before bringup looked: its ready line
+		// is not in the backlog, so the probe alone is the evidence.
+		if !(t.joinedLate() && t.st.ProbeOK) {
+			return
+		}
 	}
 	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
 		return
@@ -443,6 +474,9 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	if !t.switchInvocation(j.InvocationID, at, out) {
 		return // a late line of an earlier run
+	}
+	if t.firstLine.IsZero() && j.MessageID == "" {
+		t.firstLine = at
 	}
 	msg := j.Message
 	hit := t.hit
