@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"bringup/kernels"
 	"bringup/remote/event"
+	"bringup/remote/gpu"
+	"bringup/remote/history"
 	"bringup/remote/sanitize"
 	"bringup/remote/startup"
 )
@@ -44,6 +47,33 @@ type Options struct {
 	MaxPendingLines int
 	// GPUHistory is how many GPU samples each host keeps (default 120).
 	GPUHistory int
+	// History supplies expectations (ETA, the memory weights reach) and
+	// keeps a record of every startup that reaches serving; nil: none.
+	// history.NewSink(store) is one.
+	History HistorySink
+}
+
+// HistorySink is the fleet's door to the startup history. Expect is
+// called from the fold loop, so it must answer from memory without IO;
+// Record is called from a writer goroutine the fleet owns and may do IO,
+// but must return (Run waits for the records queued before it ends).
+type HistorySink interface {
+	Expect(host, unit string, modes map[string]string) (history.Expectation, bool)
+	Record(history.Record) error
+}
+
+// historyQueue bounds the records waiting for the history writer; beyond
+// it records are dropped (and counted) rather than slowing the fold loop.
+const historyQueue = 16
+
+// HistoryStats counts what became of the startup records.
+type HistoryStats struct {
+	Written int `json:"written"`
+	// Dropped records found the writer's queue full.
+	Dropped int `json:"dropped,omitempty"`
+	// Failed records were refused by the sink; LastErr is the latest error.
+	Failed  int    `json:"failed,omitempty"`
+	LastErr string `json:"last_err,omitempty"`
 }
 
 // HostState is one host in a snapshot.
@@ -64,6 +94,17 @@ type HostState struct {
 	Action *event.ActionResult `json:"action,omitempty"`
 	// Dropped counts journal lines dropped because the consumer was slow.
 	Dropped int `json:"dropped,omitempty"`
+	// Expected is what earlier startups of this host, unit and modes took
+	// (Runs 0: no history).
+	Expected history.Expectation `json:"expected,omitzero"`
+	// ETA is when the startup is expected to serve (host time); zero when
+	// unknown.
+	ETA time.Time `json:"eta,omitzero"`
+	// MemProgress estimates weight loading from GPU memory climbing toward
+	// the level the last successful run reached. It is set only in the
+	// weights phase while the logs give no count (journald sees a tqdm bar
+	// only when its line ends).
+	MemProgress startup.Progress `json:"mem_progress,omitzero"`
 }
 
 // HostChange is a startup change on one host.
@@ -102,6 +143,12 @@ type Fleet struct {
 	lastAction map[int]chan struct{}
 	actx       context.Context
 	actions    sync.WaitGroup
+
+	// hist is the history writer's queue, set by Run before the fold loop
+	// starts and used only by it; nil without a History sink.
+	hist                                 chan history.Record
+	histWritten, histDropped, histFailed atomic.Int64
+	histErr                              atomic.Value // string
 }
 
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
@@ -174,11 +221,45 @@ func (f *Fleet) Run(ctx context.Context) error {
 			}
 		}(h.Driver)
 	}
+	var writer sync.WaitGroup
+	if f.opts.History != nil {
+		f.hist = make(chan history.Record, historyQueue)
+		writer.Add(1)
+		go func() {
+			defer writer.Done()
+			f.writeHistory(f.hist)
+		}()
+	}
 	f.fold(ctx)
+	if f.hist != nil {
+		close(f.hist) // the writer finishes what is queued, then stops
+	}
+	writer.Wait()
 	drivers.Wait()
 	f.actions.Wait()
 	close(f.out)
 	return nil
+}
+
+// writeHistory hands each queued record to the sink until the queue is
+// closed.
+func (f *Fleet) writeHistory(q <-chan history.Record) {
+	for r := range q {
+		if err := f.opts.History.Record(r); err != nil {
+			f.histFailed.Add(1)
+			f.histErr.Store(err.Error())
+			continue
+		}
+		f.histWritten.Add(1)
+	}
+}
+
+// HistoryStats reports the startup records written, dropped and failed so
+// far. It is safe to call from any goroutine.
+func (f *Fleet) HistoryStats() HistoryStats {
+	s := HistoryStats{Written: int(f.histWritten.Load()), Dropped: int(f.histDropped.Load()), Failed: int(f.histFailed.Load())}
+	s.LastErr, _ = f.histErr.Load().(string)
+	return s
 }
 
 // emitter returns the Emit that drivers use: it blocks while the fold loop
@@ -264,6 +345,15 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 type hostFold struct {
 	tracker *startup.Tracker
 	state   HostState
+
+	// What the history says for the host's unit and modes (Runs 0: none).
+	expect history.Expectation
+	// inv is the StartedAt of the invocation the fields below are about.
+	inv time.Time
+	// weightMem is the mean MiB per GPU when the weights phase ended.
+	weightMem int
+	// recorded says the invocation's record has been handed out.
+	recorded bool
 }
 
 // fold is the single goroutine that owns all host state. It batches what
@@ -278,6 +368,7 @@ func (f *Fleet) fold(ctx context.Context) {
 				Conn: event.Conn{State: event.ConnConnecting}},
 		}
 		hosts[i].state.Startup = hosts[i].tracker.State()
+		f.refreshExpect(hosts[i])
 	}
 	ticker := time.NewTicker(f.opts.Flush)
 	defer ticker.Stop()
@@ -306,7 +397,7 @@ func (f *Fleet) fold(ctx context.Context) {
 				}
 			}
 			if dirty {
-				pending.Hosts = snapshot(hosts)
+				pending.Hosts = snapshot(hosts, now)
 				out = f.out
 				dirty = false
 			}
@@ -317,11 +408,16 @@ func (f *Fleet) fold(ctx context.Context) {
 	}
 }
 
-func snapshot(hosts []*hostFold) []HostState {
+func snapshot(hosts []*hostFold, now time.Time) []HostState {
 	out := make([]HostState, len(hosts))
 	for i, h := range hosts {
 		s := h.state
 		s.Startup = h.tracker.State()
+		s.Expected = h.expect
+		if eta, ok := history.ETA(h.expect, s.Startup, now); ok {
+			s.ETA = eta
+		}
+		s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
 		s.GPU = append([]event.GPU(nil), h.state.GPU...)
 		s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
 		if h.state.Action != nil {
@@ -372,8 +468,12 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 			h.state.Action = &a
 		}
 	}
-	for _, c := range h.tracker.Apply(ev) {
+	changes := h.tracker.Apply(ev)
+	for _, c := range changes {
 		pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: ev.Seen, Change: c})
+	}
+	if len(changes) > 0 || ev.Kind == event.KindUnit {
+		f.followHistory(h, changes)
 	}
 	if ev.Kind == event.KindGPU {
 		return // kept in the snapshot; no need to repeat in the event list
@@ -444,4 +544,110 @@ func sanitizeEvent(ev *event.Event) {
 			g.Devices[i].Name = sanitize.String(g.Devices[i].Name)
 		}
 	}
+}
+
+// modesMap is the kernel → mode map of the modes in a unit's environment.
+func modesMap(ms []kernels.ActiveMode) map[string]string {
+	if len(ms) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(ms))
+	for _, a := range ms {
+		m[a.Kernel] = a.Mode
+	}
+	return m
+}
+
+// refreshExpect asks the history what to expect of h's unit and modes.
+func (f *Fleet) refreshExpect(h *hostFold) {
+	if f.opts.History == nil {
+		return
+	}
+	e, ok := f.opts.History.Expect(h.state.Name, h.state.Unit, modesMap(h.state.Modes))
+	if !ok {
+		e = history.Expectation{}
+	}
+	h.expect = e
+}
+
+// followHistory runs after h's startup changed or its unit was read: it
+// refreshes the expectation (the modes or the history may have changed),
+// notes the GPU memory when weights end, and queues the record of a
+// startup that reached serving. Changes are a few per phase, so this adds
+// nothing per journal line.
+func (f *Fleet) followHistory(h *hostFold, changes []startup.Change) {
+	if f.opts.History == nil {
+		return
+	}
+	f.refreshExpect(h)
+	for _, c := range changes {
+		if c.Kind != startup.ChangePhase {
+			continue
+		}
+		st := h.tracker.State()
+		if !st.StartedAt.Equal(h.inv) {
+			h.inv, h.weightMem, h.recorded = st.StartedAt, 0, false
+		}
+		if h.weightMem == 0 && c.Phase.Rank() > startup.Weights.Rank() && len(h.state.GPU) > 0 {
+			h.weightMem = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])
+		}
+		if c.Phase == startup.Serving && !h.recorded {
+			h.recorded = true
+			f.queueRecord(h, st, c.Time)
+		}
+	}
+}
+
+// queueRecord hands the record of st, which reached serving at at, to the
+// history writer, or drops it when the writer is behind. A startup that
+// was not seen from its start (bringup attached mid-way, spans out of
+// order) is not a measurement and is not recorded.
+func (f *Fleet) queueRecord(h *hostFold, st startup.Startup, at time.Time) {
+	if !wholeStartup(st.Spans) || !at.After(st.StartedAt) {
+		return
+	}
+	r := history.Record{Time: at, Host: h.state.Name, Unit: h.state.Unit, Engine: st.Engine,
+		Modes: modesMap(h.state.Modes), InvocationID: st.InvocationID, Spans: st.Spans,
+		Total: at.Sub(st.StartedAt), WeightMemMiB: h.weightMem}
+	if r.WeightMemMiB == 0 && len(h.state.GPU) > 0 {
+		r.WeightMemMiB = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])
+	}
+	select {
+	case f.hist <- r:
+	default:
+		f.histDropped.Add(1)
+	}
+}
+
+// wholeStartup reports whether spans run from starting through weights to
+// serving, each beginning where the one before ended.
+func wholeStartup(spans []startup.Span) bool {
+	if len(spans) < 2 || spans[0].Phase != startup.Starting || spans[len(spans)-1].Phase != startup.Serving {
+		return false
+	}
+	weights := false
+	for i, sp := range spans {
+		weights = weights || sp.Phase == startup.Weights
+		if i > 0 && sp.Start.Before(spans[i-1].Start) {
+			return false
+		}
+	}
+	return weights
+}
+
+// memProgress is weight loading estimated from GPU memory: only in the
+// weights phase (stuck in it included: a quiet tqdm bar is what trips the
+// stuck threshold), while the logs give no count, with a reference level
+// from history and a sample to compare. Done and Total are GiB over all
+// GPUs.
+func memProgress(st startup.Startup, exp history.Expectation, samples []event.GPU) startup.Progress {
+	inWeights := st.Phase == startup.Weights || st.Phase == startup.Stuck && st.StuckIn == startup.Weights
+	if !inWeights || st.Progress.Known() || exp.WeightMemMiB <= 0 || len(samples) == 0 {
+		return startup.Progress{}
+	}
+	done, total := gpu.WeightProgress(samples[len(samples)-1], exp.WeightMemMiB)
+	if total <= 0 {
+		return startup.Progress{}
+	}
+	return startup.Progress{Done: done / 1024, Total: max(1, total/1024), Label: "GiB est."}
 }
