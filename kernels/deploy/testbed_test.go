@@ -94,17 +94,16 @@ func (w *world) serviceHash(t *testing.T, ctx context.Context, host string) stri
 	t.Helper()
 	since := strings.TrimSpace(w.run(t, ctx, host, "date +%s.%N"))
 	w.run(t, ctx, host, "systemctl restart sglang")
-	const marker = "sitecustomize loaded from " + site + ", mode=off, content sha256="
 	for {
 		out := w.run(t, ctx, host, "journalctl -u sglang --no-pager -o cat --since=@"+since)
 		for _, line := range strings.Split(out, "\n") {
-			if _, h, ok := strings.Cut(line, marker); ok {
-				return strings.TrimSpace(h)
+			if l, ok := ParseLoaded(line); ok && l.Dir == site && l.Kernel == "kdtree-verify" {
+				return l.Hash
 			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: no %q line after restart: %v\n%s", host, marker, ctx.Err(), out)
+			t.Fatalf("%s: no kernel line after restart: %v\n%s", host, ctx.Err(), out)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
