@@ -74,8 +74,9 @@ func PrependPath(dir, list string) string {
 	return strings.Join(out, ":")
 }
 
-// envValue returns the value of key in env (the last assignment wins).
-func envValue(env []string, key string) (string, bool) {
+// EnvValue returns the value of key in env (KEY=VALUE entries; the last
+// assignment wins, as in systemd).
+func EnvValue(env []string, key string) (string, bool) {
 	val, found := "", false
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
@@ -99,7 +100,7 @@ func DropInEnv(k Kernel, mode string, baseEnv []string) ([]string, error) {
 	}
 	env := []string{k.EnvVar + "=" + mode}
 	if mode != "off" && k.PythonPath != "" {
-		base, _ := envValue(baseEnv, PythonPathVar)
+		base, _ := EnvValue(baseEnv, PythonPathVar)
 		env = append(env, PythonPathVar+"="+PrependPath(k.PythonPath, base))
 	}
 	return env, nil
@@ -405,7 +406,7 @@ func ParseDropIn(k Kernel, content []byte) (mode, pythonPath string, setsPath bo
 	if err != nil {
 		return "", "", false, fmt.Errorf("kernel %s: %w", k.Name, err)
 	}
-	mode, _ = envValue(env, k.EnvVar)
-	pythonPath, setsPath = envValue(env, PythonPathVar)
+	mode, _ = EnvValue(env, k.EnvVar)
+	pythonPath, setsPath = EnvValue(env, PythonPathVar)
 	return mode, pythonPath, setsPath, nil
 }
