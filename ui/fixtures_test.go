@@ -11,6 +11,7 @@ import (
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
+	"bringup/remote/history"
 	"bringup/remote/startup"
 )
 
@@ -139,8 +140,23 @@ func fleetFixture() remote.Batch {
 	journal("gpu3", "8m02s", 4, "sglang.service: Failed with result 'exit-code'.")
 	journal("gpu2", "4m20s", 6, "[2026-11-30 10:04:20 TP0] Load weight begin. avail mem=78.50 GB")
 	journal("gpu2", "12m30s", 6, "Loading safetensors checkpoint shards:  63% Completed | 41/65 [08:10<04:47, 12.0s/it]")
+	// History: five earlier runs of the same unit and mode on each host,
+	// so the starting hosts have an ETA (computed as the fleet does).
+	for i := range hosts {
+		hosts[i].Expected = typicalRuns
+		if eta, ok := history.ETA(typicalRuns, hosts[i].Startup, now); ok {
+			hosts[i].ETA = eta
+		}
+	}
 	return remote.Batch{Hosts: hosts, Events: evs}
 }
+
+// typicalRuns is what the fixture's history says a startup takes.
+var typicalRuns = history.Expectation{Runs: 5, Total: 11*time.Minute + 10*time.Second, WeightMemMiB: 40000,
+	Phase: map[startup.Phase]time.Duration{
+		startup.Starting: 7 * time.Second, startup.Init: 38 * time.Second, startup.Weights: 9 * time.Minute,
+		startup.KVCache: 30 * time.Second, startup.GraphCapture: 80 * time.Second, startup.HTTP: 10 * time.Second,
+		startup.Warmup: 25 * time.Second}}
 
 // keyMsg builds a key press the way the terminal would deliver it.
 func keyMsg(k string) tea.KeyPressMsg {

@@ -130,6 +130,21 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
+// approxLeft is a time left in round figures, as an estimate reads best:
+// "~45s", "~7m" (minutes rounded up), "~1h05"; "due" when none is left.
+func approxLeft(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "due"
+	case d < time.Minute:
+		return fmt.Sprintf("~%ds", int((d+time.Second-1)/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("~%dm", int((d+time.Minute-1)/time.Minute))
+	default:
+		return fmt.Sprintf("~%dh%02d", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+}
+
 // eighths are the partial blocks for bars, from one eighth to seven.
 const eighths = "▏▎▍▌▋▊▉"
 

@@ -97,6 +97,12 @@ func (v *hostView) Render(w, h int) string {
 	info := "phase " + s.Phase(st.Phase).Render(string(st.Phase))
 	if !st.PhaseSince.IsZero() {
 		info += " for " + fmtDur(v.now.Sub(st.PhaseSince))
+		if typ := hs.Expected.Phase[st.Phase]; typ > 0 && !st.Phase.Terminal() {
+			info += " of " + approxLeft(typ) // the median of earlier runs
+		}
+	}
+	if e := etaText(hs, v.now); e != "" {
+		info += " · " + e
 	}
 	if len(hs.Modes) > 0 {
 		info += " · mode " + modeText(hs, true)
@@ -132,6 +138,22 @@ func (v *hostView) Render(w, h int) string {
 		out = append(out, body)
 	}
 	return strings.Join(out, "\n")
+}
+
+// etaText is "ETA 10:14 (~7m, from 5 runs)": when the startup is expected
+// to serve, how long that is from now, and how much history says so.
+func etaText(hs *remote.HostState, now time.Time) string {
+	if hs.ETA.IsZero() {
+		return ""
+	}
+	runs := fmt.Sprintf("from %d runs", hs.Expected.Runs)
+	if hs.Expected.Runs == 1 {
+		runs = "from 1 run"
+	}
+	if hs.Expected.OtherHosts {
+		runs += " on other hosts"
+	}
+	return fmt.Sprintf("ETA %s (%s, %s)", hs.ETA.Round(time.Minute).Format("15:04"), approxLeft(hs.ETA.Sub(now)), runs)
 }
 
 // timeline is one row per phase of the current invocation, the bar scaled

@@ -34,7 +34,9 @@ const (
 
 // columns picks the widest layout that leaves the diagnosis room: all
 // columns from ~100 cells; no GPU, no unit at 80; at 60 only host, phase,
-// time in phase, a short progress and a short diagnosis.
+// time in phase, a short progress and a short diagnosis. When some host
+// has a startup history, an ETA column comes before the unit and GPU
+// columns in what is kept (it fits at 80, not at 60).
 func (t *fleetTable) columns(w int) []column {
 	hostW := 4
 	for _, h := range t.hosts {
@@ -49,19 +51,39 @@ func (t *fleetTable) columns(w int) []column {
 	mode := column{"MODE", 10, cellMode}
 	gpu := column{"GPU MEM", 11, cellGPU}
 	diag := column{"DIAGNOSIS", 0, cellDiag}
-	layouts := [][]column{
+	eta := column{"ETA", 5, cellETA}
+	var layouts [][]column
+	if t.anyHistory() {
+		layouts = [][]column{
+			{host, unit, phase, since, eta, prog, mode, gpu, diag},
+			{host, unit, phase, since, eta, prog, mode, diag},
+			{host, phase, since, eta, prog, mode, diag},
+		}
+	}
+	layouts = append(layouts, [][]column{
 		{host, unit, phase, since, prog, mode, gpu, diag},
 		{host, unit, phase, since, prog, mode, diag},
 		{host, phase, since, prog, mode, diag},
 		{host, phase, since, progShort, diag},
 		{host, phase, since, diag},
-	}
+	}...)
 	for _, cols := range layouts {
 		if fixedWidth(cols)+minDiag <= w {
 			return cols
 		}
 	}
 	return layouts[len(layouts)-1]
+}
+
+// anyHistory reports whether some host has earlier startups to estimate
+// from; without any, the ETA column would be empty.
+func (t *fleetTable) anyHistory() bool {
+	for i := range t.hosts {
+		if t.hosts[i].Expected.Known() {
+			return true
+		}
+	}
+	return false
 }
 
 func fixedWidth(cols []column) int {
@@ -180,6 +202,15 @@ func cellSince(t *fleetTable, h *remote.HostState) string {
 	return fmtDur(t.now.Sub(h.Startup.PhaseSince))
 }
 
+// cellETA is the time left until the startup is expected to serve:
+// "~7m", "due" once that time has passed.
+func cellETA(t *fleetTable, h *remote.HostState) string {
+	if h.ETA.IsZero() {
+		return ""
+	}
+	return approxLeft(h.ETA.Sub(t.now))
+}
+
 // cellProgress is a small bar and the count: "███▌░░ 41/65 shards".
 func cellProgress(t *fleetTable, h *remote.HostState) string { return progressText(t, h, 6, true) }
 
@@ -191,6 +222,11 @@ func cellProgressShort(t *fleetTable, h *remote.HostState) string {
 func progressText(t *fleetTable, h *remote.HostState, barW int, label bool) string {
 	p := h.Startup.Progress
 	if !p.Known() {
+		if m := h.MemProgress; m.Known() {
+			// GPU memory toward the last good run's level: an estimate,
+			// marked "~", never a count.
+			return bar(m.Fraction(), barW, t.styles) + fmt.Sprintf(" ~%d%% mem", int(m.Fraction()*100))
+		}
 		return p.Label
 	}
 	count := fmt.Sprintf("%d/%d", p.Done, p.Total)
