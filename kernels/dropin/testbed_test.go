@@ -92,11 +92,24 @@ func run(t *testing.T, tb *testbed.Testbed, host, cmd string) string {
 	return out
 }
 
-// fileState is the drop-in as the test sees it: its content, or absent.
-func fileState(t *testing.T, tb *testbed.Testbed, host, path string) (content []byte, exists bool) {
+// fileState is the drop-in as the test sees it over r: its content, or
+// absent.
+func fileState(t *testing.T, r dropin.Runner, path string) (content []byte, exists bool) {
 	t.Helper()
-	out := run(t, tb, host, "if [ -e "+path+" ]; then printf 1; cat "+path+"; else printf 0; fi")
+	out := exec(t, r, "if [ -e "+path+" ]; then printf 1; cat "+path+"; else printf 0; fi")
 	return []byte(out[1:]), out[0] == '1'
+}
+
+// exec runs cmd over r and fails t unless it succeeds.
+func exec(t *testing.T, r dropin.Runner, cmd string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, errOut, code, err := r.Exec(ctx, cmd)
+	if err != nil || code != 0 {
+		t.Fatalf("%s: exit %d, %v: %s", cmd, code, err, errOut)
+	}
+	return string(out)
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
@@ -146,17 +159,26 @@ func TestOnTestbed(t *testing.T) {
 
 	t.Run("runtime", func(t *testing.T) {
 		ctx := ctxT(t, time.Minute)
-		c, err := dropin.SetMode(ctx, conns["gpu2"], ctls["gpu2"], unit, k, "on", dropin.SetOptions{Runtime: true})
+		start := time.Now()
+		var times []string
+		last := start
+		hook := func(s dropin.Step) {
+			times = append(times, fmt.Sprintf("%s +%v", s, time.Since(last).Round(time.Millisecond)))
+			last = time.Now()
+		}
+		c, err := dropin.SetMode(ctx, conns["gpu2"], ctls["gpu2"], unit, k, "on", dropin.SetOptions{Runtime: true, StepHook: hook})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("SetMode took %v (each step: time since the previous one began): %s, verify %v",
+			time.Since(start).Round(time.Millisecond), strings.Join(times, ", "), time.Since(last).Round(time.Millisecond))
 		if want := "/run/systemd/system/sglang.service.d/60-bringup-kdtree-verify.conf"; c.Path != want {
 			t.Fatalf("runtime path %q, want %q", c.Path, want)
 		}
-		if got, ok := fileState(t, tb, "gpu2", c.Path); !ok || !bytes.Equal(got, c.New) {
+		if got, ok := fileState(t, conns["gpu2"], c.Path); !ok || !bytes.Equal(got, c.New) {
 			t.Fatalf("runtime drop-in on disk = %q (exists %v), want %q", got, ok, c.New)
 		}
-		if _, ok := fileState(t, tb, "gpu2", kernels.DropInPath(unit, k.Name, false)); ok {
+		if _, ok := fileState(t, conns["gpu2"], kernels.DropInPath(unit, k.Name, false)); ok {
 			t.Fatal("a runtime change wrote under /etc")
 		}
 		if v, _ := kernels.EnvValue(c.EnvAfter, "KDTREE_MODE"); v != "on" {
@@ -165,7 +187,7 @@ func TestOnTestbed(t *testing.T) {
 		if err := dropin.Undo(ctx, conns["gpu2"], ctls["gpu2"], c, k, dropin.SetOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := fileState(t, tb, "gpu2", c.Path); ok {
+		if _, ok := fileState(t, conns["gpu2"], c.Path); ok {
 			t.Fatal("undo left the runtime drop-in")
 		}
 	})
@@ -201,7 +223,7 @@ func TestOnTestbed(t *testing.T) {
 func testSetStartUndo(t *testing.T, tb *testbed.Testbed, conn *sshx.Conn, ctl *systemd.Controller, k kernels.Kernel) {
 	ctx := ctxT(t, 2*time.Minute)
 	path := kernels.DropInPath(unit, k.Name, false)
-	if _, ok := fileState(t, tb, "gpu1", path); ok {
+	if _, ok := fileState(t, conn, path); ok {
 		t.Fatalf("%s exists before the test", path)
 	}
 	c, err := dropin.SetMode(ctx, conn, ctl, unit, k, "on", dropin.SetOptions{})
@@ -211,7 +233,7 @@ func testSetStartUndo(t *testing.T, tb *testbed.Testbed, conn *sshx.Conn, ctl *s
 	if c.Previous.Exists || c.Path != path {
 		t.Fatalf("change %+v: want a new file at %s", c, path)
 	}
-	if got, ok := fileState(t, tb, "gpu1", path); !ok || !bytes.Equal(got, c.New) {
+	if got, ok := fileState(t, conn, path); !ok || !bytes.Equal(got, c.New) {
 		t.Fatalf("drop-in on disk = %q, want %q", got, c.New)
 	}
 	show := run(t, tb, "gpu1", "systemctl show -p Environment "+unit)
@@ -259,13 +281,13 @@ func testSetStartUndo(t *testing.T, tb *testbed.Testbed, conn *sshx.Conn, ctl *s
 	if err := dropin.Undo(ctx, conn, ctl, off, k, dropin.SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := fileState(t, tb, "gpu1", path); !ok || !bytes.Equal(got, c.New) {
+	if got, ok := fileState(t, conn, path); !ok || !bytes.Equal(got, c.New) {
 		t.Fatalf("after undo of off the drop-in is %q, want the on file byte for byte %q", got, c.New)
 	}
 	if err := dropin.Undo(ctx, conn, ctl, c, k, dropin.SetOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := fileState(t, tb, "gpu1", path); ok {
+	if _, ok := fileState(t, conn, path); ok {
 		t.Fatal("undo of the first change left a drop-in")
 	}
 	env, err := ctl.ReadEnvironment(ctx, unit)
@@ -360,7 +382,7 @@ func testCrashSafety(t *testing.T, tb *testbed.Testbed, k kernels.Kernel) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			old, oldExists := fileState(t, tb, "gpu1", path)
+			old, oldExists := fileState(t, stable, path)
 			cl, err := tb.Client(ctx, "gpu1", "root")
 			if err != nil {
 				t.Fatal(err)
@@ -382,7 +404,7 @@ func testCrashSafety(t *testing.T, tb *testbed.Testbed, k kernels.Kernel) {
 			wg.Wait()
 			cl.Close()
 			time.Sleep(50 * time.Millisecond) // let a command sshd left running finish
-			got, exists := fileState(t, tb, "gpu1", path)
+			got, exists := fileState(t, stable, path)
 			switch {
 			case exists && bytes.Equal(got, newContent):
 				outcomes["new"]++
@@ -395,7 +417,7 @@ func testCrashSafety(t *testing.T, tb *testbed.Testbed, k kernels.Kernel) {
 			if err == nil {
 				outcomes["completed"]++
 			}
-			if strings.Contains(run(t, tb, "gpu1", "ls -a "+dir), ".bringup-") {
+			if strings.Contains(exec(t, stable, "ls -a "+dir), ".bringup-") {
 				outcomes["temp left"]++
 			}
 		}
@@ -406,7 +428,7 @@ func testCrashSafety(t *testing.T, tb *testbed.Testbed, k kernels.Kernel) {
 	if err != nil {
 		t.Fatalf("clean run after the cuts: %v", err)
 	}
-	if ls := run(t, tb, "gpu1", "ls -a "+dir); strings.Contains(ls, ".bringup-") || strings.Contains(ls, ".tmp") {
+	if ls := exec(t, stable, "ls -a "+dir); strings.Contains(ls, ".bringup-") || strings.Contains(ls, ".tmp") {
 		t.Fatalf("temp files left after a clean run:\n%s", ls)
 	}
 	run(t, tb, "gpu1", "rm -f "+c.Path+" && systemctl daemon-reload")
