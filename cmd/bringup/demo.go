@@ -133,7 +133,7 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := liveFleet(cfg, rs)
+	f, err := liveFleet(cfg, rs, ff.openHistory(e))
 	if err != nil {
 		closeKeys()
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"bringup/cmd/bringup/config"
 	"bringup/kernels"
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/live"
 	"bringup/remote/probe"
 	"bringup/remote/sshx"
@@ -27,6 +28,7 @@ type fleetFlags struct {
 	unit       string // -u sglang.service
 	readOnly   bool
 	sshConfig  string // -F, like ssh
+	history    string // --history FILE, or "off"
 }
 
 func (f *fleetFlags) register(fs *flag.FlagSet) {
@@ -35,6 +37,33 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.unit, "u", "", "the unit to watch with -H (default sglang.service)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "refuse every action that would change a host")
 	fs.StringVar(&f.sshConfig, "F", "", "ssh_config file (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+	fs.StringVar(&f.history, "history", "", `startup history for ETAs (default $XDG_STATE_HOME/bringup/history.jsonl; "off" = none)`)
+}
+
+// openHistory opens the startup history the flags name; a history that
+// cannot be opened is a warning, not a reason to refuse to watch.
+func (f *fleetFlags) openHistory(e env) remote.HistorySink {
+	if f.history == "off" {
+		return nil
+	}
+	path := f.history
+	if path == "" {
+		p, err := history.DefaultPath(e.getenv)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
+			return nil
+		}
+		path = p
+	}
+	store, err := history.Open(path)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
+		return nil
+	}
+	if n := store.Skipped(); n > 0 {
+		fmt.Fprintf(e.stderr, "bringup: %d unreadable lines in %s skipped (first: %v)\n", n, path, store.Problems()[0])
+	}
+	return history.NewSink(store)
 }
 
 // load reads the configuration the flags name and selects the hosts
@@ -155,15 +184,15 @@ func passphrasePrompt(e env) func(file string) ([]byte, error) {
 }
 
 // liveFleet builds the fleet over real hosts.
-func liveFleet(cfg *config.Config, hosts []resolved) (*remote.Fleet, error) {
+func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink) (*remote.Fleet, error) {
 	specs := make([]remote.HostSpec, len(hosts))
 	for i, r := range hosts {
 		d := live.New(live.Options{
 			Name: r.host.Name, SSH: r.ssh, Dial: r.dial, Unit: r.host.Unit,
 			Probe: probe.Options{Addr: r.host.Probe.Addr(), Path: r.host.Probe.Path, Completion: r.host.Probe.Completion},
-			Tail:  5000,
+			Tail:  2000,
 		})
 		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
 	}
-	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly})
+	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist})
 }
