@@ -8,7 +8,9 @@ package remote
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"bringup/kernels"
 	"bringup/remote/event"
 )
 
@@ -22,16 +24,22 @@ const (
 	ActStop        ActionKind = "stop"         // stop the unit
 	ActResetFailed ActionKind = "reset-failed" // clear the unit's failed state and start limit
 	ActRedeploy    ActionKind = "redeploy"     // sync the kernel's files to the host
+	ActUndoMode    ActionKind = "undo-mode"    // put back the drop-in the last mode change replaced
 )
 
 // AllActionKinds lists every action kind, for exhaustive checks.
-var AllActionKinds = []ActionKind{ActSetMode, ActRestart, ActStop, ActResetFailed, ActRedeploy}
+var AllActionKinds = []ActionKind{ActSetMode, ActRestart, ActStop, ActResetFailed, ActRedeploy, ActUndoMode}
 
 // Action is one change to make on a host.
 type Action struct {
 	Kind   ActionKind `json:"kind"`
-	Kernel string     `json:"kernel,omitempty"` // for ActSetMode and ActRedeploy
+	Kernel string     `json:"kernel,omitempty"` // for ActSetMode, ActUndoMode and ActRedeploy
 	Mode   string     `json:"mode,omitempty"`   // for ActSetMode
+	// Runtime puts a mode's drop-in under /run (lost at reboot).
+	Runtime bool `json:"runtime,omitempty"`
+	// Force restarts even though the capture-safety preflight refuses:
+	// the person typed the host count to confirm.
+	Force bool `json:"force,omitempty"`
 }
 
 // String names the action the way the log of remote commands shows it.
@@ -42,6 +50,12 @@ func (a Action) String() string {
 	case ActRedeploy:
 		if a.Kernel != "" {
 			return "redeploy " + a.Kernel
+		}
+	case ActUndoMode:
+		return "undo mode " + a.Kernel
+	case ActRestart:
+		if a.Force {
+			return "restart (preflight overridden)"
 		}
 	}
 	return string(a.Kind)
@@ -64,8 +78,46 @@ func (a Action) Effect(unit string) string {
 			k = "the kernel"
 		}
 		return fmt.Sprintf("copy the local build of %s to the host (takes effect at the next restart)", k)
+	case ActUndoMode:
+		return fmt.Sprintf("put back %s's drop-in for %s as it was before the last mode change (takes effect at the next restart)", a.Kernel, unit)
 	}
 	return string(a.Kind)
+}
+
+// PreflightError is a restart refused because a kernel mode in force is
+// not capture-safe while the unit starts with CUDA graphs on: it would
+// fail at graph capture, minutes in. Retry with Action.Force after the
+// person confirmed, or pick one of SafeModes.
+type PreflightError struct {
+	Host      string
+	Kernel    string
+	Mode      string
+	Reason    string
+	SafeModes []string
+}
+
+func (e *PreflightError) Error() string {
+	return fmt.Sprintf("%s: preflight: %s (capture-safe modes: %s)", e.Host, e.Reason, strings.Join(e.SafeModes, ", "))
+}
+
+// Preflight checks a restart of h against the capture-safety rule, from
+// what the fleet already knows (the unit's ExecStart and Environment): a
+// pure check the UI and the commands run before asking, and drivers run
+// again before acting.
+func Preflight(h HostState, cat kernels.Catalog, engine string) *PreflightError {
+	for _, m := range cat.ModesIn(h.UnitState.Environment) {
+		if m.CaptureSafe {
+			continue
+		}
+		k, ok := cat.Kernel(m.Kernel)
+		if !ok {
+			continue
+		}
+		if r := kernels.Preflight(k, m.Mode, h.UnitState.ExecStart, engine); !r.OK {
+			return &PreflightError{Host: h.Name, Kernel: k.Name, Mode: m.Mode, Reason: r.Reason, SafeModes: r.SafeModes}
+		}
+	}
+	return nil
 }
 
 // Emit hands one event to the fleet. It blocks while the fleet is busy and

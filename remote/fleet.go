@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"bringup/kernels"
+	"bringup/kernels/deploy"
 	"bringup/remote/event"
 	"bringup/remote/gpu"
 	"bringup/remote/history"
@@ -45,6 +48,9 @@ type Options struct {
 	// MaxPendingLines bounds the journal lines held for a slow consumer;
 	// older ones are dropped and counted (default 20 000).
 	MaxPendingLines int
+	// LocalHashes is, per kernel, the content hash of the local build, for
+	// the drift badge; nil when unknown.
+	LocalHashes map[string]string
 	// GPUHistory is how many GPU samples each host keeps (default 120).
 	GPUHistory int
 	// History supplies expectations (ETA, the memory weights reach) and
@@ -94,6 +100,9 @@ type HostState struct {
 	Action *event.ActionResult `json:"action,omitempty"`
 	// Dropped counts journal lines dropped because the consumer was slow.
 	Dropped int `json:"dropped,omitempty"`
+	// KernelHashes is, per kernel, the content hash of the build the
+	// running service loaded (from its "sitecustomize loaded" line).
+	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
 	// Expected is what earlier startups of this host, unit and modes took
 	// (Runs 0: no history).
 	Expected history.Expectation `json:"expected,omitzero"`
@@ -193,6 +202,10 @@ func (f *Fleet) Hosts() []string {
 
 // Updates delivers batches. It is closed when Run returns.
 func (f *Fleet) Updates() <-chan Batch { return f.out }
+
+// LocalHashes is, per kernel, the content hash of the local build
+// (Options.LocalHashes): what the hosts should be running.
+func (f *Fleet) LocalHashes() map[string]string { return maps.Clone(f.opts.LocalHashes) }
 
 // Kernels is the kernel catalog the fleet was built with.
 func (f *Fleet) Kernels() kernels.Catalog { return f.opts.Kernels }
@@ -420,6 +433,7 @@ func snapshot(hosts []*hostFold, now time.Time) []HostState {
 		s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
 		s.GPU = append([]event.GPU(nil), h.state.GPU...)
 		s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
+		s.KernelHashes = maps.Clone(h.state.KernelHashes)
 		if h.state.Action != nil {
 			a := *h.state.Action
 			s.Action = &a
@@ -466,6 +480,15 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		if ev.Action != nil {
 			a := *ev.Action
 			h.state.Action = &a
+		}
+	case event.KindJournal:
+		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
+			if l, ok := deploy.ParseLoaded(ev.Journal.Message); ok {
+				if h.state.KernelHashes == nil {
+					h.state.KernelHashes = map[string]string{}
+				}
+				h.state.KernelHashes[l.Kernel] = l.Hash
+			}
 		}
 	}
 	changes := h.tracker.Apply(ev)
@@ -538,6 +561,11 @@ func sanitizeEvent(ev *event.Event) {
 	}
 	if g := ev.Gap; g != nil {
 		g.Message = sanitize.String(g.Message)
+	}
+	if c := ev.Command; c != nil {
+		c.Text = sanitize.String(c.Text)
+		c.Result = sanitize.String(c.Result)
+		c.Err = sanitize.String(c.Err)
 	}
 	if g := ev.GPU; g != nil {
 		for i := range g.Devices {

@@ -14,6 +14,7 @@ import (
 
 	"bringup/cmd/bringup/config"
 	"bringup/kernels"
+	"bringup/kernels/deploy"
 	"bringup/remote"
 	"bringup/remote/history"
 	"bringup/remote/live"
@@ -103,6 +104,12 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 	if len(cfg.Kernels.Kernels) == 0 {
 		cfg.Kernels = kernels.DefaultCatalog()
 	}
+	// A kernel's local build is relative to the config file, as written.
+	for i, k := range cfg.Kernels.Kernels {
+		if k.LocalDir != "" && !filepath.IsAbs(k.LocalDir) && cfg.Path != "" {
+			cfg.Kernels.Kernels[i].LocalDir = filepath.Join(filepath.Dir(cfg.Path), k.LocalDir)
+		}
+	}
 	hosts, err := cfg.Select(args)
 	if err != nil {
 		return nil, nil, err
@@ -190,9 +197,25 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink) (*
 		d := live.New(live.Options{
 			Name: r.host.Name, SSH: r.ssh, Dial: r.dial, Unit: r.host.Unit,
 			Probe: probe.Options{Addr: r.host.Probe.Addr(), Path: r.host.Probe.Path, Completion: r.host.Probe.Completion},
-			Tail:  2000,
+			Tail:  2000, Kernels: cfg.Kernels, Engine: r.host.Engine,
 		})
 		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
 	}
-	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist})
+	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
+		LocalHashes: localHashes(cfg.Kernels)})
+}
+
+// localHashes hashes each kernel's local build that exists, for the drift
+// badge. A kernel without a readable build has no entry (no badge).
+func localHashes(cat kernels.Catalog) map[string]string {
+	out := map[string]string{}
+	for _, k := range cat.Kernels {
+		if k.LocalDir == "" {
+			continue
+		}
+		if h, err := deploy.DirHash(k.LocalDir); err == nil {
+			out[k.Name] = h
+		}
+	}
+	return out
 }

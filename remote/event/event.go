@@ -19,6 +19,7 @@ const (
 	KindConn    Kind = "conn"    // the host connection changed state (Conn)
 	KindAction  Kind = "action"  // an action started, progressed or ended (Action)
 	KindGap     Kind = "gap"     // lines may be missing: cursor lost, journald suppression, dropped (Gap)
+	KindCommand Kind = "command" // a remote command or D-Bus call bringup made, with its result (Command)
 )
 
 // Event is one signal from one host. Time is the host's own timestamp
@@ -37,6 +38,7 @@ type Event struct {
 	Conn    *Conn         `json:"conn,omitempty"`
 	Action  *ActionResult `json:"action,omitempty"`
 	Gap     *Gap          `json:"gap,omitempty"`
+	Command *Command      `json:"command,omitempty"`
 }
 
 // Journal is one journald entry about the watched unit.
@@ -143,4 +145,15 @@ type Gap struct {
 	Reason  string `json:"reason"`            // "cursor-lost", "suppressed", "dropped", "reconnect"
 	Count   int    `json:"count,omitempty"`   // lines known lost, when known
 	Message string `json:"message,omitempty"` // human text, sanitised
+}
+
+// Command records one thing bringup did on a host for an action: a remote
+// command, a D-Bus call, a file transfer. The `@` view lists them.
+type Command struct {
+	Via      string        `json:"via"`  // "exec", "dbus", "sftp"
+	Text     string        `json:"text"` // the command line or call
+	Exit     int           `json:"exit"` // exit code, for exec
+	Result   string        `json:"result,omitempty"`
+	Err      string        `json:"err,omitempty"`
+	Duration time.Duration `json:"duration"`
 }

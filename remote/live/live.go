@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"bringup/kernels"
+	"bringup/kernels/dropin"
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/gpu"
@@ -42,6 +44,11 @@ type Options struct {
 	// WatchPath forces how unit state is read ("" tries D-Bus, then
 	// systemd-stdio-bridge, then systemctl polling).
 	WatchPath string
+	// Kernels is the catalog actions check modes against and deploy from
+	// (LocalDir resolved to an absolute path by the caller).
+	Kernels kernels.Catalog
+	// Engine is "sglang", "vllm" or "auto": what the preflight assumes.
+	Engine string
 	// Now stamps local receipt times; nil means time.Now.
 	Now func() time.Time
 }
@@ -51,9 +58,12 @@ type Host struct {
 	opts Options
 	conn *sshx.Conn
 
-	mu       sync.Mutex // guards pathNote and emit
+	mu       sync.Mutex // guards pathNote, emit and changes
 	pathNote string
 	emit     remote.Emit // Run's; nil before Run
+	// changes holds, per kernel, the last mode change made in this
+	// session: what one-key undo puts back.
+	changes map[string]dropin.Change
 }
 
 // New returns the driver for one host. It does not connect until Run.
@@ -181,25 +191,6 @@ func (h *Host) note(emit remote.Emit, msg string) {
 	now := h.opts.Now()
 	emit(event.Event{Host: h.opts.Name, Kind: event.KindGap, Time: now, Seen: now,
 		Gap: &event.Gap{Reason: "note", Message: msg}})
-}
-
-// ErrNotSupported is returned for actions real hosts cannot take yet.
-var ErrNotSupported = errors.New("not supported on real hosts yet")
-
-// Do runs an action over the host's connection.
-func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
-	ctl := systemd.NewController(h.conn, h.opts.Name)
-	switch a.Kind {
-	case remote.ActRestart:
-		_, err := ctl.Restart(ctx, h.opts.Unit)
-		return err
-	case remote.ActStop:
-		_, err := ctl.Stop(ctx, h.opts.Unit)
-		return err
-	case remote.ActResetFailed:
-		return ctl.ResetFailed(ctx, h.opts.Unit)
-	}
-	return fmt.Errorf("%s: %s: %w", h.opts.Name, a, ErrNotSupported)
 }
 
 func connState(s sshx.State) event.ConnState {

@@ -80,9 +80,10 @@ type Host struct {
 
 	mu        sync.Mutex
 	modes     map[string]string
-	deploys   map[string]int // redeploys per kernel, which change its content hash
-	active    string         // ActiveState
-	sub       string         // SubState
+	undo      map[string]string // kernel → mode before the last change
+	deploys   map[string]int    // redeploys per kernel, which change its content hash
+	active    string            // ActiveState
+	sub       string            // SubState
 	result    string
 	nRestarts int
 	inv       *invocation
@@ -476,11 +477,30 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 		if err != nil {
 			return nil, fmt.Errorf("set mode on %s: %w", h.spec.Name, err)
 		}
+		if h.undo == nil {
+			h.undo = map[string]string{}
+		}
+		h.undo[k.Name] = h.mode(k.Name)
 		h.modes[k.Name] = m.Name
 		// The drop-in changes the Environment at once; the process reads
 		// it at its next start.
 		h.queue(h.unitEvent(now))
+	case remote.ActUndoMode:
+		prev, ok := h.undo[a.Kernel]
+		if !ok {
+			return nil, fmt.Errorf("%s: no mode change of %s to undo in this session", h.spec.Name, a.Kernel)
+		}
+		h.modes[a.Kernel] = prev
+		delete(h.undo, a.Kernel)
+		h.queue(h.unitEvent(now))
 	case remote.ActRestart:
+		if !a.Force {
+			// The same capture-safety check a real host's driver makes.
+			st := remote.HostState{Name: h.spec.Name, UnitState: event.Unit{Environment: h.environment(), ExecStart: h.execStart()}}
+			if pe := remote.Preflight(st, h.catalog, "sglang"); pe != nil {
+				return nil, pe
+			}
+		}
 		h.stop(now)
 		h.startAt, h.autoStart = now.Add(stopTime), false
 	case remote.ActStop:

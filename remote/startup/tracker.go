@@ -224,6 +224,7 @@ func (t *Tracker) State() Startup {
 	s := t.st
 	s.Spans = slices.Clone(t.st.Spans)
 	s.Diag = t.st.Diag.clone()
+	s.Modes = slices.Clone(t.modes)
 	return s
 }
 

@@ -10,6 +10,8 @@ package startup
 
 import (
 	"time"
+
+	"bringup/kernels"
 )
 
 // Phase is where a host's service is in its startup.
@@ -129,6 +131,10 @@ type Startup struct {
 	// Phase is Unknown, so the display can keep showing it (greyed).
 	LastKnown Phase `json:"last_known,omitempty"`
 
+	// Modes are the kernel modes the current invocation started with (the
+	// unit's Environment when it began). When the unit's Environment says
+	// otherwise now, a restart is pending.
+	Modes []kernels.ActiveMode `json:"modes,omitempty"`
 	// Restarts counts restarts of the unit (from NRestarts and new
 	// invocation ids, never from signals alone).
 	Restarts int `json:"restarts"`

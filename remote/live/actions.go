@@ -1,0 +1,222 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"bringup/kernels/deploy"
+	"bringup/kernels/dropin"
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/systemd"
+)
+
+// audited wraps the host's connection so that every command an action
+// runs on the host is reported as a KindCommand event (the `@` view).
+type audited struct {
+	h    *Host
+	emit remote.Emit
+}
+
+func (a audited) report(c *event.Command) {
+	now := a.h.opts.Now()
+	a.emit(event.Event{Host: a.h.opts.Name, Kind: event.KindCommand, Time: now, Seen: now, Command: c})
+}
+
+// Exec runs cmd over the connection and reports it.
+func (a audited) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+	start := time.Now()
+	out, errOut, code, err := a.h.conn.Exec(ctx, cmd)
+	c := &event.Command{Via: "exec", Text: cmd, Exit: code, Duration: time.Since(start)}
+	if err != nil {
+		c.Err = err.Error()
+	} else if code != 0 {
+		c.Err = firstLine(string(errOut))
+	}
+	a.report(c)
+	return out, errOut, code, err
+}
+
+// DialUnix opens the bus channel; the calls on it are reported by do.
+func (a audited) DialUnix(ctx context.Context, path string) (net.Conn, error) {
+	return a.h.conn.DialUnix(ctx, path)
+}
+
+// Client returns the SSH client (SFTP, the stdio bridge).
+func (a audited) Client(ctx context.Context) (*ssh.Client, error) { return a.h.conn.Client(ctx) }
+
+// call runs one step that is not a plain command (a D-Bus call, a
+// transfer) and reports it with its outcome.
+func (a audited) call(via, text string, f func() (string, error)) error {
+	start := time.Now()
+	result, err := f()
+	c := &event.Command{Via: via, Text: text, Result: result, Duration: time.Since(start)}
+	if err != nil {
+		c.Err = err.Error()
+	}
+	a.report(c)
+	return err
+}
+
+// Do runs an action over the host's connection. Every command it runs on
+// the host is reported as a KindCommand event.
+func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
+	au := audited{h: h, emit: emit}
+	ctl := systemd.NewController(au, h.opts.Name)
+	unit := h.opts.Unit
+	switch a.Kind {
+	case remote.ActRestart:
+		if !a.Force {
+			if err := h.preflight(ctx, au, ctl); err != nil {
+				return err
+			}
+		}
+		return au.call("dbus", "RestartUnit "+unit, func() (string, error) {
+			o, err := ctl.Restart(ctx, unit)
+			return string(o), err
+		})
+	case remote.ActStop:
+		return au.call("dbus", "StopUnit "+unit, func() (string, error) {
+			o, err := ctl.Stop(ctx, unit)
+			return string(o), err
+		})
+	case remote.ActResetFailed:
+		return au.call("dbus", "ResetFailedUnit "+unit, func() (string, error) {
+			return "done", ctl.ResetFailed(ctx, unit)
+		})
+	case remote.ActSetMode:
+		k, _, err := h.opts.Kernels.ParseAssignment(a.Kernel + "=" + a.Mode)
+		if err != nil {
+			return fmt.Errorf("%s: %w", h.opts.Name, err)
+		}
+		c, err := dropin.SetMode(ctx, au, ctl, unit, k, a.Mode, dropin.SetOptions{Runtime: a.Runtime, Host: h.opts.Name})
+		if c.Path != "" {
+			h.remember(c) // even a failed verify leaves a file to undo
+		}
+		if err != nil {
+			return err
+		}
+		h.progress(emit, fmt.Sprintf("%s: %s=%s written to %s; Environment read back", a.Kernel, k.EnvVar, a.Mode, c.Path), 100)
+		return nil
+	case remote.ActUndoMode:
+		k, ok := h.opts.Kernels.Kernel(a.Kernel)
+		if !ok {
+			return fmt.Errorf("%s: unknown kernel %q", h.opts.Name, a.Kernel)
+		}
+		c, ok := h.lastChange(a.Kernel)
+		if !ok {
+			return fmt.Errorf("%s: no mode change of %s to undo in this session", h.opts.Name, a.Kernel)
+		}
+		if err := dropin.Undo(ctx, au, ctl, c, k, dropin.SetOptions{Runtime: c.Path != "" && strings.HasPrefix(c.Path, "/run/"), Host: h.opts.Name}); err != nil {
+			return err
+		}
+		h.forget(a.Kernel)
+		return nil
+	case remote.ActRedeploy:
+		return h.redeploy(ctx, au, a, emit)
+	}
+	return fmt.Errorf("%s: %s: unknown action", h.opts.Name, a)
+}
+
+// preflight refuses a restart that would fail at graph capture: it reads
+// the unit's ExecStart and Environment fresh from the host.
+func (h *Host) preflight(ctx context.Context, au audited, ctl *systemd.Controller) error {
+	env, err := ctl.ReadEnvironment(ctx, h.opts.Unit)
+	if err != nil {
+		return fmt.Errorf("%s: preflight: %w", h.opts.Name, err)
+	}
+	exec, err := dropin.ReadExecStart(ctx, au, h.opts.Unit)
+	if err != nil {
+		return fmt.Errorf("%s: preflight: %w", h.opts.Name, err)
+	}
+	st := remote.HostState{Name: h.opts.Name, UnitState: event.Unit{Environment: env, ExecStart: exec}}
+	if pe := remote.Preflight(st, h.opts.Kernels, h.opts.Engine); pe != nil {
+		return pe
+	}
+	return nil
+}
+
+// redeploy syncs a kernel's local build to the host, reporting progress.
+func (h *Host) redeploy(ctx context.Context, au audited, a remote.Action, emit remote.Emit) error {
+	name := a.Kernel
+	if name == "" && len(h.opts.Kernels.Kernels) > 0 {
+		name = h.opts.Kernels.Kernels[0].Name
+	}
+	k, ok := h.opts.Kernels.Kernel(name)
+	if !ok {
+		return fmt.Errorf("%s: unknown kernel %q", h.opts.Name, name)
+	}
+	if k.LocalDir == "" || k.RemoteDir == "" {
+		return fmt.Errorf("%s: kernel %s has no local_dir/remote_dir to deploy", h.opts.Name, k.Name)
+	}
+	var mu sync.Mutex
+	last := -1
+	progress := func(p deploy.Progress) {
+		if p.Total <= 0 {
+			return
+		}
+		pct := int(p.Done * 100 / p.Total)
+		mu.Lock()
+		defer mu.Unlock()
+		if pct == last || (pct < 100 && pct-last < 5) {
+			return // a few dozen events per deploy, not one per read
+		}
+		last = pct
+		h.progress(emit, "sending "+p.File, pct)
+	}
+	var res deploy.Result
+	err := au.call("sftp", fmt.Sprintf("sync %s → %s", k.LocalDir, k.RemoteDir), func() (string, error) {
+		var err error
+		res, err = deploy.Sync(ctx, au, k.LocalDir, k.RemoteDir, deploy.Options{Progress: progress})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d sent, %d unchanged, %d deleted, hash %.12s", len(res.Uploaded), res.Unchanged, len(res.Deleted), res.Hash), nil
+	})
+	if err != nil {
+		return err
+	}
+	h.progress(emit, fmt.Sprintf("%s deployed: %d file(s) sent (%s), content sha256 %.12s…; takes effect at the next restart",
+		k.Name, len(res.Uploaded), strings.Join(res.Uploaded, ", "), res.Hash), 100)
+	return nil
+}
+
+// progress reports how far an action is; the fleet gives it the action's id.
+func (h *Host) progress(emit remote.Emit, detail string, pct int) {
+	now := h.opts.Now()
+	emit(event.Event{Host: h.opts.Name, Kind: event.KindAction, Time: now, Seen: now,
+		Action: &event.ActionResult{Stage: event.ActionProgress, Detail: detail, Percent: pct}})
+}
+
+func (h *Host) remember(c dropin.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changes == nil {
+		h.changes = map[string]dropin.Change{}
+	}
+	h.changes[c.Kernel] = c
+}
+
+func (h *Host) lastChange(kernel string) (dropin.Change, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.changes[kernel]
+	return c, ok
+}
+
+func (h *Host) forget(kernel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.changes, kernel)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
