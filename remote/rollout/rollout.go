@@ -1,0 +1,614 @@
+// Package rollout is a gated rollout over a fleet: apply a kernel mode
+// change and/or a redeploy, then restart, host by host (or in batches),
+// waiting for each restarted host to serve before touching the next, and
+// halting on the first failure with its diagnosis, with a rollback of that
+// host to its previous mode on offer.
+//
+// It is a pure state machine: no IO, no goroutines, and no clock but the
+// one in Plan.Now. The loop that drives it belongs to its caller (the
+// `bringup rollout` command, the console's rollout view):
+//
+//	r, err := rollout.New(plan, fleet.Kernels())
+//	steps := r.Start(firstBatch.Hosts)
+//	for {
+//		for _, s := range steps {
+//			id, err := fleet.Do(s.Host, s.Action)
+//			r.Issued(s, id, err)
+//		}
+//		if r.Settled() { break }
+//		steps = r.Observe(<-fleet.Updates())
+//	}
+//
+// A host's sequence is [mode change] → [redeploy] → restart, one action at
+// a time (the next is issued only when the one before is done, so a failed
+// mode change never leads to a restart), then the wait for the restart's
+// new invocation to reach serving (the host is done) or fail (the rollout
+// halts). The invocation that was running when the restart was issued
+// never counts: the new one is recognised by its invocation id or start
+// time differing from the ones recorded when the restart was issued, and
+// only after the restart action is done.
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// ModeChange is the kernel mode a rollout sets.
+type ModeChange struct {
+	Kernel string `json:"kernel"`
+	Mode   string `json:"mode"`
+}
+
+// String is "KERNEL=MODE".
+func (m ModeChange) String() string { return m.Kernel + "=" + m.Mode }
+
+// Plan is what a rollout does.
+type Plan struct {
+	// Hosts are the hosts in rollout order.
+	Hosts []string `json:"hosts"`
+	// Batch is how many hosts go at once (0 means 1).
+	Batch int `json:"batch"`
+	// Mode is the mode change to apply before the restart; nil for none.
+	Mode *ModeChange `json:"mode,omitempty"`
+	// Redeploy names the kernel to redeploy before the restart; "" for none.
+	Redeploy string `json:"redeploy,omitempty"`
+	// Force restarts even though the capture-safety preflight refuses:
+	// the person confirmed.
+	Force bool `json:"force,omitempty"`
+	// Timeout is how long one host may take from its first action to
+	// serving before the rollout halts on it; 0 means no limit.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Now is the clock for lane times and the timeout (a simulated fleet
+	// passes its host-time clock); nil means time.Now.
+	Now func() time.Time `json:"-"`
+}
+
+// String says what the plan will do, for the confirmation prompt, e.g.
+// "set kdtree-verify=on, then restart, on gpu1, gpu2, gpu3 one at a time,
+// waiting for serving".
+func (p Plan) String() string {
+	var what []string
+	if p.Mode != nil {
+		what = append(what, "set "+p.Mode.String())
+	}
+	if p.Redeploy != "" {
+		what = append(what, "redeploy "+p.Redeploy)
+	}
+	what = append(what, "restart")
+	pace := "one at a time"
+	if p.Batch > 1 {
+		pace = fmt.Sprintf("%d at a time", p.Batch)
+	}
+	return fmt.Sprintf("%s, on %s %s, waiting for serving", strings.Join(what, ", then "), strings.Join(p.Hosts, ", "), pace)
+}
+
+// Step is an action the loop must issue with Fleet.Do, then report with
+// Rollout.Issued.
+type Step struct {
+	Host   string        `json:"host"`
+	Action remote.Action `json:"action"`
+}
+
+// Status is where the rollout as a whole is.
+type Status string
+
+// The statuses.
+const (
+	Running Status = "running" // hosts are being changed or awaited
+	Halted  Status = "halted"  // a host failed (or timed out); the rest are untouched
+	Done    Status = "done"    // every host is serving
+	Aborted Status = "aborted" // the person stopped it; hosts not reached are untouched
+)
+
+// State is the rollout's outcome so far.
+type State struct {
+	Status Status `json:"status"`
+	// Host is the host the rollout halted on.
+	Host string `json:"host,omitempty"`
+	// Diag is the halted host's diagnosis when its startup failed.
+	Diag *startup.Diagnosis `json:"diagnosis,omitempty"`
+	// Err is the action error or timeout that halted the rollout.
+	Err string `json:"err,omitempty"`
+	// TimedOut says the halt was the per-host timeout.
+	TimedOut bool `json:"timed_out,omitempty"`
+}
+
+// Stage is where one host is in the rollout.
+type Stage string
+
+// The stages of a lane.
+const (
+	StagePending        Stage = "pending"         // not reached yet
+	StageApplying       Stage = "applying"        // mode change or redeploy under way
+	StageRestarting     Stage = "restarting"      // restart issued; the new invocation not seen yet
+	StageStarting       Stage = "starting"        // the new invocation is starting up
+	StageServing        Stage = "serving"         // the new invocation serves
+	StageFailed         Stage = "failed"          // an action failed, the startup failed, or it timed out
+	StageUntouched      Stage = "untouched"       // the rollout stopped before reaching the host
+	StageHalted         Stage = "halted"          // the rollout stopped mid-way on the host, before its restart
+	StageRollingBack    Stage = "rolling-back"    // undo of the mode change (and restart) under way
+	StageRolledBack     Stage = "rolled-back"     // back in its previous mode (serving again if it was before)
+	StageRollbackFailed Stage = "rollback-failed" // the undo failed, or the restarted host did not serve
+)
+
+// Final reports whether nothing more will happen to a lane in s unless a
+// rollback is asked for.
+func (s Stage) Final() bool {
+	switch s {
+	case StageServing, StageFailed, StageUntouched, StageHalted, StageRolledBack, StageRollbackFailed:
+		return true
+	}
+	return false
+}
+
+// Lane is one host's part of the rollout, for display.
+type Lane struct {
+	Host  string `json:"host"`
+	Batch int    `json:"batch"` // 0-based batch number
+	Stage Stage  `json:"stage"`
+	// Action names the action under way ("mode kdtree-verify=on",
+	// "restart"), with its latest progress detail in Detail.
+	Action  string `json:"action,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Percent int    `json:"percent,omitempty"`
+	// Phase and Phases are the startup of the invocation the rollout (or
+	// rollback) started; empty until it is seen.
+	Phase    startup.Phase    `json:"phase,omitempty"`
+	Phases   []startup.Span   `json:"phases,omitempty"`
+	Progress startup.Progress `json:"progress,omitzero"`
+	// Diag is why the startup failed.
+	Diag *startup.Diagnosis `json:"diagnosis,omitempty"`
+	// Err is the action error or timeout that failed the lane.
+	Err string `json:"err,omitempty"`
+	// PrevMode is the mode of Plan.Mode's kernel before the rollout
+	// reached the host: what a rollback restores ("" without a mode change,
+	// before the host is reached, or when its unit state was not known).
+	PrevMode string `json:"prev_mode,omitempty"`
+	// Since is when the rollout (or the rollback) began on the host, Until
+	// when it ended; zero while not begun / not ended.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// ErrNoRollback is returned by Rollback for a host with nothing to put
+// back: the rollout changed no mode on it.
+var ErrNoRollback = errors.New("nothing to roll back")
+
+// lane is a Lane with what the machine needs to drive it.
+type lane struct {
+	Lane
+	queue    []remote.Action // actions still to issue, in order
+	issuing  bool            // a step was handed out and not reported yet
+	inflight int             // id of the action awaited; 0 for none
+	kind     remote.ActionKind
+	// The restart being awaited: done, and the invocation that ran when
+	// it was issued (which must not count).
+	awaiting    bool
+	restartDone bool
+	baseInv     string
+	baseStart   time.Time
+	// modeIssued says a mode change was issued on the host: there is
+	// something to undo.
+	modeIssued bool
+	// wasRunning says the service was running (or starting) when the
+	// rollout reached the host: a rollback restarts it.
+	wasRunning bool
+	rollback   bool // the lane is in its rollback
+}
+
+// Rollout is the state machine of one rollout. It is not safe for
+// concurrent use: its loop owns it.
+type Rollout struct {
+	plan    Plan
+	lanes   []*lane
+	byHost  map[string]*lane
+	ids     map[int]*lane
+	snap    map[string]remote.HostState
+	state   State
+	batch   int // current batch number
+	started bool
+}
+
+// New checks p against the catalog and returns the rollout, not started.
+func New(p Plan, cat kernels.Catalog) (*Rollout, error) {
+	if len(p.Hosts) == 0 {
+		return nil, errors.New("rollout: no hosts")
+	}
+	if p.Batch < 0 {
+		return nil, fmt.Errorf("rollout: batch %d: must be at least 1", p.Batch)
+	}
+	if p.Batch == 0 {
+		p.Batch = 1
+	}
+	if p.Timeout < 0 {
+		return nil, fmt.Errorf("rollout: timeout %s: must not be negative", p.Timeout)
+	}
+	if p.Mode != nil {
+		if _, _, err := cat.ParseAssignment(p.Mode.String()); err != nil {
+			return nil, fmt.Errorf("rollout: mode: %w", err)
+		}
+	}
+	if p.Redeploy != "" {
+		if _, ok := cat.Kernel(p.Redeploy); !ok {
+			return nil, fmt.Errorf("rollout: redeploy: unknown kernel %q", p.Redeploy)
+		}
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	p.Hosts = append([]string(nil), p.Hosts...)
+	r := &Rollout{plan: p, byHost: map[string]*lane{}, ids: map[int]*lane{}, snap: map[string]remote.HostState{},
+		state: State{Status: Running}}
+	for i, h := range p.Hosts {
+		if h == "" {
+			return nil, fmt.Errorf("rollout: hosts[%d]: empty name", i)
+		}
+		if _, dup := r.byHost[h]; dup {
+			return nil, fmt.Errorf("rollout: host %q listed twice", h)
+		}
+		l := &lane{Lane: Lane{Host: h, Batch: i / p.Batch, Stage: StagePending}}
+		r.lanes = append(r.lanes, l)
+		r.byHost[h] = l
+	}
+	return r, nil
+}
+
+// Plan is the plan the rollout runs (with its defaults filled in).
+func (r *Rollout) Plan() Plan { return r.plan }
+
+// Start begins the rollout on the first batch, given the fleet's latest
+// snapshot (each host's mode before the change is recorded from it, for
+// the rollback), and returns the steps to issue. Calling it again returns
+// nothing.
+func (r *Rollout) Start(hosts []remote.HostState) []Step {
+	if r.started || r.state.Status != Running {
+		return nil
+	}
+	r.started = true
+	r.fold(hosts)
+	return r.beginBatch(0)
+}
+
+// Issued reports what Fleet.Do returned for s: the action's id, or the
+// error that kept it from starting (which fails the host).
+func (r *Rollout) Issued(s Step, id int, err error) {
+	l, ok := r.byHost[s.Host]
+	if !ok || !l.issuing {
+		return
+	}
+	l.issuing = false
+	if err != nil {
+		r.fail(l, nil, fmt.Sprintf("%s on %s: %v", s.Action, s.Host, err), false)
+		return
+	}
+	l.inflight, l.kind = id, s.Action.Kind
+	r.ids[id] = l
+	if s.Action.Kind == remote.ActRestart {
+		st := r.snap[l.Host].Startup
+		l.awaiting, l.restartDone = true, false
+		l.baseInv, l.baseStart = st.InvocationID, st.StartedAt
+	}
+}
+
+// Observe folds a batch from the fleet: the outcomes of the actions the
+// rollout issued, and each host's startup. It returns the steps to issue
+// next. An empty batch only checks the timeout.
+func (r *Rollout) Observe(b remote.Batch) []Step {
+	r.fold(b.Hosts)
+	var out []Step
+	for _, ev := range b.Events {
+		if ev.Kind != event.KindAction || ev.Action == nil {
+			continue
+		}
+		out = append(out, r.onAction(*ev.Action)...)
+	}
+	for _, l := range r.lanes {
+		r.follow(l)
+	}
+	r.checkTimeouts()
+	if r.state.Status == Running {
+		out = append(out, r.advanceBatch()...)
+	}
+	return out
+}
+
+// Rollback undoes the mode change on host after the rollout stopped
+// (halted or aborted): the mode's drop-in is put back as it was (undo-mode)
+// and, if the service was running when the rollout reached the host, the
+// unit is restarted so that it comes back in its previous mode; the
+// rollback is over when that restart's invocation serves (rolled-back) or
+// fails (rollback-failed). A host that was not running is left stopped or
+// failed, in its previous mode. A redeploy is not undone: the previous
+// build is not kept.
+func (r *Rollout) Rollback(host string) ([]Step, error) {
+	l, ok := r.byHost[host]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("rollback %s: not in the rollout", host)
+	case r.state.Status == Running:
+		return nil, fmt.Errorf("rollback %s: the rollout is still running", host)
+	case l.rollback:
+		return nil, fmt.Errorf("rollback %s: already rolled back or under way", host)
+	case !l.modeIssued || r.plan.Mode == nil:
+		return nil, fmt.Errorf("rollback %s: %w: the rollout changed no mode on it", host, ErrNoRollback)
+	case l.issuing || l.inflight != 0 && l.kind != remote.ActRestart:
+		return nil, fmt.Errorf("rollback %s: an action is still under way; try again when it ends", host)
+	}
+	l.rollback = true
+	l.queue = []remote.Action{{Kind: remote.ActUndoMode, Kernel: r.plan.Mode.Kernel}}
+	if l.wasRunning {
+		l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart})
+	}
+	l.awaiting, l.restartDone, l.inflight = false, false, 0
+	l.Stage, l.Err, l.Diag = StageRollingBack, "", nil
+	l.Phase, l.Phases, l.Progress = "", nil, startup.Progress{}
+	l.Since, l.Until = r.plan.Now(), time.Time{}
+	return r.next(l), nil
+}
+
+// Abort stops the rollout: nothing more is issued, hosts not reached stay
+// untouched, actions already under way run to their end.
+func (r *Rollout) Abort() {
+	if r.state.Status != Running {
+		return
+	}
+	r.state = State{Status: Aborted}
+	r.stopAll()
+}
+
+// State is the rollout's outcome so far.
+func (r *Rollout) State() State {
+	s := r.state
+	if s.Diag != nil {
+		d := *s.Diag
+		d.Evidence = append([]string(nil), d.Evidence...)
+		s.Diag = &d
+	}
+	return s
+}
+
+// Settled reports whether the loop may stop: the rollout is over (done,
+// halted or aborted) and no rollback is under way.
+func (r *Rollout) Settled() bool {
+	if r.state.Status == Running {
+		return false
+	}
+	for _, l := range r.lanes {
+		if l.rollback && !l.Stage.Final() {
+			return false
+		}
+	}
+	return true
+}
+
+// Lanes are the hosts' lanes in plan order, copied.
+func (r *Rollout) Lanes() []Lane {
+	out := make([]Lane, len(r.lanes))
+	for i, l := range r.lanes {
+		out[i] = l.Lane
+		out[i].Phases = append([]startup.Span(nil), l.Phases...)
+		if l.Diag != nil {
+			d := *l.Diag
+			d.Evidence = append([]string(nil), d.Evidence...)
+			out[i].Diag = &d
+		}
+	}
+	return out
+}
+
+// fold records the latest snapshot of the plan's hosts.
+func (r *Rollout) fold(hosts []remote.HostState) {
+	for _, h := range hosts {
+		if _, ok := r.byHost[h.Name]; ok {
+			r.snap[h.Name] = h
+		}
+	}
+}
+
+// beginBatch starts every host of batch n.
+func (r *Rollout) beginBatch(n int) []Step {
+	r.batch = n
+	var out []Step
+	for _, l := range r.lanes {
+		if l.Batch == n {
+			out = append(out, r.begin(l)...)
+		}
+	}
+	return out
+}
+
+// begin starts host l's sequence: it records the mode to roll back to and
+// whether the service was running, and hands out the first action.
+func (r *Rollout) begin(l *lane) []Step {
+	h := r.snap[l.Host]
+	if m := r.plan.Mode; m != nil {
+		for _, a := range h.Modes { // every kernel of the catalog, "off" when unset
+			if a.Kernel == m.Kernel {
+				l.PrevMode = a.Mode
+			}
+		}
+	}
+	p := h.Startup.Phase
+	l.wasRunning = p.Rank() > startup.Stopped.Rank() || p == startup.Stuck ||
+		p == startup.Unknown && h.Startup.LastKnown.Rank() > startup.Stopped.Rank()
+	l.Since = r.plan.Now()
+	if m := r.plan.Mode; m != nil {
+		l.queue = append(l.queue, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
+	}
+	if r.plan.Redeploy != "" {
+		l.queue = append(l.queue, remote.Action{Kind: remote.ActRedeploy, Kernel: r.plan.Redeploy})
+	}
+	l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force})
+	return r.next(l)
+}
+
+// next hands out l's next action, if any.
+func (r *Rollout) next(l *lane) []Step {
+	if len(l.queue) == 0 {
+		return nil
+	}
+	a := l.queue[0]
+	l.queue = l.queue[1:]
+	l.issuing = true
+	l.Action, l.Detail, l.Percent = a.String(), "", 0
+	switch {
+	case l.rollback:
+		l.Stage = StageRollingBack
+	case a.Kind == remote.ActRestart:
+		l.Stage = StageRestarting
+	default:
+		l.Stage = StageApplying
+	}
+	if a.Kind == remote.ActSetMode {
+		l.modeIssued = true
+	}
+	return []Step{{Host: l.Host, Action: a}}
+}
+
+// onAction folds an outcome of one of the rollout's actions.
+func (r *Rollout) onAction(a event.ActionResult) []Step {
+	l, ok := r.ids[a.ID]
+	if !ok || l.inflight != a.ID {
+		return nil
+	}
+	switch a.Stage {
+	case event.ActionStarted, event.ActionProgress:
+		if a.Detail != "" {
+			l.Detail = a.Detail
+		}
+		if a.Percent > 0 {
+			l.Percent = a.Percent
+		}
+	case event.ActionFailed:
+		l.inflight = 0
+		l.awaiting = false
+		r.fail(l, nil, fmt.Sprintf("%s on %s: %s", a.Name, l.Host, a.Err), false)
+	case event.ActionDone:
+		l.inflight = 0
+		if l.kind == remote.ActRestart {
+			l.restartDone = true
+			return nil
+		}
+		if l.Stage == StageHalted {
+			return nil // the rollout stopped while the action ran
+		}
+		if len(l.queue) == 0 && l.rollback {
+			r.finish(l, StageRolledBack) // an undo without a restart
+			return nil
+		}
+		return r.next(l)
+	}
+	return nil
+}
+
+// follow moves a lane whose restart is awaited along the startup of the
+// invocation the restart began.
+func (r *Rollout) follow(l *lane) {
+	if !l.awaiting {
+		return
+	}
+	h, ok := r.snap[l.Host]
+	if !ok {
+		return
+	}
+	st := h.Startup
+	fresh := st.InvocationID != "" && st.InvocationID != l.baseInv ||
+		!st.StartedAt.IsZero() && !st.StartedAt.Equal(l.baseStart)
+	if !l.restartDone || !fresh {
+		return
+	}
+	l.Phase, l.Phases, l.Progress = st.Phase, st.Spans, st.Progress
+	if !l.rollback {
+		l.Stage = StageStarting
+	}
+	switch {
+	case st.Phase == startup.Serving:
+		l.awaiting = false
+		if l.rollback {
+			r.finish(l, StageRolledBack)
+		} else {
+			r.finish(l, StageServing)
+		}
+	case st.Phase == startup.Failed || st.Diag != nil && (st.Phase == startup.Restarting || st.Phase == startup.Unknown):
+		l.awaiting = false
+		r.fail(l, st.Diag, "", false)
+	}
+}
+
+// checkTimeouts fails every lane that has been under way for longer than
+// the plan allows.
+func (r *Rollout) checkTimeouts() {
+	if r.plan.Timeout <= 0 {
+		return
+	}
+	now := r.plan.Now()
+	for _, l := range r.lanes {
+		if l.Since.IsZero() || l.Stage.Final() || l.Stage == StagePending || now.Sub(l.Since) <= r.plan.Timeout {
+			continue
+		}
+		l.awaiting = false
+		r.fail(l, nil, fmt.Sprintf("%s: not serving after %s (stage %s, phase %s)", l.Host, r.plan.Timeout, l.Stage, l.Phase), true)
+	}
+}
+
+// advanceBatch starts the next batch once every host of the current one
+// serves, and ends the rollout after the last.
+func (r *Rollout) advanceBatch() []Step {
+	for _, l := range r.lanes {
+		if l.Batch == r.batch && l.Stage != StageServing {
+			return nil
+		}
+	}
+	if r.batch == r.lanes[len(r.lanes)-1].Batch {
+		r.state = State{Status: Done}
+		return nil
+	}
+	return r.beginBatch(r.batch + 1)
+}
+
+// fail ends lane l in failure; during the rollout that halts it.
+func (r *Rollout) fail(l *lane, d *startup.Diagnosis, msg string, timedOut bool) {
+	l.queue = nil
+	l.Diag, l.Err = d, msg
+	if l.rollback {
+		r.finish(l, StageRollbackFailed)
+		return
+	}
+	r.finish(l, StageFailed)
+	if r.state.Status != Running {
+		return // a peer of the halted host failing too: its lane says so
+	}
+	r.state = State{Status: Halted, Host: l.Host, Diag: d, Err: msg, TimedOut: timedOut}
+	r.stopAll()
+}
+
+// finish puts lane l in its final stage s.
+func (r *Rollout) finish(l *lane, s Stage) {
+	l.Stage, l.Until = s, r.plan.Now()
+	l.Action, l.Detail, l.Percent = "", "", 0
+}
+
+// stopAll stops the rollout on every host: those not reached stay
+// untouched; those before their restart are left where they are (halted);
+// restarts already issued are still followed to their end.
+func (r *Rollout) stopAll() {
+	now := r.plan.Now()
+	for _, l := range r.lanes {
+		switch {
+		case l.Stage == StagePending:
+			l.Stage = StageUntouched
+		case l.Stage.Final() || l.awaiting:
+		default:
+			l.queue = nil
+			l.Stage, l.Until = StageHalted, now
+		}
+	}
+}
