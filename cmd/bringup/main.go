@@ -38,6 +38,11 @@ func commands() []command {
 		{"watch", "bringup watch [--json] [--timeout D] [-H hosts] [HOST|GROUP...]  (or --demo)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
+		actionCommand("mode"),
+		actionCommand("redeploy"),
+		actionCommand("restart"),
+		actionCommand("stop"),
+		actionCommand("reset-failed"),
 		{"version", "bringup version", "print the version", runVersion},
 	}
 }

@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// The changing commands: each names its hosts, says exactly what will
+// change, asks (unless --yes), goes through Fleet.Do (the one door, which
+// refuses everything in read-only mode) and, for restarts, follows the new
+// invocation until it serves or fails. They share one flow, act.
+
+// actionCmd describes one changing command.
+type actionCmd struct {
+	name, args, summary string
+	// restartFlag offers --restart (restart after the change).
+	restartFlag bool
+	// restarts: the command itself is a restart (preflight, --force).
+	restarts bool
+	// runtimeFlag offers --runtime (a mode's drop-in under /run).
+	runtimeFlag bool
+	// extra says whether a positional argument is the command's own
+	// argument rather than a host or group name; nil: none.
+	extra func(cat kernels.Catalog, s string, isHost func(string) bool) bool
+	// build turns the command's own arguments into the actions for one
+	// host (before the restart that --restart adds).
+	build func(cat kernels.Catalog, extra []string, o actOptions) ([]remote.Action, error)
+}
+
+// actOptions are the flags that shape the actions.
+type actOptions struct {
+	restart, runtime, force bool
+}
+
+// actionCmds lists the changing commands.
+func actionCmds() []actionCmd {
+	return []actionCmd{
+		{
+			name: "mode", args: "HOST|GROUP... KERNEL=MODE [--restart] [--runtime]", restartFlag: true, runtimeFlag: true,
+			summary: "set a kernel's mode (systemd drop-in + daemon-reload); --restart restarts and follows the new run",
+			extra:   func(_ kernels.Catalog, s string, _ func(string) bool) bool { return strings.Contains(s, "=") },
+			build: func(cat kernels.Catalog, extra []string, o actOptions) ([]remote.Action, error) {
+				if len(extra) != 1 {
+					return nil, fmt.Errorf("want exactly one KERNEL=MODE (got %d)", len(extra))
+				}
+				k, m, err := cat.ParseAssignment(extra[0])
+				if err != nil {
+					return nil, err
+				}
+				return []remote.Action{{Kind: remote.ActSetMode, Kernel: k.Name, Mode: m.Name, Runtime: o.runtime}}, nil
+			},
+		},
+		{
+			name: "redeploy", args: "HOST|GROUP... [KERNEL] [--restart]", restartFlag: true,
+			summary: "send the kernel's changed files from its local build (default: the first kernel); --restart restarts and follows",
+			extra: func(cat kernels.Catalog, s string, isHost func(string) bool) bool {
+				_, ok := cat.Kernel(s)
+				return ok && !isHost(s)
+			},
+			build: func(cat kernels.Catalog, extra []string, _ actOptions) ([]remote.Action, error) {
+				switch {
+				case len(extra) > 1:
+					return nil, fmt.Errorf("one kernel at a time (got %s)", strings.Join(extra, ", "))
+				case len(extra) == 1:
+					return []remote.Action{{Kind: remote.ActRedeploy, Kernel: extra[0]}}, nil
+				case len(cat.Kernels) == 0:
+					return nil, errors.New("no kernels configured")
+				}
+				return []remote.Action{{Kind: remote.ActRedeploy, Kernel: cat.Kernels[0].Name}}, nil
+			},
+		},
+		{
+			name: "restart", args: "HOST|GROUP... [--force]", restarts: true,
+			summary: "restart the unit (after the capture-safety preflight) and follow the new run until serving or failed",
+			build:   fixed(),
+		},
+		{name: "stop", args: "HOST|GROUP...", summary: "stop the unit", build: fixed(remote.Action{Kind: remote.ActStop})},
+		{
+			name: "reset-failed", args: "HOST|GROUP...", summary: "clear the unit's failed state and start limit so it can start again",
+			build: fixed(remote.Action{Kind: remote.ActResetFailed}),
+		},
+	}
+}
+
+// fixed builds the same actions whatever the arguments.
+func fixed(as ...remote.Action) func(kernels.Catalog, []string, actOptions) ([]remote.Action, error) {
+	return func(_ kernels.Catalog, extra []string, _ actOptions) ([]remote.Action, error) {
+		if len(extra) > 0 {
+			return nil, fmt.Errorf("unexpected argument %q", extra[0])
+		}
+		return slices.Clone(as), nil
+	}
+}
+
+// actionCommand returns the subcommand named name, for commands().
+func actionCommand(name string) command {
+	for _, c := range actionCmds() {
+		if c.name == name {
+			c := c
+			return command{name: c.name, usage: "bringup " + c.name + " " + c.args + " [--yes]", summary: c.summary,
+				run: func(ctx context.Context, e env, args []string) int { return act(ctx, e, c, args, stdinTerminal()) }}
+		}
+	}
+	panic("bringup: no action command " + name) // a typo in commands(): caught by every test run
+}
+
+// stdinTerminal is standard input when it is a terminal (someone can
+// answer a prompt), else nil.
+func stdinTerminal() io.Reader {
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		return os.Stdin
+	}
+	return nil
+}
+
+// answerTimeout bounds the wait for every named host's unit state.
+const answerTimeout = 30 * time.Second
+
+// act is the flow every changing command shares. in is where answers to
+// prompts come from; nil means there is nobody to ask.
+func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) int {
+	fs := newFlags(e, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
+	var ff fleetFlags
+	ff.register(fs)
+	var sf simFlags
+	sf.register(fs)
+	demo := fs.Bool("demo", false, "act on the simulated fleet (no hosts needed)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	all := fs.Bool("all", false, "act on every configured host (changing commands never default to all)")
+	timeout := fs.Duration("timeout", 20*time.Minute, "give up after this long (exit 2)")
+	var o actOptions
+	if c.restartFlag {
+		fs.BoolVar(&o.restart, "restart", false, "restart afterwards and follow the new run until serving or failed")
+	}
+	if c.runtimeFlag {
+		fs.BoolVar(&o.runtime, "runtime", false, "write the drop-in under /run (lost at reboot)")
+	}
+	if c.restarts || c.restartFlag {
+		fs.BoolVar(&o.force, "force", false, "restart even if the capture-safety preflight refuses (needs --yes)")
+	}
+	if code, stop := parseArgs(fs, args); stop {
+		return code
+	}
+	o.restart = o.restart || c.restarts
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "bringup %s: %s\n", c.name, fmt.Sprintf(format, a...))
+		return exitUsage
+	}
+	if o.force && !*yes {
+		return fail("--force needs --yes (interactively, the preflight asks you to type the host count instead)")
+	}
+
+	s, err := openActFleet(ctx, e, c, &ff, sf, *demo, *all, fs.Args())
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer s.close()
+	actions, err := c.build(s.fleet.Kernels(), s.extra, o)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if o.restart {
+		actions = append(actions, remote.Action{Kind: remote.ActRestart})
+	}
+	if s.fleet.ReadOnly() {
+		// Ask the fleet itself: its door is what makes every change
+		// impossible, and its refusal is what the person sees.
+		for _, h := range s.hosts {
+			for _, a := range actions {
+				if _, err := s.fleet.Do(h, a); err != nil {
+					fmt.Fprintf(e.stderr, "bringup %s: refused: %v\n", c.name, err)
+				} else {
+					fmt.Fprintf(e.stderr, "bringup %s: BUG: %s on %s accepted in read-only mode\n", c.name, a, h)
+				}
+			}
+		}
+		return exitUsage
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	runCtx, stopFleet := context.WithCancel(ctx)
+	go func() { done <- s.fleet.Run(runCtx) }()
+	defer func() {
+		stopFleet()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			fmt.Fprintf(e.stderr, "bringup %s: hosts did not stop within 5 s\n", c.name)
+		}
+	}()
+
+	states, err := awaitHosts(ctx, s.fleet, s.hosts, min(answerTimeout, *timeout))
+	if err != nil {
+		return fail("%v", err)
+	}
+	if o.restart {
+		refused := preflightAll(s.fleet.Kernels(), states, actions)
+		if len(refused) > 0 {
+			explainPreflight(e.stderr, refused, len(s.hosts))
+			if !overridePreflight(e, c.name, o.force, in, len(s.hosts)) {
+				return exitUsage
+			}
+			for i := range actions {
+				if actions[i].Kind == remote.ActRestart {
+					actions[i].Force = true
+				}
+			}
+		}
+	}
+	printPlan(e.stdout, s.hosts, states, actions)
+	if !*yes {
+		if in == nil {
+			return fail("refused: no terminal to ask for confirmation; pass --yes to go ahead")
+		}
+		if !confirm(in, e.stdout, "Go ahead? [y/N] ") {
+			fmt.Fprintln(e.stdout, "Nothing changed.")
+			return exitUsage
+		}
+	}
+	return runActions(ctx, e.stdout, s.fleet, s.hosts, states, actions)
+}
+
+// actFleet is the fleet a changing command acts through and what it acts on.
+type actFleet struct {
+	fleet *remote.Fleet
+	hosts []string // the named hosts, in order
+	extra []string // the command's own positional arguments
+	close func()
+}
+
+// openActFleet builds the live (or simulated) fleet over the hosts named
+// in args, splitting off the command's own arguments.
+func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf simFlags, demo, all bool, args []string) (actFleet, error) {
+	if demo {
+		f, _, err := sf.simFleet(ff.readOnly)
+		if err != nil {
+			return actFleet{}, err
+		}
+		known := f.Hosts()
+		isHost := func(s string) bool { return slices.Contains(known, s) }
+		names, extra := splitArgs(c, f.Kernels(), args, isHost)
+		if all {
+			names = known
+		}
+		for _, n := range names {
+			if !isHost(n) {
+				return actFleet{}, fmt.Errorf("unknown host %q (simulated hosts: %s)", n, strings.Join(known, ", "))
+			}
+		}
+		if len(names) == 0 {
+			return actFleet{}, errors.New("name the hosts to act on (or --all)")
+		}
+		return actFleet{fleet: f, hosts: names, extra: extra, close: func() {}}, nil
+	}
+	// The catalog and the host names come from the config: load it once
+	// to tell hosts from the command's own arguments.
+	cfg, _, err := ff.load(e, nil)
+	if err != nil {
+		return actFleet{}, err
+	}
+	isHost := func(s string) bool {
+		_, err := cfg.Select([]string{s})
+		return err == nil
+	}
+	names, extra := splitArgs(c, cfg.Kernels, args, isHost)
+	if len(names) == 0 && !all {
+		return actFleet{}, errors.New("name the hosts or groups to act on (or --all)")
+	}
+	f, closeKeys, err := openLiveFleet(ctx, e, ff, names)
+	if err != nil {
+		return actFleet{}, err
+	}
+	return actFleet{fleet: f, hosts: f.Hosts(), extra: extra, close: closeKeys}, nil
+}
+
+// splitArgs separates host and group names from the command's own
+// arguments.
+func splitArgs(c actionCmd, cat kernels.Catalog, args []string, isHost func(string) bool) (names, extra []string) {
+	for _, a := range args {
+		if c.extra != nil && c.extra(cat, a, isHost) {
+			extra = append(extra, a)
+		} else {
+			names = append(names, a)
+		}
+	}
+	return names, extra
+}
+
+// awaitHosts waits until every named host's unit state is known and
+// returns their states; a host found unreachable, or silent past wait, is
+// an error naming it.
+func awaitHosts(ctx context.Context, f *remote.Fleet, hosts []string, wait time.Duration) (map[string]remote.HostState, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var last []remote.HostState
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the hosts' unit state: %w", ctx.Err())
+		case <-t.C:
+			var silent []string
+			for _, h := range last {
+				if slices.Contains(hosts, h.Name) && h.UnitState.ActiveState == "" {
+					silent = append(silent, fmt.Sprintf("%s (%s)", h.Name, h.Conn.State))
+				}
+			}
+			if last == nil {
+				silent = hosts
+			}
+			return nil, fmt.Errorf("no unit state after %s from %s: nothing changed", wait, strings.Join(silent, ", "))
+		case b, ok := <-f.Updates():
+			if !ok {
+				return nil, errors.New("fleet stopped before the hosts answered")
+			}
+			last = b.Hosts
+			states := map[string]remote.HostState{}
+			ready := true
+			for _, h := range b.Hosts {
+				if !slices.Contains(hosts, h.Name) {
+					continue
+				}
+				if h.Conn.State == event.ConnUnreachable {
+					return nil, fmt.Errorf("%s is unreachable (%s): nothing changed", h.Name, h.Conn.Err)
+				}
+				ready = ready && h.UnitState.ActiveState != ""
+				states[h.Name] = h
+			}
+			if ready {
+				return states, nil
+			}
+		}
+	}
+}
+
+// preflightAll runs the capture-safety preflight for every host against
+// the Environment its restart will see: the current one with the modes
+// the actions set applied.
+func preflightAll(cat kernels.Catalog, states map[string]remote.HostState, actions []remote.Action) []*remote.PreflightError {
+	var out []*remote.PreflightError
+	hosts := slices.Sorted(maps.Keys(states))
+	for _, name := range hosts {
+		h := states[name]
+		h.UnitState.Environment = withModes(cat, h.UnitState.Environment, actions)
+		engine := h.Startup.Engine
+		if engine == "" {
+			engine = kernels.EngineAuto
+		}
+		if pe := remote.Preflight(h, cat, engine); pe != nil {
+			out = append(out, pe)
+		}
+	}
+	return out
+}
+
+// withModes returns env with each ActSetMode of actions applied (a later
+// entry overrides an earlier one, as systemd does).
+func withModes(cat kernels.Catalog, env []string, actions []remote.Action) []string {
+	out := slices.Clone(env)
+	for _, a := range actions {
+		if a.Kind != remote.ActSetMode {
+			continue
+		}
+		if k, ok := cat.Kernel(a.Kernel); ok {
+			out = append(out, k.EnvVar+"="+a.Mode)
+		}
+	}
+	return out
+}
+
+// explainPreflight says why the restart was refused and what to do.
+func explainPreflight(w io.Writer, refused []*remote.PreflightError, hosts int) {
+	for _, pe := range refused {
+		fmt.Fprintf(w, "%s: refused by the capture-safety preflight: %s\n", pe.Host, pe.Reason)
+		if len(pe.SafeModes) > 0 {
+			fmt.Fprintf(w, "  capture-safe modes of %s: %s — e.g. `bringup mode %s %s=%s --restart`\n",
+				pe.Kernel, strings.Join(pe.SafeModes, ", "), pe.Host, pe.Kernel, pe.SafeModes[0])
+		}
+	}
+	fmt.Fprintf(w, "To go on anyway (it will fail at graph capture), confirm by typing the number of hosts (%d), or pass --force --yes.\n", hosts)
+}
+
+// overridePreflight asks for (or takes from --force) the confirmation to
+// restart against the preflight.
+func overridePreflight(e env, name string, force bool, in io.Reader, hosts int) bool {
+	if force {
+		fmt.Fprintf(e.stderr, "bringup %s: WARNING: --force: restarting against the preflight\n", name)
+		return true
+	}
+	if in == nil {
+		fmt.Fprintf(e.stderr, "bringup %s: refused: no terminal to confirm on, and no --force --yes\n", name)
+		return false
+	}
+	fmt.Fprintf(e.stdout, "Type the number of hosts (%d) to go on anyway: ", hosts)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if !kernels.OverrideConfirmed(line, hosts) {
+		fmt.Fprintln(e.stdout, "Not confirmed: nothing changed.")
+		return false
+	}
+	return true
+}
+
+// confirm asks a yes/no question; only y or yes goes ahead.
+func confirm(in io.Reader, w io.Writer, q string) bool {
+	fmt.Fprint(w, q)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// printPlan says, host by host, exactly what will change.
+func printPlan(w io.Writer, hosts []string, states map[string]remote.HostState, actions []remote.Action) {
+	fmt.Fprintf(w, "This will change %d host(s):\n", len(hosts))
+	for _, name := range hosts {
+		unit := states[name].Unit
+		effects := make([]string, len(actions))
+		for i, a := range actions {
+			effects[i] = a.Effect(unit)
+			if a.Kind == remote.ActRestart && a.Force {
+				effects[i] += " AGAINST THE PREFLIGHT"
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(effects, "; then "))
+	}
+}
+
+// hostRun is one host's progress through its actions.
+type hostRun struct {
+	name    string
+	actions []remote.Action
+	next    int  // index of the next action to issue
+	current int  // id of the action in flight; 0: none
+	failed  bool // an action failed: the rest are not issued
+	// oldInv is the invocation before the restart; following is set once
+	// the restart is done, until the new invocation serves or fails.
+	oldInv    string
+	following bool
+	printing  bool // the restart started: print the host's phase changes
+	finished  bool
+	phase     startup.Phase
+}
+
+// runActions issues each host's actions in order (the next only after the
+// one before succeeded), prints every outcome as it arrives, follows
+// restarts until the new invocation serves or fails, and returns the exit
+// code.
+func runActions(ctx context.Context, w io.Writer, f *remote.Fleet, hosts []string, states map[string]remote.HostState, actions []remote.Action) int {
+	runs := make([]*hostRun, len(hosts))
+	byID := map[int]*hostRun{}
+	for i, name := range hosts {
+		runs[i] = &hostRun{name: name, actions: actions, oldInv: states[name].UnitState.InvocationID}
+	}
+	issue := func(r *hostRun) {
+		if r.next >= len(r.actions) {
+			r.finished = !r.following
+			return
+		}
+		a := r.actions[r.next]
+		r.next++
+		id, err := f.Do(r.name, a)
+		if err != nil {
+			fmt.Fprintf(w, "%s %-8s %s: refused: %v\n", stamp(), r.name, a, err)
+			r.failed, r.finished = true, true
+			return
+		}
+		r.current = id
+		byID[id] = r
+	}
+	for _, r := range runs {
+		issue(r)
+	}
+	for {
+		if slices.IndexFunc(runs, func(r *hostRun) bool { return !r.finished }) < 0 {
+			return runsOutcome(w, runs)
+		}
+		select {
+		case <-ctx.Done():
+			for _, r := range runs {
+				if !r.finished {
+					fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", stamp(), r.name, ctx.Err(), r.phase)
+				}
+			}
+			return exitTimeout
+		case b, ok := <-f.Updates():
+			if !ok {
+				return exitTimeout
+			}
+			byName := map[string]*hostRun{}
+			for _, r := range runs {
+				byName[r.name] = r
+			}
+			for _, ev := range b.Events {
+				if ev.Kind != event.KindAction || ev.Action == nil {
+					continue
+				}
+				r, ok := byID[ev.Action.ID]
+				if !ok || ev.Action.ID != r.current {
+					continue
+				}
+				a := r.actions[r.next-1]
+				printAction(w, ev)
+				switch ev.Action.Stage {
+				case event.ActionStarted:
+					if a.Kind == remote.ActRestart {
+						r.printing = true
+					}
+				case event.ActionFailed:
+					r.failed, r.finished, r.current = true, true, 0
+				case event.ActionDone:
+					r.current = 0
+					if a.Kind == remote.ActRestart {
+						r.following = true
+					}
+					issue(r)
+				}
+			}
+			started := map[string]time.Time{}
+			for _, h := range b.Hosts {
+				started[h.Name] = h.Startup.StartedAt
+			}
+			for _, c := range b.Changes {
+				if r := byName[c.Host]; r != nil && r.printing {
+					printChange(w, c, started[c.Host], false)
+				}
+			}
+			for _, h := range b.Hosts {
+				r := byName[h.Name]
+				if r == nil || !r.following {
+					continue
+				}
+				r.phase = h.Startup.Phase
+				// Only the new invocation counts: the old run's serving
+				// state must not end the wait.
+				if h.Startup.InvocationID == "" || h.Startup.InvocationID == r.oldInv {
+					continue
+				}
+				switch h.Startup.Phase {
+				case startup.Serving:
+					r.following, r.finished = false, r.next >= len(r.actions)
+					fmt.Fprintf(w, "%s %-8s serving (invocation %.8s)\n", h.Startup.PhaseSince.Format(timeLayout), r.name, h.Startup.InvocationID)
+				case startup.Failed:
+					r.following, r.failed, r.finished = false, true, true
+					fmt.Fprintf(w, "%s %-8s failed (invocation %.8s)%s\n", h.Startup.PhaseSince.Format(timeLayout), r.name, h.Startup.InvocationID, diagSuffix(h.Startup.Diag))
+				}
+			}
+		}
+	}
+}
+
+func diagSuffix(d *startup.Diagnosis) string {
+	if d == nil {
+		return ""
+	}
+	s := fmt.Sprintf(": %s [%s]", d.Summary, d.Cause)
+	if d.KernelMode != "" {
+		s += " under " + d.KernelMode
+	}
+	return s
+}
+
+// runsOutcome prints the summary and returns the exit code.
+func runsOutcome(w io.Writer, runs []*hostRun) int {
+	var failed []string
+	for _, r := range runs {
+		if r.failed {
+			failed = append(failed, r.name)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "failed on %s\n", strings.Join(failed, ", "))
+		return exitFailed
+	}
+	fmt.Fprintf(w, "done on %d host(s)\n", len(runs))
+	return exitServing
+}
+
+// printAction prints one action outcome (its text was sanitised where it
+// entered the fleet).
+func printAction(w io.Writer, ev event.Event) {
+	a := ev.Action
+	line := fmt.Sprintf("%s %-8s %s: %s", ev.Time.Format(timeLayout), ev.Host, a.Name, a.Stage)
+	switch {
+	case a.Err != "":
+		line += ": " + a.Err
+	case a.Detail != "" && a.Percent > 0 && a.Percent < 100:
+		line += fmt.Sprintf(" %d%%: %s", a.Percent, a.Detail)
+	case a.Detail != "":
+		line += ": " + a.Detail
+	}
+	fmt.Fprintln(w, line)
+}
+
+func stamp() string { return time.Now().Format(timeLayout) }
