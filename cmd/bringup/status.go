@@ -29,6 +29,9 @@ type statusHost struct {
 	Diagnosis  *startup.Diagnosis `json:"diagnosis,omitempty"`
 	Restarts   int                `json:"restarts"`
 	StatusPath string             `json:"state_path,omitempty"` // how unit state was read
+	// KernelHashes is, per kernel, the content hash the running service
+	// loaded: compare with the local build's (deploy.DirHash) for drift.
+	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
 }
 
 func runStatus(ctx context.Context, e env, args []string) int {
@@ -111,7 +114,7 @@ func statusOf(h remote.HostState) statusHost {
 	s := statusHost{
 		Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
 		Phase: string(h.Startup.Phase), Diagnosis: h.Startup.Diag, Restarts: h.Startup.Restarts,
-		StatusPath: h.UnitState.Path,
+		StatusPath: h.UnitState.Path, KernelHashes: h.KernelHashes,
 	}
 	if h.UnitState.ActiveState != "" {
 		s.State = h.UnitState.ActiveState + "/" + h.UnitState.SubState
