@@ -20,6 +20,7 @@ type fakeSource struct {
 	ch    chan remote.Batch
 	ro    bool
 	calls []doCall
+	local map[string]string // LocalHashes
 }
 
 type doCall struct {
@@ -31,6 +32,9 @@ func newFake() *fakeSource { return &fakeSource{ch: make(chan remote.Batch, 8)} 
 
 func (f *fakeSource) Updates() <-chan remote.Batch { return f.ch }
 func (f *fakeSource) ReadOnly() bool               { return f.ro }
+func (f *fakeSource) LocalHashes() map[string]string {
+	return f.local
+}
 func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
 	if f.ro {
 		return 0, remote.ErrReadOnly
@@ -120,6 +124,14 @@ func fleetFixture() remote.Batch {
 				Spans: spans(startup.Starting, "2m", startup.Init, "2m09s", startup.Weights, "2m51s", startup.KVCache, "11m20s",
 					startup.GraphCapture, "11m50s")}},
 	}
+	// Each unit's Environment carries its mode, its ExecStart leaves CUDA
+	// graphs on, and each invocation started in the mode on disk.
+	for i := range hosts {
+		h := &hosts[i]
+		h.UnitState.Environment = []string{"PYTHONPATH=/opt/kdtree/site", "KDTREE_MODE=" + h.Modes[0].Mode}
+		h.UnitState.ExecStart = execStart
+		h.Startup.Modes = h.Modes
+	}
 	var evs []event.Event
 	journal := func(host, d string, prio int, msg string) {
 		evs = append(evs, event.Event{Host: host, Kind: event.KindJournal, Time: at(d),
@@ -150,6 +162,9 @@ func fleetFixture() remote.Batch {
 	}
 	return remote.Batch{Hosts: hosts, Events: evs}
 }
+
+// execStart is the fixture units' command line: SGLang with CUDA graphs on.
+const execStart = "/opt/sglang/bin/python3 -m sglang.launch_server --model-path /models/llama-3-70b --tp 8 --port 30000"
 
 // typicalRuns is what the fixture's history says a startup takes.
 var typicalRuns = history.Expectation{Runs: 5, Total: 11*time.Minute + 10*time.Second, WeightMemMiB: 40000,

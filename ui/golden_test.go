@@ -12,22 +12,35 @@ import (
 // sizes. Regenerate with: go test ./ui -update
 func TestGolden(t *testing.T) {
 	screens := []struct {
-		name string
-		keys []string
+		name  string
+		keys  []string
+		setup func(*testing.T, *Model, *fakeSource) // before the keys
 	}{
-		{"table", nil},
-		{"host-gpu3", []string{"j", "j", "enter"}},
-		{"help-table", []string{"?"}},
-		{"help-host", []string{"j", "j", "enter", "?"}},
-		{"mode-chooser", []string{"j", "j", "m"}},
-		{"mode-confirm", []string{"j", "j", "m", "j", "enter"}},
-		{"restart-confirm", []string{"j", "j", "enter", "r"}},
-		{"host-filter", []string{"j", "j", "enter", "/", "c", "u", "d", "a", "enter"}},
+		{"table", nil, nil},
+		{"host-gpu3", []string{"j", "j", "enter"}, nil},
+		{"help-table", []string{"?"}, nil},
+		{"help-host", []string{"j", "j", "enter", "?"}, nil},
+		{"mode-chooser", []string{"j", "j", "m"}, nil},
+		{"mode-confirm", []string{"j", "j", "m", "j", "enter"}, nil},
+		{"restart-confirm", []string{"j", "j", "j", "enter", "r"}, nil},
+		{"host-filter", []string{"j", "j", "enter", "/", "c", "u", "d", "a", "enter"}, nil},
+		{"preflight", []string{"j", "j", "enter", "r", "9"}, nil},
+		{"host-pending", []string{"j", "j", "enter"}, setupPending},
+		{"table-drift", nil, setupDrift},
+		{"redeploy-progress", []string{"j", "enter"}, setupProgress},
+		{"actions", []string{"@"}, setupCommands},
+		{"rollout-form", []string{"space", "j", "space", "R", "l", "l", "l", "j", "l"}, nil},
+		{"rollout-confirm", []string{"R", "l", "l", "l", "enter"}, nil},
+		{"rollout-running", nil, setupRolloutRunning},
+		{"rollout-halted", nil, setupRolloutHalted},
 	}
 	for _, size := range [][2]int{{80, 24}, {160, 48}, {60, 20}} {
 		for _, sc := range screens {
 			t.Run(fmt.Sprintf("%s-%dx%d", sc.name, size[0], size[1]), func(t *testing.T) {
-				m, _ := newTestModel(t, size[0], size[1])
+				m, src := newTestModel(t, size[0], size[1])
+				if sc.setup != nil {
+					sc.setup(t, m, src)
+				}
 				press(m, sc.keys...)
 				out := render(m)
 				checkFits(t, out, size[0], size[1])

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/startup"
 )
@@ -16,7 +17,9 @@ type hostLayout struct {
 	evidence     int  // evidence lines shown in the diagnosis box
 	meta         bool // the cause/phase/time line and the hint
 	gpu          bool
-	logH         int // rows of log lines
+	modes        bool // a row per kernel: on disk, started with, pending
+	action       bool // the action under way, with its progress bar
+	logH         int  // rows of log lines
 }
 
 const minLogRows = 5
@@ -25,7 +28,7 @@ const minLogRows = 5
 // that hurts least: evidence beyond two lines, the full timeline, the GPU
 // row, the diagnosis's meta lines, the rest of the evidence.
 func layoutHost(hs *remote.HostState, h int) hostLayout {
-	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0}
+	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
 	if d != nil {
 		l.evidence = len(d.Evidence)
@@ -47,12 +50,19 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		if l.gpu {
 			n++
 		}
+		if l.modes {
+			n += len(hs.Modes)
+		}
+		if l.action {
+			n++
+		}
 		return n
 	}
 	steps := []func() bool{
 		func() bool { l.evidence = min(l.evidence, 2); return true },
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
+		func() bool { l.modes = false; return true },
 		func() bool { l.meta = false; return true },
 		func() bool { l.evidence = min(l.evidence, 1); return true },
 	}
@@ -75,6 +85,9 @@ type hostView struct {
 	now    time.Time
 	styles Styles
 	input  string // the filter input line while typing, else ""
+	// local is the local build's hash per kernel, for the build column
+	// of the mode rows; nil when unknown.
+	local map[string]string
 }
 
 // Render draws the view in exactly h rows of at most w cells.
@@ -104,7 +117,7 @@ func (v *hostView) Render(w, h int) string {
 	if e := etaText(hs, v.now); e != "" {
 		info += " · " + e
 	}
-	if len(hs.Modes) > 0 {
+	if len(hs.Modes) > 0 && !l.modes {
 		info += " · mode " + modeText(hs, true)
 	}
 	if st.Restarts > 0 {
@@ -114,6 +127,14 @@ func (v *hostView) Render(w, h int) string {
 		info += " · " + st.Engine
 	}
 	add(info)
+	if l.modes {
+		for _, line := range v.modeRows() {
+			add(line)
+		}
+	}
+	if l.action {
+		add("  ▶ " + actionProgress(*hs.Action, max(6, min(30, w/6)), s, false))
+	}
 
 	if l.fullTimeline {
 		for _, line := range v.timeline(w) {
@@ -138,6 +159,63 @@ func (v *hostView) Render(w, h int) string {
 		out = append(out, body)
 	}
 	return strings.Join(out, "\n")
+}
+
+// modeRows are one row per kernel: the mode on disk (the unit's
+// Environment, what the next start uses), the mode the current
+// invocation started with, "restart pending" when they differ, and the
+// build the service loaded against the local one.
+func (v *hostView) modeRows() []string {
+	s := v.styles
+	hs := v.hs
+	kw := 0
+	for _, m := range hs.Modes {
+		kw = max(kw, len(m.Kernel))
+	}
+	rows := make([]string, 0, len(hs.Modes))
+	for _, disk := range hs.Modes {
+		line := "  " + pad(disk.Kernel, kw) + "  on disk " + modeName(disk, s)
+		if run, ok := startedWith(hs, disk.Kernel); ok {
+			line += " · started with " + run.Mode
+			if run.Mode != disk.Mode {
+				line += " · " + s.Warn.Render("↻ restart pending")
+			}
+		}
+		if h := hs.KernelHashes[disk.Kernel]; h != "" {
+			switch local := v.local[disk.Kernel]; {
+			case local == "":
+				line += " · build " + shortHash(h)
+			case local == h:
+				line += " · build " + shortHash(h) + " = local"
+			default:
+				line += " · " + s.Warn.Render("build "+shortHash(h)+" ≠ local "+shortHash(local))
+			}
+		}
+		rows = append(rows, line)
+	}
+	return rows
+}
+
+// startedWith is kernel's mode in the current invocation's start, when
+// the host has started one.
+func startedWith(hs *remote.HostState, kernel string) (kernels.ActiveMode, bool) {
+	for _, m := range hs.Startup.Modes {
+		if m.Kernel == kernel {
+			return m, true
+		}
+	}
+	return kernels.ActiveMode{}, false
+}
+
+// modeName is a mode with its warning: "validate (not capture-safe)".
+func modeName(m kernels.ActiveMode, s Styles) string {
+	switch {
+	case !m.Known:
+		return m.Mode + s.Warn.Render(" (not in the catalog)")
+	case !m.CaptureSafe:
+		return m.Mode + s.Warn.Render(" (not capture-safe)")
+	}
+	return m.Mode
 }
 
 // etaText is "ETA 10:14 (~7m, from 5 runs)": when the startup is expected

@@ -14,7 +14,12 @@ type KeyMap struct {
 	Help, Quit key.Binding
 
 	Mode, Restart, ResetFailed, Redeploy key.Binding
+	Undo                                 key.Binding // put back the drop-in of the last mode change
+	Rollout                              key.Binding // a gated rollout over the marked hosts
 	Actions                              key.Binding // the log of remote commands
+
+	// Rollback and Abort answer a halted rollout in the rollout view.
+	Rollback, Abort key.Binding
 
 	Filter, NextMatch, PrevMatch  key.Binding
 	Follow, Wrap                  key.Binding
@@ -42,7 +47,12 @@ func DefaultKeyMap() KeyMap {
 		Restart:     b([]string{"r"}, "r", "restart"),
 		ResetFailed: b([]string{"x"}, "x", "reset-failed"),
 		Redeploy:    b([]string{"d"}, "d", "redeploy"),
+		Undo:        b([]string{"u"}, "u", "undo mode change"),
+		Rollout:     b([]string{"R"}, "R", "rollout (marked/all)"),
 		Actions:     b([]string{"@"}, "@", "remote commands"),
+
+		Rollback: b([]string{"b"}, "b", "roll back halted host"),
+		Abort:    b([]string{"a"}, "a", "abort rollout"),
 
 		Filter:    b([]string{"/"}, "/", "filter logs"),
 		NextMatch: b([]string{"n"}, "n", "next match"),
@@ -57,6 +67,12 @@ func DefaultKeyMap() KeyMap {
 		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
 		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
 	}
+}
+
+// changing is every binding that changes a host; each one refuses in
+// read-only mode.
+func (k KeyMap) changing() []key.Binding {
+	return []key.Binding{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Undo, k.Rollout}
 }
 
 // helpKeys is the help.KeyMap for one state of the UI.
@@ -74,7 +90,7 @@ func (k KeyMap) tableHelp() helpKeys {
 		short: []key.Binding{k.Help, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Open, k.Select, k.Help, k.Quit},
-			{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Actions},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions},
 		},
 	}
 }
@@ -86,9 +102,25 @@ func (k KeyMap) hostHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
-			{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Help, k.Quit},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Help, k.Quit},
 		},
 	}
+}
+
+// rolloutHelp is the help in the rollout view.
+func (k KeyMap) rolloutHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Help, k.Back, k.Rollback, k.Abort, k.Actions, k.Quit},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.Open, k.Back},
+			{k.Rollback, k.Abort, k.Actions, k.Help, k.Quit},
+		},
+	}
+}
+
+// actionsHelp is the help in the log of remote commands.
+func (k KeyMap) actionsHelp() helpKeys {
+	return helpKeys{short: []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
 }
 
 // dialogHelp is the help while a chooser or confirmation is open.

@@ -39,6 +39,21 @@ type Source interface {
 // The fleet is the source the command layer passes.
 var _ Source = (*remote.Fleet)(nil)
 
+// A Source may also tell the UI more; these are asked for by type
+// assertion, so a Source without them (a test fake) keeps working.
+type (
+	// localHasher knows, per kernel, the content hash of the local build:
+	// what the hosts should run. The drift badges compare against it.
+	localHasher interface{ LocalHashes() map[string]string }
+	// catalogSource knows the kernel catalog, for when Options has none.
+	catalogSource interface{ Kernels() kernels.Catalog }
+)
+
+var (
+	_ localHasher   = (*remote.Fleet)(nil)
+	_ catalogSource = (*remote.Fleet)(nil)
+)
+
 // Options configures the UI.
 type Options struct {
 	Title   string // shown in the header and the window title, e.g. "bringup demo · seed ×20"
@@ -79,6 +94,7 @@ type viewKind uint8
 const (
 	viewTable viewKind = iota
 	viewHost
+	viewRollout
 )
 
 type overlayKind uint8
@@ -88,13 +104,6 @@ const (
 	overlayHelp
 	overlayActions
 )
-
-// actionEntry is one line of the log of remote commands.
-type actionEntry struct {
-	time time.Time
-	host string
-	res  event.ActionResult
-}
 
 // Model is the root model of the UI; the only tea.Model in the package.
 type Model struct {
@@ -116,7 +125,8 @@ type Model struct {
 	marked map[string]bool
 
 	view    viewKind
-	open    string // the host the host view shows
+	back    viewKind // where esc leaves the host view for
+	open    string   // the host the host view shows
 	lv      logView
 	typing  bool // the filter input has focus
 	overlay overlayKind
@@ -125,7 +135,16 @@ type Model struct {
 	status    string
 	statusErr bool
 	statusSeq int
-	actions   []actionEntry
+	cmds      cmdLog // the log of remote commands (`@`)
+
+	// local is the local build's hash per kernel, from the source; nil
+	// when it cannot tell.
+	local map[string]string
+	// watch holds the hosts restarted from here whose new invocation the
+	// open host view should follow from its first line.
+	watch map[string]bool
+	// ro is the rollout started here, running or settled; nil before R.
+	ro *rolloutRun
 }
 
 // New returns the UI over src.
@@ -155,7 +174,14 @@ func New(src Source, opts Options) *Model {
 		logs:   map[string]*ring{},
 		inv:    map[string]string{},
 		marked: map[string]bool{},
+		watch:  map[string]bool{},
 		lv:     newLogView(),
+		cmds:   cmdLog{follow: true},
+	}
+	if len(opts.Kernels.Kernels) == 0 {
+		if cs, ok := src.(catalogSource); ok {
+			m.opts.Kernels = cs.Kernels()
+		}
 	}
 	m.setStyles(true)
 	return m
@@ -204,6 +230,26 @@ func doAction(src Source, host string, a remote.Action) tea.Cmd {
 	}
 }
 
+// actionsIssued is the answer of a sequence of Do calls on one host.
+type actionsIssued []actionIssued
+
+// doActions issues as on host in order, in one command so that the
+// order holds (the fleet runs a host's actions in the order given); it
+// stops at the first refusal.
+func doActions(src Source, host string, as ...remote.Action) tea.Cmd {
+	return func() tea.Msg {
+		var out actionsIssued
+		for _, a := range as {
+			id, err := src.Do(host, a)
+			out = append(out, actionIssued{host: host, action: a, id: id, err: err})
+			if err != nil {
+				break
+			}
+		}
+		return out
+	}
+}
+
 // Update folds one message into the model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -215,7 +261,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStyles(msg.IsDark())
 	case batchMsg:
 		m.now = m.opts.Now()
-		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), waitBatch(m.src.Updates()))
+		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), m.observe(remote.Batch(msg)), waitBatch(m.src.Updates()))
+	case rolloutIssued:
+		return m, m.rolloutIssuedMsg(msg)
 	case sourceClosed:
 		m.closed = true
 	case tickMsg:
@@ -226,10 +274,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status, m.statusErr = "", false
 		}
 	case actionIssued:
-		if msg.err != nil {
-			return m, m.setStatus(fmt.Sprintf("%s: %s: %v", msg.host, msg.action, msg.err), true)
+		return m, m.issued(msg)
+	case actionsIssued:
+		var cmd tea.Cmd
+		for _, a := range msg {
+			cmd = m.issued(a)
 		}
-		return m, m.setStatus(fmt.Sprintf("%s: %s issued (#%d)", msg.host, msg.action, msg.id), false)
+		return m, cmd
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
 	default:
@@ -240,6 +291,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	}
 	return m, nil
+}
+
+// issued reports an answer of Source.Do in the status line; a restart
+// issued here makes the host view follow the new invocation.
+func (m *Model) issued(msg actionIssued) tea.Cmd {
+	if msg.err != nil {
+		return m.setStatus(fmt.Sprintf("%s: %s: %v", msg.host, msg.action, msg.err), true)
+	}
+	if msg.action.Kind == remote.ActRestart {
+		m.watch[msg.host] = true
+		if m.view == viewHost && m.open == msg.host {
+			m.lv.follow = true
+		}
+	}
+	return m.setStatus(fmt.Sprintf("%s: %s issued (#%d)", msg.host, msg.action, msg.id), false)
 }
 
 // setStatus shows a message in the status line; it clears itself unless a
@@ -255,6 +321,9 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel := m.selectedName()
+	if lh, ok := m.src.(localHasher); ok {
+		m.local = lh.LocalHashes()
+	}
 	m.hosts = b.Hosts
 	for i := range m.hosts {
 		scrubHost(&m.hosts[i])
@@ -267,6 +336,10 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	}
 	var statusCmd tea.Cmd
 	for _, ev := range b.Events {
+		if ev.Kind == event.KindCommand {
+			m.recordAction(ev)
+			continue
+		}
 		l, ok := m.lineOf(ev)
 		if !ok {
 			continue
@@ -274,6 +347,7 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.inv[ev.Host] {
 			if m.inv[ev.Host] != "" {
 				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + safe(shortID(j.InvocationID)), Kind: lineMark})
+				m.newInvocation(ev.Host)
 			}
 			m.inv[ev.Host] = j.InvocationID
 		}
@@ -299,13 +373,6 @@ func (m *Model) push(host string, l logLine) {
 
 // shortID is the start of an invocation id, enough to tell runs apart.
 func shortID(id string) string { return id[:min(len(id), 12)] }
-
-func (m *Model) recordAction(ev event.Event) {
-	m.actions = append(m.actions, actionEntry{time: ev.Time, host: ev.Host, res: *ev.Action})
-	if n := len(m.actions) - maxActions; n > 0 {
-		m.actions = append(m.actions[:0], m.actions[n:]...)
-	}
-}
 
 // actionText says where an action is: "restart done", "mode … failed: …".
 func actionText(a event.ActionResult) string {
@@ -368,6 +435,11 @@ func (m *Model) selectedName() string {
 	if m.view == viewHost {
 		return m.open
 	}
+	if m.view == viewRollout && m.ro != nil {
+		if lanes := m.ro.r.Lanes(); m.ro.cursor < len(lanes) {
+			return lanes[m.ro.cursor].Host
+		}
+	}
 	if m.cursor < len(m.hosts) {
 		return m.hosts[m.cursor].Name
 	}
@@ -395,6 +467,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.filterKey(msg)
 	case m.dlg != nil:
 		return m.dialogKey(msg)
+	case m.overlay == overlayActions:
+		return m.actionsKey(msg)
 	case m.overlay != overlayNone:
 		switch {
 		case key.Matches(msg, k.Quit):
@@ -411,10 +485,15 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.overlay = overlayHelp
 	case key.Matches(msg, k.Actions):
 		m.overlay = overlayActions
+		m.cmds.follow = true
 	case key.Matches(msg, k.Mode):
-		return m.startMode()
+		return m.startMode(false)
+	case key.Matches(msg, k.Undo):
+		return m.startMode(true)
 	case key.Matches(msg, k.Restart):
-		return m.confirm(remote.Action{Kind: remote.ActRestart})
+		return m.startRestart()
+	case key.Matches(msg, k.Rollout):
+		return m.startRollout()
 	case key.Matches(msg, k.ResetFailed):
 		return m.confirm(remote.Action{Kind: remote.ActResetFailed})
 	case key.Matches(msg, k.Redeploy):
@@ -425,10 +504,50 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.confirm(a)
 	case m.view == viewTable:
 		m.tableKey(msg)
+	case m.view == viewRollout && m.ro != nil:
+		return m.rolloutKey(msg)
 	default:
 		return m.hostKey(msg)
 	}
 	return nil
+}
+
+// actionsKey scrolls the log of remote commands, or closes it.
+func (m *Model) actionsKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, l := m.keys, &m.cmds
+	h := actionsRows(m.height)
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Back, k.Help, k.Actions):
+		m.overlay = overlayNone
+	case key.Matches(msg, k.Up):
+		l.scroll(h, -1)
+	case key.Matches(msg, k.Down):
+		l.scroll(h, 1)
+	case key.Matches(msg, k.PageUp):
+		l.scroll(h, -max(1, h-1))
+	case key.Matches(msg, k.PageDown):
+		l.scroll(h, max(1, h-1))
+	case key.Matches(msg, k.Top):
+		l.follow, l.top = false, 0
+	case key.Matches(msg, k.Bottom):
+		l.follow = true
+	}
+	return nil
+}
+
+// newInvocation is called when host's journal starts a new invocation:
+// after a restart issued here, the open host view follows it from its
+// first line, whatever the pane was doing.
+func (m *Model) newInvocation(host string) {
+	if !m.watch[host] {
+		return
+	}
+	delete(m.watch, host)
+	if m.view == viewHost && m.open == host {
+		m.lv.follow = true
+	}
 }
 
 func (m *Model) tableKey(msg tea.KeyPressMsg) {
@@ -448,6 +567,7 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) {
 	case key.Matches(msg, k.Open):
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
+			m.back = viewTable
 		}
 	}
 }
@@ -477,7 +597,10 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 	h := m.logHeight()
 	switch {
 	case key.Matches(msg, k.Back):
-		m.view = viewTable
+		m.view = m.back
+		if m.view == viewRollout && m.ro == nil {
+			m.view = viewTable
+		}
 	case key.Matches(msg, k.Up):
 		m.lv.scroll(r, h, -1)
 	case key.Matches(msg, k.Down):
@@ -570,19 +693,93 @@ func (m *Model) refuse(what string) string {
 }
 
 // startMode opens the kernel chooser, or the mode chooser when there is
-// only one kernel.
-func (m *Model) startMode() tea.Cmd {
-	if why := m.refuse("changing the kernel mode"); why != "" {
+// only one kernel. With undo it leads to the undo confirmation instead:
+// put back the drop-in the last mode change replaced.
+func (m *Model) startMode(undo bool) tea.Cmd {
+	what := "changing the kernel mode"
+	if undo {
+		what = "undoing a mode change"
+	}
+	if why := m.refuse(what); why != "" {
 		return m.setStatus(why, true)
 	}
 	hs := m.hostState(m.selectedName())
-	switch len(m.opts.Kernels.Kernels) {
-	case 0:
+	switch ks := m.opts.Kernels.Kernels; {
+	case len(ks) == 0:
 		return m.setStatus("no kernels configured", true)
-	case 1:
-		m.dlg = modeDialog(hs.Name, hs.Unit, m.opts.Kernels.Kernels[0], hs.Modes)
+	case len(ks) == 1 && undo:
+		m.dlg = confirmDialog(hs.Name, hs.Unit, remote.Action{Kind: remote.ActUndoMode, Kernel: ks[0].Name})
+	case len(ks) == 1:
+		m.dlg = modeDialog(hs.Name, hs.Unit, ks[0], hs.Modes)
 	default:
 		m.dlg = kernelDialog(hs.Name, hs.Unit, m.opts.Kernels)
+		m.dlg.undo = undo
+	}
+	return nil
+}
+
+// engineOf is the engine the preflight assumes for hs: the one its logs
+// showed, else SGLang.
+func engineOf(hs *remote.HostState) string {
+	if hs.Startup.Engine != "" {
+		return hs.Startup.Engine
+	}
+	return kernels.EngineSGLang
+}
+
+// startRestart runs the capture-safety preflight on the snapshot before
+// asking: a refused restart opens the preflight dialog instead of the
+// confirmation.
+func (m *Model) startRestart() tea.Cmd {
+	if why := m.refuse("restart"); why != "" {
+		return m.setStatus(why, true)
+	}
+	hs := m.hostState(m.selectedName())
+	if pe := remote.Preflight(*hs, m.opts.Kernels, engineOf(hs)); pe != nil {
+		m.dlg = preflightDialog(hs.Name, hs.Unit, pe, 1)
+		return nil
+	}
+	m.dlg = confirmDialog(hs.Name, hs.Unit, remote.Action{Kind: remote.ActRestart})
+	return nil
+}
+
+// preflightKey answers the preflight dialog: a capture-safe mode (set it,
+// then restart), or the typed host count to go on anyway.
+func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, d := m.keys, m.dlg
+	switch s := msg.String(); {
+	case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
+		if len(d.typed) < 6 {
+			d.typed += s
+		}
+		d.cursor = len(d.choices)
+	case s == "backspace":
+		d.typed = d.typed[:max(0, len(d.typed)-1)]
+	case key.Matches(msg, k.Cancel):
+		m.dlg = nil
+		return m.setStatus("cancelled", false)
+	case key.Matches(msg, k.Up):
+		d.move(-1)
+	case key.Matches(msg, k.Down):
+		d.move(1)
+	case s == "enter" && d.cursor < len(d.choices):
+		mode := d.choices[d.cursor].value
+		m.dlg = nil
+		if d.rollout != nil {
+			return m.beginRollout(d.rollout, d.kernel, mode, false)
+		}
+		return doActions(m.src, d.host,
+			remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: mode},
+			remote.Action{Kind: remote.ActRestart})
+	case s == "enter":
+		if !kernels.OverrideConfirmed(d.typed, d.hosts) {
+			return m.setStatus(fmt.Sprintf("type %d, the number of hosts, to go on anyway", d.hosts), true)
+		}
+		m.dlg = nil
+		if d.rollout != nil {
+			return m.beginRollout(d.rollout, "", "", true)
+		}
+		return doAction(m.src, d.host, remote.Action{Kind: remote.ActRestart, Force: true})
 	}
 	return nil
 }
@@ -599,6 +796,12 @@ func (m *Model) confirm(a remote.Action) tea.Cmd {
 
 func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	k, d := m.keys, m.dlg
+	switch d.kind {
+	case dlgPreflight:
+		return m.preflightKey(msg)
+	case dlgRollout:
+		return m.rolloutFormKey(msg)
+	}
 	if key.Matches(msg, k.Cancel) {
 		m.dlg = nil
 		return m.setStatus("cancelled", false)
@@ -606,6 +809,9 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	if d.kind == dlgConfirm {
 		if key.Matches(msg, k.Confirm) {
 			m.dlg = nil
+			if d.rollbackTo != "" {
+				return m.rollback(d.host)
+			}
 			return doAction(m.src, d.host, d.action)
 		}
 		return nil
@@ -633,6 +839,10 @@ func (m *Model) choose() tea.Cmd {
 		return nil
 	}
 	c := d.choices[d.cursor]
+	if d.kind == dlgKernel && d.undo {
+		m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActUndoMode, Kernel: c.value})
+		return nil
+	}
 	if d.kind == dlgKernel {
 		k, _ := m.opts.Kernels.Kernel(c.value)
 		var modes []kernels.ActiveMode

@@ -117,7 +117,7 @@ func TestSeedFailureAndRecovery(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	final := tm.FinalModel(t).(*probe)
 	var names []string
-	for _, a := range final.actions {
+	for _, a := range final.cmds.entries {
 		if a.res.Stage == event.ActionDone {
 			names = append(names, a.res.Name)
 		}

@@ -25,6 +25,7 @@ type fleetTable struct {
 	marked map[string]bool
 	now    time.Time // host time "in phase" is measured against
 	styles Styles
+	drift  map[string]string // host → drift badge ("≠build", "drift")
 }
 
 const (
@@ -149,6 +150,9 @@ func (t *fleetTable) row(i int, cols []column, rest int) string {
 		case "PHASE":
 			cell = t.styles.Phase(h.Startup.Phase).Render(cell)
 		case "DIAGNOSIS":
+			if busy(h.Action) {
+				break // the bar keeps its colours
+			}
 			if h.Startup.Diag != nil {
 				cell = t.styles.PhaseFailed.Render(cell)
 			} else {
@@ -236,9 +240,9 @@ func progressText(t *fleetTable, h *remote.HostState, barW int, label bool) stri
 	return bar(p.Fraction(), barW, t.styles) + " " + count
 }
 
-// cellMode names each kernel's mode; "!" marks a mode that is not
-// capture-safe, and "↻" one that differs from what the failed run used
-// (it takes effect at the next restart).
+// cellMode names each kernel's mode on disk; "!" marks a mode that is
+// not capture-safe, and "↻" one that differs from what the current (or
+// failed) invocation started with: it takes effect at the next restart.
 func cellMode(_ *fleetTable, h *remote.HostState) string { return modeText(h, false) }
 
 func modeText(h *remote.HostState, long bool) string {
@@ -253,7 +257,11 @@ func modeText(h *remote.HostState, long bool) string {
 		} else if !m.CaptureSafe {
 			s += "!"
 		}
-		if d := h.Startup.Diag; d != nil && d.KernelMode != "" {
+		if run, ok := startedWith(h, m.Kernel); ok {
+			if run.Mode != m.Mode {
+				s += "↻"
+			}
+		} else if d := h.Startup.Diag; d != nil && d.KernelMode != "" {
 			if k, _, ok := strings.Cut(d.KernelMode, "="); ok && k == m.Kernel && d.KernelMode != m.Kernel+"="+m.Mode {
 				s += "↻"
 			}
@@ -302,14 +310,23 @@ func cellGPU(_ *fleetTable, h *remote.HostState) string {
 	return "—"
 }
 
-func cellDiag(_ *fleetTable, h *remote.HostState) string {
+func cellDiag(t *fleetTable, h *remote.HostState) string {
+	text := ""
 	switch {
+	case busy(h.Action):
+		text = actionProgress(*h.Action, 6, t.styles, true)
 	case h.Startup.Diag != nil:
-		return h.Startup.Diag.Summary
+		text = h.Startup.Diag.Summary
 	case h.Conn.Err != "" && h.Conn.State != event.ConnUp:
-		return h.Conn.Err
-	case h.Action != nil && h.Action.Stage != event.ActionDone:
-		return h.Action.Name + " " + string(h.Action.Stage)
+		text = h.Conn.Err
+	case h.Action != nil && h.Action.Stage == event.ActionFailed:
+		text = h.Action.Name + " failed"
 	}
-	return ""
+	if b := t.drift[h.Name]; b != "" {
+		if text == "" {
+			return b
+		}
+		return b + " · " + text
+	}
+	return text
 }

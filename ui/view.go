@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"bringup/remote/event"
 	"bringup/remote/startup"
 )
 
@@ -32,11 +31,15 @@ func (m *Model) render() string {
 	w, h := m.width, m.height
 	var body string
 	if hs := m.hostState(m.open); m.view == viewHost && hs != nil {
-		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles}
+		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles,
+			local: m.local}
 		if m.typing {
 			hv.input = m.filter.View()
 		}
 		body = hv.Render(w, m.bodyHeight())
+	} else if m.view == viewRollout && m.ro != nil {
+		rv := rolloutView{ro: m.ro, now: m.now, styles: m.styles}
+		body = rv.Render(w, m.bodyHeight())
 	} else {
 		body = m.renderTable(w, m.bodyHeight())
 	}
@@ -78,6 +81,12 @@ func (m *Model) header(w int) string {
 	if n := len(m.marked); n > 0 {
 		counts += fmt.Sprintf(" · %d selected", n)
 	}
+	if b := m.driftBadge(); b != "" {
+		counts += " · " + s.Warn.Render(b)
+	}
+	if m.ro != nil && !m.ro.r.Settled() {
+		counts += " · " + s.Badge.Render("rollout "+string(m.ro.r.State().Status))
+	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
@@ -100,12 +109,19 @@ func (m *Model) footer(w int) string {
 		st = m.styles.StatusErr
 	}
 	status := st.Render(clip(m.status, w))
+	if m.status == "" {
+		status = m.progressLine(w)
+	}
 	var hk helpKeys
 	switch {
 	case m.dlg != nil:
 		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
+	case m.overlay == overlayActions:
+		hk = m.keys.actionsHelp()
 	case m.view == viewHost:
 		hk = m.keys.hostHelp()
+	case m.view == viewRollout && m.ro != nil:
+		hk = m.keys.rolloutHelp()
 	default:
 		hk = m.keys.tableHelp()
 	}
@@ -115,7 +131,7 @@ func (m *Model) footer(w int) string {
 // renderTable is the fleet table and, in the rows left, the newest log
 // lines of the host under the cursor.
 func (m *Model) renderTable(w, h int) string {
-	t := fleetTable{hosts: m.hosts, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles}
+	t := fleetTable{hosts: m.hosts, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
 	if len(m.hosts) == 0 {
 		return m.styles.Dim.Render("  waiting for hosts…")
 	}
@@ -135,8 +151,11 @@ func (m *Model) renderTable(w, h int) string {
 // helpBox is the full help for the current view, from the key map.
 func (m *Model) helpBox(w, h int) string {
 	hk, what := m.keys.tableHelp(), "fleet"
-	if m.view == viewHost {
+	switch {
+	case m.view == viewHost:
 		hk, what = m.keys.hostHelp(), "host"
+	case m.view == viewRollout && m.ro != nil:
+		hk, what = m.keys.rolloutHelp(), "rollout"
 	}
 	hm := m.help
 	hm.SetWidth(0)
@@ -166,32 +185,6 @@ func regroup(groups [][]key.Binding, k int) [][]key.Binding {
 		all = all[n:]
 	}
 	return out
-}
-
-// actionsBox is the log of remote commands: the action results seen so far,
-// newest last.
-func (m *Model) actionsBox(w, h int) string {
-	bw := min(w, 100)
-	iw := max(1, bw-4)
-	lines := []string{m.styles.DialogTitle.Render("remote commands"), ""}
-	room := max(1, h-8)
-	if len(m.actions) == 0 {
-		lines = append(lines, m.styles.Dim.Render("none yet"))
-	}
-	for _, a := range m.actions[max(0, len(m.actions)-room):] {
-		t := "        "
-		if !a.time.IsZero() {
-			t = a.time.Format("15:04:05")
-		}
-		line := fmt.Sprintf("%s %s #%d %s", t, a.host, a.res.ID, actionText(a.res))
-		st := m.styles.Status
-		if a.res.Stage == event.ActionFailed {
-			st = m.styles.StatusErr
-		}
-		lines = append(lines, st.Render(clip(line, iw)))
-	}
-	lines = append(lines, "", m.styles.Dim.Render("@ or esc to close"))
-	return m.box(strings.Join(lines, "\n"), bw, h)
 }
 
 // box frames an overlay's body, cutting it to the screen.
