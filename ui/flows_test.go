@@ -350,10 +350,11 @@ func startRolloutOn(t *testing.T, m *Model, rows ...int) {
 
 // serving and failing are startups of a new invocation.
 func newRun(inv string, ph startup.Phase, d *startup.Diagnosis) startup.Startup {
-	st := startup.Startup{InvocationID: inv, StartedAt: at("12m40s"), Phase: ph, PhaseSince: at("12m50s"), Engine: "sglang", Diag: d,
-		Spans: spans(startup.Starting, "12m40s", startup.Init, "12m42s", startup.Weights, "12m44s")}
+	st := startup.Startup{InvocationID: inv, StartedAt: at("9m"), Phase: ph, PhaseSince: at("9m40s"), Engine: "sglang", Diag: d,
+		Spans: spans(startup.Starting, "9m", startup.Init, "9m05s", startup.Weights, "9m40s")}
 	if ph == startup.Serving || ph == startup.Failed {
-		st.Spans = spans(startup.Starting, "12m40s", startup.Init, "12m42s", startup.Weights, "12m44s", startup.GraphCapture, "12m48s", ph, "12m50s")
+		st.PhaseSince = at("12m")
+		st.Spans = spans(startup.Starting, "9m", startup.Init, "9m05s", startup.Weights, "9m40s", startup.GraphCapture, "11m30s", ph, "12m")
 	}
 	return st
 }
@@ -383,6 +384,7 @@ func haltRollout(t *testing.T, m *Model) {
 	feed(t, m, func(hs []remote.HostState) {
 		serving(hs)
 		hs[1].Startup = newRun("inv-gpu2", startup.Failed, captureDiag)
+		hs[1].UnitState.ActiveState, hs[1].UnitState.SubState = "failed", "failed"
 	}, actionEv("gpu2", 4, "restart", event.ActionDone))
 }
 

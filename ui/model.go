@@ -268,7 +268,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.closed = true
 	case tickMsg:
 		m.now = m.opts.Now()
-		return m, tick()
+		// An empty batch lets the rollout check its clock (a failure's
+		// grace, the timeout) while the fleet is quiet.
+		return m, tea.Batch(tick(), m.observe(remote.Batch{}))
 	case statusExpiry:
 		if msg.seq == m.statusSeq {
 			m.status, m.statusErr = "", false

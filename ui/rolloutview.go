@@ -504,8 +504,8 @@ func (v *rolloutView) laneInfo(l rollout.Lane) string {
 		if p := l.Progress; p.Known() {
 			t += fmt.Sprintf(" %d/%d %s", p.Done, p.Total, p.Label)
 		}
-		if !l.Since.IsZero() {
-			t += " · " + fmtDur(v.laneEnd(l).Sub(l.Since))
+		if n := len(l.Phases); n > 0 && !l.Stage.Final() {
+			t += " for " + fmtDur(l.Phases[n-1].Duration(v.now))
 		}
 		return t
 	}
