@@ -7,6 +7,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
+	"bringup/remote/event"
 	"bringup/remote/startup"
 )
 
@@ -122,6 +123,17 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if st.Restarts > 0 {
 		info += fmt.Sprintf(" · restarts %d", st.Restarts)
+	}
+	// How the unit's state is read: D-Bus is instant, the fallbacks are
+	// not, and the person should know which they are looking at.
+	if p := hs.UnitState.Path; p != "" && p != "sim" {
+		info += " · state via " + p
+	}
+	if c := hs.Conn; c.State != "" && c.State != event.ConnUp {
+		info += " · ssh " + string(c.State)
+		if !c.Retry.IsZero() {
+			info += " (retry " + c.Retry.Format("15:04:05") + ")"
+		}
 	}
 	if st.Engine != "" {
 		info += " · " + st.Engine
