@@ -26,7 +26,9 @@
 // halts). The invocation that was running when the restart was issued
 // never counts: the new one is recognised by its invocation id or start
 // time differing from the ones recorded when the restart was issued, and
-// only after the restart action is done.
+// only after the restart action is done. Its failure counts once the unit
+// agrees that the process is gone (or after a grace period), so that a
+// unit read mid-restart does not fail a host that is starting.
 package rollout
 
 import (
@@ -195,6 +197,9 @@ type lane struct {
 	restartDone bool
 	baseInv     string
 	baseStart   time.Time
+	// failSeen is when the new invocation was first seen failed while its
+	// unit still said it ran.
+	failSeen time.Time
 	// modeIssued says a mode change was issued on the host: there is
 	// something to undo.
 	modeIssued bool
@@ -293,7 +298,7 @@ func (r *Rollout) Issued(s Step, id int, err error) {
 	r.ids[id] = l
 	if s.Action.Kind == remote.ActRestart {
 		st := r.snap[l.Host].Startup
-		l.awaiting, l.restartDone = true, false
+		l.awaiting, l.restartDone, l.failSeen = true, false, time.Time{}
 		l.baseInv, l.baseStart = st.InvocationID, st.StartedAt
 	}
 }
@@ -347,7 +352,7 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 	if l.wasRunning {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart})
 	}
-	l.awaiting, l.restartDone, l.inflight = false, false, 0
+	l.awaiting, l.restartDone, l.inflight, l.failSeen = false, false, 0, time.Time{}
 	l.Stage, l.Err, l.Diag = StageRollingBack, "", nil
 	l.Phase, l.Phases, l.Progress = "", nil, startup.Progress{}
 	l.Since, l.Until = r.plan.Now(), time.Time{}
@@ -538,9 +543,34 @@ func (r *Rollout) follow(l *lane) {
 			r.finish(l, StageServing)
 		}
 	case st.Phase == startup.Failed || st.Diag != nil && (st.Phase == startup.Restarting || st.Phase == startup.Unknown):
-		l.awaiting = false
-		r.fail(l, st.Diag, "", false)
+		now := r.plan.Now()
+		if l.failSeen.IsZero() {
+			l.failSeen = now
+		}
+		if processGone(h.UnitState) || now.Sub(l.failSeen) >= failGrace {
+			l.awaiting = false
+			r.fail(l, st.Diag, "", false)
+		}
+	default:
+		l.failSeen = time.Time{}
 	}
+}
+
+// failGrace is how long a failed startup whose unit still says it runs is
+// given before the failure counts. A unit read mid-restart can show the
+// new invocation id with the old run's "failed" state (seen on real
+// hosts); the unit's next reading corrects it.
+const failGrace = 30 * time.Second
+
+// processGone reports whether the unit's state says its process has ended
+// (or is ending, or is waiting for an automatic restart); an unknown state
+// counts as gone, leaving the verdict to the startup.
+func processGone(u event.Unit) bool {
+	switch u.ActiveState {
+	case "", "failed", "inactive", "deactivating":
+		return true
+	}
+	return u.SubState == "auto-restart"
 }
 
 // checkTimeouts fails every lane that has been under way for longer than

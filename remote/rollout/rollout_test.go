@@ -128,6 +128,10 @@ func (f *fleet) run(host, inv string, p startup.Phase, d *startup.Diagnosis) {
 		h.Startup = startup.Startup{InvocationID: inv, StartedAt: f.now}
 	}
 	h.Startup.Phase, h.Startup.Diag = p, d
+	h.UnitState.ActiveState, h.UnitState.SubState = "active", "running"
+	if p == startup.Failed {
+		h.UnitState.ActiveState, h.UnitState.SubState = "failed", "failed"
+	}
 	h.Startup.Spans = append(h.Startup.Spans, startup.Span{Phase: p, Start: f.now})
 	f.observe()
 }
@@ -302,6 +306,37 @@ func TestOldInvocationServingIsNotSuccess(t *testing.T) {
 	}
 	if _, err := f.r.Rollback("gpu1"); !errors.Is(err, ErrNoRollback) {
 		t.Errorf("rollback after a rolling restart: %v, want ErrNoRollback", err)
+	}
+}
+
+// TestFailureNeedsTheUnitToAgree: a new invocation shown failed while its
+// unit runs (a unit read mid-restart) is not a failure until the unit
+// says the process is gone, or the grace period passes.
+func TestFailureNeedsTheUnitToAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		resolve func(f *fleet)
+		want    Stage
+	}{
+		{"startup goes on", func(f *fleet) { f.run("gpu1", "gpu1-inv1", startup.Serving, nil) }, StageServing},
+		{"unit fails", func(f *fleet) { f.run("gpu1", "gpu1-inv1", startup.Failed, oom) }, StageFailed},
+		{"grace passes", func(f *fleet) {
+			f.now = f.now.Add(failGrace)
+			f.observe()
+		}, StageFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t, "gpu1")
+			f.plan(Plan{Hosts: []string{"gpu1"}})
+			f.done("gpu1")
+			h := f.host("gpu1")
+			h.Startup = startup.Startup{InvocationID: "gpu1-inv1", StartedAt: f.now, Phase: startup.Failed,
+				Diag: &startup.Diagnosis{Cause: "unit-failed"}}
+			f.observe() // the unit still says active/running
+			f.wantStages(map[string]Stage{"gpu1": StageStarting})
+			tc.resolve(f)
+			f.wantStages(map[string]Stage{"gpu1": tc.want})
+		})
 	}
 }
 
