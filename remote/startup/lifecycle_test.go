@@ -269,3 +269,26 @@ func TestJoinedLate(t *testing.T) {
 		t.Fatalf("a run whose startup is in view needs its ready line; phase %s", got)
 	}
 }
+
+// TestRestartOfFailedUnit: systemd reports a failed unit being started as
+// failed with the new invocation id and its result reset to success before
+// ActiveState moves on (seen over D-Bus on the testbed). That is the new
+// run starting, not failing.
+func TestRestartOfFailedUnit(t *testing.T) {
+	h := newHost(t, Options{Engine: "sglang"})
+	h.unit("active", "running", "success")
+	h.exitFailure()
+	h.unit("failed", "failed", "exit-code")
+	if st := h.tr.State(); st.Phase != Failed {
+		t.Fatalf("phase = %s, want failed", st.Phase)
+	}
+	h.inv = "inv-2"
+	h.unit("failed", "failed", "success")
+	if st := h.tr.State(); st.Phase != Starting || st.InvocationID != "inv-2" || st.Diag != nil {
+		t.Fatalf("after the new id with failed/success: phase %s, invocation %s, diag %+v; want starting inv-2, no diagnosis", st.Phase, st.InvocationID, st.Diag)
+	}
+	h.unit("active", "running", "success")
+	if st := h.tr.State(); st.Phase == Failed {
+		t.Fatalf("new run failed: %+v", st)
+	}
+}

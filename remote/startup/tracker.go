@@ -413,6 +413,11 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 			t.fail(at, out)
 		}
 		t.enter(Restarting, at, out)
+	case u.ActiveState == "failed" && u.Result == "success":
+		// Starting a failed unit: systemd has reset the result and given
+		// the new run its invocation id, and reports both before
+		// ActiveState leaves failed. A unit only fails with a failing
+		// result, so this is the new run starting, not failing.
 	case u.ActiveState == "failed":
 		t.fail(at, out)
 	case u.ActiveState == "activating" || u.ActiveState == "active":
