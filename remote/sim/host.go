@@ -536,8 +536,13 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 
 // kernelHash is the fake content hash of a kernel's deployed directory,
 // which changes with every redeploy.
+// kernelHash is the content hash of the kernel build the host has: every
+// host starts with the same build (one fleet, one release), and each
+// redeploy moves the host to a new one, so hosts drift apart until all are
+// redeployed.
 func (h *Host) kernelHash(name string) string {
-	return h.hash(fmt.Sprint("content", name, h.deploys[name])) + h.hash(fmt.Sprint("content2", name, h.deploys[name]))
+	sum := sha256.Sum256([]byte(fmt.Sprint("kernel build\x00", name, "\x00", h.deploys[name])))
+	return hex.EncodeToString(sum[:])
 }
 
 // stop stops the unit at now the way systemctl stop does: SIGTERM to a
