@@ -292,3 +292,24 @@ func TestRestartOfFailedUnit(t *testing.T) {
 		t.Fatalf("new run failed: %+v", st)
 	}
 }
+
+// TestBacklogAfterUnitState: attaching to a host whose unit was restarted
+// after a failure, the unit state (the new run) can arrive before the
+// journal backlog, which holds the old run's failure and then the new
+// run's lines. The old run's lines must not take over.
+func TestBacklogAfterUnitState(t *testing.T) {
+	tr := newHost(t, Options{Engine: "sglang"}).tr
+	now := t0.Add(time.Minute)
+	tr.Apply(event.Event{Host: "gpu1", Kind: event.KindUnit, Time: now, Unit: &event.Unit{
+		Name: "sglang.service", ActiveState: "active", SubState: "running", Result: "success", InvocationID: "inv-2"}})
+	line := func(inv string, at time.Time, pid int, msg string) {
+		tr.Apply(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: at, Journal: &event.Journal{
+			Unit: "sglang.service", InvocationID: inv, PID: pid, Priority: 6, Message: msg}})
+	}
+	line("inv-1", t0, 1, "sglang.service: Main process exited, code=exited, status=1/FAILURE")
+	line("inv-1", t0.Add(time.Second), 1, "sglang.service: Failed with result 'exit-code'.")
+	line("inv-2", t0.Add(10*time.Second), 1, "Started sglang.service - SGLang.")
+	if st := tr.State(); st.Phase == Failed || st.InvocationID != "inv-2" || st.Diag != nil {
+		t.Fatalf("phase %s, invocation %s, diag %+v: the old run's backlog took over", st.Phase, st.InvocationID, st.Diag)
+	}
+}

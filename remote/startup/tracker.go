@@ -350,6 +350,10 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 		return true
 	case slices.Contains(t.retired, id):
 		return false
+	case !t.st.StartedAt.IsZero() && at.Before(t.st.StartedAt):
+		// From before the current run began: an earlier run's, met in
+		// the journal backlog after the unit state named the current one.
+		return false
 	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.under != Stopped:
 		// The first id seen names the run already under way.
 		t.st.InvocationID = id
