@@ -296,7 +296,7 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 		return 0, fmt.Errorf("unknown host %q", host)
 	}
 	if f.opts.ReadOnly {
-		return 0, fmt.Errorf("%s %s on %s: %w", a.Kind, a, host, ErrReadOnly)
+		return 0, fmt.Errorf("%s on %s: %w", a, host, ErrReadOnly)
 	}
 	f.mu.Lock()
 	ctx := f.actx
