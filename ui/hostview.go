@@ -314,7 +314,7 @@ func (v *hostView) diagBox(w int, l hostLayout) string {
 		if d.KernelMode != "" {
 			meta += " · mode " + d.KernelMode
 		}
-		lines = append(lines, s.Dim.Render(clip(meta, iw)), s.DiagHint.Render(clip("hint: "+d.Hint, iw)))
+		lines = append(lines, s.Dim.Render(clip(meta, iw)), s.DiagHint.Render(clip("hint: "+hintText(d), iw)))
 	}
 	for i, e := range d.Evidence[:min(l.evidence, len(d.Evidence))] {
 		st := s.Evidence
@@ -365,4 +365,12 @@ func (v *hostView) paneTitle(w int, info paneInfo) string {
 	}
 	t := "── " + strings.Join(parts, " · ") + " "
 	return s.Rule.Render(clip(t, w) + strings.Repeat("─", max(0, w-width(t))))
+}
+
+// hintText is the diagnosis's hint with the key that applies its fix.
+func hintText(d *startup.Diagnosis) string {
+	if d.Fix == nil {
+		return d.Hint
+	}
+	return fmt.Sprintf("press m to set %s=%s, then r — %s", d.Fix.Kernel, d.Fix.Mode, d.Hint)
 }

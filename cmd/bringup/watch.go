@@ -40,6 +40,8 @@ type watchLine struct {
 	Evidence []string `json:"evidence,omitempty"`
 	Kernel   string   `json:"kernel_mode,omitempty"`
 	FailedIn string   `json:"failed_in,omitempty"` // the phase a failure happened in
+	// Fix is the command that applies the diagnosis's fix, when it has one.
+	Fix string `json:"fix,omitempty"`
 	// Elapsed is the time from the invocation's start to this change.
 	Elapsed string `json:"elapsed,omitempty"`
 }
@@ -128,6 +130,9 @@ func printChange(w io.Writer, c remote.HostChange, started time.Time, asJSON boo
 	if d := c.Diag; d != nil {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
 		l.FailedIn = string(d.Phase)
+		if d.Fix != nil {
+			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+		}
 	}
 	if asJSON {
 		b, err := json.Marshal(l)
@@ -152,6 +157,9 @@ func printChange(w io.Writer, c remote.HostChange, started time.Time, asJSON boo
 			fmt.Fprintf(&b, ": %s [%s]\n%*s hint: %s", d.Summary, d.Cause, len(timeLayout)+9, "", d.Hint)
 			if len(d.Evidence) > 0 {
 				fmt.Fprintf(&b, "\n%*s evidence: %s", len(timeLayout)+9, "", d.Evidence[0])
+			}
+			if l.Fix != "" {
+				fmt.Fprintf(&b, "\n%*s fix: %s", len(timeLayout)+9, "", l.Fix)
 			}
 		}
 	default:

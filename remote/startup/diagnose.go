@@ -112,6 +112,9 @@ func (t *Tracker) blameKernel(d *Diagnosis) {
 		}
 		k, _ := t.opts.Kernels.Kernel(m.Kernel)
 		bad = append(bad, m.Kernel+"="+m.Mode)
+		if safe := k.SafeModes(); d.Fix == nil && len(safe) > 0 {
+			d.Fix = &Fix{Kernel: m.Kernel, Mode: safe[0]}
+		}
 		fixes = append(fixes, fmt.Sprintf("switch %s to a capture-safe mode (%s)", m.Kernel, strings.Join(k.SafeModes(), ", ")))
 	}
 	if len(bad) == 0 {
@@ -123,7 +126,7 @@ func (t *Tracker) blameKernel(d *Diagnosis) {
 	} else {
 		d.Summary = fmt.Sprintf("graph capture failed (%s) with %s in force, which is not capture-safe", d.Cause, d.KernelMode)
 	}
-	d.Hint = fmt.Sprintf("%s — press m — or start with %s", strings.Join(fixes, "; "), t.noGraphFlag())
+	d.Hint = fmt.Sprintf("%s, or start with %s", strings.Join(fixes, "; "), t.noGraphFlag())
 }
 
 // noGraphFlag is the engine's switch that turns CUDA graphs off.

@@ -234,6 +234,10 @@ func (d *Diagnosis) clone() *Diagnosis {
 	}
 	c := *d
 	c.Evidence = slices.Clone(d.Evidence)
+	if d.Fix != nil {
+		f := *d.Fix
+		c.Fix = &f
+	}
 	return &c
 }
 

@@ -103,6 +103,15 @@ type Diagnosis struct {
 	// KernelMode names the kernel mode in force when it is part of the
 	// cause, e.g. "kdtree-verify=validate".
 	KernelMode string `json:"kernel_mode,omitempty"`
+	// Fix is the kernel mode change that fixes it, when there is one:
+	// the console offers it as a key, the commands as a command line.
+	Fix *Fix `json:"fix,omitempty"`
+}
+
+// Fix is a kernel mode to switch to.
+type Fix struct {
+	Kernel string `json:"kernel"`
+	Mode   string `json:"mode"`
 }
 
 // Startup is the fold of one host's signals.
