@@ -86,7 +86,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-70s\n      %s\n", c.usage, c.summary)
+		fmt.Fprintf(w, "  %s\n      %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `bringup help COMMAND` for a command's flags. In the console, press ? for keys.")
