@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/term"
 
@@ -197,7 +198,7 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink) (*
 		d := live.New(live.Options{
 			Name: r.host.Name, SSH: r.ssh, Dial: r.dial, Unit: r.host.Unit,
 			Probe: probe.Options{Addr: r.host.Probe.Addr(), Path: r.host.Probe.Path, Completion: r.host.Probe.Completion},
-			Tail:  2000, Kernels: cfg.Kernels, Engine: r.host.Engine,
+			Tail:  2000, FromStart: 2 * time.Hour, Kernels: cfg.Kernels, Engine: r.host.Engine,
 		})
 		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
 	}

@@ -41,6 +41,11 @@ type Options struct {
 	// current one has fewer; every entry carries its invocation id).
 	// 0 means DefaultTail; negative means none.
 	Tail int
+	// FromStart, when positive, starts a fresh follow at the current run's
+	// first line (the unit's ExecMainStartTimestamp, less 2 s), reaching
+	// back at most FromStart; the phase view then shows the whole startup.
+	// A unit that never started falls back to the Tail.
+	FromStart time.Duration
 	// Cursor, when set, is where an earlier follow stopped (a __CURSOR
 	// saved by the caller): Follow starts after it instead of with the
 	// tail, with the same checks as after a reconnect.
@@ -91,14 +96,23 @@ func Command(opts Options, cursor string, since time.Time) string {
 	case !since.IsZero():
 		return follow + "--since=@" + usec(since)
 	}
+	fromStart := ""
+	if opts.FromStart > 0 {
+		// s: the main process's start in whole seconds (systemd 252 prints
+		// "@1796004227" with --timestamp=unix; "@0" or "" when it never
+		// ran), bounded by the look-back.
+		fromStart = fmt.Sprintf("s=$(systemctl show -p ExecMainStartTimestamp --timestamp=unix --value %s 2>/dev/null); s=${s#@}; "+
+			"case \"$s\" in ''|0|*[!0-9]*) ;; *) lo=$(( $(date +%%s) - %d )); [ \"$s\" -lt \"$lo\" ] && s=$lo; %s--since=@$((s - 2)) ;; esac; ",
+			unit, int64(opts.FromStart/time.Second), follow)
+	}
 	if opts.Tail < 0 {
-		return follow + "--since=@\"$(date +%s.%6N)\""
+		return fromStart + follow + "--since=@\"$(date +%s.%6N)\""
 	}
 	n := opts.Tail
 	if n == 0 {
 		n = DefaultTail
 	}
-	return fmt.Sprintf("t=$(date +%%s.%%6N); c=$(journalctl -q -u %s -n %d -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); c=${c#__CURSOR=}; "+
+	return fromStart + fmt.Sprintf("t=$(date +%%s.%%6N); c=$(journalctl -q -u %s -n %d -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); c=${c#__CURSOR=}; "+
 		"if [ -n \"$c\" ]; then %s--cursor=\"$c\"; fi; %s--since=@\"$t\"", unit, n, follow, follow)
 }
 

@@ -41,6 +41,10 @@ type Options struct {
 	GPUInterval time.Duration
 	// Tail is how many earlier journal lines to show first.
 	Tail int
+	// FromStart, when positive, starts the journal at the current run's
+	// first line instead (reaching back at most this far), so that a run
+	// already under way shows its whole startup.
+	FromStart time.Duration
 	// WatchPath forces how unit state is read ("" tries D-Bus, then
 	// systemd-stdio-bridge, then systemctl polling).
 	WatchPath string
@@ -118,7 +122,8 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	}
 	run(func() { _ = h.conn.Run(ctx) })
 	run(func() {
-		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail, Now: h.opts.Now}, emit)
+		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail,
+			FromStart: h.opts.FromStart, Now: h.opts.Now}, emit)
 	})
 	run(func() { h.watchUnit(ctx, emit) })
 	// The probe and the sampler start once the host is first reached: a

@@ -120,12 +120,15 @@ type Tracker struct {
 const lateJoin = 30 * time.Second
 
 // joinedLate reports whether the current invocation's startup lines were
-// not in the journal backlog: a run that began long before bringup looked.
+// not in the journal backlog: a run that began long before bringup looked
+// (or further back than the journal follow reaches).
 func (t *Tracker) joinedLate() bool {
 	if t.execStart.IsZero() {
 		return false
 	}
-	return t.firstLine.IsZero() || t.firstLine.Sub(t.execStart) > lateJoin
+	// Until a line of the run has arrived the backlog is still on its way:
+	// no inference from the probe alone.
+	return !t.firstLine.IsZero() && t.firstLine.Sub(t.execStart) > lateJoin
 }
 
 // NewTracker returns a tracker in phase Stopped.
