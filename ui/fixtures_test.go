@@ -111,7 +111,7 @@ func fleetFixture() remote.Batch {
 					Summary: "CUDA graph capture failed: kdtree-verify=validate syncs with the host",
 					Hint:    "switch kdtree-verify to a capture-safe mode (on, off), or start with --disable-cuda-graph",
 					Phase:   startup.GraphCapture, Time: at("7m58s"), KernelMode: "kdtree-verify=validate",
-					Fix:     &startup.Fix{Kernel: "kdtree-verify", Mode: "on"},
+					Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"},
 					Evidence: []string{
 						"RuntimeError: CUDA error: operation not permitted when stream is capturing",
 						"  File \"/opt/kdtree/site/kdtree_verify/validate.py\", line 88, in check",
