@@ -183,7 +183,7 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
+		opts.Sleep = sshx.Sleep
 	}
 	f := &follower{opts: opts, emit: emit, unit: withSuffix(opts.Unit)}
 	if opts.Cursor != "" {
@@ -473,15 +473,4 @@ func validUnitPattern(s string) bool {
 		}
 		return r
 	}, s))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -71,12 +71,14 @@ func NewConn(cfg Config, opts ConnOptions) *Conn {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
+		opts.Sleep = Sleep
 	}
 	return &Conn{cfg: cfg, opts: opts, ready: make(chan struct{})}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx ends, whichever is first, and returns
+// ctx's error in the second case: the wait between reconnect attempts.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

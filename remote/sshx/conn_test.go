@@ -54,7 +54,7 @@ func runConn(t *testing.T, cfg Config) (*Conn, chan stateEvent, chan error) {
 		Dial:    dialOpts(),
 		OnState: func(st State, err error, _ time.Time) { events <- stateEvent{st, err} },
 		Sleep: func(ctx context.Context, d time.Duration) error {
-			return sleepCtx(ctx, min(d, 50*time.Millisecond)) // keep the test fast
+			return Sleep(ctx, min(d, 50*time.Millisecond)) // keep the test fast
 		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
