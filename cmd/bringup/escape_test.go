@@ -6,7 +6,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +20,6 @@ import (
 	"bringup/remote/testbed"
 	"bringup/ui"
 )
-
-// recorder keeps every byte the program writes to its terminal.
-type recorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
-
-func (r *recorder) Bytes() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return bytes.Clone(r.buf.Bytes())
-}
 
 // oscRe matches the console's own OSC sequences: its window title and the
 // background-colour query.
@@ -78,7 +59,7 @@ func TestHostileLogLineOnTestbed(t *testing.T) {
 	m := ui.New(fleet, ui.Options{Title: "escape test", Kernels: kernels.DefaultCatalog()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.TrueColor)))
-	var rec recorder
+	var rec syncBuffer // every byte the program writes to its terminal
 	teatest.WaitFor(t, io.TeeReader(tm.Output(), &rec), func(b []byte) bool {
 		return bytes.Contains(rec.Bytes(), []byte("EVIL-MARKER"))
 	}, teatest.WithDuration(60*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
