@@ -395,8 +395,12 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	feed(t, d, sglangStart("inv-3", start))
 	feed(t, d, []event.Event{gpuAt(start.Add(39*time.Second), 20000)})
 	_, last := collect(t, f, func(_ []event.Event, b Batch) bool {
-		return len(b.Hosts) == 1 && b.Hosts[0].Startup.InvocationID == "inv-3" &&
-			b.Hosts[0].Startup.Phase == startup.Weights && b.Hosts[0].MemProgress.Known()
+		h := b.Hosts
+		// Wait for the new run's sample: until it lands, the newest sample
+		// is the previous run's.
+		return len(h) == 1 && h[0].Startup.InvocationID == "inv-3" &&
+			h[0].Startup.Phase == startup.Weights && h[0].MemProgress.Known() &&
+			len(h[0].GPU) > 0 && h[0].GPU[len(h[0].GPU)-1].Devices[0].MemUsedMiB == 20000
 	})
 	h := last.Hosts[0]
 	if h.Expected.Runs != 2 || h.Expected.OtherHosts || h.Expected.Phase[startup.Weights] != 90*time.Second {
