@@ -121,6 +121,11 @@ func dirHash(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && d.Name() == "__pycache__" {
+			// Byte-code caches Python writes at import are not part of
+			// the deployed build (kernels/deploy leaves them out too).
+			return filepath.SkipDir
+		}
 		if !d.Type().IsRegular() {
 			return nil
 		}

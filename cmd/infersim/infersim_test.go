@@ -103,8 +103,15 @@ func TestConfig(t *testing.T) {
 	}
 	h1 := k.Hash
 	os.WriteFile(filepath.Join(dir, "a.py"), []byte("y"), 0o644)
-	if h2, _ := dirHash(dir); h2 == h1 {
+	h2, _ := dirHash(dir)
+	if h2 == h1 {
 		t.Error("hash did not change with the content")
+	}
+	// Python's byte-code caches are not part of the build.
+	os.MkdirAll(filepath.Join(dir, "__pycache__"), 0o755)
+	os.WriteFile(filepath.Join(dir, "__pycache__", "a.cpython-312.pyc"), []byte("bytecode"), 0o644)
+	if h3, _ := dirHash(dir); h3 != h2 {
+		t.Error("__pycache__ changed the hash")
 	}
 	env["INFERSIM_FAIL"] = "bogus"
 	if _, err := parseConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "crashloop") {

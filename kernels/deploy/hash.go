@@ -65,6 +65,10 @@ type file struct {
 	sum  string // sha256 of the content, hex
 }
 
+// pyCache is the directory of Python's byte-code caches, left out of the
+// tree everywhere (hash, plan, deletions).
+const pyCache = "__pycache__"
+
 // tree is a walked tree: its regular files in walk order, its directories
 // (without the root) and its content hash.
 type tree struct {
@@ -95,6 +99,11 @@ func walkTree(src treeSource) (tree, error) {
 			}
 			rel := path.Join(dir, e.name)
 			switch {
+			case e.mode.IsDir() && e.name == pyCache:
+				// Python writes its byte-code caches into a writable
+				// PYTHONPATH directory at the first import: they are not
+				// part of the build, and counting them would show every
+				// host drifting after its first start.
 			case e.mode.IsDir():
 				t.dirs = append(t.dirs, rel)
 				if err := walk(rel); err != nil {

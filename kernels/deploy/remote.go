@@ -86,8 +86,8 @@ func listScript(dir string) string {
 	q := shellQuote(dir)
 	return "export LC_ALL=C; [ -e " + q + " ] || exit " + strconv.Itoa(listMissing) +
 		"; [ -d " + q + " ] || exit " + strconv.Itoa(listNotDir) +
-		"; cd -- " + q + " && find . -mindepth 1 \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +
-		" && printf -- '--\\0' && find . -type f -print0 | xargs -0 -r sha256sum -z --"
+		"; cd -- " + q + " && find . -mindepth 1 -name " + pyCache + " -prune -o \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +
+		" && printf -- '--\\0' && find . -name " + pyCache + " -prune -o -type f -print0 | xargs -0 -r sha256sum -z --"
 }
 
 // remoteTree is a remote directory as listScript reports it.

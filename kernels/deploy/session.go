@@ -206,7 +206,9 @@ func (s *session) syncDirect(ctx context.Context, localDir string, tg target, pl
 		}
 	}
 	for _, rel := range plan.RemoveDir {
-		// A directory that is not empty (a foreign entry inside) stays.
+		// The byte-code cache of code the build no longer has goes with
+		// it; a directory with any other foreign entry inside stays.
+		_ = s.c.RemoveAll(path.Join(tg.dir, rel, pyCache))
 		_ = s.c.RemoveDirectory(path.Join(tg.dir, rel))
 	}
 	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+shellQuote(tg.stage)); err != nil {
@@ -329,6 +331,7 @@ func installScript(tg target, stage string, plan Plan, run string, rec Record, r
 		w("rm -f -- %s", q(path.Join(tg.dir, rel)))
 	}
 	for _, rel := range plan.RemoveDir {
+		w("rm -rf -- %s", q(path.Join(tg.dir, rel, pyCache)))
 		w("rmdir -- %s 2>/dev/null || true", q(path.Join(tg.dir, rel)))
 	}
 	w("rm -rf -- %s", q(tg.stage))

@@ -37,6 +37,12 @@ func TestContentHashDefinition(t *testing.T) {
 	if got != hex.EncodeToString(want[:]) {
 		t.Fatalf("ContentHash = %s, want %x", got, want)
 	}
+	// Python's byte-code caches are not part of the build.
+	fsys["__pycache__/sitecustomize.cpython-312.pyc"] = &fstest.MapFile{Data: []byte("bytecode")}
+	fsys["a/__pycache__/x.pyc"] = &fstest.MapFile{Data: []byte("bytecode")}
+	if again, err := ContentHash(fsys); err != nil || again != got {
+		t.Fatalf("with __pycache__: %s, %v; want %s", again, err, got)
+	}
 	empty := sha256.Sum256(nil)
 	if got, err := ContentHash(fstest.MapFS{}); err != nil || got != hex.EncodeToString(empty[:]) {
 		t.Fatalf("empty tree: %s, %v", got, err)
@@ -114,6 +120,17 @@ func TestSyncLocal(t *testing.T) {
 	}
 	if res := syncLocal(t, conn, build, remote, records); len(res.Uploaded)+len(res.Deleted)+len(res.Chmodded) != 0 || res.Unchanged != 4 {
 		t.Fatalf("no-op sync: %+v", res)
+	}
+
+	// The service's Python writes byte-code caches beside the build: the
+	// host is still in sync, and a sync leaves them alone.
+	writeTree(t, remote, map[string]string{"__pycache__/sitecustomize.cpython-312.pyc": "bytecode",
+		"kdtree_verify/__pycache__/__init__.cpython-312.pyc": "bytecode", "kdtree_verify/ops/__pycache__/tree.cpython-312.pyc": "bytecode"})
+	if p, err := Check(t.Context(), conn, build, remote); err != nil || !p.InSync() {
+		t.Fatalf("check with __pycache__ on the host: %+v, %v", p, err)
+	}
+	if got, err := RemoteHash(t.Context(), conn, remote); err != nil || got != localHash {
+		t.Fatalf("RemoteHash with __pycache__ = %s, %v; want %s", got, err, localHash)
 	}
 
 	// One file changed, one mode changed, one file and its directory
