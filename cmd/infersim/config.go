@@ -116,6 +116,11 @@ func kernelFromEnv(getenv func(string) string, modeVar string) sglang.Kernel {
 // each as its slash path, a NUL, its length and content, so that a
 // redeploy that changes any file (or its name) changes the hash.
 func dirHash(dir string) (string, error) {
+	// A release directory behind a symlink (site -> releases/v3) is the
+	// build: WalkDir would not descend into a symlinked root.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -113,6 +113,14 @@ func TestConfig(t *testing.T) {
 	if h3, _ := dirHash(dir); h3 != h2 {
 		t.Error("__pycache__ changed the hash")
 	}
+	// Behind a symlink, the same build hashes the same.
+	link := filepath.Join(t.TempDir(), "site")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if h4, _ := dirHash(link); h4 != h2 {
+		t.Errorf("hash through a symlink = %s, want %s", h4, h2)
+	}
 	env["INFERSIM_FAIL"] = "bogus"
 	if _, err := parseConfig(nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "crashloop") {
 		t.Errorf("bad INFERSIM_FAIL: %v", err)
