@@ -7,9 +7,12 @@ demo:
 	$(GO) run ./cmd/bringup demo
 
 # test installs what the end-to-end tests need (as root, only what is
-# missing), then runs every check CI runs.
+# missing), then runs every check CI runs. Packages run one at a time: the
+# end-to-end ones boot test hosts and measure real timings, and on a
+# 2-core machine two of them at once starve each other.
+TESTFLAGS ?= -race -count=1 -p 1
 test: deps check
-	$(GO) test -race -count=1 ./...
+	$(GO) test $(TESTFLAGS) ./...
 
 deps:
 	bash .ci/deps

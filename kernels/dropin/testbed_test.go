@@ -23,6 +23,7 @@ import (
 	"bringup/remote/sshx"
 	"bringup/remote/systemd"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/tbssh"
 )
 
 const unit = testbed.UnitName
@@ -31,22 +32,7 @@ const unit = testbed.UnitName
 // stopped when t ends.
 func connect(t *testing.T, tb *testbed.Testbed, alias string) *sshx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg, err := sshx.Resolve(ctx, alias, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
-	if err != nil {
-		cancel()
-		t.Fatalf("resolve %s: %v", alias, err)
-	}
-	conn := sshx.NewConn(cfg, sshx.ConnOptions{})
-	done := make(chan struct{})
-	go func() { defer close(done); _ = conn.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	if _, err := conn.Client(wctx); err != nil {
-		t.Fatalf("connect %s: %v", alias, err)
-	}
-	return conn
+	return tbssh.Connect(t, tb, alias)
 }
 
 // clientDialer is one raw SSH client as a Runner and systemd.Dialer, so

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"bringup/remote/event"
-	"bringup/remote/sshx"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/tbssh"
 )
 
 // noPath runs every command with an empty PATH, as on a host without the
@@ -27,20 +27,7 @@ func TestGPUOnTestbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
-	cfg, err := sshx.Resolve(ctx, "gpu1", sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
-	if err != nil {
-		t.Fatalf("resolve gpu1: %v", err)
-	}
-	conn := sshx.NewConn(cfg, sshx.ConnOptions{})
-	connDone := make(chan error, 1)
-	go func() { connDone <- conn.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-connDone
-	}()
-	if _, err := conn.Client(ctx); err != nil {
-		t.Fatalf("connect gpu1: %v", err)
-	}
+	conn := tbssh.Connect(t, tb, "gpu1")
 
 	events := make(chan event.Event, 1024)
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -110,7 +97,7 @@ func TestGPUOnTestbed(t *testing.T) {
 	}
 
 	// A host without nvidia-smi: one clear error, no retries.
-	err = Run(ctx, noPath{conn}, "gpu1", 0, func(event.Event) bool {
+	err := Run(ctx, noPath{conn}, "gpu1", 0, func(event.Event) bool {
 		t.Error("event from a host without nvidia-smi")
 		return true
 	})

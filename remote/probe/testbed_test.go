@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"bringup/remote/event"
-	"bringup/remote/sshx"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/tbssh"
 )
 
 // TestProbeOnTestbed probes infersim on a real host through a real SSH
@@ -19,20 +19,7 @@ func TestProbeOnTestbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
-	cfg, err := sshx.Resolve(ctx, "gpu1", sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
-	if err != nil {
-		t.Fatalf("resolve gpu1: %v", err)
-	}
-	conn := sshx.NewConn(cfg, sshx.ConnOptions{})
-	connDone := make(chan error, 1)
-	go func() { connDone <- conn.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-connDone
-	}()
-	if _, err := conn.Client(ctx); err != nil {
-		t.Fatalf("connect gpu1: %v", err)
-	}
+	conn := tbssh.Connect(t, tb, "gpu1")
 
 	// Nothing listens yet: the SSH server's connect fails.
 	if r := Probe(ctx, conn, Options{}); r.OK || r.Status != 0 || r.Err == "" {

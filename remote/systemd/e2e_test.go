@@ -13,6 +13,7 @@ import (
 	"bringup/remote/event"
 	"bringup/remote/sshx"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/tbssh"
 )
 
 // Hosts of the shared testbed, one per concern so subtests run in parallel.
@@ -36,25 +37,11 @@ func TestE2E(t *testing.T) {
 	t.Run("systemctl-and-nonroot", func(t *testing.T) { t.Parallel(); testSystemctlNonRoot(t, tb) })
 }
 
-// connect returns a connected Dialer for an ssh_config alias of tb.
+// connect returns a managed connection to an ssh_config alias of tb,
+// stopped when t ends.
 func connect(t *testing.T, tb *testbed.Testbed, alias string) *sshx.Conn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg, err := sshx.Resolve(ctx, alias, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
-	if err != nil {
-		cancel()
-		t.Fatalf("resolve %s: %v", alias, err)
-	}
-	conn := sshx.NewConn(cfg, sshx.ConnOptions{})
-	done := make(chan struct{})
-	go func() { defer close(done); _ = conn.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	if _, err := conn.Client(wctx); err != nil {
-		t.Fatalf("connect %s: %v", alias, err)
-	}
-	return conn
+	return tbssh.Connect(t, tb, alias)
 }
 
 // watchRun is one Watch running in the background for a test.
