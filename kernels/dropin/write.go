@@ -107,7 +107,7 @@ func (h *host) run(ctx context.Context, what, script string) ([]byte, error) {
 	}
 	if code != 0 {
 		if h.sudo {
-			if serr := sudoRefusal(h.name, string(errOut)); serr != nil {
+			if serr := systemd.SudoRefusal(h.name, string(errOut)); serr != nil {
 				return nil, fmt.Errorf("%s: %w", what, serr)
 			}
 		}
@@ -211,24 +211,6 @@ func trim(b []byte) string {
 		b = append(b[:300:300], "…"...)
 	}
 	return string(b)
-}
-
-// sudoRefusal recognises sudo's own refusals (sudo 1.9 wording) as
-// systemd.SudoError, so that callers handle them in one place.
-func sudoRefusal(host, stderr string) error {
-	var e error
-	switch {
-	case strings.Contains(stderr, "sudo: a password is required"):
-		e = systemd.ErrSudoPassword
-	case strings.Contains(stderr, "a terminal is required"), strings.Contains(stderr, "you must have a tty"):
-		e = systemd.ErrSudoTTY
-	case strings.Contains(stderr, "is not in the sudoers file"), strings.Contains(stderr, "is not allowed to execute"),
-		strings.Contains(stderr, "may not run sudo"), strings.Contains(stderr, "sudo: command not found"):
-		e = systemd.ErrSudoDenied
-	default:
-		return nil
-	}
-	return &systemd.SudoError{Host: host, Err: e, Stderr: trim([]byte(stderr))}
 }
 
 // ErrChanged is returned by Undo when the drop-in is no longer the one the

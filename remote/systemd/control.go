@@ -250,7 +250,7 @@ func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Ou
 	}
 	msg := string(errOut)
 	if sudo != "" {
-		if serr := sudoRefusal(c.host, msg); serr != nil {
+		if serr := SudoRefusal(c.host, msg); serr != nil {
 			return OutcomeNone, serr
 		}
 	}
@@ -260,8 +260,10 @@ func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Ou
 	return OutcomeNone, fmt.Errorf("%s: %s: exit %d: %s", c.host, cmd, code, trimOut(errOut))
 }
 
-// sudoRefusal recognises sudo's own refusals (sudo 1.9 wording).
-func sudoRefusal(host, stderr string) error {
+// SudoRefusal recognises sudo's own refusals (sudo 1.9 wording) in a
+// command's stderr and returns them as a *SudoError, or nil: every package
+// that runs `sudo -n` classifies them here, in one place.
+func SudoRefusal(host, stderr string) error {
 	var e error
 	switch {
 	case strings.Contains(stderr, "sudo: a password is required"):
