@@ -217,7 +217,7 @@ func doctorHost(ctx context.Context, r resolved) *hostReport {
 
 	groups, _, _, _ := exec("id -Gn")
 	journalGroup := uid == "0" || hasAnyField(groups, "systemd-journal", "adm", "wheel")
-	out, serr, code, err := exec("journalctl -q -u " + shellQuote(unit) + " -n 1 -o json --no-pager")
+	out, serr, code, err := exec("journalctl -q -u " + sshx.ShellQuote(unit) + " -n 1 -o json --no-pager")
 	switch {
 	case err != nil:
 		rep.add("journald", checkFail, err.Error(), "")
@@ -234,7 +234,7 @@ func doctorHost(ctx context.Context, r resolved) *hostReport {
 		rep.add("journald", checkOK, fmt.Sprintf("journalctl -u %s readable", unit), "")
 	}
 
-	out, _, _, err = exec("systemctl show " + shellQuote(unit) + " -p LoadState -p ActiveState -p SubState --value")
+	out, _, _, err = exec("systemctl show " + sshx.ShellQuote(unit) + " -p LoadState -p ActiveState -p SubState --value")
 	if err != nil {
 		rep.add("unit", checkFail, err.Error(), "")
 	} else {
@@ -330,9 +330,4 @@ func hasAnyField(list string, want ...string) bool {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

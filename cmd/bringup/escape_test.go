@@ -35,7 +35,7 @@ func TestHostileLogLineOnTestbed(t *testing.T) {
 	defer cancel()
 	const unit = "evil.service"
 	script := `printf '\033]52;c;SGVsbG8=\007 title:\033]0;pwned\007 clear:\033[2J EVIL-MARKER\n'; sleep 600`
-	if out, err := tb.Run(ctx, "gpu1", "systemd-run --unit="+unit+" --service-type=simple sh -c "+shellQuote(script)); err != nil {
+	if out, err := tb.Run(ctx, "gpu1", "systemd-run --unit="+unit+" --service-type=simple sh -c "+sshx.ShellQuote(script)); err != nil {
 		t.Fatalf("start %s: %v: %s", unit, err, out)
 	}
 

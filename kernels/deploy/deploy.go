@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"bringup/remote/sshx"
 )
 
 // Privilege says how the install step gets the rights to write the
@@ -465,7 +467,7 @@ func checkStaged(ctx context.Context, conn Conn, dir string, ups []Change) error
 	}
 	host := hostOf(conn)
 	var b strings.Builder
-	b.WriteString("cd -- " + shellQuote(dir) + " && sha256sum -z --")
+	b.WriteString("cd -- " + sshx.ShellQuote(dir) + " && sha256sum -z --")
 	for i := range ups {
 		b.WriteString(" " + stagedName(i))
 	}

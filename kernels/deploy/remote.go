@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/sanitize"
+	"bringup/remote/sshx"
 )
 
 // Conn is what deploy needs of a host connection; *sshx.Conn has it.
@@ -56,11 +57,6 @@ func openSFTP(ctx context.Context, conn Conn) (*sftp.Client, error) {
 	return sftp.NewClient(cl, sftp.UseConcurrentWrites(true))
 }
 
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // remoteErr describes a failed remote command by its first stderr line.
 func remoteErr(stderr []byte, code int) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(string(stderr)), "\n")
@@ -83,7 +79,7 @@ const (
 // regular file. MODE is octal permissions, PATH is relative to dir. GNU
 // find and coreutils (every mainstream Linux) are assumed.
 func listScript(dir string) string {
-	q := shellQuote(dir)
+	q := sshx.ShellQuote(dir)
 	return "export LC_ALL=C; [ -e " + q + " ] || exit " + strconv.Itoa(listMissing) +
 		"; [ -d " + q + " ] || exit " + strconv.Itoa(listNotDir) +
 		"; cd -- " + q + " && find . -mindepth 1 -name " + pyCache + " -prune -o \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"bringup/remote/sshx"
 )
 
 // session is one Sync's SFTP client and its connection.
@@ -150,7 +152,7 @@ func (s *session) uploadOne(localDir, dst string, c Change, p *progressSink) err
 func (s *session) syncDirect(ctx context.Context, localDir string, tg target, plan Plan, run string, rec Record, opts Options) (bool, error) {
 	// Stale staging files of interrupted runs go first: they may be
 	// large, and nothing else removes them.
-	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+shellQuote(tg.stage)); err != nil {
+	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+sshx.ShellQuote(tg.stage)); err != nil {
 		return false, err
 	}
 	stage := path.Join(tg.stage, run)
@@ -211,7 +213,7 @@ func (s *session) syncDirect(ctx context.Context, localDir string, tg target, pl
 		_ = s.c.RemoveAll(path.Join(tg.dir, rel, pyCache))
 		_ = s.c.RemoveDirectory(path.Join(tg.dir, rel))
 	}
-	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+shellQuote(tg.stage)); err != nil {
+	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+sshx.ShellQuote(tg.stage)); err != nil {
 		return false, err
 	}
 	if err := s.writeRecord(opts.RecordDir, run, rec); err != nil {
@@ -270,7 +272,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 		return false, fmt.Errorf("%s: sftp home: %w", s.host, err)
 	}
 	stageRoot := path.Join(home, userStage)
-	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+shellQuote(stageRoot)); err != nil {
+	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+sshx.ShellQuote(stageRoot)); err != nil {
 		return false, err
 	}
 	stage := path.Join(stageRoot, run)
@@ -289,10 +291,10 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	if err != nil {
 		return false, err
 	}
-	if err := s.exec(ctx, "install as root (sudo -n)", "sudo -n sh -c "+shellQuote(script)); err != nil {
+	if err := s.exec(ctx, "install as root (sudo -n)", "sudo -n sh -c "+sshx.ShellQuote(script)); err != nil {
 		return false, err
 	}
-	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+shellQuote(stageRoot)); err != nil {
+	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+sshx.ShellQuote(stageRoot)); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -301,7 +303,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 // installScript is the root half of a sudo Sync. Exit code 5 means a
 // copy failed its checksum; nothing has been moved into place then.
 func installScript(tg target, stage string, plan Plan, run string, rec Record, recordDir string) (string, error) {
-	q := shellQuote
+	q := sshx.ShellQuote
 	root := path.Join(tg.stage, run)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -393,7 +395,7 @@ func ReadRecord(ctx context.Context, conn Conn, recordDir, remoteDir string) (Re
 	}
 	host := hostOf(conn)
 	p := recordPath(recordDir, remoteDir)
-	out, errOut, code, err := conn.Exec(ctx, "[ -e "+shellQuote(p)+" ] || exit 3; cat -- "+shellQuote(p))
+	out, errOut, code, err := conn.Exec(ctx, "[ -e "+sshx.ShellQuote(p)+" ] || exit 3; cat -- "+sshx.ShellQuote(p))
 	if err != nil {
 		return Record{}, fmt.Errorf("%s: read %s: %w", host, p, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"bringup/kernels"
+	"bringup/remote/sshx"
 )
 
 // ModeController is the part of a unit controller SetMode needs;
@@ -160,7 +161,7 @@ func reloadAndVerify(ctx context.Context, h *host, ctl ModeController, c Change,
 		err.Host, err.Unit, err.Path = h.name, c.Unit, c.Path
 		return after, err
 	}
-	out, errOut, code, err := h.r.Exec(ctx, "systemctl show -p NeedDaemonReload --value -- "+shellQuote(c.Unit))
+	out, errOut, code, err := h.r.Exec(ctx, "systemctl show -p NeedDaemonReload --value -- "+sshx.ShellQuote(c.Unit))
 	switch {
 	case err != nil:
 		return after, fmt.Errorf("%s: read NeedDaemonReload of %s: %w", h.name, c.Unit, err)
@@ -244,7 +245,7 @@ func RunningModes(ctx context.Context, r Runner, mainPID int, c kernels.Catalog,
 // ReadExecStart reads unit's ExecStart as systemctl shows it (`{ path=… ;
 // argv[]=… ; … }`), the input kernels.Preflight takes.
 func ReadExecStart(ctx context.Context, r Runner, unit string) (string, error) {
-	cmd := "systemctl show -p ExecStart --value -- " + shellQuote(unit)
+	cmd := "systemctl show -p ExecStart --value -- " + sshx.ShellQuote(unit)
 	out, errOut, code, err := r.Exec(ctx, cmd)
 	switch {
 	case err != nil:

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"bringup/remote/sshx"
 	"bringup/remote/systemd"
 )
 
@@ -99,7 +100,7 @@ func (h *host) step(s Step) {
 func (h *host) run(ctx context.Context, what, script string) ([]byte, error) {
 	cmd := script
 	if h.sudo {
-		cmd = "sudo -n sh -c " + shellQuote(script)
+		cmd = "sudo -n sh -c " + sshx.ShellQuote(script)
 	}
 	out, errOut, code, err := h.r.Exec(ctx, cmd)
 	if err != nil {
@@ -123,7 +124,7 @@ func (h *host) prepare(ctx context.Context, dst string) (File, error) {
 	h.step(StepPrepare)
 	dir, base := path.Split(dst)
 	script := fmt.Sprintf("umask 022 && mkdir -p -- %s && find %s -maxdepth 1 -type f -name %s -delete && if [ -e %s ]; then printf 1 && cat -- %s; else printf 0; fi",
-		shellQuote(dir), shellQuote(dir), shellQuote(tempPrefix(base)+"*.tmp"), shellQuote(dst), shellQuote(dst))
+		sshx.ShellQuote(dir), sshx.ShellQuote(dir), sshx.ShellQuote(tempPrefix(base)+"*.tmp"), sshx.ShellQuote(dst), sshx.ShellQuote(dst))
 	out, err := h.run(ctx, "read "+dst, script)
 	if err != nil {
 		return File{}, err
@@ -152,15 +153,15 @@ func (h *host) write(ctx context.Context, dst string, content []byte) error {
 	h.step(StepTemp)
 	// base64 keeps the content one shell word whatever bytes it holds.
 	if _, err := h.run(ctx, "write "+tmp, fmt.Sprintf("umask 022 && printf %%s %s | base64 -d > %s",
-		base64.StdEncoding.EncodeToString(content), shellQuote(tmp))); err != nil {
+		base64.StdEncoding.EncodeToString(content), sshx.ShellQuote(tmp))); err != nil {
 		return err
 	}
 	h.step(StepSyncTemp)
-	if _, err := h.run(ctx, "fsync "+tmp, "sync -- "+shellQuote(tmp)); err != nil {
+	if _, err := h.run(ctx, "fsync "+tmp, "sync -- "+sshx.ShellQuote(tmp)); err != nil {
 		return err
 	}
 	h.step(StepRename)
-	if _, err := h.run(ctx, "rename "+tmp, fmt.Sprintf("mv -f -T -- %s %s", shellQuote(tmp), shellQuote(dst))); err != nil {
+	if _, err := h.run(ctx, "rename "+tmp, fmt.Sprintf("mv -f -T -- %s %s", sshx.ShellQuote(tmp), sshx.ShellQuote(dst))); err != nil {
 		return err
 	}
 	return h.syncDir(ctx, dir)
@@ -169,7 +170,7 @@ func (h *host) write(ctx context.Context, dst string, content []byte) error {
 // remove deletes dst and makes the removal durable.
 func (h *host) remove(ctx context.Context, dst string) error {
 	h.step(StepRename)
-	if _, err := h.run(ctx, "remove "+dst, "rm -f -- "+shellQuote(dst)); err != nil {
+	if _, err := h.run(ctx, "remove "+dst, "rm -f -- "+sshx.ShellQuote(dst)); err != nil {
 		return err
 	}
 	return h.syncDir(ctx, path.Dir(dst))
@@ -177,7 +178,7 @@ func (h *host) remove(ctx context.Context, dst string) error {
 
 func (h *host) syncDir(ctx context.Context, dir string) error {
 	h.step(StepSyncDir)
-	_, err := h.run(ctx, "fsync "+dir, "sync -- "+shellQuote(dir))
+	_, err := h.run(ctx, "fsync "+dir, "sync -- "+sshx.ShellQuote(dir))
 	return err
 }
 
@@ -197,11 +198,6 @@ func WriteFile(ctx context.Context, r Runner, dst string, content []byte, o SetO
 		return File{}, err
 	}
 	return prev, h.write(ctx, dst, content)
-}
-
-// shellQuote quotes s as one POSIX shell word.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // trim shortens remote output for an error message.

@@ -83,16 +83,16 @@ type Options struct {
 //     cursor's own entry first (--cursor, not --after-cursor) and reports
 //     a lost cursor when it is not there.
 func Command(opts Options, cursor string, since time.Time) string {
-	unit := shellQuote(opts.Unit)
+	unit := sshx.ShellQuote(opts.Unit)
 	follow := "exec journalctl -q -u " + unit + " -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
 	switch {
 	case cursor != "" && !since.IsZero():
-		c := shellQuote(cursor)
+		c := sshx.ShellQuote(cursor)
 		return "f=$(journalctl -q -u " + unit + " --cursor=" + c + " -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); " +
-			"if [ \"$f\" = " + shellQuote("__CURSOR="+cursor) + " ]; then " + follow + "--cursor=" + c + "; fi; " +
+			"if [ \"$f\" = " + sshx.ShellQuote("__CURSOR="+cursor) + " ]; then " + follow + "--cursor=" + c + "; fi; " +
 			follow + "--since=@" + usec(since)
 	case cursor != "":
-		return follow + "--cursor=" + shellQuote(cursor)
+		return follow + "--cursor=" + sshx.ShellQuote(cursor)
 	case !since.IsZero():
 		return follow + "--since=@" + usec(since)
 	}
@@ -120,11 +120,6 @@ func Command(opts Options, cursor string, since time.Time) string {
 func usec(t time.Time) string {
 	us := t.UnixMicro()
 	return fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // ToEvent makes the journal event of e from host.

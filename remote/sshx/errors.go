@@ -37,3 +37,9 @@ func IsPermanent(err error) bool {
 		strings.Contains(msg, "no supported methods remain") ||
 		strings.Contains(msg, "no common algorithm for host key")
 }
+
+// ShellQuote quotes s as one word for the remote POSIX shell that runs
+// every command sent over an exec channel.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -9,6 +9,8 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
+
+	"bringup/remote/sshx"
 )
 
 // Outcome is how an action on a unit ended: the result of its systemd job.
@@ -239,7 +241,7 @@ func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, verb, unit strin
 func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Outcome, error) {
 	cmd := sudo + "systemctl --no-ask-password " + verb
 	if unit != "" {
-		cmd += " -- " + shellQuote(unit)
+		cmd += " -- " + sshx.ShellQuote(unit)
 	}
 	_, errOut, code, err := c.d.Exec(ctx, cmd)
 	if err != nil {
@@ -323,7 +325,7 @@ func (c *Controller) ReadEnvironment(ctx context.Context, unit string) ([]string
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: read environment of %s: %w", c.host, unit, ctx.Err())
 	}
-	cmd := "systemctl show -p Environment --value -- " + shellQuote(unit)
+	cmd := "systemctl show -p Environment --value -- " + sshx.ShellQuote(unit)
 	out, errOut, code, xerr := c.d.Exec(ctx, cmd)
 	switch {
 	case xerr != nil:

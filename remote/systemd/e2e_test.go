@@ -144,7 +144,7 @@ func showValue(t *testing.T, tb *testbed.Testbed, host, prop string) string {
 func dropIn(t *testing.T, tb *testbed.Testbed, host, body string) {
 	t.Helper()
 	run(t, tb, host, fmt.Sprintf("mkdir -p /run/systemd/system/%[1]s.d && printf '%%s' %[2]s > /run/systemd/system/%[1]s.d/50-test.conf",
-		testbed.UnitName, shellQuote(body)))
+		testbed.UnitName, sshx.ShellQuote(body)))
 }
 
 // fastFail makes infersim reach graph capture (where KDTREE_MODE=validate

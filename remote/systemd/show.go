@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"bringup/remote/event"
+	"bringup/remote/sshx"
 )
 
 // showCommand is the `systemctl show` that the polling path runs.
 // --timestamp=us+utc (systemd ≥ 248) gives timestamps that parse without
 // knowing the host's time zone.
 func showCommand(unit string) string {
-	return "systemctl show --timestamp=us+utc -p " + strings.Join(showProps, ",") + " -- " + shellQuote(unit)
+	return "systemctl show --timestamp=us+utc -p " + strings.Join(showProps, ",") + " -- " + sshx.ShellQuote(unit)
 }
 
 // showTimeLayout is a --timestamp=us+utc timestamp: "Mon 2026-11-30 10:00:00.123456 UTC".

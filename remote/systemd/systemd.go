@@ -72,11 +72,6 @@ func checkUnit(unit string) error {
 	return nil
 }
 
-// shellQuote quotes s as one POSIX shell word.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // remoteUID asks the host for the login user's uid (D-Bus EXTERNAL wants
 // the remote uid, not ours).
 func remoteUID(ctx context.Context, d Dialer, host string) (int, error) {
