@@ -151,6 +151,11 @@ const signalBuffer = 4096
 func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why error) error {
 	o := w.o
 	fail := func(step string, err error) error {
+		// The bus connection lives on ctx, so a cancel also closes it and
+		// either can be seen first: the cancel is the cause.
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("%s: watch %s via %s: %s: %w", o.Host, o.Unit, path, step, err)
 	}
 	mgr := conn.Object(busName, managerPath)
@@ -251,6 +256,9 @@ func (w *watcher) poll(ctx context.Context, d Dialer, why error) error {
 	defer tick.Stop()
 	for {
 		out, errOut, code, err := d.Exec(ctx, cmd)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			return fmt.Errorf("%s: watch %s via systemctl: %w", o.Host, o.Unit, err)
 		}
