@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,10 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
 	"bringup/remote/event"
-	"bringup/remote/sim"
 	"bringup/remote/startup"
 )
 
@@ -76,24 +72,7 @@ func TestSeedFailureAndRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulated fleet for several seconds")
 	}
-	cat := kernels.DefaultCatalog()
-	drivers, clock, err := sim.NewFleet("seed", sim.Options{Speed: 300, Kernels: cat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := make([]remote.HostSpec, len(drivers))
-	for i, d := range drivers {
-		specs[i] = remote.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
-	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = fleet.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
+	fleet, clock, cat := runSeedFleet(t, 300)
 	p := &probe{Model: New(fleet, Options{Title: "bringup demo · seed ×300", Kernels: cat, Now: clock.Now})}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(120, 40),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
