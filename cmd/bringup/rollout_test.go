@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -16,6 +18,13 @@ import (
 // the terminal (nil: none) and returns its exit code and output.
 func rolloutDemo(t *testing.T, in string, args ...string) (int, string) {
 	t.Helper()
+	code, out, errOut := rolloutDemoStreams(t, in, args...)
+	return code, out + errOut
+}
+
+// rolloutDemoStreams is rolloutDemo with stdout and stderr apart.
+func rolloutDemoStreams(t *testing.T, in string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var out, errOut syncBuffer
@@ -27,7 +36,7 @@ func rolloutDemo(t *testing.T, in string, args ...string) (int, string) {
 	}
 	argv := append([]string{"--demo", "--speed", "400"}, args...)
 	code := rolloutCmd(ctx, testEnv(&out, &errOut), argv, r)
-	return code, out.String() + errOut.String()
+	return code, out.String(), errOut.String()
 }
 
 // TestRolloutDemoFixesGPU3 rolls kdtree-verify=on over gpu1..gpu3 of the
@@ -241,5 +250,171 @@ func TestRolloutOnTestbed(t *testing.T) {
 	}
 	if after := show("gpu3", "InvocationID,ActiveEnterTimestamp"); after != gpu3Before {
 		t.Errorf("gpu3 was restarted: before %q, after %q", gpu3Before, after)
+	}
+}
+
+// rolloutJSON is what the tests read from a line of `bringup rollout
+// --json`: any kind, the summary included.
+type rolloutJSON struct {
+	rolloutLine
+	Status string            `json:"status"`
+	Cause  string            `json:"cause"` // the summary's or a failure line's (it hides watchLine.Cause)
+	Exit   int               `json:"exit"`
+	Plan   string            `json:"plan"`
+	Hosts  []rolloutHostLine `json:"hosts"`
+}
+
+// rolloutLines runs `bringup rollout --demo --json args...` and decodes
+// its stdout, which must be JSON lines only, ending with the summary.
+func rolloutLines(t *testing.T, in string, args ...string) (int, []rolloutJSON, string) {
+	t.Helper()
+	code, out, errOut := rolloutDemoStreams(t, in, append([]string{"--json"}, args...)...)
+	var lines []rolloutJSON
+	for _, text := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var l rolloutJSON
+		if err := json.Unmarshal([]byte(text), &l); err != nil {
+			t.Fatalf("stdout line %q is not JSON: %v\nstdout:\n%s\nstderr:\n%s", text, err, out, errOut)
+		}
+		if l.Kind == "" || l.Time == "" || l.Seen == "" {
+			t.Errorf("line without kind, time or seen: %s", text)
+		}
+		if _, err := time.Parse(timeLayout, l.Time); err != nil {
+			t.Errorf("line %s: time: %v", text, err)
+		}
+		lines = append(lines, l)
+	}
+	if n := len(lines); n == 0 || lines[n-1].Kind != "summary" || slices.IndexFunc(lines, func(l rolloutJSON) bool { return l.Kind == "summary" }) != n-1 {
+		t.Fatalf("the summary is not the one last line:\n%s", out)
+	}
+	if s := lines[len(lines)-1]; s.Exit != code {
+		t.Errorf("summary exit %d, the command's %d", s.Exit, code)
+	}
+	return code, lines, errOut
+}
+
+// index is the position of the first line l matches, -1 for none.
+func index(lines []rolloutJSON, match func(l rolloutJSON) bool) int {
+	return slices.IndexFunc(lines, match)
+}
+
+func stageLine(host, stage string) func(rolloutJSON) bool {
+	return func(l rolloutJSON) bool { return l.Kind == "stage" && l.Host == host && l.Stage == stage }
+}
+
+func stepLine(host, action, outcome string) func(rolloutJSON) bool {
+	return func(l rolloutJSON) bool {
+		return l.Kind == "step" && l.Host == host && l.Action == action && l.Outcome == outcome
+	}
+}
+
+// TestRolloutDemoJSONHaltAndRollback is the forced rollout to validate in
+// JSON: gpu1's steps and stages, its graph-capture failure in watch's
+// format, the rollback, gpu2 never touched, and the summary; the text for
+// people goes to stderr.
+func TestRolloutDemoJSONHaltAndRollback(t *testing.T) {
+	code, lines, errOut := rolloutLines(t, "", "--mode", "kdtree-verify=validate", "--force", "--yes", "--rollback-on-failure", "gpu1", "gpu2")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, errOut)
+	}
+	order := []func(rolloutJSON) bool{
+		stepLine("gpu1", "mode kdtree-verify=validate", "issued"),
+		stepLine("gpu1", "mode kdtree-verify=validate", "done"),
+		stepLine("gpu1", "restart (preflight overridden)", "issued"),
+		stageLine("gpu1", "starting"),
+		stageLine("gpu1", "failed"),
+		func(l rolloutJSON) bool { return l.Kind == "failed" && l.Host == "gpu1" },
+		func(l rolloutJSON) bool {
+			return l.Kind == "rollback" && l.Host == "gpu1" && l.Outcome == "started" && l.To == "kdtree-verify=on"
+		},
+		stepLine("gpu1", "undo mode kdtree-verify", "issued"),
+		stageLine("gpu1", "rolled-back"),
+	}
+	last := -1
+	for i, m := range order {
+		j := index(lines, m)
+		if j <= last {
+			t.Fatalf("line %d of the expected order at %d (after %d):\n%+v", i, j, last, lines)
+		}
+		last = j
+	}
+	f := lines[index(lines, func(l rolloutJSON) bool { return l.Kind == "failed" })]
+	if f.Cause != "graph-capture-host-sync" || f.Summary == "" || f.Hint == "" || len(f.Evidence) == 0 ||
+		f.FailedIn != "graph-capture" || f.Kernel != "kdtree-verify=validate" || f.Phase != "failed" {
+		t.Errorf("failure line %+v", f.watchLine)
+	}
+	if l := lines[index(lines, stageLine("gpu1", "failed"))]; l.Outcome != "failed" || l.Elapsed == "" {
+		t.Errorf("gpu1's failed stage %+v", l)
+	}
+	for _, l := range lines {
+		if l.Host == "gpu2" && (l.Kind == "step" || l.Kind == "stage" && l.Stage != "pending" && l.Stage != "untouched") {
+			t.Errorf("gpu2 touched: %+v", l)
+		}
+	}
+	s := lines[len(lines)-1]
+	if s.Status != "halted" || s.Host != "gpu1" || s.Cause != "graph-capture-host-sync" || s.Err == "" || len(s.Hosts) != 2 ||
+		s.Hosts[0] != (rolloutHostLine{Host: "gpu1", Stage: "rolled-back", Phase: "serving", PrevMode: "on"}) ||
+		s.Hosts[1].Stage != "untouched" {
+		t.Errorf("summary %+v", s)
+	}
+	for _, want := range []string{"will set kdtree-verify=validate", "WARNING: --force", "rolling back gpu1 to kdtree-verify=on", "halted on gpu1; untouched: gpu2"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+// TestRolloutDemoJSONDone rolls mode on over gpu3 (failed in validate) and
+// gpu4: gpu4's first step comes after gpu3's serving line; the summary
+// says done.
+func TestRolloutDemoJSONDone(t *testing.T) {
+	code, lines, errOut := rolloutLines(t, "", "--mode", "kdtree-verify=on", "--yes", "gpu3", "gpu4")
+	if code != exitServing {
+		t.Fatalf("exit %d, want %d\n%s", code, exitServing, errOut)
+	}
+	served := index(lines, stageLine("gpu3", "serving"))
+	first := index(lines, func(l rolloutJSON) bool { return l.Host == "gpu4" && l.Kind == "step" })
+	if served < 0 || first < served {
+		t.Errorf("gpu4's first step at %d, gpu3 serving at %d:\n%+v", first, served, lines)
+	}
+	for _, h := range []string{"gpu3", "gpu4"} {
+		for _, m := range []func(rolloutJSON) bool{stepLine(h, "mode kdtree-verify=on", "done"), stepLine(h, "restart", "done"), stageLine(h, "serving")} {
+			if index(lines, m) < 0 {
+				t.Errorf("%s: a step or stage is missing:\n%+v", h, lines)
+			}
+		}
+	}
+	if s := lines[len(lines)-1]; s.Status != "done" || s.Host != "" || len(s.Hosts) != 2 || s.Hosts[0].Stage != "serving" || s.Hosts[1].Stage != "serving" {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestRolloutDemoJSONRefused: refused by the preflight, nothing changes,
+// and the summary says so.
+func TestRolloutDemoJSONRefused(t *testing.T) {
+	code, lines, errOut := rolloutLines(t, "", "--mode", "kdtree-verify=validate", "--yes", "gpu1")
+	if code != exitUsage || len(lines) != 1 {
+		t.Fatalf("exit %d, %d lines, want %d and the summary alone\n%+v\n%s", code, len(lines), exitUsage, lines, errOut)
+	}
+	if s := lines[0]; s.Status != "refused" || !strings.Contains(s.Err, "preflight") || len(s.Hosts) != 1 || s.Hosts[0].Stage != "untouched" {
+		t.Errorf("summary %+v", s)
+	}
+	if !strings.Contains(errOut, "refused by the capture-safety preflight") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// TestRolloutDemoJSONTimeout: a halt without a diagnosis is a "halted"
+// line, and the summary says it timed out (exit 2).
+func TestRolloutDemoJSONTimeout(t *testing.T) {
+	code, lines, errOut := rolloutLines(t, "", "--mode", "kdtree-verify=on", "--yes", "--timeout", "2m", "gpu1", "gpu2")
+	if code != exitTimeout {
+		t.Fatalf("exit %d, want %d\n%s", code, exitTimeout, errOut)
+	}
+	h := index(lines, func(l rolloutJSON) bool { return l.Kind == "halted" && l.Host == "gpu1" })
+	if h < 0 || !lines[h].TimedOut || !strings.Contains(lines[h].Err, "not serving after 2m0s") {
+		t.Errorf("no halted line for gpu1's timeout:\n%+v", lines)
+	}
+	if s := lines[len(lines)-1]; s.Status != "halted" || !s.TimedOut || s.Host != "gpu1" || s.Hosts[1].Stage != "untouched" {
+		t.Errorf("summary %+v", s)
 	}
 }
