@@ -307,8 +307,10 @@ var errTrusted = errors.New("host key recorded")
 // Trust connects to cfg's host (through its jump hosts, which must already
 // be trusted), fetches its host key and appends it to the first
 // UserKnownHostsFile unless it is already known. It refuses a key that
-// differs from a known one or is revoked. It never authenticates. It is the
-// work behind `bringup doctor --trust HOST`.
+// differs from a known one or is revoked, and a host certificate that an
+// @cert-authority line should vouch for but does not. It never
+// authenticates. The fingerprint is of the host key (for a certificate, of
+// the key it certifies). It is the work behind `bringup doctor --trust HOST`.
 func Trust(ctx context.Context, cfg Config, opts DialOptions) (fingerprint string, err error) {
 	ctx, cancel := withConnectTimeout(ctx, cfg)
 	defer cancel()
@@ -316,11 +318,13 @@ func Trust(ctx context.Context, cfg Config, opts DialOptions) (fingerprint strin
 	check := func(kh *KnownHosts, cfg Config) ssh.HostKeyCallback {
 		name := lookupName(cfg)
 		return func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			fp = ssh.FingerprintSHA256(key)
-			if err := kh.check(name, fixedAddr(name), key); err != nil {
-				if cerr := kh.classify(cfg, cfg.Alias, name, key, err, true); cerr != nil {
-					return cerr
-				}
+			if cert, ok := key.(*ssh.Certificate); ok {
+				fp = ssh.FingerprintSHA256(cert.Key)
+			} else {
+				fp = ssh.FingerprintSHA256(key)
+			}
+			if err := kh.verify(cfg, name, key, true); err != nil {
+				return err
 			}
 			return errTrusted
 		}

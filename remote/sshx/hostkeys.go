@@ -9,11 +9,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -65,21 +68,29 @@ func (e *HostKeyChangedError) Error() string {
 		e.Host, e.Addr, e.NewKeyType, e.NewFingerprint, strings.Join(old, ", "), e.Host)
 }
 
-// RevokedHostKeyError refuses a host key marked @revoked in known_hosts.
+// RevokedHostKeyError refuses a host key marked @revoked in known_hosts, or
+// a host certificate whose signing CA (CA set) or certified key is revoked.
 type RevokedHostKeyError struct {
 	Host        string
 	Addr        string
-	Fingerprint string
-	File        string
+	CA          bool   // the revoked key is the CA that signed the host's certificate
+	KeyType     string // of the revoked key
+	Fingerprint string // of the revoked key
+	File        string // where the @revoked line is
 	Line        int
 }
 
 func (e *RevokedHostKeyError) Error() string {
-	return fmt.Sprintf("host key for %s (%s) is revoked: %s (%s:%d); refusing to connect", e.Host, e.Addr, e.Fingerprint, e.File, e.Line)
+	if e.CA {
+		return fmt.Sprintf("host certificate for %s (%s) is signed by a revoked certificate authority: %s %s is @revoked at %s:%d; refusing to connect (the host needs a certificate from a CA that is not revoked)",
+			e.Host, e.Addr, e.KeyType, e.Fingerprint, e.File, e.Line)
+	}
+	return fmt.Sprintf("host key for %s (%s) is revoked: %s %s is @revoked at %s:%d; refusing to connect (the host needs a new key; trust it only after checking its fingerprint on the host)",
+		e.Host, e.Addr, e.KeyType, e.Fingerprint, e.File, e.Line)
 }
 
-// HostKeyError is any other host key rejection (for example a host
-// certificate not signed by a trusted @cert-authority).
+// HostKeyError is any other host key rejection. A refused host certificate
+// is a HostKeyError wrapping a *HostCertError.
 type HostKeyError struct {
 	Host string
 	Addr string
@@ -92,6 +103,123 @@ func (e *HostKeyError) Error() string {
 
 func (e *HostKeyError) Unwrap() error { return e.Err }
 
+// CertProblem says why a host certificate was refused.
+type CertProblem string
+
+// The reasons a host certificate is refused.
+const (
+	// CertUntrustedCA: no @cert-authority line for the host holds the CA
+	// that signed the certificate.
+	CertUntrustedCA CertProblem = "untrusted-ca"
+	// CertExpired: the certificate's validity ended.
+	CertExpired CertProblem = "expired"
+	// CertNotYetValid: the certificate's validity has not begun.
+	CertNotYetValid CertProblem = "not-yet-valid"
+	// CertWrongPrincipal: the certificate does not name the host.
+	CertWrongPrincipal CertProblem = "wrong-principal"
+	// CertNoPrincipals: the certificate names no host at all. OpenSSH
+	// takes that as valid for every host; bringup does not.
+	CertNoPrincipals CertProblem = "no-principals"
+	// CertCriticalOptions: the certificate carries critical options, which
+	// no host certificate may (as in OpenSSH).
+	CertCriticalOptions CertProblem = "critical-options"
+	// CertNotHostCert: a user certificate was presented as a host key.
+	CertNotHostCert CertProblem = "not-host-certificate"
+	// CertInvalid: the certificate does not verify (bad signature).
+	CertInvalid CertProblem = "invalid"
+)
+
+// HostCertError describes a refused host certificate: what the server
+// presented, why it was refused and what known_hosts trusts for the host.
+// It is wrapped in a HostKeyError that names the host.
+type HostCertError struct {
+	Problem       CertProblem
+	Principal     string     // the name the certificate must list: HostKeyAlias, else HostName
+	KeyType       string     // of the certified host key
+	Fingerprint   string     // of the certified host key
+	KeyID         string     // the certificate's key ID (ssh-keygen -I)
+	Serial        uint64     // the certificate's serial (ssh-keygen -z)
+	Principals    []string   // the names the certificate lists (ssh-keygen -n)
+	ValidAfter    time.Time  // zero = from the beginning of time
+	ValidBefore   time.Time  // zero = forever
+	CriticalOpts  []string   // critical options the certificate carries
+	CAKeyType     string     // of the CA that signed it
+	CAFingerprint string     // of the CA that signed it
+	Trusted       []KnownKey // the @cert-authority keys known_hosts trusts for the host
+	LookupName    string     // the known_hosts name the @cert-authority patterns were matched against
+	Now           time.Time  // the time the validity was checked at
+	Err           error      // for CertInvalid: the verification error
+}
+
+func (e *HostCertError) Error() string {
+	return fmt.Sprintf("%s; the server presented a certificate of host key %s %s (key ID %q, serial %d, principals %s, %s) signed by CA %s %s; %s",
+		e.why(), e.KeyType, e.Fingerprint, e.KeyID, e.Serial, principalList(e.Principals), e.validity(),
+		e.CAKeyType, e.CAFingerprint, e.fix())
+}
+
+func (e *HostCertError) Unwrap() error { return e.Err }
+
+// why is the reason in one clause.
+func (e *HostCertError) why() string {
+	switch e.Problem {
+	case CertUntrustedCA:
+		trusted := make([]string, len(e.Trusted))
+		for i, k := range e.Trusted {
+			trusted[i] = k.String()
+		}
+		return fmt.Sprintf("host certificate is not signed by a trusted @cert-authority: its CA %s %s is not one known_hosts trusts for %s (trusted: %s)",
+			e.CAKeyType, e.CAFingerprint, e.LookupName, strings.Join(trusted, ", "))
+	case CertExpired:
+		return fmt.Sprintf("host certificate expired at %s (now %s)", stamp(e.ValidBefore), stamp(e.Now))
+	case CertNotYetValid:
+		return fmt.Sprintf("host certificate is not valid until %s (now %s)", stamp(e.ValidAfter), stamp(e.Now))
+	case CertWrongPrincipal:
+		return fmt.Sprintf("host certificate's principals %s do not include %q, the name it is checked against (HostKeyAlias, else HostName)",
+			principalList(e.Principals), e.Principal)
+	case CertNoPrincipals:
+		return fmt.Sprintf("host certificate lists no principals, so it does not name %q (OpenSSH would accept it for any host; bringup does not)", e.Principal)
+	case CertCriticalOptions:
+		return fmt.Sprintf("host certificate carries critical options %s, which host certificates must not", strings.Join(e.CriticalOpts, ", "))
+	case CertNotHostCert:
+		return "the server presented a user certificate as its host key"
+	default:
+		return fmt.Sprintf("host certificate does not verify: %v", e.Err)
+	}
+}
+
+// fix says what an operator can do.
+func (e *HostCertError) fix() string {
+	const refuse = "refused before authentication"
+	switch e.Problem {
+	case CertUntrustedCA:
+		return refuse + " (someone may be impersonating the host); if the host was really re-certified by another CA, check that CA's fingerprint out of band and add `@cert-authority " + e.LookupName + " <CA public key>` to known_hosts"
+	case CertExpired, CertNotYetValid:
+		return refuse + "; issue the host a fresh certificate (ssh-keygen -s CA -h -I ID -n " + e.Principal + " -V ...) and restart its sshd, or fix the clock that is wrong"
+	case CertWrongPrincipal, CertNoPrincipals:
+		return refuse + "; re-sign the host key naming it (ssh-keygen -s CA -h -I ID -n " + e.Principal + ",...) or connect by a name the certificate lists"
+	default:
+		return refuse + "; issue the host a new certificate"
+	}
+}
+
+func (e *HostCertError) validity() string {
+	if e.ValidAfter.IsZero() && e.ValidBefore.IsZero() {
+		return "valid forever"
+	}
+	from, to := "the beginning", "forever"
+	if !e.ValidAfter.IsZero() {
+		from = stamp(e.ValidAfter)
+	}
+	if !e.ValidBefore.IsZero() {
+		to = stamp(e.ValidBefore)
+	}
+	return "valid from " + from + " until " + to
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func principalList(p []string) string { return "[" + strings.Join(p, ",") + "]" }
+
 // KnownHosts is a loaded set of known_hosts files.
 type KnownHosts struct {
 	files    []string // files that existed when loaded
@@ -101,8 +229,12 @@ type KnownHosts struct {
 	dummyKey ssh.PublicKey
 }
 
+// caLine is one @cert-authority line: the CA key it trusts for its hosts.
 type caLine struct {
 	patterns []string
+	key      ssh.PublicKey
+	file     string
+	line     int
 }
 
 // LoadKnownHosts reads the user and global known_hosts files that exist
@@ -137,8 +269,9 @@ func LoadKnownHosts(userFiles, globalFiles []string) (*KnownHosts, error) {
 	return kh, nil
 }
 
-// scanCA records the host patterns of @cert-authority lines, which
-// knownhosts does not expose but HostKeyAlgorithms needs.
+// scanCA records the @cert-authority lines, which knownhosts does not
+// expose but HostKeyAlgorithms and the certificate checks need. Lines that
+// do not parse are skipped, as knownhosts and ssh skip them.
 func (kh *KnownHosts) scanCA(file string) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -146,11 +279,22 @@ func (kh *KnownHosts) scanCA(file string) error {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
+	n := 0
 	for sc.Scan() {
+		n++
 		f := strings.Fields(sc.Text())
-		if len(f) >= 3 && f[0] == "@cert-authority" {
-			kh.caLines = append(kh.caLines, caLine{patterns: strings.Split(f[1], ",")})
+		if len(f) < 4 || f[0] != "@cert-authority" {
+			continue
 		}
+		blob, err := base64.StdEncoding.DecodeString(f[3])
+		if err != nil {
+			continue
+		}
+		key, err := ssh.ParsePublicKey(blob)
+		if err != nil || key.Type() != f[2] {
+			continue
+		}
+		kh.caLines = append(kh.caLines, caLine{patterns: strings.Split(f[1], ","), key: key, file: file, line: n})
 	}
 	return sc.Err()
 }
@@ -181,7 +325,9 @@ func (kh *KnownHosts) Known(name string) []KnownKey {
 // HostKeyAlgorithms orders host key algorithms from what known_hosts holds
 // for name, so the server presents a key type we know (golang/go#29286:
 // otherwise the server may pick another type and a known host looks
-// changed). Nil means the host is unknown: use the library default.
+// changed). With an @cert-authority line for name, certificates come first
+// so a server with a HostCertificate presents it. Nil means the host is
+// unknown: use the library default.
 func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 	var algos []string
 	seen := map[string]bool{}
@@ -193,11 +339,13 @@ func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 			}
 		}
 	}
-	if kh.hasCA(name) {
+	hasCA := len(kh.trustedCAs(name)) > 0
+	if hasCA {
 		add(ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01,
 			ssh.CertAlgoECDSA521v01, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01)
 	}
-	for _, k := range kh.Known(name) {
+	known := kh.Known(name)
+	for _, k := range known {
 		switch k.KeyType {
 		case ssh.KeyAlgoRSA:
 			add(ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
@@ -205,18 +353,26 @@ func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 			add(k.KeyType)
 		}
 	}
+	if hasCA && len(known) == 0 {
+		// A host whose sshd has no certificate yet still gets a plain key
+		// offered, so its refusal names that key instead of "no common
+		// algorithm".
+		add(ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+			ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
+	}
 	return algos
 }
 
-// hasCA reports whether an @cert-authority line matches name.
-func (kh *KnownHosts) hasCA(name string) bool {
+// trustedCAs returns the @cert-authority lines whose patterns match name.
+func (kh *KnownHosts) trustedCAs(name string) []caLine {
 	n := knownhosts.Normalize(name)
+	var out []caLine
 	for _, l := range kh.caLines {
 		if matchKnownHostsPatterns(l.patterns, n) {
-			return true
+			out = append(out, l)
 		}
 	}
-	return false
+	return out
 }
 
 // matchKnownHostsPatterns matches a known_hosts host field (patterns with
@@ -251,25 +407,122 @@ func (a fixedAddr) String() string  { return string(a) }
 // appended to the first user known_hosts file; a changed key is always refused.
 func (kh *KnownHosts) hostKeyCallback(cfg Config) ssh.HostKeyCallback {
 	name := lookupName(cfg)
-	display := cfg.Alias
+	learn := cfg.StrictHostKeyChecking == "accept-new" || cfg.StrictHostKeyChecking == "no"
 	return func(_ string, _ net.Addr, key ssh.PublicKey) error {
-		err := kh.check(name, fixedAddr(name), key)
-		if err == nil {
-			return nil
-		}
-		return kh.classify(cfg, display, name, key, err, cfg.StrictHostKeyChecking == "accept-new" || cfg.StrictHostKeyChecking == "no")
+		return kh.verify(cfg, name, key, learn)
 	}
 }
 
-// classify turns a knownhosts error into bringup's typed errors, appending
-// the key on first contact when learn is set.
-func (kh *KnownHosts) classify(cfg Config, display, name string, key ssh.PublicKey, err error, learn bool) error {
+// verify checks the key a server presented for cfg's host (looked up in
+// known_hosts as name): a certificate against the @cert-authority lines, a
+// plain key against the host's entries. With learn an unknown plain key is
+// appended to known_hosts.
+func (kh *KnownHosts) verify(cfg Config, name string, key ssh.PublicKey, learn bool) error {
+	if cert, ok := key.(*ssh.Certificate); ok {
+		return kh.verifyCert(cfg, name, cert, learn)
+	}
+	err := kh.check(name, fixedAddr(name), key)
+	if err == nil {
+		return nil
+	}
+	return kh.classify(cfg, name, key, err, learn)
+}
+
+// verifyCert checks a host certificate as ssh does: neither it nor its CA
+// @revoked, signed by a CA an @cert-authority line trusts for the host, a
+// host certificate listing the host as a principal, within its validity,
+// without critical options. A failing certificate whose plain key is pinned
+// for the host is accepted, as ssh does. Unlike ssh, a failing certificate
+// from a host that an @cert-authority line covers is refused even under
+// accept-new: known_hosts says that host's keys come from a CA, so a
+// certificate from elsewhere is an alarm, not a first contact.
+func (kh *KnownHosts) verifyCert(cfg Config, name string, cert *ssh.Certificate, learn bool) error {
+	shown := knownhosts.Normalize(name)
+	for i, k := range []ssh.PublicKey{cert.SignatureKey, cert.Key} {
+		var re *knownhosts.RevokedError
+		if errors.As(kh.check(name, fixedAddr(name), k), &re) {
+			return &RevokedHostKeyError{Host: cfg.Alias, Addr: shown, CA: i == 0, KeyType: k.Type(),
+				Fingerprint: ssh.FingerprintSHA256(k), File: re.Revoked.Filename, Line: re.Revoked.Line}
+		}
+	}
+	cas := kh.trustedCAs(name)
+	problem := certProblem(name, cert, cas, time.Now())
+	if problem == nil {
+		return nil
+	}
+	err := kh.check(name, fixedAddr(name), cert.Key)
+	if err == nil {
+		return nil
+	}
+	if len(cas) == 0 {
+		// No CA covers the host: the certificate is only a wrapper of its key.
+		return kh.classify(cfg, name, cert.Key, err, learn)
+	}
+	return &HostKeyError{Host: cfg.Alias, Addr: shown, Err: problem}
+}
+
+// certProblem returns why cert is not a valid host certificate for name
+// signed by one of cas at now, or nil when it is.
+func certProblem(name string, cert *ssh.Certificate, cas []caLine, now time.Time) *HostCertError {
+	principal, _, _ := net.SplitHostPort(name)
+	e := &HostCertError{
+		Principal: principal, KeyType: cert.Key.Type(), Fingerprint: ssh.FingerprintSHA256(cert.Key),
+		KeyID: cert.KeyId, Serial: cert.Serial, Principals: cert.ValidPrincipals,
+		CAKeyType: cert.SignatureKey.Type(), CAFingerprint: ssh.FingerprintSHA256(cert.SignatureKey),
+		LookupName: knownhosts.Normalize(name), Now: now,
+	}
+	if cert.ValidAfter != 0 && cert.ValidAfter <= math.MaxInt64 {
+		e.ValidAfter = time.Unix(int64(cert.ValidAfter), 0)
+	}
+	if cert.ValidBefore != ssh.CertTimeInfinity && cert.ValidBefore <= math.MaxInt64 {
+		e.ValidBefore = time.Unix(int64(cert.ValidBefore), 0)
+	}
+	signed := false
+	for _, ca := range cas {
+		e.Trusted = append(e.Trusted, KnownKey{KeyType: ca.key.Type(), Fingerprint: ssh.FingerprintSHA256(ca.key), File: ca.file, Line: ca.line})
+		signed = signed || bytes.Equal(ca.key.Marshal(), cert.SignatureKey.Marshal())
+	}
+	for opt := range cert.CriticalOptions {
+		e.CriticalOpts = append(e.CriticalOpts, opt)
+	}
+	slices.Sort(e.CriticalOpts)
+	switch {
+	case cert.CertType != ssh.HostCert:
+		e.Problem = CertNotHostCert
+	case !signed:
+		e.Problem = CertUntrustedCA
+	case len(e.CriticalOpts) > 0:
+		e.Problem = CertCriticalOptions
+	case cert.ValidAfter > math.MaxInt64 || now.Unix() < int64(cert.ValidAfter):
+		e.Problem = CertNotYetValid
+	case cert.ValidBefore != ssh.CertTimeInfinity && (cert.ValidBefore > math.MaxInt64 || now.Unix() >= int64(cert.ValidBefore)):
+		e.Problem = CertExpired
+	case len(cert.ValidPrincipals) == 0:
+		e.Problem = CertNoPrincipals
+	case !slices.Contains(cert.ValidPrincipals, principal):
+		e.Problem = CertWrongPrincipal
+	default:
+		// The library's check has the last word (it verifies the signature).
+		checker := ssh.CertChecker{Clock: func() time.Time { return now }}
+		if err := checker.CheckCert(principal, cert); err != nil {
+			e.Problem, e.Err = CertInvalid, err
+			return e
+		}
+		return nil
+	}
+	return e
+}
+
+// classify turns a knownhosts error for a plain key into bringup's typed
+// errors, appending the key on first contact when learn is set.
+func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err error, learn bool) error {
+	display := cfg.Alias
 	shown := knownhosts.Normalize(name)
 	var ke *knownhosts.KeyError
 	var re *knownhosts.RevokedError
 	switch {
 	case errors.As(err, &re):
-		return &RevokedHostKeyError{Host: display, Addr: shown, Fingerprint: ssh.FingerprintSHA256(key), File: re.Revoked.Filename, Line: re.Revoked.Line}
+		return &RevokedHostKeyError{Host: display, Addr: shown, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), File: re.Revoked.Filename, Line: re.Revoked.Line}
 	case errors.As(err, &ke) && len(ke.Want) == 0:
 		if learn {
 			if werr := appendKnownHost(kh.writeTo, name, key); werr != nil {
