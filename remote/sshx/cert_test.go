@@ -373,3 +373,102 @@ func TestTrustCertifiedHost(t *testing.T) {
 		t.Errorf("Trust changed known_hosts: %q", b)
 	}
 }
+
+// TestHashKnownHostsAppends: with HashKnownHosts yes in ssh_config (read by
+// ssh -G and by the parser), accept-new and Trust append the entry hashed
+// as |1|salt|hash, as ssh does; ssh-keygen -F finds it and later strict
+// dials, bringup's and ssh's, accept it.
+func TestHashKnownHostsAppends(t *testing.T) {
+	key := newClientKey(t)
+	d := startSSHD(t, false, key.signer.PublicKey())
+	for _, resolver := range []string{"", "-"} {
+		for _, learn := range []string{"accept-new", "trust"} {
+			t.Run(fmt.Sprintf("%s/%s", map[string]string{"": "ssh -G", "-": "parser"}[resolver], learn), func(t *testing.T) {
+				dir := t.TempDir()
+				kh := filepath.Join(dir, "known_hosts")
+				cfgFile := filepath.Join(dir, "config")
+				conf := fmt.Sprintf("Host gpu-test\n  HostName 127.0.0.1\n  Port %d\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking accept-new\n  HashKnownHosts yes\n",
+					d.port, key.path, kh)
+				if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				ropts := ResolveOptions{ConfigFile: cfgFile, SSHPath: resolver}
+				cfg, err := Resolve(context.Background(), "gpu-test", ropts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !cfg.HashKnownHosts {
+					t.Fatalf("%s: HashKnownHosts not set", cfg.Source)
+				}
+				if learn == "trust" {
+					_, err = Trust(ctxT(t, 20*time.Second), cfg, dialOpts())
+				} else if c, derr := Dial(ctxT(t, 20*time.Second), cfg, dialOpts()); derr == nil {
+					c.Close()
+				} else {
+					err = derr
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := os.ReadFile(kh)
+				fields := strings.Fields(string(b))
+				if strings.Count(string(b), "\n") != 1 || len(fields) != 3 || !strings.HasPrefix(fields[0], "|1|") || strings.Contains(string(b), "127.0.0.1") ||
+					fields[1]+" "+fields[2] != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(d.hostKeys[0].PublicKey()))) {
+					t.Fatalf("known_hosts = %q, want one hashed entry with the host key", b)
+				}
+				if out, err := exec.Command("ssh-keygen", "-F", d.hostPort(), "-f", kh).CombinedOutput(); err != nil {
+					t.Errorf("ssh-keygen -F does not find the hashed entry: %v %s", err, out)
+				}
+				cfg.StrictHostKeyChecking = "yes"
+				c, err := Dial(ctxT(t, 20*time.Second), cfg, dialOpts())
+				if err != nil {
+					t.Fatalf("strict dial after learning: %v", err)
+				}
+				c.Close()
+				if b2, _ := os.ReadFile(kh); !bytes.Equal(b2, b) {
+					t.Errorf("strict dial changed known_hosts: %q", b2)
+				}
+				if err := opensshDial(t, d, key, kh); err != nil {
+					t.Errorf("control: OpenSSH refuses the hashed entry: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestResolveHashKnownHosts: both resolvers read HashKnownHosts; the
+// parser rejects a value ssh would reject.
+func TestResolveHashKnownHosts(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		conf string
+		want bool
+	}{
+		{"Host h\n  HashKnownHosts yes\n", true},
+		{"Host h\n  HashKnownHosts no\nHost *\n  HashKnownHosts yes\n", false},
+		{"Host h\n  Port 2222\n", false},
+	} {
+		f := filepath.Join(dir, "config")
+		if err := os.WriteFile(f, []byte(tc.conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, resolver := range []string{"", "-"} {
+			cfg, err := Resolve(context.Background(), "h", ResolveOptions{ConfigFile: f, SSHPath: resolver})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.HashKnownHosts != tc.want {
+				t.Errorf("%s: %q: HashKnownHosts = %v, want %v", cfg.Source, tc.conf, cfg.HashKnownHosts, tc.want)
+			}
+		}
+	}
+	f := filepath.Join(dir, "bad")
+	if err := os.WriteFile(f, []byte("Host h\n  HashKnownHosts maybe\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Resolve(context.Background(), "h", ResolveOptions{ConfigFile: f, SSHPath: "-"})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 2 {
+		t.Errorf("want ConfigError at line 2, got %v", err)
+	}
+}

@@ -43,6 +43,7 @@ type Config struct {
 	ServerAliveCountMax   int           // missed keepalives before the connection is declared dead
 	ConnectTimeout        time.Duration // 0 = not set (bringup uses DefaultConnectTimeout)
 	HostKeyAlias          string        // name used for known_hosts lookups instead of HostName
+	HashKnownHosts        bool          // hash the host names of entries accept-new and Trust append
 	Source                string        // SourceSSHG or SourceParser
 }
 
@@ -205,6 +206,8 @@ func parseSSHG(out []byte, alias string, opts ResolveOptions) (Config, error) {
 			if val != "none" {
 				cfg.HostKeyAlias = val
 			}
+		case "hashknownhosts":
+			cfg.HashKnownHosts = val == "yes" || val == "true"
 		}
 	}
 	if err := sc.Err(); err != nil {

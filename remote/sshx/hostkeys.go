@@ -525,7 +525,7 @@ func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err e
 		return &RevokedHostKeyError{Host: display, Addr: shown, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), File: re.Revoked.Filename, Line: re.Revoked.Line}
 	case errors.As(err, &ke) && len(ke.Want) == 0:
 		if learn {
-			if werr := appendKnownHost(kh.writeTo, name, key); werr != nil {
+			if werr := appendKnownHost(kh.writeTo, name, key, cfg.HashKnownHosts); werr != nil {
 				return &HostKeyError{Host: display, Addr: shown, Err: fmt.Errorf("accept-new: %w", werr)}
 			}
 			return nil
@@ -545,11 +545,12 @@ func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err e
 	}
 }
 
-// appendKnownHost appends one plain known_hosts line for name unless the
+// appendKnownHost appends one known_hosts line for name (its name hashed as
+// |1|salt|hash when hash is set, as ssh does with HashKnownHosts) unless the
 // file meanwhile holds an entry for name (then it leaves the file alone).
 // flock serialises concurrent first contacts, in this process (each open is
 // its own lock holder) and across processes.
-func appendKnownHost(file, name string, key ssh.PublicKey) error {
+func appendKnownHost(file, name string, key ssh.PublicKey, hash bool) error {
 	if file == "" {
 		return errors.New("no UserKnownHostsFile to write to")
 	}
@@ -581,7 +582,11 @@ func appendKnownHost(file, name string, key ssh.PublicKey) error {
 			return fmt.Errorf("%s gained a different key for %s meanwhile", file, knownhosts.Normalize(name))
 		}
 	}
-	line := knownhosts.Line([]string{name}, key) + "\n"
+	host := knownhosts.Normalize(name)
+	if hash {
+		host = knownhosts.HashHostname(host)
+	}
+	line := knownhosts.Line([]string{host}, key) + "\n"
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		line = "\n" + line
 	}

@@ -26,8 +26,8 @@ var ignoredDirectives = map[string]bool{
 	"exitonforwardfailure": true, "fingerprinthash": true, "forkafterauthentication": true,
 	"forwardagent": true, "forwardx11": true, "forwardx11timeout": true,
 	"forwardx11trusted": true, "gatewayports": true, "gssapiauthentication": true,
-	"gssapidelegatecredentials": true, "hashknownhosts": true,
-	"ipqos": true, "kbdinteractiveauthentication": true, "kbdinteractivedevices": true,
+	"gssapidelegatecredentials": true, "ipqos": true,
+	"kbdinteractiveauthentication": true, "kbdinteractivedevices": true,
 	"localcommand": true, "localforward": true, "loglevel": true, "logverbose": true,
 	"nohostauthenticationforlocalhost": true, "numberofpasswordprompts": true,
 	"passwordauthentication": true, "permitlocalcommand": true, "permitremoteopen": true,
@@ -167,7 +167,7 @@ func (p *parser) directive(key, rest string, args []string, file string, line in
 	switch key {
 	case "hostname", "user", "port", "identitiesonly", "proxyjump", "proxycommand",
 		"userknownhostsfile", "globalknownhostsfile", "stricthostkeychecking",
-		"serveraliveinterval", "serveralivecountmax", "connecttimeout", "hostkeyalias":
+		"serveraliveinterval", "serveralivecountmax", "connecttimeout", "hostkeyalias", "hashknownhosts":
 		if len(args) == 0 {
 			return cerr("%s without a value", key)
 		}
@@ -184,6 +184,12 @@ func (p *parser) directive(key, rest string, args []string, file string, line in
 		case "serveraliveinterval", "serveralivecountmax", "connecttimeout":
 			if n, err := strconv.Atoi(val); (err != nil || n < 0) && !(key == "connecttimeout" && val == "none") {
 				return cerr("bad %s %q", key, val)
+			}
+		case "hashknownhosts":
+			switch strings.ToLower(val) {
+			case "yes", "true", "no", "false":
+			default:
+				return cerr("bad HashKnownHosts %q (want yes or no)", val)
 			}
 		}
 		if !active {
@@ -274,6 +280,9 @@ func (p *parser) config(alias string) (Config, error) {
 	}
 	if r, ok := v("hostkeyalias"); ok && !strings.EqualFold(r.val, "none") {
 		cfg.HostKeyAlias = r.val
+	}
+	if r, ok := v("hashknownhosts"); ok {
+		cfg.HashKnownHosts = strings.EqualFold(r.val, "yes") || strings.EqualFold(r.val, "true")
 	}
 	if r, ok := v("proxyjump"); ok {
 		cfg.ProxyJump = splitJump(r.val)
