@@ -161,8 +161,9 @@ func errContains(t *testing.T, err error, want ...string) {
 }
 
 // TestHostCertificateAccepted: known_hosts holds only an @cert-authority
-// line (exact [host]:port, wildcard, pattern list, hashed); the server must
-// present its certificate and the dial succeed, as with ssh.
+// line (exact [host]:port, wildcard, pattern list, hashed, or the bare host
+// that ssh falls back to off port 22); the server must present its
+// certificate and the dial succeed, as with ssh.
 func TestHostCertificateAccepted(t *testing.T) {
 	key := newClientKey(t)
 	d := startSSHD(t, false, key.signer.PublicKey())
@@ -173,6 +174,7 @@ func TestHostCertificateAccepted(t *testing.T) {
 		{"wildcard", "*"},
 		{"pattern list", "gpu*.example.com,[127.0.0.1]:*"},
 		{"hashed", knownhosts.HashHostname(d.hostPort())},
+		{"bare host", "127.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := d.config(t, key, "# CA only\n@cert-authority "+tc.pattern+" "+ca.line()+" ca\n")
@@ -315,17 +317,32 @@ func TestHostCertificateRevokedCA(t *testing.T) {
 // TestHostCertificateWithoutCA: a host that serves a certificate but that
 // no @cert-authority line covers is handled by its plain key, as ssh does:
 // unknown under StrictHostKeyChecking yes (naming the plain key's
-// fingerprint), learned under accept-new.
+// fingerprint, the CA and the lines that trust it for other names), learned
+// under accept-new.
 func TestHostCertificateWithoutCA(t *testing.T) {
 	key := newClientKey(t)
 	d := startSSHD(t, false, key.signer.PublicKey())
-	d.certify(t, newHostCA(t, "ca"), "-n", "127.0.0.1")
+	ca := newHostCA(t, "ca")
+	d.certify(t, ca, "-n", "127.0.0.1")
+	hostFP := ssh.FingerprintSHA256(d.hostKeys[0].PublicKey())
 	cfg := d.config(t, key, "")
 	_, err := Dial(ctxT(t, 20*time.Second), cfg, dialOpts())
 	var uh *UnknownHostError
-	if !errors.As(err, &uh) || uh.Fingerprint != ssh.FingerprintSHA256(d.hostKeys[0].PublicKey()) {
+	if !errors.As(err, &uh) || uh.Fingerprint != hostFP || uh.CertCA != ca.fingerprint() {
 		t.Fatalf("want UnknownHostError for the plain key, got %v", err)
 	}
+	errContains(t, err, "presented a host certificate signed by CA "+ca.fingerprint(), "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub")
+
+	other := d.config(t, key, "@cert-authority gpu*.example.com "+ca.line()+"\n")
+	_, err = Dial(ctxT(t, 20*time.Second), other, dialOpts())
+	if !errors.As(err, &uh) || len(uh.CertCAAt) != 1 {
+		t.Fatalf("want UnknownHostError naming the CA line for other names, got %v", err)
+	}
+	errContains(t, err, other.UserKnownHostsFiles[0]+":1 (gpu*.example.com)", "matches "+d.hostPort()+" or 127.0.0.1")
+	if err := opensshDial(t, d, key, other.UserKnownHostsFiles[0]); err == nil {
+		t.Error("control: OpenSSH accepts a host its CA line does not match")
+	}
+
 	cfg.StrictHostKeyChecking = "accept-new"
 	c, err := Dial(ctxT(t, 20*time.Second), cfg, dialOpts())
 	if err != nil {
@@ -470,5 +487,36 @@ func TestResolveHashKnownHosts(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Line != 2 {
 		t.Errorf("want ConfigError at line 2, got %v", err)
+	}
+}
+
+// TestBareHostEntryOffPort22: for a host off port 22 with nothing under
+// [host]:port, ssh accepts an entry under the bare host name ("checking
+// without port identifier"); so does bringup, ordering host key algorithms
+// by it (the server also has an ECDSA key, which the library would prefer),
+// and accept-new leaves the file alone.
+func TestBareHostEntryOffPort22(t *testing.T) {
+	key := newClientKey(t)
+	d := startSSHD(t, true, key.signer.PublicKey())
+	content := knownhostsLine("127.0.0.1", d.hostKeys[0].PublicKey())
+	cfg := d.config(t, key, content)
+	cfg.StrictHostKeyChecking = "accept-new"
+	kh, err := LoadKnownHosts(cfg.UserKnownHostsFiles, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if algos := kh.HostKeyAlgorithms(lookupName(cfg)); len(algos) != 1 || algos[0] != ssh.KeyAlgoED25519 {
+		t.Errorf("HostKeyAlgorithms = %v, want [ssh-ed25519]", algos)
+	}
+	c, err := Dial(ctxT(t, 20*time.Second), cfg, dialOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if b, _ := os.ReadFile(cfg.UserKnownHostsFiles[0]); string(b) != content {
+		t.Errorf("known_hosts changed: %q", b)
+	}
+	if err := opensshDial(t, d, key, cfg.UserKnownHostsFiles[0]); err != nil {
+		t.Errorf("control: OpenSSH refuses the bare host entry: %v", err)
 	}
 }

@@ -29,11 +29,41 @@ type UnknownHostError struct {
 	KeyType     string // e.g. ssh-ed25519
 	Fingerprint string // SHA256:...
 	Trust       string // the exact way to trust it
+	// CertCA is the fingerprint of the CA that signed the certificate the
+	// host presented, when no @cert-authority line covers the host; CertCAAt
+	// lists the lines ("file:line (patterns)") that trust that CA for other
+	// names.
+	CertCA   string
+	CertCAAt []string
+	// CertNames are the names the @cert-authority patterns were matched
+	// against: [host]:port, then for a host off port 22 the bare host.
+	CertNames []string
 }
 
 func (e *UnknownHostError) Error() string {
-	return fmt.Sprintf("host key for %s (%s) is not known: %s %s; to trust it run: %s",
-		e.Host, e.Addr, e.KeyType, e.Fingerprint, e.Trust)
+	msg := fmt.Sprintf("host key for %s (%s) is not known: %s %s", e.Host, e.Addr, e.KeyType, e.Fingerprint)
+	if e.CertCA != "" {
+		msg += fmt.Sprintf("; it presented a host certificate signed by CA %s, but no @cert-authority line in known_hosts matches %s",
+			e.CertCA, strings.Join(e.CertNames, " or "))
+		if len(e.CertCAAt) > 0 {
+			msg += " (that CA is trusted only for other names, at " + strings.Join(e.CertCAAt, ", ") + ")"
+		}
+	}
+	return msg + fmt.Sprintf("; check the fingerprint on the host (ssh-keygen -lf %s), then to trust it run: %s", hostKeyFile(e.KeyType), e.Trust)
+}
+
+// hostKeyFile is where sshd keeps the public host key of a type by default.
+func hostKeyFile(keyType string) string {
+	switch {
+	case keyType == ssh.KeyAlgoED25519:
+		return "/etc/ssh/ssh_host_ed25519_key.pub"
+	case strings.HasPrefix(keyType, "ecdsa-"):
+		return "/etc/ssh/ssh_host_ecdsa_key.pub"
+	case keyType == ssh.KeyAlgoRSA:
+		return "/etc/ssh/ssh_host_rsa_key.pub"
+	default:
+		return "/etc/ssh/ssh_host_*_key.pub"
+	}
 }
 
 // KnownKey is one key that known_hosts holds for a host.
@@ -326,7 +356,9 @@ func (kh *KnownHosts) Known(name string) []KnownKey {
 // for name, so the server presents a key type we know (golang/go#29286:
 // otherwise the server may pick another type and a known host looks
 // changed). With an @cert-authority line for name, certificates come first
-// so a server with a HostCertificate presents it. Nil means the host is
+// so a server with a HostCertificate presents it. Entries under the bare
+// host name count for a host off port 22 that has none under [host]:port,
+// as they do when checking (see lookupNames). Nil means the host is
 // unknown: use the library default.
 func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 	var algos []string
@@ -339,12 +371,18 @@ func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 			}
 		}
 	}
-	hasCA := len(kh.trustedCAs(name)) > 0
+	cas, _ := kh.lookupCAs(name)
+	hasCA := len(cas) > 0
 	if hasCA {
 		add(ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01,
 			ssh.CertAlgoECDSA521v01, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01)
 	}
-	known := kh.Known(name)
+	var known []KnownKey
+	for _, n := range lookupNames(name) {
+		if known = kh.Known(n); len(known) > 0 {
+			break
+		}
+	}
 	for _, k := range known {
 		switch k.KeyType {
 		case ssh.KeyAlgoRSA:
@@ -361,6 +399,29 @@ func (kh *KnownHosts) HostKeyAlgorithms(name string) []string {
 			ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
 	}
 	return algos
+}
+
+// lookupNames are the names known_hosts is searched under for the lookup
+// name: name itself, then for a host off port 22 its bare host name, which
+// ssh consults (read only) when nothing is known under [host]:port
+// ("checking without port identifier"). A HostKeyAlias has no port.
+func lookupNames(name string) []string {
+	host, port, err := net.SplitHostPort(name)
+	if err != nil || port == "22" {
+		return []string{name}
+	}
+	return []string{name, net.JoinHostPort(host, "22")}
+}
+
+// lookupCAs returns the @cert-authority lines of the first lookup name of
+// name that has any, and that name.
+func (kh *KnownHosts) lookupCAs(name string) ([]caLine, string) {
+	for _, n := range lookupNames(name) {
+		if cas := kh.trustedCAs(n); len(cas) > 0 {
+			return cas, n
+		}
+	}
+	return nil, name
 }
 
 // trustedCAs returns the @cert-authority lines whose patterns match name.
@@ -421,21 +482,39 @@ func (kh *KnownHosts) verify(cfg Config, name string, key ssh.PublicKey, learn b
 	if cert, ok := key.(*ssh.Certificate); ok {
 		return kh.verifyCert(cfg, name, cert, learn)
 	}
-	err := kh.check(name, fixedAddr(name), key)
+	err := kh.checkPlain(name, key)
 	if err == nil {
 		return nil
 	}
 	return kh.classify(cfg, name, key, err, learn)
 }
 
+// checkPlain checks a plain key under name and, when nothing at all is
+// known under name, under its other lookup names, as ssh does. The error
+// is the check's under name.
+func (kh *KnownHosts) checkPlain(name string, key ssh.PublicKey) error {
+	err := kh.check(name, fixedAddr(name), key)
+	var ke *knownhosts.KeyError
+	if err == nil || !errors.As(err, &ke) || len(ke.Want) > 0 {
+		return err
+	}
+	for _, n := range lookupNames(name)[1:] {
+		if kh.check(n, fixedAddr(n), key) == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 // verifyCert checks a host certificate as ssh does: neither it nor its CA
 // @revoked, signed by a CA an @cert-authority line trusts for the host, a
 // host certificate listing the host as a principal, within its validity,
 // without critical options. A failing certificate whose plain key is pinned
-// for the host is accepted, as ssh does. Unlike ssh, a failing certificate
-// from a host that an @cert-authority line covers is refused even under
-// accept-new: known_hosts says that host's keys come from a CA, so a
-// certificate from elsewhere is an alarm, not a first contact.
+// for the host is accepted, as ssh does; a host no CA covers is checked by
+// its plain key. Unlike ssh, a failing certificate from a host that an
+// @cert-authority line covers is refused even under accept-new: known_hosts
+// says that host's keys come from a CA, so a certificate from elsewhere is
+// an alarm, not a first contact.
 func (kh *KnownHosts) verifyCert(cfg Config, name string, cert *ssh.Certificate, learn bool) error {
 	shown := knownhosts.Normalize(name)
 	for i, k := range []ssh.PublicKey{cert.SignatureKey, cert.Key} {
@@ -445,20 +524,27 @@ func (kh *KnownHosts) verifyCert(cfg Config, name string, cert *ssh.Certificate,
 				Fingerprint: ssh.FingerprintSHA256(k), File: re.Revoked.Filename, Line: re.Revoked.Line}
 		}
 	}
-	cas := kh.trustedCAs(name)
-	problem := certProblem(name, cert, cas, time.Now())
-	if problem == nil {
-		return nil
+	if cas, caName := kh.lookupCAs(name); len(cas) > 0 {
+		problem := certProblem(caName, cert, cas, time.Now())
+		if problem == nil || kh.checkPlain(name, cert.Key) == nil {
+			return nil
+		}
+		return &HostKeyError{Host: cfg.Alias, Addr: shown, Err: problem}
 	}
-	err := kh.check(name, fixedAddr(name), cert.Key)
-	if err == nil {
-		return nil
+	err := kh.verify(cfg, name, cert.Key, learn)
+	var uh *UnknownHostError
+	if errors.As(err, &uh) {
+		uh.CertCA = ssh.FingerprintSHA256(cert.SignatureKey)
+		for _, n := range lookupNames(name) {
+			uh.CertNames = append(uh.CertNames, knownhosts.Normalize(n))
+		}
+		for _, ca := range kh.caLines {
+			if bytes.Equal(ca.key.Marshal(), cert.SignatureKey.Marshal()) {
+				uh.CertCAAt = append(uh.CertCAAt, fmt.Sprintf("%s:%d (%s)", ca.file, ca.line, strings.Join(ca.patterns, ",")))
+			}
+		}
 	}
-	if len(cas) == 0 {
-		// No CA covers the host: the certificate is only a wrapper of its key.
-		return kh.classify(cfg, name, cert.Key, err, learn)
-	}
-	return &HostKeyError{Host: cfg.Alias, Addr: shown, Err: problem}
+	return err
 }
 
 // certProblem returns why cert is not a valid host certificate for name
