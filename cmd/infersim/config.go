@@ -23,26 +23,35 @@ type config struct {
 	host     string
 	params   sglang.Params
 	stateDir string
+	engine   engine
+}
+
+// engines are the servers infersim stands in for, by INFERSIM_ENGINE.
+func engines() map[string]func() engine {
+	return map[string]func() engine{
+		"sglang": func() engine { return sglangEngine{} },
+		"vllm":   func() engine { return &vllmEngine{} },
+	}
 }
 
 // parseConfig reads the command line and the environment (through getenv,
-// so tests need not touch the process environment).
+// so tests need not touch the process environment). The engine comes from
+// INFERSIM_ENGINE or --engine (sglang by default) and decides which
+// arguments the rest of the command line may hold: each engine takes its
+// own flags, as the real server would.
 func parseConfig(args []string, getenv func(string) string) (config, error) {
+	name, args := engineArg(args, envOr(getenv, "INFERSIM_ENGINE", "sglang"))
+	newEngine, ok := engines()[name]
+	if !ok {
+		return config{}, fmt.Errorf("engine %q: infersim simulates sglang and vllm", name)
+	}
+	eng := newEngine()
 	fs := flag.NewFlagSet("infersim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	p := sglang.Defaults()
-	fs.StringVar(&p.ModelPath, "model-path", "/models/demo", "model directory")
-	fs.IntVar(&p.Port, "port", 30000, "HTTP port")
-	fs.IntVar(&p.TP, "tp", 1, "tensor parallel size")
-	fs.IntVar(&p.TP, "tp-size", 1, "tensor parallel size")
-	fs.StringVar(&p.Host, "host", "0.0.0.0", "address to listen on")
-	fs.BoolVar(&p.DisableCUDAGraph, "disable-cuda-graph", false, "skip graph capture")
 	kernelEnv := fs.String("kernel-env", envOr(getenv, "INFERSIM_KERNEL_ENV", "KDTREE_MODE"), "variable that selects the kernel mode")
-	if err := fs.Parse(args); err != nil {
-		return config{}, fmt.Errorf("parse arguments: %w", err)
-	}
-	if e := envOr(getenv, "INFERSIM_ENGINE", "sglang"); e != "sglang" {
-		return config{}, fmt.Errorf("INFERSIM_ENGINE=%s: only sglang is simulated", e)
+	if err := eng.parse(fs, args, &p); err != nil {
+		return config{}, fmt.Errorf("parse %s arguments: %w", name, err)
 	}
 	// Short defaults: a full startup in about a minute unless told otherwise.
 	durs := []struct {
@@ -82,7 +91,27 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	p.PID = os.Getpid()
 	p.Seed = int64(p.PID)
 	p.Kernel = kernelFromEnv(getenv, *kernelEnv)
-	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim")}, nil
+	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng}, nil
+}
+
+// engineArg takes --engine NAME (or --engine=NAME) out of args; without
+// it the engine is def.
+func engineArg(args []string, def string) (string, []string) {
+	name := def
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (a == "--engine" || a == "-engine") && i+1 < len(args):
+			name = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--engine="), strings.HasPrefix(a, "-engine="):
+			_, name, _ = strings.Cut(a, "=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return name, rest
 }
 
 func envOr(getenv func(string) string, key, def string) string {

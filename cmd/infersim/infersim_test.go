@@ -23,7 +23,7 @@ import (
 
 func TestHandlers(t *testing.T) {
 	var access bytes.Buffer
-	s := newServer(sglang.Params{ModelPath: "/models/demo"}, &logWriter{out: &access})
+	s := newServer(sglangEngine{}, sglang.Params{ModelPath: "/models/demo"}, &logWriter{stdout: &access, stderr: &access})
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	call := func(method, path, ct, body string) (int, string) {
@@ -175,46 +175,61 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// proc is a running infersim whose stderr is collected.
+// proc is a running infersim whose output is collected: stdout and
+// stderr through one pipe, so that their lines keep their order (vLLM
+// logs to stdout, its progress bars and tracebacks go to stderr).
 type proc struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr []string
-	done   chan struct{}
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  []string
+	done chan struct{}
 }
 
 func (p *proc) lines() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return strings.Join(p.stderr, "\n")
+	return strings.Join(p.out, "\n")
 }
 
+// start runs infersim as SGLang on port with eight GPUs, short phases
+// and a kernel directory on PYTHONPATH.
 func start(t *testing.T, dir string, port int, env []string, args ...string) *proc {
+	t.Helper()
+	return launch(t, dir, env, append([]string{"--model-path", "/models/demo", "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--tp", "8"}, args...))
+}
+
+// launch runs infersim with args and the test environment plus env.
+func launch(t *testing.T, dir string, env, args []string) *proc {
 	t.Helper()
 	site := filepath.Join(t.TempDir(), "site")
 	os.MkdirAll(filepath.Join(site, "kdtree_verify"), 0o755)
 	os.WriteFile(filepath.Join(site, "kdtree_verify", "validate.py"), []byte("def checked_forward(): pass\n"), 0o644)
-	cmd := exec.Command(filepath.Join(dir, "infersim"), append([]string{"--model-path", "/models/demo", "--port", fmt.Sprint(port), "--host", "127.0.0.1", "--tp", "8"}, args...)...)
+	cmd := exec.Command(filepath.Join(dir, "infersim"), args...)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + site, "INFERSIM_STATE_DIR=" + filepath.Join(dir, "state"),
 		"INFERSIM_BOOT_SECONDS=0.1", "INFERSIM_INIT_SECONDS=0.2", "INFERSIM_WEIGHTS_SECONDS=0.6", "INFERSIM_KV_SECONDS=0.1",
 		"INFERSIM_CAPTURE_SECONDS=0.3", "INFERSIM_HTTP_SECONDS=0.1", "INFERSIM_WARMUP_SECONDS=0.6", "INFERSIM_SHARDS=4",
 	}, env...)
-	errPipe, err := cmd.StderrPipe()
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		sc := bufio.NewScanner(errPipe)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			p.mu.Lock()
-			p.stderr = append(p.stderr, sc.Text())
+			p.out = append(p.out, sc.Text())
 			p.mu.Unlock()
 		}
 	}()

@@ -1,9 +1,11 @@
 // Command infersim is the stand-in inference server of the test hosts: it
-// plays an SGLang startup (the real log lines, to stderr, with the real
-// prefix and wall-clock times), serves /health, /v1/models,
-// /v1/completions and /generate on its port, reads the kernel mode from
-// its environment and, in a mode that is not capture-safe with CUDA graphs
-// enabled, dies at graph capture with the real CUDA error texts.
+// plays the startup of SGLang or, with INFERSIM_ENGINE=vllm (or --engine
+// vllm), of vLLM: the engine's real log lines at the real times, with its
+// prefixes and streams; its HTTP endpoints on its port; the kernel mode
+// from its environment, and in a mode that is not capture-safe with CUDA
+// graphs enabled, the death at graph capture with the real CUDA error
+// texts as the engine reports them. Both engines play one shared timeline
+// (remote/sim/sglang): they differ only in their texts.
 //
 // Run as `nvidia-smi` (a symlink or copy whose basename is nvidia-smi) it
 // is the companion nvidia-smi stand-in instead, reporting eight H200s whose
@@ -12,6 +14,12 @@
 // Usage:
 //
 //	infersim --model-path /models/demo --port 30000 --tp 8 [--disable-cuda-graph]
+//	INFERSIM_ENGINE=vllm infersim serve /models/demo --port 30000 --tensor-parallel-size 8 [--enforce-eager]
+//
+// SGLang writes its log to stderr and binds its port only when the model
+// is loaded, answering /health 503 until its warmup is done. vLLM logs to
+// stdout (progress bars and tracebacks to stderr), binds its port (8000 by
+// default) before it builds the engine and listens only once it is ready.
 //
 // Environment (durations in seconds, fractions allowed):
 //
@@ -20,7 +28,7 @@
 //	INFERSIM_WARMUP_SECONDS, INFERSIM_NCCL_TIMEOUT_SECONDS  phase lengths
 //	INFERSIM_SHARDS        weight shards (default 8)
 //	INFERSIM_FAIL          oom | port | nccl | hang | crashloop
-//	INFERSIM_ENGINE        sglang (the only engine so far)
+//	INFERSIM_ENGINE        sglang (default) or vllm; --engine overrides it
 //	INFERSIM_KERNEL_ENV    the kernel's mode variable (default KDTREE_MODE; --kernel-env)
 //	INFERSIM_KERNEL_NAME   the kernel's name in the log (default kdtree-verify)
 //	INFERSIM_UNSAFE_MODES  comma-separated modes that are not capture-safe (default validate)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,47 +21,21 @@ import (
 	"bringup/remote/sim/sglang"
 )
 
-// logWriter writes log lines with SGLang's prefix at the real time, each
-// with one write so that nothing sits in a buffer when the process dies.
-type logWriter struct {
-	mu  sync.Mutex
-	out io.Writer
-}
-
-// line writes l as the process writes it at t: tqdm refreshes start with
-// "\r", and a partial refresh has no newline.
-func (w *logWriter) line(l sglang.Line, t time.Time) {
-	s := l.Render(t)
-	if l.Bar {
-		s = "\r" + s
-	}
-	if !l.Partial {
-		s += "\n"
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	io.WriteString(w.out, s)
-}
-
-// logf writes an untagged main-process line.
-func (w *logWriter) logf(format string, a ...any) {
-	w.line(sglang.Line{Prefix: sglang.PrefixLogger, Text: fmt.Sprintf(format, a...)}, time.Now())
-}
-
-// serve plays the startup script, serves HTTP from the moment uvicorn
+// serve plays the engine's startup, serves HTTP from the moment the engine
 // would listen, and returns the exit status.
 func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	p := cfg.params
+	timeline := p
 	if p.Failure == sglang.FailPort {
 		// The port failure is real here: a squatter holds the port (below)
-		// and the bind at the end fails with the system's own error.
-		p.Failure = sglang.FailNone
+		// and the engine's bind fails with the system's own error.
+		timeline.Failure = sglang.FailNone
 	}
-	script := sglang.New(p)
-	logs := &logWriter{out: stderr}
-	access := &logWriter{out: stdout}
+	script := sglang.New(timeline)
+	pl := cfg.engine.play(script)
+	logs := &logWriter{stdout: stdout, stderr: stderr}
 	start := time.Now()
-	srv := newServer(cfg.params, access)
+	srv := newServer(cfg.engine, p, logs)
 
 	// The state file lets the nvidia-smi stand-in show this process's memory.
 	state := newGPUState(cfg.stateDir, os.Getpid())
@@ -79,12 +54,13 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 
 	// A leftover process holding the port, for INFERSIM_FAIL=port: the
 	// real bind below then fails as it would.
-	if cfg.params.Failure == sglang.FailPort {
-		if squatter, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.params.Port))); err == nil {
+	if p.Failure == sglang.FailPort {
+		if squatter, err := net.Listen("tcp", net.JoinHostPort(bindHost(cfg.host), strconv.Itoa(p.Port))); err == nil {
 			defer squatter.Close()
 		}
 	}
 
+	var port *boundPort
 	var httpDone chan error
 	var hs *http.Server
 	defer func() {
@@ -94,38 +70,44 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 			hs.Shutdown(sctx)
 			<-httpDone
 		}
+		port.close()
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for _, l := range script.Lines {
+	for _, l := range pl.lines {
 		if !wait(ctx, timer, start.Add(l.At)) {
-			logs.line(sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}, time.Now())
+			logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
 			return 0
 		}
-		if l.At == script.Marks.Listening && strings.Contains(l.Text, "Uvicorn running on") {
-			ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.params.Port)))
+		switch {
+		case l.bind:
+			var err error
+			if port, err = bindPort(bindHost(cfg.host), p.Port); err != nil {
+				logs.writeAll(cfg.engine.bindFailed(p, err), time.Now())
+				return 1
+			}
+		case l.listen:
+			ln, err := port.listen()
 			if err != nil {
-				logs.logf("ERROR:    %s", bindError(cfg.host, cfg.params.Port, err))
-				logs.logf("INFO:     Waiting for application shutdown.")
-				logs.logf("INFO:     Application shutdown complete.")
+				logs.writeAll(cfg.engine.bindFailed(p, err), time.Now())
 				return 1
 			}
 			hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 			httpDone = make(chan error, 1)
 			go func() { httpDone <- hs.Serve(ln) }()
 		}
-		logs.line(l, time.Now())
-		if l.At == script.Marks.Ready && strings.Contains(l.Text, "fired up") {
+		logs.write(l, time.Now())
+		if l.ready {
 			srv.ready.Store(true)
 		}
 	}
-	if script.Exit != sglang.Never {
-		wait(ctx, timer, start.Add(script.Exit))
-		return script.ExitCode
+	if pl.exit != sglang.Never {
+		wait(ctx, timer, start.Add(pl.exit))
+		return pl.exitCode
 	}
-	// Serving, or hung in capture: run until stopped.
+	// Serving, or hung: run until stopped.
 	<-ctx.Done()
-	logs.line(sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}, time.Now())
+	logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
 	return 0
 }
 
@@ -140,6 +122,77 @@ func wait(ctx context.Context, timer *time.Timer, t time.Time) bool {
 	}
 }
 
+// bindHost is the address to bind: all IPv4 addresses when none is given,
+// as vLLM's create_server_socket binds ("", port).
+func bindHost(host string) string {
+	if host == "" {
+		return "0.0.0.0"
+	}
+	return host
+}
+
+// boundPort is a TCP socket that is bound but not yet listening. vLLM
+// binds its port before it builds the engine and listens only when
+// uvicorn takes the socket over, so until then connections are refused
+// rather than queued; SGLang binds and listens at once.
+type boundPort struct{ fd int }
+
+// bindPort binds a socket to host:port with SO_REUSEADDR, as Python's
+// servers do.
+func bindPort(host string, port int) (*boundPort, error) {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		addr, err := net.ResolveIPAddr("ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w", host, err)
+		}
+		ip = addr.IP
+	}
+	family, sa := syscall.AF_INET6, syscall.Sockaddr(nil)
+	if ip4 := ip.To4(); ip4 != nil {
+		family, sa = syscall.AF_INET, &syscall.SockaddrInet4{Port: port, Addr: [4]byte(ip4)}
+	} else {
+		sa = &syscall.SockaddrInet6{Port: port, Addr: [16]byte(ip.To16())}
+	}
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	if err := syscall.Bind(fd, sa); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("bind", err)
+	}
+	return &boundPort{fd: fd}, nil
+}
+
+// listen starts accepting on the bound socket and hands it to a
+// net.Listener, which then owns it.
+func (b *boundPort) listen() (net.Listener, error) {
+	if err := syscall.Listen(b.fd, 2048); err != nil {
+		return nil, os.NewSyscallError("listen", err)
+	}
+	f := os.NewFile(uintptr(b.fd), "http")
+	b.fd = -1
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
+
+// close releases a socket that never listened.
+func (b *boundPort) close() {
+	if b != nil && b.fd >= 0 {
+		syscall.Close(b.fd)
+		b.fd = -1
+	}
+}
+
 // bindError renders a failed bind the way asyncio's create_server does,
 // which uvicorn logs as is: "[Errno 98] error while attempting to bind on
 // address ('0.0.0.0', 30000): address already in use".
@@ -151,25 +204,23 @@ func bindError(host string, port int, err error) string {
 	return fmt.Sprintf("error while attempting to bind on address ('%s', %d): %v", host, port, err)
 }
 
-// server is the HTTP side: SGLang's endpoints that matter for readiness
-// and a smoke test.
+// server is the HTTP side: the endpoints of the engine that matter for
+// readiness and a smoke test.
 type server struct {
 	mux    *http.ServeMux
+	eng    engine
+	p      sglang.Params
 	model  string
 	ready  atomic.Bool
-	access *logWriter
+	logs   *logWriter
 	nextID atomic.Int64
+	// badRequest renders the engine's JSON error body for a 400.
+	badRequest func(msg string) string
 }
 
-func newServer(p sglang.Params, access *logWriter) *server {
-	s := &server{mux: http.NewServeMux(), model: p.ModelPath, access: access}
-	s.mux.HandleFunc("GET /health", s.health)
-	s.mux.HandleFunc("GET /health_generate", s.health)
-	s.mux.HandleFunc("GET /model_info", s.modelInfo)
-	s.mux.HandleFunc("GET /get_model_info", s.modelInfo)
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("POST /v1/completions", s.completions)
-	s.mux.HandleFunc("POST /generate", s.generate)
+func newServer(eng engine, p sglang.Params, logs *logWriter) *server {
+	s := &server{mux: http.NewServeMux(), eng: eng, p: p, model: p.ModelPath, logs: logs}
+	eng.routes(s)
 	return s
 }
 
@@ -188,11 +239,13 @@ func (w *statusWriter) WriteHeader(code int) {
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	s.mux.ServeHTTP(sw, r)
-	s.access.logf("INFO:     %s - \"%s %s HTTP/%d.%d\" %d %s", r.RemoteAddr, r.Method, r.URL.RequestURI(), r.ProtoMajor, r.ProtoMinor, sw.status, http.StatusText(sw.status))
+	msg := fmt.Sprintf("%s - \"%s %s HTTP/%d.%d\" %d %s", r.RemoteAddr, r.Method, r.URL.RequestURI(), r.ProtoMajor, r.ProtoMinor, sw.status, http.StatusText(sw.status))
+	s.logs.write(s.eng.uvicorn(s.p, "INFO", msg, true), time.Now())
 }
 
-// health is 503 until the warmup has passed, as in SGLang's
-// ServerStatus.Starting, and 200 after.
+// health is 503 until the engine is ready and 200 after. SGLang answers
+// 503 while its warmup runs (ServerStatus.Starting); vLLM does not listen
+// before it is ready, so it never answers 503 at startup.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -204,17 +257,6 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
-}
-
-func (s *server) modelInfo(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, map[string]any{"model_path": s.model, "tokenizer_path": s.model, "is_generation": true,
-		"preferred_sampling_params": nil, "weight_version": "default"})
-}
-
-func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
-		"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "sglang", "root": s.model, "max_model_len": 163840,
-	}}})
 }
 
 // cannedText is the completion every request gets.
@@ -230,16 +272,20 @@ type request struct {
 	} `json:"sampling_params"`
 }
 
-// decode reads a JSON request body; SGLang's OpenAI routes want
+// decode reads a JSON request body; both engines' OpenAI routes want
 // application/json and answer 400 otherwise.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, `{"object":"error","message":"Unsupported Media Type: Only 'application/json' is allowed","type":"BadRequest","code":400}`, http.StatusBadRequest)
+func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	fail := func(msg string) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, s.badRequest(msg))
 		return false
 	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fail("Unsupported Media Type: Only 'application/json' is allowed")
+	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
-		http.Error(w, fmt.Sprintf(`{"object":"error","message":%q,"type":"BadRequest","code":400}`, err.Error()), http.StatusBadRequest)
-		return false
+		return fail(err.Error())
 	}
 	return true
 }
@@ -258,23 +304,58 @@ func promptTokens(p any) int {
 	return max(1, len(strings.Fields(s)))
 }
 
-func (s *server) completions(w http.ResponseWriter, r *http.Request) {
+// complete answers an OpenAI completion request: the engine adds its own
+// fields to the choice and the response.
+func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, choice, extra map[string]any) {
 	var req request
-	if !decode(w, r, &req) {
+	if !s.decode(w, r, &req) {
 		return
 	}
 	text, n := completion(req.MaxTokens)
 	pt := promptTokens(req.Prompt)
-	writeJSON(w, map[string]any{
-		"id": fmt.Sprintf("cmpl-%016x", s.nextID.Add(1)), "object": "text_completion", "created": time.Now().Unix(), "model": s.model,
-		"choices": []map[string]any{{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length", "matched_stop": nil}},
-		"usage":   map[string]int{"prompt_tokens": pt, "completion_tokens": n, "total_tokens": pt + n},
+	c := map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length"}
+	maps.Copy(c, choice)
+	resp := map[string]any{
+		"id": id, "object": "text_completion", "created": time.Now().Unix(), "model": s.model,
+		"choices": []map[string]any{c},
+		"usage":   map[string]any{"prompt_tokens": pt, "completion_tokens": n, "total_tokens": pt + n},
+	}
+	maps.Copy(resp, extra)
+	writeJSON(w, resp)
+}
+
+// sglangRoutes are SGLang's endpoints.
+func (sglangEngine) routes(s *server) {
+	s.badRequest = func(msg string) string {
+		b, _ := json.Marshal(map[string]any{"object": "error", "message": msg, "type": "BadRequest", "code": 400})
+		return string(b)
+	}
+	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("GET /health_generate", s.health)
+	s.mux.HandleFunc("GET /model_info", s.modelInfo)
+	s.mux.HandleFunc("GET /get_model_info", s.modelInfo)
+	s.mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
+			"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "sglang", "root": s.model, "max_model_len": maxModelLen,
+		}}})
 	})
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.complete(w, r, fmt.Sprintf("cmpl-%016x", s.nextID.Add(1)), map[string]any{"matched_stop": nil}, nil)
+	})
+	s.mux.HandleFunc("POST /generate", s.generate)
+}
+
+// maxModelLen is the context length both engines report for the model.
+const maxModelLen = 163840
+
+func (s *server) modelInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{"model_path": s.model, "tokenizer_path": s.model, "is_generation": true,
+		"preferred_sampling_params": nil, "weight_version": "default"})
 }
 
 func (s *server) generate(w http.ResponseWriter, r *http.Request) {
 	var req request
-	if !decode(w, r, &req) {
+	if !s.decode(w, r, &req) {
 		return
 	}
 	text, n := completion(req.SamplingParams.MaxNewTokens)
