@@ -3,6 +3,7 @@ package sshx
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -107,6 +108,12 @@ func (d *testSSHD) hostPort() string { return fmt.Sprintf("[127.0.0.1]:%d", d.po
 // known_hosts file kh, and returns its failure.
 func opensshDial(t *testing.T, d *testSSHD, key clientKey, kh string) error {
 	t.Helper()
+	if _, err := exec.LookPath("ssh"); err != nil {
+		if os.Getenv("BRINGUP_E2E") != "" {
+			t.Fatal("BRINGUP_E2E set but the ssh client is not installed")
+		}
+		t.Skip("ssh client not installed: no control")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ssh", "-F", "/dev/null",
@@ -518,5 +525,49 @@ func TestBareHostEntryOffPort22(t *testing.T) {
 	}
 	if err := opensshDial(t, d, key, cfg.UserKnownHostsFiles[0]); err != nil {
 		t.Errorf("control: OpenSSH refuses the bare host entry: %v", err)
+	}
+}
+
+// TestCertProblemReasons covers the refusals no test sshd can be made to
+// present: a user certificate, critical options, a broken signature.
+func TestCertProblemReasons(t *testing.T) {
+	caSigner, err := ssh.NewSignerFromKey(newEd25519(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSigner, err := ssh.NewSignerFromKey(newEd25519(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := []caLine{{patterns: []string{"*"}, key: caSigner.PublicKey(), file: "kh", line: 1}}
+	sign := func(edit func(*ssh.Certificate)) *ssh.Certificate {
+		c := &ssh.Certificate{Key: hostSigner.PublicKey(), CertType: ssh.HostCert, KeyId: "h", ValidPrincipals: []string{"gpu1"},
+			ValidBefore: ssh.CertTimeInfinity}
+		edit(c)
+		if err := c.SignCert(rand.Reader, caSigner); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if p := certProblem("gpu1:22", sign(func(*ssh.Certificate) {}), cas, time.Now()); p != nil {
+		t.Fatalf("valid certificate refused: %v", p)
+	}
+	tampered := sign(func(*ssh.Certificate) {})
+	tampered.KeyId = "other"
+	for _, tc := range []struct {
+		cert *ssh.Certificate
+		want CertProblem
+		text string
+	}{
+		{sign(func(c *ssh.Certificate) { c.CertType = ssh.UserCert }), CertNotHostCert, "user certificate"},
+		{sign(func(c *ssh.Certificate) { c.CriticalOptions = map[string]string{"force-command": "true"} }), CertCriticalOptions, "critical options force-command"},
+		{tampered, CertInvalid, "does not verify"},
+	} {
+		p := certProblem("gpu1:22", tc.cert, cas, time.Now())
+		if p == nil || p.Problem != tc.want {
+			t.Errorf("%s: got %v", tc.want, p)
+			continue
+		}
+		errContains(t, p, tc.text, ssh.FingerprintSHA256(caSigner.PublicKey()))
 	}
 }
