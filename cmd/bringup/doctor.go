@@ -289,12 +289,26 @@ func classifyDialError(rep *hostReport, r resolved, err error) {
 	var unknown *sshx.UnknownHostError
 	var changed *sshx.HostKeyChangedError
 	var revoked *sshx.RevokedHostKeyError
+	var cert *sshx.HostCertError
 	var auth *sshx.AuthError
 	switch {
 	case errors.As(err, &unknown):
 		rep.add("reachable", checkOK, "sshd answered", "")
-		rep.add("host key", checkFail, fmt.Sprintf("not in known_hosts: %s %s", unknown.KeyType, unknown.Fingerprint),
+		what := fmt.Sprintf("not in known_hosts: %s %s", unknown.KeyType, unknown.Fingerprint)
+		if unknown.CertCA != "" {
+			// A certificate from a CA known_hosts trusts only for other
+			// names: the operator needs to see which CA and where.
+			what += fmt.Sprintf(" (a certificate signed by CA %s", unknown.CertCA)
+			if len(unknown.CertCAAt) > 0 {
+				what += ", trusted for other names at " + strings.Join(unknown.CertCAAt, ", ")
+			}
+			what += ")"
+		}
+		rep.add("host key", checkFail, what,
 			fmt.Sprintf("check the fingerprint, then: bringup doctor --trust %s (or StrictHostKeyChecking accept-new)", r.host.Name))
+	case errors.As(err, &cert):
+		rep.add("reachable", checkOK, "sshd answered", "")
+		rep.add("host key", checkFail, err.Error(), "")
 	case errors.As(err, &changed):
 		rep.add("reachable", checkOK, "sshd answered", "")
 		var old []string
@@ -305,7 +319,11 @@ func classifyDialError(rep *hostReport, r resolved, err error) {
 			"someone may be intercepting the connection, or the host was reinstalled: confirm out of band, then remove the old line")
 	case errors.As(err, &revoked):
 		rep.add("reachable", checkOK, "sshd answered", "")
-		rep.add("host key", checkFail, "the host's key is @revoked in "+fmt.Sprintf("%s:%d", revoked.File, revoked.Line), "")
+		what := "the host's key is @revoked in "
+		if revoked.CA {
+			what = "the host's certificate is signed by a CA that is @revoked in "
+		}
+		rep.add("host key", checkFail, what+fmt.Sprintf("%s:%d", revoked.File, revoked.Line), "")
 	case errors.As(err, &auth):
 		rep.add("reachable", checkOK, "sshd answered", "")
 		rep.add("host key", checkOK, "matches known_hosts", "")
