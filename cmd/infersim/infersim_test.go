@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,26 +28,8 @@ func TestHandlers(t *testing.T) {
 	s := newServer(sglangEngine{}, sglang.Params{ModelPath: "/models/demo"}, &logWriter{stdout: &access, stderr: &access})
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	call := func(method, path, ct, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ct != "" {
-			req.Header.Set("Content-Type", ct)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return resp.StatusCode, b.String()
-	}
-	get := func(path string) (int, string) { return call("GET", path, "", "") }
-	post := func(path, ct, body string) (int, string) { return call("POST", path, ct, body) }
+	get := func(path string) (int, string) { return call(t, ts.URL, "GET", path, "", "") }
+	post := func(path, ct, body string) (int, string) { return call(t, ts.URL, "POST", path, ct, body) }
 	if code, _ := get("/health"); code != 503 {
 		t.Errorf("/health before ready = %d, want 503", code)
 	}
@@ -73,6 +57,27 @@ func TestHandlers(t *testing.T) {
 	if !strings.Contains(access.String(), `] INFO:     127.0.0.1:`) || !strings.Contains(access.String(), `"GET /health HTTP/1.1" 503 Service Unavailable`) {
 		t.Errorf("access log:\n%s", access.String())
 	}
+}
+
+// call makes one request to the server at base and returns the status
+// and body.
+func call(t *testing.T, base, method, path, ct, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
 }
 
 func TestBindError(t *testing.T) {
@@ -175,20 +180,40 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// proc is a running infersim whose output is collected: stdout and
-// stderr through one pipe, so that their lines keep their order (vLLM
-// logs to stdout, its progress bars and tracebacks go to stderr).
+// proc is a running infersim whose output is collected the way journald
+// collects a unit's: stdout and stderr as two streams, line by line, in
+// the order the lines arrive, each with its arrival time.
 type proc struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
-	out  []string
+	out  []outLine
 	done chan struct{}
+}
+
+// outLine is one line of a process's output and when it arrived.
+type outLine struct {
+	at   time.Time
+	text string
 }
 
 func (p *proc) lines() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return strings.Join(p.out, "\n")
+	var b strings.Builder
+	for i, l := range p.out {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l.text)
+	}
+	return b.String()
+}
+
+// output returns the lines so far.
+func (p *proc) output() []outLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.out)
 }
 
 // start runs infersim as SGLang on port with eight GPUs, short phases
@@ -210,28 +235,33 @@ func launch(t *testing.T, dir string, env, args []string) *proc {
 		"INFERSIM_BOOT_SECONDS=0.1", "INFERSIM_INIT_SECONDS=0.2", "INFERSIM_WEIGHTS_SECONDS=0.6", "INFERSIM_KV_SECONDS=0.1",
 		"INFERSIM_CAPTURE_SECONDS=0.3", "INFERSIM_HTTP_SECONDS=0.1", "INFERSIM_WARMUP_SECONDS=0.6", "INFERSIM_SHARDS=4",
 	}, env...)
-	r, w, err := os.Pipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = w, w
-	err = cmd.Start()
-	w.Close()
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		r.Close()
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, done: make(chan struct{})}
+	var readers sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		readers.Go(func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				p.mu.Lock()
+				p.out = append(p.out, outLine{time.Now(), sc.Text()})
+				p.mu.Unlock()
+			}
+		})
+	}
 	go func() {
-		defer close(p.done)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.out = append(p.out, sc.Text())
-			p.mu.Unlock()
-		}
+		readers.Wait()
+		close(p.done)
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
