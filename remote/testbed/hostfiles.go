@@ -21,6 +21,12 @@ const (
 
 // HostOptions are what may differ between hosts of one testbed.
 type HostOptions struct {
+	// Engine is the server infersim stands in for: EngineSGLang (the
+	// default) or EngineVLLM. A vLLM host runs vllm.service (Unit) with
+	// INFERSIM_ENGINE=vllm and vLLM's command line, `infersim serve
+	// /models/demo --port 30000 --tensor-parallel-size 8`, still on
+	// ServicePort; Args then take vLLM's flags (--enforce-eager).
+	Engine string
 	// KernelMode is KDTREE_MODE in the unit: off (default), validate, on.
 	KernelMode string
 	// Args are appended to infersim's command line, e.g. --disable-cuda-graph.
@@ -33,15 +39,17 @@ type HostOptions struct {
 	// Restart is the unit's Restart= (default "no"; "on-failure" for
 	// crash-loop tests).
 	Restart string
-	// Enable starts sglang.service at boot. Off by default: tests start it
+	// Enable starts the service (Unit) at boot. Off by default: tests start it
 	// themselves to watch a startup from its first line.
 	Enable bool
 }
 
 // The unit the hosts run, and where.
 const (
-	// UnitName is the service infersim runs as on every host.
+	// UnitName is the service infersim runs as on SGLang hosts (the default).
 	UnitName = "sglang.service"
+	// VLLMUnitName is the service infersim runs as on vLLM hosts.
+	VLLMUnitName = "vllm.service"
 	// ServicePort is infersim's HTTP port (SGLang's default).
 	ServicePort = 30000
 	// HealthPath answers 200 once the server is ready.
@@ -51,6 +59,29 @@ const (
 	// ModelPath is the model directory infersim is pointed at.
 	ModelPath = "/models/demo"
 )
+
+// The engines infersim stands in for (HostOptions.Engine).
+const (
+	EngineSGLang = "sglang"
+	EngineVLLM   = "vllm"
+)
+
+// engine is o's engine, SGLang when unset.
+func (o HostOptions) engine() string {
+	if o.Engine == "" {
+		return EngineSGLang
+	}
+	return o.Engine
+}
+
+// Unit is the service a host with options o runs infersim as:
+// sglang.service, or vllm.service for a vLLM host.
+func (o HostOptions) Unit() string {
+	if o.engine() == EngineVLLM {
+		return VLLMUnitName
+	}
+	return UnitName
+}
 
 // defaultEnv keeps a startup short (about 10 s) while every phase still
 // shows: tests wait for real transitions, not for a real model to load.
@@ -69,9 +100,20 @@ func defaultEnv() map[string]string {
 	}
 }
 
-// unitFile renders sglang.service for o.
+// unitFile renders the service (Unit) for o.
 func unitFile(o HostOptions) (string, error) {
 	env := defaultEnv()
+	args := []string{"/usr/local/bin/infersim", "--model-path", ModelPath, "--port", fmt.Sprint(ServicePort), "--tp", "8"}
+	server := "SGLang"
+	switch o.engine() {
+	case EngineSGLang:
+	case EngineVLLM:
+		env["INFERSIM_ENGINE"] = EngineVLLM
+		args = []string{"/usr/local/bin/infersim", "serve", ModelPath, "--port", fmt.Sprint(ServicePort), "--tensor-parallel-size", "8"}
+		server = "vLLM"
+	default:
+		return "", fmt.Errorf("unknown engine %q (want %s or %s)", o.Engine, EngineSGLang, EngineVLLM)
+	}
 	if o.KernelMode != "" {
 		env["KDTREE_MODE"] = o.KernelMode
 	}
@@ -90,11 +132,10 @@ func unitFile(o HostOptions) (string, error) {
 	if restart == "" {
 		restart = "no"
 	}
-	args := []string{"/usr/local/bin/infersim", "--model-path", ModelPath, "--port", fmt.Sprint(ServicePort), "--tp", "8"}
 	args = append(args, o.Args...)
 	var b strings.Builder
-	b.WriteString("# Written by bringup's testbed: infersim standing in for SGLang.\n")
-	b.WriteString("[Unit]\nDescription=SGLang inference server (infersim)\nAfter=network.target\n\n[Service]\nType=simple\n")
+	fmt.Fprintf(&b, "# Written by bringup's testbed: infersim standing in for %s.\n", server)
+	fmt.Fprintf(&b, "[Unit]\nDescription=%s inference server (infersim)\nAfter=network.target\n\n[Service]\nType=simple\n", server)
 	for _, k := range keys {
 		q, err := unitQuote(k + "=" + env[k])
 		if err != nil {
@@ -171,7 +212,7 @@ func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, roo
 		{"hostname", 0o644, []byte(h.Name + "\n"), "/etc/hostname"},
 		// sudo resolves its own host name and complains if it cannot.
 		{"hosts", 0o644, []byte("127.0.0.1 localhost\n127.0.1.1 " + h.Name + "\n" + h.Addr + " " + h.Name + "\n::1 localhost ip6-localhost ip6-loopback\n"), "/etc/hosts"},
-		{UnitName, 0o644, []byte(unit), "/etc/systemd/system/" + UnitName},
+		{o.Unit(), 0o644, []byte(unit), "/etc/systemd/system/" + o.Unit()},
 	}
 	sudo := o.DeploySudo
 	if sudo == SudoDefault {
@@ -192,8 +233,8 @@ func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, roo
 			"/etc/systemd/journald.conf.d/bringup-testbed.conf"})
 	}
 	if o.Enable {
-		files = append(files, file{"enable-sglang.conf", 0o644, []byte("[Unit]\nWants=" + UnitName + "\n"),
-			"/etc/systemd/system/multi-user.target.d/bringup-testbed-sglang.conf"})
+		files = append(files, file{"enable-service.conf", 0o644, []byte("[Unit]\nWants=" + o.Unit() + "\n"),
+			"/etc/systemd/system/multi-user.target.d/bringup-testbed-service.conf"})
 	}
 	binds := []bind{
 		{filepath.Join(dir, "authorized_keys.d"), "/etc/ssh/authorized_keys.d"},

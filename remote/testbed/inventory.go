@@ -52,6 +52,7 @@ type configHost struct {
 	User    string `yaml:"user"`
 	Port    int    `yaml:"port"`
 	Unit    string `yaml:"unit"`
+	Engine  string `yaml:"engine"`
 }
 
 // writeInventory writes the key, known_hosts, ssh_config and config.yaml.
@@ -63,7 +64,7 @@ func writeInventory(inv string, st runState, rootKey keyPair, hostKeys []keyPair
 	var aliases []string
 	cfg := configFile{
 		SSHConfig: filepath.Join(inv, sshConfigName),
-		Defaults:  configDefaults{Unit: UnitName, Engine: "sglang", Probe: configProbe{Port: ServicePort, Path: HealthPath}},
+		Defaults:  configDefaults{Unit: UnitName, Engine: inventoryEngine(st.Hosts), Probe: configProbe{Port: ServicePort, Path: HealthPath}},
 		Kernels:   kernels.DefaultCatalog().Kernels,
 	}
 	for i, h := range st.Hosts {
@@ -76,7 +77,7 @@ func writeInventory(inv string, st runState, rootKey keyPair, hostKeys []keyPair
 		fmt.Fprintf(&sc, "\nHost %s\n  HostName %s\n  User root\n", h.Name, h.Addr)
 		fmt.Fprintf(&sc, "\nHost %s-deploy\n  HostName %s\n  User deploy\n", h.Name, h.Addr)
 		aliases = append(aliases, h.Name, h.Name+"-deploy")
-		cfg.Hosts = append(cfg.Hosts, configHost{Name: h.Name, SSH: h.Name, Address: h.Addr, User: "root", Port: 22, Unit: UnitName})
+		cfg.Hosts = append(cfg.Hosts, configHost{Name: h.Name, SSH: h.Name, Address: h.Addr, User: "root", Port: 22, Unit: h.Options.Unit(), Engine: h.Options.engine()})
 	}
 	fmt.Fprintf(&sc, "\nHost %s\n", strings.Join(aliases, " "))
 	fmt.Fprintf(&sc, "  Port 22\n  IdentityFile \"%s\"\n  IdentitiesOnly yes\n", keyPath)
@@ -109,6 +110,21 @@ func writeInventory(inv string, st runState, rootKey keyPair, hostKeys []keyPair
 		}
 	}
 	return nil
+}
+
+// inventoryEngine is the config's default engine: the hosts' engine when
+// they all run the same one, else auto (each host also names its own).
+func inventoryEngine(hosts []hostState) string {
+	engine := EngineSGLang
+	for i, h := range hosts {
+		switch e := h.Options.engine(); {
+		case i == 0:
+			engine = e
+		case e != engine:
+			return "auto"
+		}
+	}
+	return engine
 }
 
 // infersimBinary returns the infersim binary to bind into the hosts:

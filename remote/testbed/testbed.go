@@ -1,7 +1,8 @@
 // Package testbed boots real test hosts on one machine for bringup's
 // end-to-end tests: each host is a Debian image booted with systemd-nspawn
 // (a real systemd as PID 1, journald, D-Bus, sshd) in its own network
-// namespace with its own address, running infersim as sglang.service.
+// namespace with its own address, running infersim as sglang.service (or,
+// for HostOptions.Engine vllm, standing in for vLLM as vllm.service).
 //
 // Up builds (once, cached) the image, boots the hosts and writes an
 // inventory directory (bringup config, ssh_config, known_hosts, key) so

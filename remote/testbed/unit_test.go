@@ -30,6 +30,16 @@ func TestUnitFile(t *testing.T) {
 			"Environment=KDTREE_MODE=validate\n", "--tp 8 --disable-cuda-graph\n", "Restart=on-failure\n",
 			"StartLimitIntervalSec=0\n", `Environment="INFERSIM_FAIL=oom at 50%%"` + "\n", "Environment=INFERSIM_WEIGHTS_SECONDS=0\n",
 		}, []string{"KDTREE_MODE=off", "INFERSIM_WEIGHTS_SECONDS=4"}},
+		{"vLLM", HostOptions{Engine: EngineVLLM, KernelMode: "validate", Args: []string{"--enforce-eager"}}, []string{
+			"standing in for vLLM", "Description=vLLM inference server (infersim)\n", "Environment=INFERSIM_ENGINE=vllm\n", "Environment=KDTREE_MODE=validate\n",
+			"ExecStart=/usr/local/bin/infersim serve /models/demo --port 30000 --tensor-parallel-size 8 --enforce-eager\n",
+		}, []string{"--model-path", "--tp 8", "SGLang"}},
+	}
+	if u := (HostOptions{Engine: EngineVLLM}).Unit(); u != VLLMUnitName {
+		t.Errorf("vLLM host's unit %q, want %q", u, VLLMUnitName)
+	}
+	if u := (HostOptions{}).Unit(); u != UnitName {
+		t.Errorf("default host's unit %q, want %q", u, UnitName)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +64,9 @@ func TestUnitFile(t *testing.T) {
 	}
 	if _, err := unitFile(HostOptions{Args: []string{"a\nb"}}); err == nil {
 		t.Error("an argument with a newline was accepted")
+	}
+	if _, err := unitFile(HostOptions{Engine: "trtllm"}); err == nil || !strings.Contains(err.Error(), "trtllm") {
+		t.Errorf("unknown engine: %v", err)
 	}
 }
 
@@ -140,11 +153,37 @@ func TestWriteInventory(t *testing.T) {
 	if err := yaml.Unmarshal(y, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Hosts) != 2 || cfg.Hosts[1].SSH != "gpu2" || cfg.Hosts[1].Address != "10.213.0.6" || cfg.Defaults.Unit != UnitName {
+	if len(cfg.Hosts) != 2 || cfg.Hosts[1].SSH != "gpu2" || cfg.Hosts[1].Address != "10.213.0.6" || cfg.Defaults.Unit != UnitName ||
+		cfg.Defaults.Engine != EngineSGLang || cfg.Hosts[1].Unit != UnitName || cfg.Hosts[1].Engine != EngineSGLang {
 		t.Errorf("config.yaml: %+v", cfg)
 	}
 	if len(cfg.Kernels) == 0 || cfg.Kernels[0].EnvVar != "KDTREE_MODE" {
 		t.Errorf("config.yaml kernels: %+v", cfg.Kernels)
+	}
+}
+
+// TestInventoryEngine: a testbed of one engine names it as the default; a
+// mixed one leaves the default to detection (auto), and each host names
+// its own engine and unit.
+func TestInventoryEngine(t *testing.T) {
+	hosts := func(engines ...string) []hostState {
+		var out []hostState
+		for _, e := range engines {
+			out = append(out, hostState{Options: HostOptions{Engine: e}})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		engines []string
+		want    string
+	}{
+		{[]string{"", ""}, EngineSGLang},
+		{[]string{EngineVLLM, EngineVLLM}, EngineVLLM},
+		{[]string{EngineVLLM, ""}, "auto"},
+	} {
+		if got := inventoryEngine(hosts(c.engines...)); got != c.want {
+			t.Errorf("engines %q: default %q, want %q", c.engines, got, c.want)
+		}
 	}
 }
 
