@@ -1,0 +1,219 @@
+// Package record keeps a fleet's events in a file and plays them back: the
+// recorder wraps each host's driver and writes every event it emits, as one
+// JSON object per line, and a recording loads into drivers that emit the
+// same events again on a scaled clock. An incident recorded during a
+// rollout can then be walked through, and shown, without the hosts.
+//
+// The file is JSON lines. The first line is the Header; each later line is
+// one Entry: an event as the driver emitted it (before the fleet sanitises
+// it: a recording is as untrusted as the hosts were, and goes through the
+// same sanitiser on replay) with the host-clock reading when it came in.
+package record
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+)
+
+// Format names the file format and its version in the header.
+const Format = "bringup-record/1"
+
+// flushEvery bounds how much a killed process can lose: the buffer is
+// written out at least this often while events arrive.
+const flushEvery = time.Second
+
+// Header is the first line of a recording: what the fleet was.
+type Header struct {
+	Format string `json:"format"`
+	// Started is the host-clock time the recording began.
+	Started time.Time `json:"started"`
+	// Speed is how fast the host clock ran against real time while
+	// recording (1 for real hosts, the simulation's speed for the demo);
+	// replay runs at it unless told otherwise.
+	Speed   float64         `json:"speed"`
+	Source  string          `json:"source,omitempty"` // what was recorded, e.g. "demo seed", "live"
+	Hosts   []Host          `json:"hosts"`
+	Kernels kernels.Catalog `json:"kernels"`
+}
+
+// Host is one recorded host.
+type Host struct {
+	Name   string `json:"name"`
+	Unit   string `json:"unit"`
+	Engine string `json:"engine,omitempty"`
+}
+
+// Entry is one recorded event: the event and the host-clock time at which
+// the fleet would have received it (the replay schedules by it).
+type Entry struct {
+	At time.Time `json:"at"`
+	event.Event
+}
+
+// Recorder writes events to a recording file. It is safe for concurrent
+// use by every host's driver. Close it when the fleet has stopped.
+type Recorder struct {
+	clock remote.Clock // the host-time clock of the recording fleet
+	path  string
+
+	mu    sync.Mutex
+	f     *os.File
+	w     *bufio.Writer
+	n     int
+	err   error // the first write error; later writes are refused
+	dirty bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Create starts a recording at path (truncating it) with header h; h.Format
+// and h.Started are filled in. Events are stamped with clock.
+func Create(path string, h Header, clock remote.Clock) (*Recorder, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	h.Format = Format
+	h.Started = clock.Now()
+	if h.Speed <= 0 {
+		h.Speed = 1
+	}
+	r := &Recorder{clock: clock, path: path, f: f, w: bufio.NewWriterSize(f, 64<<10),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := r.writeLine(h); err != nil {
+		f.Close()
+		return nil, err
+	}
+	go r.flusher()
+	return r, nil
+}
+
+// flusher writes the buffer out every flushEvery until Close.
+func (r *Recorder) flusher() {
+	defer close(r.done)
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			if r.dirty && r.err == nil {
+				if err := r.w.Flush(); err != nil {
+					r.err = fmt.Errorf("record %s: %w", r.path, err)
+				}
+				r.dirty = false
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *Recorder) writeLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("record %s: encode: %w", r.path, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	b = append(b, '\n')
+	if _, err := r.w.Write(b); err != nil {
+		r.err = fmt.Errorf("record %s: %w", r.path, err)
+		return r.err
+	}
+	r.dirty = true
+	return nil
+}
+
+// Add records ev. A write error is kept (Err, Close) rather than returned:
+// a full disk must not stop the console watching the fleet.
+func (r *Recorder) Add(ev event.Event) {
+	if ev.Seen.IsZero() {
+		ev.Seen = time.Now()
+	}
+	if err := r.writeLine(Entry{At: r.clock.Now(), Event: ev}); err == nil {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+	}
+}
+
+// Count is how many events were recorded.
+func (r *Recorder) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// Err is the first write error, if any.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Close flushes and syncs the file and closes it; it reports the first
+// error of the whole recording.
+func (r *Recorder) Close() error {
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.err
+	if err == nil {
+		err = r.w.Flush()
+	}
+	if err == nil {
+		err = r.f.Sync()
+	}
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && r.err == nil {
+		err = fmt.Errorf("record %s: %w", r.path, err)
+	}
+	return err
+}
+
+// Wrap returns d with every event it emits (from Run and from Do) also
+// recorded.
+func (r *Recorder) Wrap(d remote.Driver) remote.Driver { return recorded{d: d, r: r} }
+
+type recorded struct {
+	d remote.Driver
+	r *Recorder
+}
+
+func (x recorded) Name() string { return x.d.Name() }
+
+func (x recorded) tap(emit remote.Emit) remote.Emit {
+	return func(ev event.Event) bool {
+		if ev.Seen.IsZero() {
+			ev.Seen = time.Now()
+		}
+		x.r.Add(ev)
+		return emit(ev)
+	}
+}
+
+func (x recorded) Run(ctx context.Context, emit remote.Emit) error {
+	return x.d.Run(ctx, x.tap(emit))
+}
+
+func (x recorded) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
+	return x.d.Do(ctx, a, x.tap(emit))
+}

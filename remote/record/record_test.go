@@ -1,0 +1,264 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/sim"
+	"bringup/remote/startup"
+)
+
+// story is what a fleet showed: per host, its phases in order, and the
+// cause of its failure if it failed.
+type story struct {
+	phases map[string][]startup.Phase
+	causes map[string]string
+}
+
+// watchUntilSettled runs fleet until every host serves or failed and
+// returns what it showed.
+func watchUntilSettled(t *testing.T, fleet *remote.Fleet) story {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- fleet.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	s := story{phases: map[string][]startup.Phase{}, causes: map[string]string{}}
+	for {
+		select {
+		case b := <-fleet.Updates():
+			for _, c := range b.Changes {
+				if c.Kind == startup.ChangePhase {
+					s.phases[c.Host] = append(s.phases[c.Host], c.Phase)
+				}
+			}
+			settled := true
+			for _, h := range b.Hosts {
+				switch h.Startup.Phase {
+				case startup.Serving:
+				case startup.Failed:
+					if h.Startup.Diag != nil {
+						s.causes[h.Name] = h.Startup.Diag.Cause
+					}
+				default:
+					settled = false
+				}
+			}
+			if settled {
+				return s
+			}
+		case <-ctx.Done():
+			t.Fatalf("fleet did not settle: %+v", s)
+		}
+	}
+}
+
+// TestRecordAndReplaySeed records the simulated seed fleet and replays the
+// file: the replayed fleet shows every host through the same phases, and
+// gpu3's failure with the same cause.
+func TestRecordAndReplaySeed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seed.jsonl")
+	cat := kernels.DefaultCatalog()
+	drivers, clock, err := sim.NewFleet("seed", sim.Options{Speed: 1500, Kernels: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := Header{Speed: 1500, Source: "demo seed", Kernels: cat}
+	for _, d := range drivers {
+		hdr.Hosts = append(hdr.Hosts, Host{Name: d.Name(), Unit: "sglang.service", Engine: "sglang"})
+	}
+	rec, err := Create(path, hdr, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]remote.HostSpec, len(drivers))
+	for i, d := range drivers {
+		specs[i] = remote.HostSpec{Driver: rec.Wrap(d), Unit: "sglang.service", Engine: "sglang"}
+	}
+	live, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := watchUntilSettled(t, live)
+	if err := rec.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if want.causes["gpu3"] != "graph-capture-host-sync" || len(want.causes) != 1 {
+		t.Fatalf("recorded run: causes %v, want gpu3 graph-capture-host-sync only", want.causes)
+	}
+
+	loaded, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Truncated || len(loaded.Entries) != rec.Count() || loaded.Speed != 1500 || len(loaded.Hosts) != 4 {
+		t.Fatalf("loaded %d entries (recorded %d), truncated %v, speed %v, hosts %v",
+			len(loaded.Entries), rec.Count(), loaded.Truncated, loaded.Speed, loaded.Hosts)
+	}
+	// Replayed three times faster than recorded.
+	rspecs, rclock := loaded.Play(4500, nil)
+	replay, err := remote.NewFleet(rspecs, remote.Options{Kernels: loaded.Kernels, Clock: rclock, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := watchUntilSettled(t, replay)
+	t.Logf("%d events recorded; gpu3 %v %s", rec.Count(), got.phases["gpu3"], got.causes["gpu3"])
+	for _, h := range []string{"gpu1", "gpu2", "gpu3", "gpu4"} {
+		if !slices.Equal(got.phases[h], want.phases[h]) {
+			t.Errorf("%s: replay phases %v, recorded %v", h, got.phases[h], want.phases[h])
+		}
+	}
+	if fmt.Sprint(got.causes) != fmt.Sprint(want.causes) {
+		t.Errorf("replay causes %v, recorded %v", got.causes, want.causes)
+	}
+	if _, err := replay.Do("gpu3", remote.Action{Kind: remote.ActRestart}); err == nil {
+		t.Error("replay fleet accepted a restart")
+	}
+	if err := rspecs[0].Driver.Do(context.Background(), remote.Action{Kind: remote.ActRestart}, nil); !errors.Is(err, ErrReplay) {
+		t.Errorf("replay driver Do = %v, want ErrReplay", err)
+	}
+}
+
+// TestReplayKeepsRecordedTimes checks the replay schedule: an event comes
+// out when the replay clock reaches the host time it was recorded at, and
+// carries the recorded timestamps.
+func TestReplayKeepsRecordedTimes(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	rec := &Recording{Header: Header{Format: Format, Started: t0, Speed: 1, Hosts: []Host{{Name: "gpu1", Unit: "u.service"}}}}
+	for i := range 3 {
+		at := t0.Add(time.Duration(i) * 10 * time.Second)
+		rec.Entries = append(rec.Entries, Entry{At: at, Event: event.Event{Host: "gpu1", Kind: event.KindJournal,
+			Time: at.Add(-time.Second), Seen: at, Journal: &event.Journal{Message: fmt.Sprintf("line %d", i)}}})
+	}
+	real := t0
+	now := func() time.Time { return real }
+	specs, clock := rec.Play(100, now)
+	if !clock.Now().Equal(t0) {
+		t.Fatalf("clock starts at %s, want %s", clock.Now(), t0)
+	}
+	real = real.Add(150 * time.Millisecond) // 15 s of host time at ×100
+	if got := clock.Now(); !got.Equal(t0.Add(15 * time.Second)) {
+		t.Fatalf("clock after 150 ms at ×100: %s", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got []event.Event
+	errc := make(chan error, 1)
+	go func() {
+		errc <- specs[0].Driver.Run(ctx, func(e event.Event) bool {
+			got = append(got, e)
+			if len(got) == 3 {
+				cancel()
+			}
+			return true
+		})
+	}()
+	// The third entry (at +20 s) is 5 s of host time away: 50 ms real at
+	// ×100. The fake clock does not move, so the driver's timer is what
+	// lets it out.
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	for i, e := range got {
+		if e.Journal.Message != fmt.Sprintf("line %d", i) || !e.Time.Equal(rec.Entries[i].Time) || !e.Seen.Equal(rec.Entries[i].Seen) {
+			t.Errorf("event %d: %+v, want recorded %+v", i, e, rec.Entries[i].Event)
+		}
+	}
+}
+
+func TestLoadErrorsNamePlace(t *testing.T) {
+	hdr := `{"format":"bringup-record/1","started":"2026-11-30T03:00:00Z","speed":1,"hosts":[{"name":"gpu1","unit":"sglang.service"}],"kernels":{}}`
+	entry := `{"at":"2026-11-30T03:00:01Z","host":"gpu1","kind":"journal","time":"2026-11-30T03:00:01Z","seen":"2026-11-30T03:00:01Z","journal":{"priority":6,"message":"hi"}}`
+	cases := []struct {
+		name, text, want string
+	}{
+		{"empty", "", "rec.jsonl:1: empty file: not a bringup recording"},
+		{"not json", "hello\n", "rec.jsonl:1: not a bringup recording: invalid character 'h'"},
+		{"other format", strings.Replace(hdr, "bringup-record/1", "bringup-record/9", 1) + "\n",
+			`rec.jsonl:1: format: "bringup-record/9": not a bringup recording of this version`},
+		{"no hosts", strings.Replace(hdr, `[{"name":"gpu1","unit":"sglang.service"}]`, `[]`, 1) + "\n", "rec.jsonl:1: hosts: no hosts"},
+		{"escape in a host name", strings.Replace(hdr, `"gpu1"`, `"gpu\u001b]0;x\u0007"`, 1) + "\n",
+			`rec.jsonl:1: hosts[0].name: "gpu\x1b]0;x\a": character '\x1b' at byte 3 is not allowed in a name`},
+		{"host twice", strings.Replace(hdr, `{"name":"gpu1","unit":"sglang.service"}`, `{"name":"gpu1","unit":"a.service"},{"name":"gpu1","unit":"b.service"}`, 1) + "\n",
+			`rec.jsonl:1: hosts[1].name: "gpu1" listed twice`},
+		{"bad speed", strings.Replace(hdr, `"speed":1`, `"speed":-2`, 1) + "\n", "rec.jsonl:1: speed: -2: must be greater than 0"},
+		{"bad entry in the middle", hdr + "\n" + entry + "\n{\"at\":\n" + entry + "\n", "rec.jsonl:3: bad entry: unexpected end of JSON input"},
+		{"unknown host", hdr + "\n" + strings.Replace(entry, `"host":"gpu1"`, `"host":"gpu9"`, 1) + "\n",
+			`rec.jsonl:2: host: "gpu9" is not one of the recording's hosts`},
+		{"unknown kind", hdr + "\n" + strings.Replace(entry, `"kind":"journal"`, `"kind":"weather"`, 1) + "\n",
+			`rec.jsonl:2: kind: unknown kind "weather"`},
+		{"kind without payload", hdr + "\n" + strings.Replace(entry, `"kind":"journal"`, `"kind":"unit"`, 1) + "\n",
+			"rec.jsonl:2: unit: missing: the event has no payload of its kind"},
+		{"no time", hdr + "\n" + strings.Replace(entry, `"at":"2026-11-30T03:00:01Z",`, ``, 1) + "\n", "rec.jsonl:2: at: missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read("rec.jsonl", strings.NewReader(c.text))
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("error %v\nwant prefix %s", err, c.want)
+			}
+		})
+	}
+	t.Run("cut last line", func(t *testing.T) {
+		rec, err := Read("rec.jsonl", strings.NewReader(hdr+"\n"+entry+"\n"+entry[:40]))
+		if err != nil || !rec.Truncated || len(rec.Entries) != 1 {
+			t.Fatalf("cut last line: %v, truncated %v, %d entries; want the whole entry kept and the cut one left out",
+				err, rec != nil && rec.Truncated, len(rec.Entries))
+		}
+	})
+	t.Run("whole last line without newline", func(t *testing.T) {
+		rec, err := Read("rec.jsonl", strings.NewReader(hdr+"\n"+entry))
+		if err != nil || rec.Truncated || len(rec.Entries) != 1 {
+			t.Fatalf("%v, %+v", err, rec)
+		}
+	})
+}
+
+// TestRecorderKeepsRawText checks that the file holds what the host sent
+// (escape sequences included, JSON-escaped), so a replay goes through the
+// same sanitiser the live run did, and that writing never puts a raw
+// control byte in the file.
+func TestRecorderKeepsRawText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	clock := sim.NewManualClock(time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
+	rec, err := Create(path, Header{Hosts: []Host{{Name: "gpu1", Unit: "sglang.service"}}}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "x\x1b]52;c;cGF5bG9hZA==\x07\x1b[2J"
+	rec.Add(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: clock.Now(), Journal: &event.Journal{Message: hostile}})
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(string(raw), "\x1b\x07") {
+		t.Fatalf("raw control bytes in the file: %q", raw)
+	}
+	loaded, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Entries) != 1 || loaded.Entries[0].Journal.Message != hostile || loaded.Entries[0].Seen.IsZero() {
+		t.Fatalf("entries %+v", loaded.Entries)
+	}
+}
+
+func TestCreateErrorNamesFile(t *testing.T) {
+	_, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir", "r.jsonl"), Header{}, sim.NewManualClock(time.Now()))
+	if err == nil || !strings.Contains(err.Error(), "no/such/dir/r.jsonl") {
+		t.Fatalf("Create in a missing directory: %v", err)
+	}
+}
