@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"bringup/kernels"
+	"bringup/kernels/deploy"
 	"bringup/remote/event"
 	"bringup/remote/sanitize"
 	"bringup/remote/sim/sglang"
@@ -102,6 +103,33 @@ func TestVLLMHandlers(t *testing.T) {
 	}
 	if want := `(APIServer pid=7) INFO:     127.0.0.1:`; !strings.Contains(access.String(), want) || !strings.Contains(access.String(), `"GET /health HTTP/1.1" 200 OK`) {
 		t.Errorf("access log lacks %q:\n%s", want, access.String())
+	}
+}
+
+// TestKernelLineBothEngines: the kernel's "sitecustomize loaded" line,
+// from which the fleet learns the running build's hash, says the same
+// under both engines, at the same moment; under vLLM it is bare (printed
+// before vLLM's logging exists), so it does not pass for an SGLang line.
+func TestKernelLineBothEngines(t *testing.T) {
+	s := sglang.New(sglang.Params{Kernel: sglang.Kernel{Name: "kdtree-verify", Mode: "on", CaptureSafe: true, Path: "/opt/kdtree/site", Hash: strings.Repeat("ab", 32)}})
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	find := func(pl *play) (time.Duration, string) {
+		for _, l := range pl.lines {
+			if l.text != nil && strings.Contains(l.text(at), "sitecustomize loaded") {
+				return l.At, l.text(at)
+			}
+		}
+		return -1, ""
+	}
+	sAt, sLine := find(sglangEngine{}.play(s))
+	vAt, vLine := find((&vllmEngine{}).play(s))
+	sl, sok := deploy.ParseLoaded(sLine)
+	vl, vok := deploy.ParseLoaded(vLine)
+	if !sok || !vok || sl != vl || sAt != vAt || vl.Hash != strings.Repeat("ab", 32) || vl.Kernel != "kdtree-verify" {
+		t.Errorf("SGLang %v %q (%+v)\nvLLM   %v %q (%+v)", sAt, sLine, sl, vAt, vLine, vl)
+	}
+	if !strings.HasPrefix(vLine, "kdtree-verify: ") || !strings.HasSuffix(sLine, vLine) {
+		t.Errorf("vLLM's kernel line %q is not SGLang's %q without the logger prefix", vLine, sLine)
 	}
 }
 
