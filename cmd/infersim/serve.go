@@ -148,11 +148,12 @@ func bindPort(host string, port int) (*boundPort, error) {
 		}
 		ip = addr.IP
 	}
-	family, sa := syscall.AF_INET6, syscall.Sockaddr(nil)
+	var family int
+	var sa syscall.Sockaddr
 	if ip4 := ip.To4(); ip4 != nil {
 		family, sa = syscall.AF_INET, &syscall.SockaddrInet4{Port: port, Addr: [4]byte(ip4)}
 	} else {
-		sa = &syscall.SockaddrInet6{Port: port, Addr: [16]byte(ip.To16())}
+		family, sa = syscall.AF_INET6, &syscall.SockaddrInet6{Port: port, Addr: [16]byte(ip.To16())}
 	}
 	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
