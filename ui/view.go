@@ -96,8 +96,14 @@ func (m *Model) header(w int) string {
 	title := s.Title.Render(m.opts.Title)
 	gap := w - ansi.StringWidth(title) - ansi.StringWidth(counts)
 	if gap < 2 {
-		// Narrow pane: counts win over the title, since they change.
-		return clip(counts, w)
+		// Narrow pane: counts win over the title, since they change; the
+		// title keeps what still fits of its start.
+		room := w - ansi.StringWidth(counts) - 2
+		if room < 12 {
+			return clip(counts, w)
+		}
+		title = s.Title.Render(clip(m.opts.Title, room))
+		gap = w - ansi.StringWidth(title) - ansi.StringWidth(counts)
 	}
 	return title + strings.Repeat(" ", gap) + counts
 }
