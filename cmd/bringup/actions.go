@@ -249,7 +249,7 @@ type actFleet struct {
 // in args, splitting off the command's own arguments.
 func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf simFlags, demo, all bool, args []string) (actFleet, error) {
 	if demo {
-		f, _, err := sf.simFleet(ff.readOnly)
+		f, _, err := sf.simFleet(ff.readOnly, nil)
 		if err != nil {
 			return actFleet{}, err
 		}
@@ -283,7 +283,7 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 	if len(names) == 0 && !all {
 		return actFleet{}, errors.New("name the hosts or groups to act on (or --all)")
 	}
-	f, closeKeys, err := openLiveFleet(ctx, e, ff, names)
+	f, closeKeys, err := openLiveFleet(ctx, e, ff, names, nil)
 	if err != nil {
 		return actFleet{}, err
 	}

@@ -51,7 +51,7 @@ var readOnlyArgs = map[string][]string{
 // fleet's door and every changing command: each is refused in read-only
 // mode, and the commands exit 3 naming read-only.
 func TestReadOnlyRefusesEveryAction(t *testing.T) {
-	f, _, err := simFlags{speed: 1, scenario: "seed"}.simFleet(true)
+	f, _, err := simFlags{speed: 1, scenario: "seed"}.simFleet(true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

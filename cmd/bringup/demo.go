@@ -29,8 +29,8 @@ func (s *simFlags) register(fs *flag.FlagSet) {
 }
 
 // simFleet builds a fleet over the simulated hosts and returns it with the
-// simulation's clock (host time).
-func (s simFlags) simFleet(readOnly bool) (*remote.Fleet, sim.Clock, error) {
+// simulation's clock (host time). rec, if not nil, records it.
+func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.Clock, error) {
 	if s.speed <= 0 {
 		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", s.speed)
 	}
@@ -43,7 +43,11 @@ func (s simFlags) simFleet(readOnly bool) (*remote.Fleet, sim.Clock, error) {
 	for i, d := range drivers {
 		specs[i] = remote.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock})
+	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock}
+	if err := rec.start(specs, opts, s.speed, "demo "+s.scenario); err != nil {
+		return nil, nil, err
+	}
+	f, err := remote.NewFleet(specs, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,22 +55,26 @@ func (s simFlags) simFleet(readOnly bool) (*remote.Fleet, sim.Clock, error) {
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "demo", "bringup demo [--speed N] [--scenario seed] [--read-only]")
+	fs := newFlags(e, "demo", "bringup demo [--speed N] [--scenario seed] [--read-only] [--record FILE]")
 	var s simFlags
 	s.register(fs)
+	var rec recordFlag
+	rec.register(fs)
 	readOnly := fs.Bool("read-only", false, "refuse every action that would change a host")
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	fleet, clock, err := s.simFleet(*readOnly)
+	fleet, clock, err := s.simFleet(*readOnly, &rec)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup demo: %v\n", err)
 		return exitUsage
 	}
+	defer rec.finish(e)
 	title := fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed)
 	if *readOnly {
 		title += " · read-only"
 	}
+	title += rec.titleNote()
 	return runTUI(ctx, e, fleet, ui.Options{
 		Title:   title,
 		Kernels: kernels.DefaultCatalog(),
@@ -76,32 +84,56 @@ func runDemo(ctx context.Context, e env, args []string) int {
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "watch", "bringup watch [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S]")
+	fs := newFlags(e, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
 	ff.register(fs)
+	var rec recordFlag
+	rec.register(fs)
 	demo := fs.Bool("demo", false, "watch the simulated fleet (no hosts needed)")
+	replay := fs.String("replay", "", "watch a recording made with --record (at the speed it was recorded, or --speed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 2); 0 waits for ever")
 	if code, stop := parseArgs(fs, args); stop {
 		return code
 	}
 	var fleet *remote.Fleet
-	if *demo {
-		if fs.NArg() > 0 {
-			fmt.Fprintf(e.stderr, "bringup watch: --demo takes no host names (got %q)\n", fs.Arg(0))
+	switch {
+	case *demo && *replay != "":
+		fmt.Fprintln(e.stderr, "bringup watch: --demo or --replay, not both")
+		return exitUsage
+	case (*demo || *replay != "") && fs.NArg() > 0:
+		fmt.Fprintf(e.stderr, "bringup watch: --demo and --replay take no host names (got %q)\n", fs.Arg(0))
+		return exitUsage
+	case *replay != "":
+		speed := 0.0 // as recorded
+		if flagSet(fs, "speed") {
+			speed = s.speed
+		}
+		if speed < 0 || (speed == 0 && flagSet(fs, "speed")) {
+			fmt.Fprintf(e.stderr, "bringup watch: --speed %v: must be greater than 0\n", s.speed)
 			return exitUsage
 		}
-		f, _, err := s.simFleet(true)
+		f, rc, _, err := loadReplay(*replay, speed)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
+			return exitUsage
+		}
+		if rc.Truncated {
+			fmt.Fprintf(e.stderr, "bringup watch: %s: the last line was cut short (recording killed while writing); it is left out\n", rc.Path)
+		}
+		fleet = f
+	case *demo:
+		f, _, err := s.simFleet(true, &rec)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
 			return exitUsage
 		}
 		fleet = f
-	} else {
+	default:
 		ff.readOnly = true // watching never changes a host
-		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
 			return exitUsage
@@ -116,6 +148,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	cancel()
 	select {
 	case <-done:
+		rec.finish(e)
 	case <-time.After(5 * time.Second):
 		fmt.Fprintln(e.stderr, "bringup watch: hosts did not stop within 5 s")
 	}
@@ -124,7 +157,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 
 // openLiveFleet loads the configuration, resolves the hosts and loads
 // their keys, and builds the fleet. The returned func releases the keys.
-func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string) (*remote.Fleet, func(), error) {
+func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*remote.Fleet, func(), error) {
 	cfg, hosts, err := ff.load(e, names)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +166,7 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string) (
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := liveFleet(cfg, rs, ff.openHistory(e))
+	f, err := liveFleet(cfg, rs, ff.openHistory(e), rec)
 	if err != nil {
 		closeKeys()
 		return nil, nil, err
@@ -143,22 +176,26 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string) (
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
 func runConsole(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "bringup", "bringup [-H hosts | --config F] [--read-only] [HOST|GROUP...]")
+	fs := newFlags(e, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
+	var rec recordFlag
+	rec.register(fs)
 	if code, stop := parseArgs(fs, args); stop {
 		return code
 	}
-	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup: %v\n", err)
 		return exitUsage
 	}
 	defer closeKeys()
+	defer rec.finish(e)
 	title := "bringup · " + strings.Join(fleet.Hosts(), ",")
 	if fleet.ReadOnly() {
 		title += " · read-only"
 	}
+	title += rec.titleNote()
 	return runTUI(ctx, e, fleet, ui.Options{Title: title, NoColor: e.getenv("NO_COLOR") != ""})
 }
 

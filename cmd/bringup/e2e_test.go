@@ -88,8 +88,9 @@ func TestCommandsOnTestbed(t *testing.T) {
 	t.Run("watch", func(t *testing.T) {
 		var out, errOut syncBuffer
 		codeCh := make(chan int, 1)
+		recPath := filepath.Join(t.TempDir(), "watch.jsonl")
 		go func() {
-			codeCh <- run(ctx, testEnv(&out, &errOut), []string{"watch", "--json", "--timeout", "2m", "--config", cfgPath})
+			codeCh <- run(ctx, testEnv(&out, &errOut), []string{"watch", "--json", "--timeout", "2m", "--config", cfgPath, "--record", recPath})
 		}()
 		// Start the units once watch has read their state.
 		deadline := time.Now().Add(30 * time.Second)
@@ -134,6 +135,14 @@ func TestCommandsOnTestbed(t *testing.T) {
 		if fail == nil || fail.Host != "gpu3" || fail.Cause != "graph-capture-host-sync" || !strings.Contains(fail.Hint, "kdtree-verify") {
 			t.Fatalf("failure line = %+v", fail)
 		}
+		// The recording of these real hosts tells the same story again,
+		// ten times faster. (Unit lines after a host settled may fall
+		// either side of the end, so the phases and the failure are compared.)
+		var rout, rerr syncBuffer
+		if code := run(ctx, testEnv(&rout, &rerr), []string{"watch", "--json", "--replay", recPath, "--speed", "10"}); code != exitFailed {
+			t.Fatalf("watch --replay exit %d, want %d\n%s", code, exitFailed, rerr.String())
+		}
+		sameStories(t, out.String(), rout.String(), "phase", "failed")
 	})
 
 	t.Run("status", func(t *testing.T) {

@@ -192,7 +192,7 @@ func passphrasePrompt(e env) func(file string) ([]byte, error) {
 }
 
 // liveFleet builds the fleet over real hosts.
-func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink) (*remote.Fleet, error) {
+func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	specs := make([]remote.HostSpec, len(hosts))
 	for i, r := range hosts {
 		d := live.New(live.Options{
@@ -202,8 +202,12 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink) (*
 		})
 		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
 	}
-	return remote.NewFleet(specs, remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: localHashes(cfg.Kernels)})
+	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
+		LocalHashes: localHashes(cfg.Kernels)}
+	if err := rec.start(specs, opts, 1, "live"); err != nil {
+		return nil, err
+	}
+	return remote.NewFleet(specs, opts)
 }
 
 // localHashes hashes each kernel's local build that exists, for the drift

@@ -33,9 +33,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"", "bringup [-H hosts | --config F] [--read-only] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
-		{"demo", "bringup demo [--speed N] [--scenario seed] [--read-only]", "the console over simulated hosts (no hosts needed)", runDemo},
-		{"watch", "bringup watch [--json] [--timeout D] [-H hosts] [HOST|GROUP...]  (or --demo)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
+		{"", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
+		{"demo", "bringup demo [--speed N] [--scenario seed] [--read-only] [--record FILE]", "the console over simulated hosts (no hosts needed)", runDemo},
+		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
 		actionCommand("mode"),
@@ -44,6 +44,7 @@ func commands() []command {
 		actionCommand("stop"),
 		actionCommand("reset-failed"),
 		{"rollout", "bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--rollback-on-failure] [--json] [HOST|GROUP...]  (or --demo)", "set the mode / redeploy, then restart host by host, waiting for serving; halt on the first failure, offer rollback; exit 0 serving, 1 halted, 2 timeout, 3 refused, 4 aborted", runRollout},
+		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"version", "bringup version", "print the version", runVersion},
 	}
 }

@@ -101,7 +101,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 		hosts []string
 	)
 	if *demo {
-		f, clock, err := s.simFleet(ff.readOnly)
+		f, clock, err := s.simFleet(ff.readOnly, nil)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -115,7 +115,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 			hosts = f.Hosts()
 		}
 	} else {
-		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
 			return fail("%v", err)
 		}

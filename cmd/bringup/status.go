@@ -44,7 +44,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	ff.readOnly = true
-	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args())
+	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup status: %v\n", err)
 		return exitUsage

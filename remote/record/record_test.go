@@ -150,6 +150,11 @@ func TestReplayKeepsRecordedTimes(t *testing.T) {
 	if got := clock.Now(); !got.Equal(t0.Add(15 * time.Second)) {
 		t.Fatalf("clock after 150 ms at ×100: %s", got)
 	}
+	real = real.Add(time.Second) // 100 s at ×100: past the last entry (+20 s)
+	if got := clock.Now(); !got.Equal(t0.Add(20*time.Second)) || !clock.Ended() {
+		t.Fatalf("clock past the end: %s (ended %v), want it stopped at the last entry", got, clock.Ended())
+	}
+	real = real.Add(-time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got []event.Event
@@ -191,6 +196,8 @@ func TestLoadErrorsNamePlace(t *testing.T) {
 			`rec.jsonl:1: hosts[0].name: "gpu\x1b]0;x\a": character '\x1b' at byte 3 is not allowed in a name`},
 		{"host twice", strings.Replace(hdr, `{"name":"gpu1","unit":"sglang.service"}`, `{"name":"gpu1","unit":"a.service"},{"name":"gpu1","unit":"b.service"}`, 1) + "\n",
 			`rec.jsonl:1: hosts[1].name: "gpu1" listed twice`},
+		{"escape in the source", strings.Replace(hdr, `"speed":1`, `"speed":1,"source":"demo\u001b[2J"`, 1) + "\n",
+			`rec.jsonl:1: source: "demo\x1b[2J": not a short line of printable text`},
 		{"bad speed", strings.Replace(hdr, `"speed":1`, `"speed":-2`, 1) + "\n", "rec.jsonl:1: speed: -2: must be greater than 0"},
 		{"bad entry in the middle", hdr + "\n" + entry + "\n{\"at\":\n" + entry + "\n", "rec.jsonl:3: bad entry: unexpected end of JSON input"},
 		{"unknown host", hdr + "\n" + strings.Replace(entry, `"host":"gpu1"`, `"host":"gpu9"`, 1) + "\n",

@@ -130,6 +130,9 @@ func (rec *Recording) readHeader(path string, line []byte, hosts map[string]bool
 		}
 		hosts[host.Name] = true
 	}
+	if i := strings.IndexFunc(h.Source, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(h.Source) > 200 {
+		return bad("source", fmt.Errorf("%q: not a short line of printable text", h.Source))
+	}
 	if err := h.Kernels.Validate(); err != nil {
 		return bad("kernels", err)
 	}
@@ -204,9 +207,11 @@ func hasPayload(e event.Event) bool {
 var ErrReplay = errors.New("this is a recording: nothing can be changed")
 
 // Clock runs the recording's host clock from its start at speed times
-// real time.
+// real time, and stops at its end: a finished replay shows the hosts as
+// they were when the recording ended, not ageing phases nobody saw.
 type Clock struct {
 	base  time.Time // host time at the start of the replay
+	end   time.Time // host time of the last recorded event
 	start time.Time // real time at the start of the replay
 	speed float64
 	real  func() time.Time
@@ -214,8 +219,15 @@ type Clock struct {
 
 // Now is the host time of the replay.
 func (c *Clock) Now() time.Time {
-	return c.base.Add(time.Duration(float64(c.real().Sub(c.start)) * c.speed))
+	t := c.base.Add(time.Duration(float64(c.real().Sub(c.start)) * c.speed))
+	if t.After(c.end) {
+		return c.end
+	}
+	return t
 }
+
+// Ended reports whether the replay has reached the end of the recording.
+func (c *Clock) Ended() bool { return !c.Now().Before(c.end) }
 
 // Speed is the replay's speed against real time.
 func (c *Clock) Speed() float64 { return c.speed }
@@ -243,7 +255,7 @@ func (rec *Recording) Play(speed float64, real func() time.Time) ([]remote.HostS
 	if real == nil {
 		real = time.Now
 	}
-	clock := &Clock{base: rec.Started, start: real(), speed: speed, real: real}
+	clock := &Clock{base: rec.Started, end: rec.End(), start: real(), speed: speed, real: real}
 	byHost := map[string][]Entry{}
 	for _, e := range rec.Entries {
 		byHost[e.Host] = append(byHost[e.Host], e)

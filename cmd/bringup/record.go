@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/record"
+	"bringup/ui"
+)
+
+// recordFlag is --record FILE: every event the fleet receives goes to a
+// recording that `bringup replay` plays back.
+type recordFlag struct {
+	path string
+	rec  *record.Recorder
+}
+
+func (r *recordFlag) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.path, "record", "", "record every event to FILE (JSON lines) for `bringup replay FILE`")
+}
+
+// start wraps the drivers in specs so that their events are recorded. It
+// does nothing on a nil recordFlag or without --record.
+func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed float64, source string) error {
+	if r == nil || r.path == "" {
+		return nil
+	}
+	h := record.Header{Speed: speed, Source: source, Kernels: opts.Kernels}
+	for _, s := range specs {
+		h.Hosts = append(h.Hosts, record.Host{Name: s.Driver.Name(), Unit: s.Unit, Engine: s.Engine})
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = wallClock{}
+	}
+	rec, err := record.Create(r.path, h, clock)
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	for i := range specs {
+		specs[i].Driver = rec.Wrap(specs[i].Driver)
+	}
+	r.rec = rec
+	return nil
+}
+
+// finish closes the recording, once the fleet has stopped, and says where
+// it went.
+func (r *recordFlag) finish(e env) {
+	if r == nil || r.rec == nil {
+		return
+	}
+	if err := r.rec.Close(); err != nil {
+		fmt.Fprintf(e.stderr, "bringup: recording incomplete: %v\n", err)
+		return
+	}
+	fmt.Fprintf(e.stderr, "bringup: recorded %d events to %s (bringup replay %s)\n", r.rec.Count(), r.path, r.path)
+	r.rec = nil
+}
+
+// titleNote is what the console's title says about the recording.
+func (r *recordFlag) titleNote() string {
+	if r == nil || r.path == "" {
+		return ""
+	}
+	return " · ● rec"
+}
+
+// wallClock is the host clock of real hosts.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// loadReplay loads a recording and builds a read-only fleet that plays it
+// at speed (≤ 0: as recorded).
+func loadReplay(path string, speed float64) (*remote.Fleet, *record.Recording, *record.Clock, error) {
+	rec, err := record.Load(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	specs, clock := rec.Play(speed, nil)
+	f, err := remote.NewFleet(specs, remote.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, rec, clock, nil
+}
+
+// runReplay is `bringup replay FILE`: the console over a recording.
+func runReplay(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "replay", "bringup replay [--speed N] FILE")
+	speed := fs.Float64("speed", 0, "host seconds per real second (default: the speed it was recorded at)")
+	if code, stop := parseArgs(fs, args); stop {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(e.stderr, "bringup replay: want one recording file (made with --record FILE)")
+		fs.Usage()
+		return exitUsage
+	}
+	if *speed < 0 {
+		fmt.Fprintf(e.stderr, "bringup replay: --speed %v: must be greater than 0\n", *speed)
+		return exitUsage
+	}
+	fleet, rec, clock, err := loadReplay(fs.Arg(0), *speed)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "bringup replay: %v\n", err)
+		return exitUsage
+	}
+	if rec.Truncated {
+		fmt.Fprintf(e.stderr, "bringup replay: %s: the last line was cut short (recording killed while writing); it is left out\n", rec.Path)
+	}
+	title := fmt.Sprintf("bringup replay · %s", rec.Path)
+	if rec.Source != "" {
+		title += " · " + rec.Source
+	}
+	title += fmt.Sprintf(" ×%g", clock.Speed()) // the header's badge says read-only
+	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now, NoColor: e.getenv("NO_COLOR") != ""})
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
