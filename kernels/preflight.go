@@ -80,19 +80,40 @@ func Preflight(k Kernel, mode, execStart, engine string) PreflightResult {
 }
 
 // DetectEngine names the engine an ExecStart argv runs: sglang for
-// sglang.launch_server, `sglang serve` or infersim (bringup's stand-in),
-// vllm for `vllm serve` or vllm.entrypoints; "" otherwise.
+// sglang.launch_server or `sglang serve`, vllm for `vllm serve` or
+// vllm.entrypoints; for infersim (bringup's stand-in) the one its
+// --engine names, sglang without it; "" otherwise.
 func DetectEngine(args []string) string {
-	for _, a := range args {
+	for i, a := range args {
 		base := path.Base(a)
 		switch {
-		case strings.HasPrefix(base, "sglang"), base == "infersim":
+		case base == "infersim":
+			return infersimEngine(args[i+1:])
+		case strings.HasPrefix(base, "sglang"):
 			return EngineSGLang
 		case base == "vllm", strings.HasPrefix(base, "vllm."):
 			return EngineVLLM
 		}
 	}
 	return ""
+}
+
+// infersimEngine is the engine infersim's arguments select.
+func infersimEngine(args []string) string {
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--engine=")
+		if !ok && a == "--engine" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			switch v {
+			case EngineSGLang, EngineVLLM:
+				return v
+			}
+			return ""
+		}
+	}
+	return EngineSGLang
 }
 
 // hasFlag reports whether the boolean flag is set in args: the plain flag,

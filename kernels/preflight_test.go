@@ -33,6 +33,9 @@ func TestPreflight(t *testing.T) {
 		{"a flag-like value is not the flag", "validate", sgl + " --served-model-name --disable-cuda-graph-x", "", false, true, "sglang", ""},
 		{"systemctl show form, graphs on", "validate", strings.Replace(show, "%s", "", 1), "", false, true, "sglang", ""},
 		{"systemctl show form, graphs off", "validate", strings.Replace(show, "%s", "--disable-cuda-graph ", 1), "", true, false, "sglang", ""},
+		{"infersim standing in for vllm", "validate", "/usr/local/bin/infersim --engine vllm serve /m --port 30000", "auto", false, true, "vllm", "no --enforce-eager"},
+		{"infersim --engine=vllm, eager", "validate", "/usr/local/bin/infersim --engine=vllm serve /m --enforce-eager", "", true, false, "vllm", ""},
+		{"infersim with an engine it lacks", "validate", "/usr/local/bin/infersim --engine trt serve /m", "", false, true, "", "engine not recognised"},
 		{"unknown mode refused", "turbo", sgl, "", false, false, "", `no mode "turbo"`},
 	}
 	for _, tt := range tests {

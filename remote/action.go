@@ -103,8 +103,14 @@ func (e *PreflightError) Error() string {
 // Preflight checks a restart of h against the capture-safety rule, from
 // what the fleet already knows (the unit's ExecStart and Environment): a
 // pure check the UI and the commands run before asking, and drivers run
-// again before acting.
+// again before acting. engine is sglang, vllm, or auto/"": then the engine
+// h's logs showed, else the one ExecStart names.
 func Preflight(h HostState, cat kernels.Catalog, engine string) *PreflightError {
+	if engine == "" || engine == kernels.EngineAuto {
+		// What the logs showed beats a guess from ExecStart (a wrapper
+		// script names no engine); "" still leaves that guess to kernels.
+		engine = h.Startup.Engine
+	}
 	for _, m := range cat.ModesIn(h.UnitState.Environment) {
 		if m.CaptureSafe {
 			continue

@@ -721,12 +721,12 @@ func (m *Model) startMode(undo bool) tea.Cmd {
 }
 
 // engineOf is the engine the preflight assumes for hs: the one its logs
-// showed, else SGLang.
+// showed, else auto: remote.Preflight then goes by ExecStart.
 func engineOf(hs *remote.HostState) string {
 	if hs.Startup.Engine != "" {
 		return hs.Startup.Engine
 	}
-	return kernels.EngineSGLang
+	return kernels.EngineAuto // ExecStart decides
 }
 
 // startRestart runs the capture-safety preflight on the snapshot before

@@ -109,7 +109,7 @@ func unitFile(o HostOptions) (string, error) {
 	case EngineSGLang:
 	case EngineVLLM:
 		env["INFERSIM_ENGINE"] = EngineVLLM
-		args = []string{"/usr/local/bin/infersim", "serve", ModelPath, "--port", fmt.Sprint(ServicePort), "--tensor-parallel-size", "8"}
+		args = []string{"/usr/local/bin/infersim", "--engine", "vllm", "serve", ModelPath, "--port", fmt.Sprint(ServicePort), "--tensor-parallel-size", "8"}
 		server = "vLLM"
 	default:
 		return "", fmt.Errorf("unknown engine %q (want %s or %s)", o.Engine, EngineSGLang, EngineVLLM)

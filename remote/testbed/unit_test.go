@@ -32,7 +32,7 @@ func TestUnitFile(t *testing.T) {
 		}, []string{"KDTREE_MODE=off", "INFERSIM_WEIGHTS_SECONDS=4"}},
 		{"vLLM", HostOptions{Engine: EngineVLLM, KernelMode: "validate", Args: []string{"--enforce-eager"}}, []string{
 			"standing in for vLLM", "Description=vLLM inference server (infersim)\n", "Environment=INFERSIM_ENGINE=vllm\n", "Environment=KDTREE_MODE=validate\n",
-			"ExecStart=/usr/local/bin/infersim serve /models/demo --port 30000 --tensor-parallel-size 8 --enforce-eager\n",
+			"ExecStart=/usr/local/bin/infersim --engine vllm serve /models/demo --port 30000 --tensor-parallel-size 8 --enforce-eager\n",
 		}, []string{"--model-path", "--tp 8", "SGLang"}},
 	}
 	if u := (HostOptions{Engine: EngineVLLM}).Unit(); u != VLLMUnitName {
