@@ -221,7 +221,7 @@ func commonSpecificFailures() []FailureRule {
 			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
 			Cause:    "port-in-use",
 			Summary:  "the HTTP port is already in use",
-			Hint:     "another server or a leftover of the previous run holds the port (ss -ltnp); SGLang finds out only after loading the model",
+			Hint:     "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
 			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests"},
