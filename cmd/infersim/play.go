@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -53,11 +52,6 @@ type line struct {
 	bind, listen, ready bool
 }
 
-// fixed is a line whose text does not depend on the time it is written.
-func fixed(at time.Duration, s string) line {
-	return line{At: at, text: func(time.Time) string { return s }}
-}
-
 // play is one startup as infersim plays it.
 type play struct {
 	lines []line // in order of At
@@ -65,12 +59,6 @@ type play struct {
 	// until stopped), with exitCode.
 	exit     time.Duration
 	exitCode int
-}
-
-// sortLines orders lines by time, keeping the order of lines due at the
-// same moment (the lines of one multi-line record).
-func sortLines(lines []line) {
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].At < lines[j].At })
 }
 
 // logWriter writes an engine's lines to stdout and stderr, each with one
@@ -103,13 +91,6 @@ func (w *logWriter) writeAll(lines []line, t time.Time) {
 	for _, l := range lines {
 		w.write(l, t)
 	}
-}
-
-// uvicornLevel renders uvicorn's level prefix: the level name, a colon and
-// padding to nine columns, then the space of its format
-// ("INFO:     Started server process [1]").
-func uvicornLevel(level, msg string) string {
-	return level + ":" + strings.Repeat(" ", max(8-len(level), 0)) + " " + msg
 }
 
 // sglangEngine plays SGLang: its lines are the timeline's own.
@@ -169,7 +150,7 @@ func (sglangEngine) stopped(sglang.Params, bool) []line {
 
 // uvicorn lines go through SGLang's logger, with its prefix.
 func (sglangEngine) uvicorn(_ sglang.Params, level, msg string, access bool) line {
-	l := sglangMain(uvicornLevel(level, msg))
+	l := sglangMain(sglang.Uvicorn(level, msg))
 	l.stdout = access
 	return l
 }

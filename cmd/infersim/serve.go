@@ -337,7 +337,7 @@ func (sglangEngine) routes(s *server) {
 	s.mux.HandleFunc("GET /get_model_info", s.modelInfo)
 	s.mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
-			"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "sglang", "root": s.model, "max_model_len": maxModelLen,
+			"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "sglang", "root": s.model, "max_model_len": sglang.ContextLen,
 		}}})
 	})
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
@@ -345,9 +345,6 @@ func (sglangEngine) routes(s *server) {
 	})
 	s.mux.HandleFunc("POST /generate", s.generate)
 }
-
-// maxModelLen is the context length both engines report for the model.
-const maxModelLen = 163840
 
 func (s *server) modelInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"model_path": s.model, "tokenizer_path": s.model, "is_generation": true,

@@ -224,6 +224,10 @@ const (
 	oomUsedGiB      = 138.77
 )
 
+// ContextLen is the model's context length, which both engines report
+// (SGLang's context_len, vLLM's max model len).
+const ContextLen = 163840
+
 // captureBatchSizes are the decode batch sizes SGLang captures by default
 // for cuda_graph_max_bs=160.
 func captureBatchSizes() []int {
@@ -367,7 +371,7 @@ func New(p Params) *Script {
 		avail = availAfterPool
 	}
 	t += 200 * time.Millisecond
-	b.rank0(t, fmt.Sprintf("max_total_num_tokens=%d, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, context_len=163840, available_gpu_mem=%.2f GB", kvTokens, avail))
+	b.rank0(t, fmt.Sprintf("max_total_num_tokens=%d, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=4096, context_len=%d, available_gpu_mem=%.2f GB", kvTokens, ContextLen, avail))
 	t += 300 * time.Millisecond
 	b.main(t, fmt.Sprintf("Engine startup timings (s): load_weight=%.2f, kv_cache_allocation=%.2f, scheduler_e2e=%.2f, cuda_graph={prefill=0.00, decode=%.2f, target_verify=0.00, draft_prefill=0.00, draft_decode=0.00, draft_extend=0.00}, tokenizer_e2e=%.2f",
 		p.Weights.Seconds(), p.KV.Seconds(), (t-p.Boot).Seconds(), captured.Seconds(), (t-p.Boot+2*time.Second).Seconds()))

@@ -12,15 +12,17 @@ const (
 	torchDir  = "/usr/local/lib/python3.12/dist-packages/torch"
 )
 
-// frame renders one traceback frame: the File line, the source line and,
-// when the failing expression expr is only part of the line, Python 3.12's
-// carets under it.
-func frame(file string, line int, fn, code, expr string) []string {
+// Frame renders one frame of a Python 3.12 traceback: the File line, the
+// source line and, when the failing expression expr is only part of the
+// line, the carets Python puts under it (none for an empty expr or one
+// that is the whole line). Both engines' tracebacks (SGLang's here,
+// vLLM's in remote/sim/vllm) are built from it.
+func Frame(file string, line int, fn, code, expr string) []string {
 	out := []string{
 		fmt.Sprintf("  File %q, line %d, in %s", file, line, fn),
 		"    " + code,
 	}
-	if i := strings.Index(code, expr); expr != "" && i >= 0 {
+	if i := strings.Index(code, expr); expr != "" && expr != code && i >= 0 {
 		out = append(out, "    "+strings.Repeat(" ", i)+strings.Repeat("^", len(expr)))
 	}
 	return out
@@ -51,11 +53,11 @@ func duringHandling() []string {
 // model runner.
 func schedulerFrames() []string {
 	var out []string
-	out = append(out, frame(sglangDir+"/managers/scheduler.py", 3127, "run_scheduler_process", "scheduler = Scheduler(", "Scheduler(")...)
-	out = append(out, frame(sglangDir+"/managers/scheduler.py", 372, "__init__", "self.init_model_worker()", "")...)
-	out = append(out, frame(sglangDir+"/managers/scheduler.py", 561, "init_model_worker", "self.tp_worker = TpModelWorker(", "TpModelWorker(")...)
-	out = append(out, frame(sglangDir+"/managers/tp_worker.py", 247, "__init__", "self._model_runner = ModelRunner(", "ModelRunner(")...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 368, "__init__", "self.initialize(min_per_gpu_memory)", "")...)
+	out = append(out, Frame(sglangDir+"/managers/scheduler.py", 3127, "run_scheduler_process", "scheduler = Scheduler(", "Scheduler(")...)
+	out = append(out, Frame(sglangDir+"/managers/scheduler.py", 372, "__init__", "self.init_model_worker()", "")...)
+	out = append(out, Frame(sglangDir+"/managers/scheduler.py", 561, "init_model_worker", "self.tp_worker = TpModelWorker(", "TpModelWorker(")...)
+	out = append(out, Frame(sglangDir+"/managers/tp_worker.py", 247, "__init__", "self._model_runner = ModelRunner(", "ModelRunner(")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 368, "__init__", "self.initialize(min_per_gpu_memory)", "")...)
 	return out
 }
 
@@ -79,28 +81,28 @@ func captureTraceback(p Params) []string {
 	runner := sglangDir + "/model_executor/cuda_graph_runner.py"
 	pkg := p.Kernel.Path + "/" + strings.ReplaceAll(p.Kernel.Name, "-", "_")
 	out := []string{"Traceback (most recent call last):"}
-	out = append(out, frame(runner, 702, "capture_one_batch_size", "out = run_once()", "run_once()")...)
-	out = append(out, frame(runner, 689, "run_once", "logits_output_or_pp_proxy_tensors = forward(", "forward(")...)
-	out = append(out, frame(torchDir+"/utils/_contextlib.py", 120, "decorate_context", "return func(*args, **kwargs)", "func(*args, **kwargs)")...)
-	out = append(out, frame(sglangDir+"/models/"+modelModule(p.ModelClass), 2815, "forward", "hidden_states = self.model(", "self.model(")...)
-	out = append(out, frame(torchDir+"/nn/modules/module.py", 1779, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)", "self._call_impl(*args, **kwargs)")...)
-	out = append(out, frame(torchDir+"/nn/modules/module.py", 1790, "_call_impl", "return forward_call(*args, **kwargs)", "forward_call(*args, **kwargs)")...)
-	out = append(out, frame(pkg+"/patch.py", 88, "forward", "out = validate.checked_forward(self, orig_forward, *args, **kwargs)", "validate.checked_forward(self, orig_forward, *args, **kwargs)")...)
-	out = append(out, frame(pkg+"/validate.py", 57, "checked_forward", "if err.max().item() > tol:", "err.max().item()")...)
+	out = append(out, Frame(runner, 702, "capture_one_batch_size", "out = run_once()", "run_once()")...)
+	out = append(out, Frame(runner, 689, "run_once", "logits_output_or_pp_proxy_tensors = forward(", "forward(")...)
+	out = append(out, Frame(torchDir+"/utils/_contextlib.py", 120, "decorate_context", "return func(*args, **kwargs)", "func(*args, **kwargs)")...)
+	out = append(out, Frame(sglangDir+"/models/"+modelModule(p.ModelClass), 2815, "forward", "hidden_states = self.model(", "self.model(")...)
+	out = append(out, Frame(torchDir+"/nn/modules/module.py", 1779, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)", "self._call_impl(*args, **kwargs)")...)
+	out = append(out, Frame(torchDir+"/nn/modules/module.py", 1790, "_call_impl", "return forward_call(*args, **kwargs)", "forward_call(*args, **kwargs)")...)
+	out = append(out, Frame(pkg+"/patch.py", 88, "forward", "out = validate.checked_forward(self, orig_forward, *args, **kwargs)", "validate.checked_forward(self, orig_forward, *args, **kwargs)")...)
+	out = append(out, Frame(pkg+"/validate.py", 57, "checked_forward", "if err.max().item() > tol:", "err.max().item()")...)
 	out = append(out, torchCUDAError("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported")...)
 	out = append(out, duringHandling()...)
-	out = append(out, frame(runner, 394, "__init__", "self.capture()", "")...)
-	out = append(out, frame(runner, 521, "capture", ") = self.capture_one_batch_size(bs, forward)", "self.capture_one_batch_size(bs, forward)")...)
-	out = append(out, frame(runner, 700, "capture_one_batch_size", "with torch.cuda.graph(graph, pool=global_graph_memory_pool, stream=stream):", "")...)
-	out = append(out, frame(torchDir+"/cuda/graphs.py", 265, "__exit__", "self.cuda_graph.capture_end()", "")...)
-	out = append(out, frame(torchDir+"/cuda/graphs.py", 126, "capture_end", "super().capture_end()", "")...)
+	out = append(out, Frame(runner, 394, "__init__", "self.capture()", "")...)
+	out = append(out, Frame(runner, 521, "capture", ") = self.capture_one_batch_size(bs, forward)", "self.capture_one_batch_size(bs, forward)")...)
+	out = append(out, Frame(runner, 700, "capture_one_batch_size", "with torch.cuda.graph(graph, pool=global_graph_memory_pool, stream=stream):", "")...)
+	out = append(out, Frame(torchDir+"/cuda/graphs.py", 265, "__exit__", "self.cuda_graph.capture_end()", "")...)
+	out = append(out, Frame(torchDir+"/cuda/graphs.py", 126, "capture_end", "super().capture_end()", "")...)
 	secondary := torchCUDAError("operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated")
 	out = append(out, secondary...)
 	out = append(out, duringHandling()...)
 	out = append(out, schedulerFrames()...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 552, "initialize", "self.init_device_graphs()", "")...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 2411, "init_device_graphs", "self.graph_runner = graph_runners[self.device](self)", "graph_runners[self.device](self)")...)
-	out = append(out, frame(runner, 396, "__init__", "raise Exception(", "")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 552, "initialize", "self.init_device_graphs()", "")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 2411, "init_device_graphs", "self.graph_runner = graph_runners[self.device](self)", "graph_runners[self.device](self)")...)
+	out = append(out, Frame(runner, 396, "__init__", "raise Exception(", "")...)
 	// str(e) of the torch error carries its advice lines, so the wrapper
 	// repeats them before SGLang's own list.
 	out = append(out, "Exception: Capture cuda graph failed: "+strings.TrimPrefix(secondary[0], "torch.AcceleratorError: "))
@@ -121,11 +123,11 @@ func captureTraceback(p Params) []string {
 func oomTraceback(p Params) []string {
 	out := []string{"Traceback (most recent call last):"}
 	out = append(out, schedulerFrames()...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 528, "initialize", "self.load_model()", "")...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 1002, "load_model", "self.model = get_model(", "get_model(")...)
-	out = append(out, frame(sglangDir+"/model_loader/loader.py", 660, "load_model", "self.load_weights_and_postprocess(", "")...)
-	out = append(out, frame(sglangDir+"/models/"+modelModule(p.ModelClass), 3204, "load_weights", "weight_loader(param, loaded_weight, shard_id)", "")...)
-	out = append(out, frame(sglangDir+"/layers/linear.py", 431, "weight_loader", "param_data.copy_(loaded_weight)", "")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 528, "initialize", "self.load_model()", "")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 1002, "load_model", "self.model = get_model(", "get_model(")...)
+	out = append(out, Frame(sglangDir+"/model_loader/loader.py", 660, "load_model", "self.load_weights_and_postprocess(", "")...)
+	out = append(out, Frame(sglangDir+"/models/"+modelModule(p.ModelClass), 3204, "load_weights", "weight_loader(param, loaded_weight, shard_id)", "")...)
+	out = append(out, Frame(sglangDir+"/layers/linear.py", 431, "weight_loader", "param_data.copy_(loaded_weight)", "")...)
 	out = append(out, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity of 139.80 GiB of which 1.02 GiB is free. "+
 		"Including non-PyTorch memory, this process has 138.77 GiB memory in use. Of the allocated memory 136.90 GiB is allocated by PyTorch, and 1.21 GiB is reserved by PyTorch but unallocated. "+
 		"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "+
@@ -138,9 +140,9 @@ func oomTraceback(p Params) []string {
 func ncclInitTraceback() []string {
 	out := []string{"Traceback (most recent call last):"}
 	out = append(out, schedulerFrames()...)
-	out = append(out, frame(sglangDir+"/model_executor/model_runner.py", 512, "initialize", "min_per_gpu_memory = self.init_torch_distributed()", "self.init_torch_distributed()")...)
-	out = append(out, frame(sglangDir+"/distributed/parallel_state.py", 1490, "initialize_model_parallel", "_TP = init_model_parallel_group(", "init_model_parallel_group(")...)
-	out = append(out, frame(torchDir+"/distributed/distributed_c10d.py", 4811, "barrier", "work = group.barrier(opts=opts)", "group.barrier(opts=opts)")...)
+	out = append(out, Frame(sglangDir+"/model_executor/model_runner.py", 512, "initialize", "min_per_gpu_memory = self.init_torch_distributed()", "self.init_torch_distributed()")...)
+	out = append(out, Frame(sglangDir+"/distributed/parallel_state.py", 1490, "initialize_model_parallel", "_TP = init_model_parallel_group(", "init_model_parallel_group(")...)
+	out = append(out, Frame(torchDir+"/distributed/distributed_c10d.py", 4811, "barrier", "work = group.barrier(opts=opts)", "group.barrier(opts=opts)")...)
 	out = append(out, "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)", "")
 	return out
 }
