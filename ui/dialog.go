@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -39,6 +40,12 @@ type dialog struct {
 	choices []choice
 	cursor  int
 	action  remote.Action
+	// targets are every host the dialog acts on when they are more than
+	// one (a palette command); host is then the first of them.
+	targets []string
+	// refused are the hosts whose restart the preflight refused, when
+	// the dialog is about several.
+	refused []string
 
 	// undo: the kernel chooser leads to the undo confirmation, not to the
 	// mode chooser.
@@ -55,6 +62,22 @@ type dialog struct {
 	// rollbackTo is set on the confirmation of a halted rollout's
 	// rollback: the mode the host goes back to.
 	rollbackTo string
+}
+
+// hostList is every host the dialog acts on.
+func (d *dialog) hostList() []string {
+	if len(d.targets) > 0 {
+		return d.targets
+	}
+	return []string{d.host}
+}
+
+// where names the hosts in a dialog's first line: the host, or how many.
+func (d *dialog) where() string {
+	if len(d.targets) > 1 {
+		return fmt.Sprintf("%d hosts", len(d.targets))
+	}
+	return d.host
 }
 
 // kernelDialog lists the catalog's kernels.
@@ -97,23 +120,25 @@ func confirmDialog(host, unit string, a remote.Action) *dialog {
 
 // question is the confirmation's first line: what, and on which host.
 func (d *dialog) question() string {
-	a := d.action
+	a, on := d.action, d.where()
 	if d.rollbackTo != "" {
 		return fmt.Sprintf("Roll %s back to %s=%s?", d.host, a.Kernel, d.rollbackTo)
 	}
 	switch a.Kind {
 	case remote.ActSetMode:
-		return fmt.Sprintf("Set %s to mode %q on %s?", a.Kernel, a.Mode, d.host)
+		return fmt.Sprintf("Set %s to mode %q on %s?", a.Kernel, a.Mode, on)
 	case remote.ActRestart:
-		return fmt.Sprintf("Restart %s on %s?", d.unit, d.host)
+		return fmt.Sprintf("Restart %s on %s?", d.unit, on)
+	case remote.ActStop:
+		return fmt.Sprintf("Stop %s on %s?", d.unit, on)
 	case remote.ActResetFailed:
-		return fmt.Sprintf("Reset the failed state of %s on %s?", d.unit, d.host)
+		return fmt.Sprintf("Reset the failed state of %s on %s?", d.unit, on)
 	case remote.ActRedeploy:
-		return fmt.Sprintf("Redeploy %s to %s?", a.Kernel, d.host)
+		return fmt.Sprintf("Redeploy %s to %s?", a.Kernel, on)
 	case remote.ActUndoMode:
-		return fmt.Sprintf("Undo the last mode change of %s on %s?", a.Kernel, d.host)
+		return fmt.Sprintf("Undo the last mode change of %s on %s?", a.Kernel, on)
 	}
-	return fmt.Sprintf("%s on %s?", a, d.host)
+	return fmt.Sprintf("%s on %s?", a, on)
 }
 
 // preflightDialog explains a refused restart on hosts (how many) and
@@ -148,16 +173,17 @@ func (d *dialog) Render(w int, s Styles) string {
 	var lines []string
 	switch d.kind {
 	case dlgKernel:
-		t := "Kernel for " + d.host
+		t := "Kernel for " + d.where()
 		if d.undo {
-			t = "Undo the last mode change of which kernel on " + d.host + "?"
+			t = "Undo the last mode change of which kernel on " + d.where() + "?"
 		}
 		lines = append(lines, s.DialogTitle.Render(clip(t, iw)), "")
 		lines = append(lines, d.renderChoices(iw, s)...)
 		lines = append(lines, "", s.Dim.Render(clip("[enter] choose · [esc] cancel", iw)))
 	case dlgMode:
-		lines = append(lines, s.DialogTitle.Render(clip(fmt.Sprintf("Mode of %s on %s", d.kernel, d.host), iw)), "")
+		lines = append(lines, s.DialogTitle.Render(clip(fmt.Sprintf("Mode of %s on %s", d.kernel, d.where()), iw)), "")
 		lines = append(lines, d.renderChoices(iw, s)...)
+		lines = append(lines, d.renderTargets(iw)...)
 		lines = append(lines, "", s.Dim.Render(clip("[enter] choose · [esc] cancel", iw)))
 	case dlgConfirm:
 		lines = append(lines, s.DialogTitle.Render(clip(d.question(), iw)), "")
@@ -166,6 +192,7 @@ func (d *dialog) Render(w int, s Styles) string {
 			effect = fmt.Sprintf("put back %s's drop-in for %s as it was before the rollout (mode %s), then restart it if it was running; a redeploy is not undone", d.kernel, d.unit, d.rollbackTo)
 		}
 		lines = append(lines, wrapLines(effect, iw)...)
+		lines = append(lines, d.renderTargets(iw)...)
 		lines = append(lines, "", s.Dim.Render(clip("[y/enter] confirm · [n/esc] cancel", iw)))
 	case dlgPreflight:
 		lines = append(lines, d.renderPreflight(iw, s)...)
@@ -187,12 +214,13 @@ func wrapLines(text string, w int) []string {
 // renderPreflight is the refused restart: what would happen, the
 // capture-safe modes to pick instead, and the typed override.
 func (d *dialog) renderPreflight(iw int, s Styles) []string {
-	what := fmt.Sprintf("Restart %s on %s: preflight refused", d.unit, d.host)
-	if d.hosts > 1 {
+	what := fmt.Sprintf("Restart %s on %s: preflight refused", d.unit, d.where())
+	if d.hosts > 1 && d.rollout != nil {
 		what = fmt.Sprintf("Rollout to %d hosts: preflight refused", d.hosts)
 	}
 	lines := []string{s.DialogTitle.Render(clip(what, iw)), ""}
 	lines = append(lines, wrapLines(d.reason, iw)...)
+	lines = append(lines, d.renderTargets(iw)...)
 	lines = append(lines, "")
 	row := func(i int, text string) string {
 		if i == d.cursor {
@@ -205,6 +233,22 @@ func (d *dialog) renderPreflight(iw int, s Styles) []string {
 	}
 	lines = append(lines, row(len(d.choices), fmt.Sprintf("go on anyway: type %d (the number of hosts) to confirm: [%s_]", d.hosts, d.typed)))
 	return append(lines, "", s.Dim.Render(clip("[↑/↓] move · [enter] choose · [0-9] type the count · [esc] cancel", iw)))
+}
+
+// maxTargetRows is how many rows a dialog gives to the names of its hosts.
+const maxTargetRows = 4
+
+// renderTargets names every host a dialog about several acts on, with
+// numbered runs folded (gpu[1-8]), in at most maxTargetRows rows.
+func (d *dialog) renderTargets(iw int) []string {
+	if len(d.targets) < 2 {
+		return nil
+	}
+	rows := wrapLines("hosts: "+foldHosts(d.targets), iw)
+	if len(rows) > maxTargetRows {
+		rows = append(rows[:maxTargetRows-1], clip(fmt.Sprintf("… %d hosts in all", len(d.targets)), iw))
+	}
+	return append([]string{""}, rows...)
 }
 
 func (d *dialog) renderChoices(iw int, s Styles) []string {
@@ -222,4 +266,44 @@ func (d *dialog) renderChoices(iw int, s Styles) []string {
 		out[i] = clip(line, iw)
 	}
 	return out
+}
+
+// foldHosts lists names in order, folding runs of three or more numbered
+// names (gpu1, gpu2, gpu3) as pdsh does: gpu[1-3].
+func foldHosts(names []string) string {
+	var out []string
+	for i := 0; i < len(names); {
+		pre, n, digits := splitNumber(names[i])
+		j := i + 1
+		for digits != "" && j < len(names) {
+			p2, n2, d2 := splitNumber(names[j])
+			if p2 != pre || d2 == "" || n2 != n+(j-i) || (len(d2) != len(digits) && (d2[0] == '0' || digits[0] == '0')) {
+				break
+			}
+			j++
+		}
+		if j-i >= 3 {
+			_, _, last := splitNumber(names[j-1])
+			out = append(out, fmt.Sprintf("%s[%s-%s]", pre, digits, last))
+		} else {
+			out = append(out, names[i:j]...)
+		}
+		i = j
+	}
+	return strings.Join(out, ", ")
+}
+
+// splitNumber cuts a name's trailing digits off: "gpu12" → "gpu", 12,
+// "12"; a name without them has digits "".
+func splitNumber(name string) (prefix string, n int, digits string) {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	digits = name[i:]
+	if digits == "" || len(digits) > 9 {
+		return name, 0, ""
+	}
+	n, _ = strconv.Atoi(digits)
+	return name[:i], n, digits
 }

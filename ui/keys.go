@@ -22,6 +22,8 @@ type KeyMap struct {
 	Rollback, Abort key.Binding
 
 	Filter, NextMatch, PrevMatch  key.Binding
+	HostFilter                    key.Binding // / on the table: filter the hosts
+	Palette                       key.Binding // : the command palette
 	Follow, Wrap                  key.Binding
 	PageUp, PageDown, Top, Bottom key.Binding
 
@@ -54,15 +56,17 @@ func DefaultKeyMap() KeyMap {
 		Rollback: b([]string{"b"}, "b", "roll back halted host"),
 		Abort:    b([]string{"a"}, "a", "abort rollout"),
 
-		Filter:    b([]string{"/"}, "/", "filter logs"),
-		NextMatch: b([]string{"n"}, "n", "next match"),
-		PrevMatch: b([]string{"N"}, "N", "prev match"),
-		Follow:    b([]string{"f"}, "f", "follow on/off"),
-		Wrap:      b([]string{"w"}, "w", "wrap on/off"),
-		PageUp:    b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
-		PageDown:  b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
-		Top:       b([]string{"g", "home"}, "g", "oldest line"),
-		Bottom:    b([]string{"G", "end"}, "G", "newest line"),
+		Filter:     b([]string{"/"}, "/", "filter logs"),
+		NextMatch:  b([]string{"n"}, "n", "next match"),
+		PrevMatch:  b([]string{"N"}, "N", "prev match"),
+		HostFilter: b([]string{"/"}, "/", "filter hosts"),
+		Palette:    b([]string{":"}, ":", "commands"),
+		Follow:     b([]string{"f"}, "f", "follow on/off"),
+		Wrap:       b([]string{"w"}, "w", "wrap on/off"),
+		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
+		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
+		Top:        b([]string{"g", "home"}, "g", "oldest line"),
+		Bottom:     b([]string{"G", "end"}, "G", "newest line"),
 
 		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
 		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
@@ -87,9 +91,9 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 // tableHelp is the help on the fleet table.
 func (k KeyMap) tableHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Help, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
+		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
 		full: [][]key.Binding{
-			{k.Up, k.Down, k.Open, k.Select, k.Help, k.Quit},
+			{k.Up, k.Down, k.Open, k.Select, k.HostFilter, k.Palette, k.Help, k.Quit},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions},
 		},
 	}
@@ -102,7 +106,7 @@ func (k KeyMap) hostHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Help, k.Quit},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Palette, k.Help, k.Quit},
 		},
 	}
 }
@@ -113,7 +117,7 @@ func (k KeyMap) rolloutHelp() helpKeys {
 		short: []key.Binding{k.Help, k.Back, k.Rollback, k.Abort, k.Actions, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.Open, k.Back},
-			{k.Rollback, k.Abort, k.Actions, k.Help, k.Quit},
+			{k.Rollback, k.Abort, k.Actions, k.Palette, k.Help, k.Quit},
 		},
 	}
 }

@@ -13,6 +13,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ type Options struct {
 	Now      func() time.Time
 	NoColor  bool // from NO_COLOR
 	LogLines int  // lines kept per host (default 5000)
+	// Groups are the config's named lists of hosts: palette commands
+	// take a group's name wherever they take hosts.
+	Groups map[string][]string
 }
 
 // Timing of the UI's own loops.
@@ -103,6 +107,7 @@ const (
 	overlayNone overlayKind = iota
 	overlayHelp
 	overlayActions
+	overlayCommands // the palette's commands (:help)
 )
 
 // Model is the root model of the UI; the only tea.Model in the package.
@@ -121,8 +126,19 @@ type Model struct {
 	hosts  []remote.HostState
 	logs   map[string]*ring
 	inv    map[string]string // the last invocation id seen in each host's journal
-	cursor int
+	cursor int               // a row of rows, not an index of hosts
 	marked map[string]bool
+
+	// The table's filter (/): the filter in force, its prompt, why the
+	// text typed does not parse yet, and the hosts it shows (indices of
+	// hosts, in order).
+	hf       hostFilter
+	hfInput  textinput.Model
+	hfTyping bool
+	hfErr    string
+	rows     []int
+
+	pal cmdPalette // the `:` command palette
 
 	view    viewKind
 	back    viewKind // where esc leaves the host view for
@@ -162,21 +178,27 @@ func New(src Source, opts Options) *Model {
 	ti.Prompt = "/"
 	ti.Placeholder = "filter logs"
 	ti.CharLimit = 200
+	hfi := textinput.New()
+	hfi.Prompt = "/"
+	hfi.Placeholder = "filter hosts: name phase:failed mode:validate state:failed"
+	hfi.CharLimit = 200
 	m := &Model{
-		src:    src,
-		opts:   opts,
-		keys:   DefaultKeyMap(),
-		help:   help.New(),
-		filter: ti,
-		width:  80,
-		height: 24,
-		now:    opts.Now(),
-		logs:   map[string]*ring{},
-		inv:    map[string]string{},
-		marked: map[string]bool{},
-		watch:  map[string]bool{},
-		lv:     newLogView(),
-		cmds:   cmdLog{follow: true},
+		src:     src,
+		opts:    opts,
+		keys:    DefaultKeyMap(),
+		help:    help.New(),
+		filter:  ti,
+		hfInput: hfi,
+		pal:     newCmdPalette(),
+		width:   80,
+		height:  24,
+		now:     opts.Now(),
+		logs:    map[string]*ring{},
+		inv:     map[string]string{},
+		marked:  map[string]bool{},
+		watch:   map[string]bool{},
+		lv:      newLogView(),
+		cmds:    cmdLog{follow: true},
 	}
 	if len(opts.Kernels.Kernels) == 0 {
 		if cs, ok := src.(catalogSource); ok {
@@ -197,6 +219,8 @@ func (m *Model) setStyles(isDark bool) {
 		ts = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
 	}
 	m.filter.SetStyles(ts)
+	m.hfInput.SetStyles(ts)
+	m.pal.input.SetStyles(ts)
 }
 
 // Init asks for the background colour and starts the two loops: batches
@@ -257,6 +281,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = max(1, msg.Width), max(1, msg.Height)
 		m.help.SetWidth(m.width)
 		m.filter.SetWidth(max(10, m.width-20))
+		m.hfInput.SetWidth(max(10, m.width-4))
+		m.pal.input.SetWidth(max(10, m.width-4))
 	case tea.BackgroundColorMsg:
 		m.setStyles(msg.IsDark())
 	case batchMsg:
@@ -286,11 +312,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
 	default:
-		if m.typing {
-			var cmd tea.Cmd
+		var cmd tea.Cmd
+		switch {
+		case m.typing:
 			m.filter, cmd = m.filter.Update(msg)
-			return m, cmd
+		case m.hfTyping:
+			m.hfInput, cmd = m.hfInput.Update(msg)
+		case m.pal.open:
+			m.pal.input, cmd = m.pal.input.Update(msg)
 		}
+		return m, cmd
 	}
 	return m, nil
 }
@@ -322,7 +353,7 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // applyBatch takes the new snapshot and appends the batch's events to the
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
-	sel := m.selectedName()
+	sel, cur := m.selectedName(), m.cursorHost()
 	if lh, ok := m.src.(localHasher); ok {
 		m.local = lh.LocalHashes()
 	}
@@ -330,12 +361,7 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	for i := range m.hosts {
 		scrubHost(&m.hosts[i])
 	}
-	m.cursor = 0
-	for i, h := range m.hosts {
-		if h.Name == sel {
-			m.cursor = i
-		}
-	}
+	m.refilter(sel, cur)
 	var statusCmd tea.Cmd
 	for _, ev := range b.Events {
 		if ev.Kind == event.KindCommand {
@@ -442,10 +468,7 @@ func (m *Model) selectedName() string {
 			return lanes[m.ro.cursor].Host
 		}
 	}
-	if m.cursor < len(m.hosts) {
-		return m.hosts[m.cursor].Name
-	}
-	return ""
+	return m.cursorHost()
 }
 
 func (m *Model) hostState(name string) *remote.HostState {
@@ -467,8 +490,15 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case m.typing:
 		return m.filterKey(msg)
+	case m.hfTyping:
+		return m.hostFilterKey(msg)
+	case m.pal.open:
+		return m.paletteKey(msg)
 	case m.dlg != nil:
 		return m.dialogKey(msg)
+	case m.overlay != overlayNone && key.Matches(msg, k.Palette):
+		m.overlay = overlayNone
+		return m.openPalette()
 	case m.overlay == overlayActions:
 		return m.actionsKey(msg)
 	case m.overlay != overlayNone:
@@ -483,6 +513,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
+	case key.Matches(msg, k.Palette):
+		return m.openPalette()
 	case key.Matches(msg, k.Help):
 		m.overlay = overlayHelp
 	case key.Matches(msg, k.Actions):
@@ -505,7 +537,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.confirm(a)
 	case m.view == viewTable:
-		m.tableKey(msg)
+		return m.tableKey(msg)
 	case m.view == viewRollout && m.ro != nil:
 		return m.rolloutKey(msg)
 	default:
@@ -552,13 +584,19 @@ func (m *Model) newInvocation(host string) {
 	}
 }
 
-func (m *Model) tableKey(msg tea.KeyPressMsg) {
+func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	switch {
+	case key.Matches(msg, k.HostFilter):
+		return m.openHostFilter()
+	case key.Matches(msg, k.Back) && m.hf.active():
+		m.hf = hostFilter{}
+		m.refilter(m.cursorHost())
+		return m.setStatus("filter cleared", false)
 	case key.Matches(msg, k.Up):
 		m.cursor = max(0, m.cursor-1)
 	case key.Matches(msg, k.Down):
-		m.cursor = max(0, min(len(m.hosts)-1, m.cursor+1))
+		m.cursor = max(0, min(len(m.rows)-1, m.cursor+1))
 	case key.Matches(msg, k.Select):
 		if n := m.selectedName(); n != "" {
 			m.marked[n] = !m.marked[n]
@@ -572,6 +610,7 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) {
 			m.back = viewTable
 		}
 	}
+	return nil
 }
 
 // openHost switches to the host view, following the log, keeping the
@@ -616,11 +655,7 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Bottom):
 		m.lv.follow = true
 	case key.Matches(msg, k.Follow):
-		if m.lv.follow {
-			m.lv.top, m.lv.follow = m.lv.start(r, h), false
-		} else {
-			m.lv.follow = true
-		}
+		m.toggleFollow()
 	case key.Matches(msg, k.Wrap):
 		m.lv.wrap = !m.lv.wrap
 	case key.Matches(msg, k.Filter):
@@ -634,6 +669,15 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.nextMatch(-1)
 	}
 	return nil
+}
+
+// toggleFollow stops following the log where it is, or follows again.
+func (m *Model) toggleFollow() {
+	if m.lv.follow {
+		m.lv.top, m.lv.follow = m.lv.start(m.ring(m.open), m.logHeight()), false
+	} else {
+		m.lv.follow = true
+	}
 }
 
 // nextMatch jumps to the next (dir 1) or previous (dir -1) match, starting
@@ -683,40 +727,88 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
-// refuse reports why an action key did nothing, or "" when it may go on.
-func (m *Model) refuse(what string) string {
+// keyHosts is what an action key acts on: the selected host.
+func (m *Model) keyHosts() []string { return []string{m.selectedName()} }
+
+// refuse reports why an action on hosts may not go on, or "" when it may:
+// the one check behind every key and palette command that changes hosts.
+func (m *Model) refuse(what string, hosts []string) string {
 	switch {
 	case m.src.ReadOnly():
 		return "read-only: " + what + " is disabled"
-	case m.selectedName() == "" || m.hostState(m.selectedName()) == nil:
+	case len(hosts) == 0:
 		return "no host selected"
+	}
+	for _, h := range hosts {
+		if h == "" || m.hostState(h) == nil {
+			return "no host selected"
+		}
 	}
 	return ""
 }
 
-// startMode opens the kernel chooser, or the mode chooser when there is
+// target is the host a dialog on hosts names: the host itself, or the
+// first one with the rest in the dialog's targets; and the unit they
+// share ("the unit" when they differ).
+func (m *Model) target(hosts []string) (host, unit string, modes []kernels.ActiveMode) {
+	hs := m.hostState(hosts[0])
+	host, unit, modes = hs.Name, hs.Unit, hs.Modes
+	for _, h := range hosts[1:] {
+		if o := m.hostState(h); o == nil || o.Unit != unit {
+			unit = "the unit"
+		}
+	}
+	if len(hosts) > 1 {
+		modes = nil // no one host's current mode to mark
+	}
+	return host, unit, modes
+}
+
+// on sets the hosts a dialog acts on when they are more than its host.
+func (d *dialog) on(hosts []string) *dialog {
+	if len(hosts) > 1 {
+		d.targets = hosts
+	}
+	return d
+}
+
+// startMode answers m and u on the selected host.
+func (m *Model) startMode(undo bool) tea.Cmd { return m.startModeOn(m.keyHosts(), undo) }
+
+// startModeOn opens the kernel chooser, or the mode chooser when there is
 // only one kernel. With undo it leads to the undo confirmation instead:
 // put back the drop-in the last mode change replaced.
-func (m *Model) startMode(undo bool) tea.Cmd {
+func (m *Model) startModeOn(hosts []string, undo bool) tea.Cmd {
 	what := "changing the kernel mode"
 	if undo {
 		what = "undoing a mode change"
 	}
-	if why := m.refuse(what); why != "" {
+	if why := m.refuse(what, hosts); why != "" {
 		return m.setStatus(why, true)
 	}
-	hs := m.hostState(m.selectedName())
+	host, unit, modes := m.target(hosts)
 	switch ks := m.opts.Kernels.Kernels; {
 	case len(ks) == 0:
 		return m.setStatus("no kernels configured", true)
 	case len(ks) == 1 && undo:
-		m.dlg = confirmDialog(hs.Name, hs.Unit, remote.Action{Kind: remote.ActUndoMode, Kernel: ks[0].Name})
+		m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActUndoMode, Kernel: ks[0].Name}).on(hosts)
 	case len(ks) == 1:
-		m.dlg = modeDialog(hs.Name, hs.Unit, ks[0], hs.Modes)
+		m.dlg = modeDialog(host, unit, ks[0], modes).on(hosts)
 	default:
-		m.dlg = kernelDialog(hs.Name, hs.Unit, m.opts.Kernels)
+		m.dlg = kernelDialog(host, unit, m.opts.Kernels).on(hosts)
 		m.dlg.undo = undo
 	}
+	return nil
+}
+
+// confirmModeOn asks before setting kernel to mode on hosts: the
+// confirmation the mode chooser leads to.
+func (m *Model) confirmModeOn(hosts []string, kernel, mode string) tea.Cmd {
+	if why := m.refuse("changing the kernel mode", hosts); why != "" {
+		return m.setStatus(why, true)
+	}
+	host, unit, _ := m.target(hosts)
+	m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts)
 	return nil
 }
 
@@ -729,20 +821,79 @@ func engineOf(hs *remote.HostState) string {
 	return kernels.EngineAuto // ExecStart decides
 }
 
-// startRestart runs the capture-safety preflight on the snapshot before
-// asking: a refused restart opens the preflight dialog instead of the
-// confirmation.
-func (m *Model) startRestart() tea.Cmd {
-	if why := m.refuse("restart"); why != "" {
+// startRestart answers r on the selected host.
+func (m *Model) startRestart() tea.Cmd { return m.startRestartOn(m.keyHosts()) }
+
+// startRestartOn runs the capture-safety preflight on the snapshot before
+// asking: a restart refused on any of hosts opens the preflight dialog
+// instead of the confirmation.
+func (m *Model) startRestartOn(hosts []string) tea.Cmd {
+	if why := m.refuse("restart", hosts); why != "" {
 		return m.setStatus(why, true)
 	}
-	hs := m.hostState(m.selectedName())
-	if pe := remote.Preflight(*hs, m.opts.Kernels, engineOf(hs)); pe != nil {
-		m.dlg = preflightDialog(hs.Name, hs.Unit, pe, 1)
+	host, unit, _ := m.target(hosts)
+	if pe, refused := m.preflight(hosts); pe != nil {
+		d := preflightDialog(pe.Host, unit, pe, len(hosts)).on(hosts)
+		if len(hosts) > 1 {
+			d.refused = refused
+			d.reason = strings.Join(refused, ", ") + ": " + pe.Reason
+			for i := range d.choices {
+				d.choices[i].label = fmt.Sprintf("set %s to %s on %s, then restart all %d", pe.Kernel, d.choices[i].value, strings.Join(refused, ", "), len(hosts))
+			}
+		}
+		m.dlg = d
 		return nil
 	}
-	m.dlg = confirmDialog(hs.Name, hs.Unit, remote.Action{Kind: remote.ActRestart})
+	m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
 	return nil
+}
+
+// preflight checks a restart of each of hosts: the first refusal, and the
+// hosts refused for the same kernel.
+func (m *Model) preflight(hosts []string) (*remote.PreflightError, []string) {
+	var first *remote.PreflightError
+	var refused []string
+	for _, h := range hosts {
+		hs := m.hostState(h)
+		pe := remote.Preflight(*hs, m.opts.Kernels, engineOf(hs))
+		switch {
+		case pe == nil:
+		case first == nil:
+			first, refused = pe, []string{h}
+		case pe.Kernel == first.Kernel:
+			refused = append(refused, h)
+		}
+	}
+	return first, refused
+}
+
+// doOn issues a on each of hosts.
+func doOn(src Source, hosts []string, a remote.Action) tea.Cmd {
+	cmds := make([]tea.Cmd, len(hosts))
+	for i, h := range hosts {
+		cmds[i] = doAction(src, h, a)
+	}
+	return tea.Batch(cmds...)
+}
+
+// restartIn sets the preflight dialog's kernel to mode on the hosts it
+// refused, then restarts every host it is about.
+func restartIn(src Source, d *dialog, mode string) tea.Cmd {
+	refused := d.refused
+	if len(refused) == 0 {
+		refused = d.hostList()
+	}
+	var cmds []tea.Cmd
+	for _, h := range d.hostList() {
+		if slices.Contains(refused, h) {
+			cmds = append(cmds, doActions(src, h,
+				remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: mode},
+				remote.Action{Kind: remote.ActRestart}))
+			continue
+		}
+		cmds = append(cmds, doAction(src, h, remote.Action{Kind: remote.ActRestart}))
+	}
+	return tea.Batch(cmds...)
 }
 
 // preflightKey answers the preflight dialog: a capture-safe mode (set it,
@@ -770,9 +921,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, d.kernel, mode, false)
 		}
-		return doActions(m.src, d.host,
-			remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: mode},
-			remote.Action{Kind: remote.ActRestart})
+		return restartIn(m.src, d, mode)
 	case s == "enter":
 		if !kernels.OverrideConfirmed(d.typed, d.hosts) {
 			return m.setStatus(fmt.Sprintf("type %d, the number of hosts, to go on anyway", d.hosts), true)
@@ -781,18 +930,21 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, "", "", true)
 		}
-		return doAction(m.src, d.host, remote.Action{Kind: remote.ActRestart, Force: true})
+		return doOn(m.src, d.hostList(), remote.Action{Kind: remote.ActRestart, Force: true})
 	}
 	return nil
 }
 
 // confirm opens the confirmation for a on the selected host.
-func (m *Model) confirm(a remote.Action) tea.Cmd {
-	if why := m.refuse(string(a.Kind)); why != "" {
+func (m *Model) confirm(a remote.Action) tea.Cmd { return m.confirmOn(m.keyHosts(), a) }
+
+// confirmOn opens the confirmation for a on hosts.
+func (m *Model) confirmOn(hosts []string, a remote.Action) tea.Cmd {
+	if why := m.refuse(string(a.Kind), hosts); why != "" {
 		return m.setStatus(why, true)
 	}
-	hs := m.hostState(m.selectedName())
-	m.dlg = confirmDialog(hs.Name, hs.Unit, a)
+	host, unit, _ := m.target(hosts)
+	m.dlg = confirmDialog(host, unit, a).on(hosts)
 	return nil
 }
 
@@ -814,7 +966,7 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 			if d.rollbackTo != "" {
 				return m.rollback(d.host)
 			}
-			return doAction(m.src, d.host, d.action)
+			return doOn(m.src, d.hostList(), d.action)
 		}
 		return nil
 	}
@@ -842,18 +994,18 @@ func (m *Model) choose() tea.Cmd {
 	}
 	c := d.choices[d.cursor]
 	if d.kind == dlgKernel && d.undo {
-		m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActUndoMode, Kernel: c.value})
+		m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActUndoMode, Kernel: c.value}).on(d.targets)
 		return nil
 	}
 	if d.kind == dlgKernel {
 		k, _ := m.opts.Kernels.Kernel(c.value)
 		var modes []kernels.ActiveMode
-		if hs := m.hostState(d.host); hs != nil {
+		if hs := m.hostState(d.host); hs != nil && len(d.targets) == 0 {
 			modes = hs.Modes
 		}
-		m.dlg = modeDialog(d.host, d.unit, k, modes)
+		m.dlg = modeDialog(d.host, d.unit, k, modes).on(d.targets)
 		return nil
 	}
-	m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value})
+	m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets)
 	return nil
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type rolloutForm struct {
 	batch            int // 1..len(hosts)
 	field            int // the row the cursor is on: 0 mode, 1 redeploy, 2 batch
 	confirming       bool
+	filter           string // the table's filter the hosts were taken under, if any
 }
 
 // Rollout form rows.
@@ -101,7 +103,11 @@ func (f *rolloutForm) render(iw int, s Styles) []string {
 		lines = append(lines, clip(line, iw))
 	}
 	lines = append(lines, "")
-	lines = append(lines, wrapLines("hosts: "+strings.Join(f.hosts, ", "), iw)...)
+	hosts := "hosts: "
+	if f.filter != "" {
+		hosts = fmt.Sprintf("hosts (shown by the filter %q): ", f.filter)
+	}
+	lines = append(lines, wrapLines(hosts+strings.Join(f.hosts, ", "), iw)...)
 	return append(lines, "", s.Dim.Render(clip("[↑/↓] field · [←/→] change · [enter] next · [esc] cancel", iw)))
 }
 
@@ -157,24 +163,21 @@ func (m *Model) issue(steps []rollout.Step) tea.Cmd {
 }
 
 // rolloutHosts are the hosts R acts on: the marked ones, else all, in
-// table order.
+// table order; of either, only those the table shows under its filter.
 func (m *Model) rolloutHosts() []string {
-	var marked, all []string
-	for _, h := range m.hosts {
-		all = append(all, h.Name)
-		if m.marked[h.Name] {
-			marked = append(marked, h.Name)
-		}
-	}
-	if len(marked) > 0 {
+	if marked := m.shownMarked(); len(marked) > 0 {
 		return marked
 	}
-	return all
+	return m.shown()
 }
 
 // startRollout answers R: the running rollout's view, or the dialog for a
 // new one.
-func (m *Model) startRollout() tea.Cmd {
+func (m *Model) startRollout() tea.Cmd { return m.startRolloutOn(m.rolloutHosts(), "", "") }
+
+// startRolloutOn opens the rollout dialog for hosts, its mode set to
+// kernel=mode when given; or shows the running rollout.
+func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if m.src.ReadOnly() {
 		return m.setStatus("read-only: rollout is disabled", true)
 	}
@@ -182,7 +185,6 @@ func (m *Model) startRollout() tea.Cmd {
 		m.view = viewRollout
 		return nil
 	}
-	hosts := m.rolloutHosts()
 	if len(hosts) == 0 {
 		return m.setStatus("no hosts to roll out to", true)
 	}
@@ -190,8 +192,14 @@ func (m *Model) startRollout() tea.Cmd {
 	if hs := m.hostState(hosts[0]); hs != nil && hs.Unit != "" {
 		unit = hs.Unit
 	}
-	m.dlg = &dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit,
-		rollout: newRolloutForm(hosts, unit, m.opts.Kernels)}
+	f := newRolloutForm(hosts, unit, m.opts.Kernels)
+	if i := slices.Index(f.modes, kernel+"="+mode); kernel != "" && i >= 0 {
+		f.mode = i
+	}
+	if m.hf.active() {
+		f.filter = safe(m.hf.text)
+	}
+	m.dlg = &dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f}
 	return nil
 }
 

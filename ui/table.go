@@ -20,8 +20,10 @@ type column struct {
 // fleetTable is the default view: one row per host. It is a plain struct;
 // the root model hands it the data and asks it to render.
 type fleetTable struct {
-	hosts  []remote.HostState
-	cursor int
+	hosts []remote.HostState // every host: the columns fit them all, so a filter does not move them
+	// rows are the indices of the hosts shown, in order; nil shows none.
+	rows   []int
+	cursor int // a row of rows
 	marked map[string]bool
 	now    time.Time // host time "in phase" is measured against
 	styles Styles
@@ -122,17 +124,17 @@ func (t *fleetTable) Render(w, h int) string {
 	if t.cursor >= rows {
 		first = t.cursor - rows + 1
 	}
-	for i := first; i < len(t.hosts) && i < first+rows; i++ {
+	for r := first; r < len(t.rows) && r < first+rows; r++ {
 		b.WriteByte('\n')
-		b.WriteString(t.row(i, cols, rest))
+		b.WriteString(t.row(t.rows[r], r == t.cursor, cols, rest))
 	}
 	return b.String()
 }
 
-func (t *fleetTable) row(i int, cols []column, rest int) string {
+func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 	h := &t.hosts[i]
 	cur, mark := " ", " "
-	if i == t.cursor {
+	if onCursor {
 		cur = "›"
 	}
 	if t.marked[h.Name] {
@@ -165,7 +167,7 @@ func (t *fleetTable) row(i int, cols []column, rest int) string {
 		}
 	}
 	line := b.String()
-	if i == t.cursor {
+	if onCursor {
 		return t.styles.Selected.Render(line)
 	}
 	if h.Startup.Phase == startup.Unknown || h.Conn.State == event.ConnUnreachable {

@@ -51,6 +51,8 @@ func (m *Model) render() string {
 		out = overlay(out, m.helpBox(w, h), w, h)
 	case m.overlay == overlayActions:
 		out = overlay(out, m.actionsBox(w, h), w, h)
+	case m.overlay == overlayCommands:
+		out = overlay(out, m.commandsBox(w, h), w, h)
 	}
 	return screen(out, w, h)
 }
@@ -71,15 +73,22 @@ func (m *Model) header(w int) string {
 		}
 	}
 	s := m.styles
-	counts := fmt.Sprintf("%d hosts · %s · %s · %s", len(m.hosts),
+	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
+	if f := m.filterBadge(); f != "" {
+		hosts = s.Badge.Render(f)
+	}
+	counts := fmt.Sprintf("%s · %s · %s · %s", hosts,
 		s.PhaseServing.Render(fmt.Sprintf("%d serving", serving)),
 		s.PhaseFailed.Render(fmt.Sprintf("%d failed", failed)),
 		s.PhaseActive.Render(fmt.Sprintf("%d starting", starting)))
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
-	if n := len(m.marked); n > 0 {
+	if n, all := len(m.shownMarked()), len(m.marked); all > 0 {
 		counts += fmt.Sprintf(" · %d selected", n)
+		if all > n {
+			counts += fmt.Sprintf(" +%d hidden", all-n)
+		}
 	}
 	if b := m.driftBadge(); b != "" {
 		counts += " · " + s.Warn.Render(b)
@@ -110,11 +119,13 @@ func (m *Model) header(w int) string {
 
 // footer is the status line and the short help for the current state.
 func (m *Model) footer(w int) string {
-	st := m.styles.Status
-	if m.statusErr {
-		st = m.styles.StatusErr
+	switch {
+	case m.pal.open:
+		return m.paletteFooter(w)
+	case m.hfTyping:
+		return m.hostFilterFooter(w)
 	}
-	status := st.Render(clip(m.status, w))
+	status := m.statusText(w)
 	if m.status == "" {
 		status = m.progressLine(w)
 	}
@@ -134,14 +145,26 @@ func (m *Model) footer(w int) string {
 	return status + "\n" + m.help.ShortHelpView(hk.ShortHelp())
 }
 
+// statusText is the status message, styled as an error or not, cut to w.
+func (m *Model) statusText(w int) string {
+	st := m.styles.Status
+	if m.statusErr {
+		st = m.styles.StatusErr
+	}
+	return st.Render(clip(m.status, w))
+}
+
 // renderTable is the fleet table and, in the rows left, the newest log
 // lines of the host under the cursor.
 func (m *Model) renderTable(w, h int) string {
-	t := fleetTable{hosts: m.hosts, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
-	if len(m.hosts) == 0 {
+	t := fleetTable{hosts: m.hosts, rows: m.rows, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
+	switch {
+	case len(m.hosts) == 0:
 		return m.styles.Dim.Render("  waiting for hosts…")
+	case len(m.rows) == 0:
+		return m.styles.Dim.Render(clip(fmt.Sprintf("  no host matches the filter %q (esc clears it)", m.hf.text), w))
 	}
-	rows := min(h, len(m.hosts)+1)
+	rows := min(h, len(m.rows)+1)
 	out := t.Render(w, rows)
 	logH := h - rows - 2
 	name := m.selectedName()
@@ -173,7 +196,7 @@ func (m *Model) helpBox(w, h int) string {
 		table = hm.FullHelpView(regroup(groups, k))
 	}
 	body := m.styles.DialogTitle.Render("keys · "+what) + "\n\n" + table +
-		"\n\n" + m.styles.Dim.Render("? or esc to close")
+		"\n\n" + m.styles.Dim.Render("? or esc to close · :help lists the commands")
 	return m.box(body, w, h)
 }
 

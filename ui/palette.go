@@ -1,0 +1,625 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"bringup/kernels"
+	"bringup/remote"
+)
+
+// paletteCommand is one command of the `:` palette.
+type paletteCommand struct {
+	name  string
+	args  string // usage after the name
+	help  string
+	hosts bool // takes HOST… (names, groups, marked, all)
+}
+
+// paletteCommands is every command, in the order help and completion give
+// them. The changing ones lead to the same dialogs as their keys.
+func paletteCommands() []paletteCommand {
+	return []paletteCommand{
+		{"host", "NAME", "open the host view", false},
+		{"restart", "HOST…", "restart (capture-safety preflight first)", true},
+		{"stop", "HOST…", "stop the unit", true},
+		{"reset-failed", "HOST…", "clear the failed state and start limit", true},
+		{"redeploy", "HOST… [KERNEL]", "copy the local build of a kernel", true},
+		{"mode", "HOST… KERNEL=MODE", "set a kernel's mode", true},
+		{"undo", "HOST…", "undo the last mode change", true},
+		{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true},
+		{"filter", "TEXT", "filter the table (name phase: mode: state:)", false},
+		{"follow", "", "follow the log on/off (host view)", false},
+		{"wrap", "", "wrap log lines on/off", false},
+		{"help", "", "this list", false},
+		{"quit", "", "quit (also q)", false},
+	}
+}
+
+// paletteCommandNamed is the command called name ("q" is quit).
+func paletteCommandNamed(name string) (paletteCommand, bool) {
+	if name == "q" {
+		name = "quit"
+	}
+	for _, c := range paletteCommands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return paletteCommand{}, false
+}
+
+// paletteEnv is what the palette resolves names against: a snapshot
+// taken from the model when a line is run or completed.
+type paletteEnv struct {
+	hosts    []string            // every host, in table order
+	shown    []string            // the hosts the table shows (under its filter)
+	marked   []string            // the marked hosts among those shown
+	hidden   int                 // marked hosts the filter hides
+	groups   map[string][]string // group → hosts
+	cat      kernels.Catalog
+	hostView bool // the host view is open (follow works there only)
+}
+
+// paletteCall is a parsed line: a command and its resolved arguments.
+type paletteCall struct {
+	cmd          string   // the command's name
+	hosts        []string // resolved, in order, each once
+	kernel, mode string   // a KERNEL=MODE, or redeploy's KERNEL
+	text         string   // filter's text
+}
+
+// parsePalette reads one line of the palette and resolves its hosts,
+// kernel and mode; the error says what was wrong and what is valid.
+func parsePalette(line string, env paletteEnv) (paletteCall, error) {
+	words := strings.Fields(line)
+	if len(words) == 0 {
+		return paletteCall{}, fmt.Errorf("no command: %s", strings.Join(commandNames(), ", "))
+	}
+	c, ok := paletteCommandNamed(words[0])
+	if !ok {
+		return paletteCall{}, fmt.Errorf("unknown command %q: %s", words[0], strings.Join(commandNames(), ", "))
+	}
+	call := paletteCall{cmd: c.name}
+	args := words[1:]
+	switch c.name {
+	case "host":
+		if len(args) != 1 {
+			return call, fmt.Errorf("host: name one host: %s", listNames(env.hosts))
+		}
+		if !slices.Contains(env.hosts, args[0]) {
+			return call, unknownHost(args[0], env)
+		}
+		call.hosts = args
+		return call, nil
+	case "filter":
+		_, rest, _ := strings.Cut(strings.TrimSpace(line), words[0])
+		call.text = strings.TrimSpace(rest)
+		if _, err := parseHostFilter(call.text, env.hosts, env.cat); err != nil {
+			return call, err
+		}
+		return call, nil
+	case "follow":
+		if !env.hostView {
+			return call, fmt.Errorf("follow: only in the host view (enter or :host NAME opens one)")
+		}
+	}
+	if !c.hosts {
+		if len(args) > 0 {
+			return call, fmt.Errorf("%s takes no arguments", c.name)
+		}
+		return call, nil
+	}
+	var hostWords []string
+	for i, a := range args {
+		switch {
+		case strings.Contains(a, "="):
+			if c.name != "mode" && c.name != "rollout" {
+				return call, fmt.Errorf("%s takes hosts, not %q", c.name, a)
+			}
+			if call.kernel != "" {
+				return call, fmt.Errorf("%s: one KERNEL=MODE, not %q and %q", c.name, call.kernel+"="+call.mode, a)
+			}
+			k, md, err := parseAssignment(a, env.cat)
+			if err != nil {
+				return call, err
+			}
+			call.kernel, call.mode = k, md
+		case c.name == "redeploy" && i == len(args)-1 && len(args) > 1 && isKernel(a, env.cat):
+			call.kernel = a
+		default:
+			hostWords = append(hostWords, a)
+		}
+	}
+	if len(hostWords) == 0 {
+		return call, fmt.Errorf("%s: name the hosts (%s %s): a host, a group, marked or all", c.name, c.name, c.args)
+	}
+	hosts, err := resolveHosts(hostWords, env)
+	if err != nil {
+		return call, err
+	}
+	call.hosts = hosts
+	switch {
+	case c.name == "mode" && call.kernel == "":
+		return call, fmt.Errorf("mode: give KERNEL=MODE: %s", strings.Join(assignments(env.cat), ", "))
+	case c.name == "redeploy" && call.kernel == "":
+		if len(env.cat.Kernels) == 0 {
+			return call, fmt.Errorf("redeploy: no kernels configured")
+		}
+		call.kernel = env.cat.Kernels[0].Name
+	}
+	return call, nil
+}
+
+// resolveHosts turns host words into host names: all is every host the
+// table shows, marked the marked ones it shows, a group its hosts, a
+// name itself.
+func resolveHosts(words []string, env paletteEnv) ([]string, error) {
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, w := range words {
+		switch g, isGroup := env.groups[w]; {
+		case w == "all":
+			if len(env.shown) == 0 {
+				return nil, fmt.Errorf("all: the filter shows no hosts (esc on the table clears it)")
+			}
+			add(env.shown...)
+		case w == "marked":
+			if len(env.marked) == 0 {
+				if env.hidden > 0 {
+					return nil, fmt.Errorf("marked: the %d marked hosts are hidden by the filter", env.hidden)
+				}
+				return nil, fmt.Errorf("marked: no hosts are marked (space marks the host under the cursor)")
+			}
+			add(env.marked...)
+		case slices.Contains(env.hosts, w):
+			add(w)
+		case isGroup:
+			for _, n := range g {
+				if slices.Contains(env.hosts, n) {
+					add(n)
+				}
+			}
+		default:
+			return nil, unknownHost(w, env)
+		}
+	}
+	return out, nil
+}
+
+// unknownHost names the word that is no host and the hosts there are.
+func unknownHost(w string, env paletteEnv) error {
+	return fmt.Errorf("unknown host %q: %s", w, listNames(env.hosts))
+}
+
+// listNames lists names for an error line: all of a small fleet, the
+// first few and the count of a large one.
+func listNames(names []string) string {
+	const most = 8
+	if len(names) == 0 {
+		return "no hosts yet"
+	}
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:most], ", ") + fmt.Sprintf(", … (%d hosts)", len(names))
+}
+
+// parseAssignment reads KERNEL=MODE against the catalog, in any case,
+// and returns the catalog's spelling.
+func parseAssignment(s string, cat kernels.Catalog) (kernel, mode string, err error) {
+	k, md, _ := strings.Cut(s, "=")
+	var names []string
+	for _, kk := range cat.Kernels {
+		names = append(names, kk.Name)
+		if !strings.EqualFold(kk.Name, k) {
+			continue
+		}
+		var modes []string
+		for _, m := range kk.Modes {
+			modes = append(modes, m.Name)
+			if strings.EqualFold(m.Name, md) {
+				return kk.Name, m.Name, nil
+			}
+		}
+		return "", "", fmt.Errorf("unknown mode %q for %s: %s", md, kk.Name, strings.Join(modes, ", "))
+	}
+	if len(names) == 0 {
+		return "", "", fmt.Errorf("no kernels configured")
+	}
+	return "", "", fmt.Errorf("unknown kernel %q: %s", k, strings.Join(names, ", "))
+}
+
+func isKernel(s string, cat kernels.Catalog) bool {
+	_, ok := cat.Kernel(s)
+	return ok
+}
+
+// assignments is every KERNEL=MODE of the catalog.
+func assignments(cat kernels.Catalog) []string {
+	var out []string
+	for _, k := range cat.Kernels {
+		for _, m := range k.Modes {
+			out = append(out, k.Name+"="+m.Name)
+		}
+	}
+	return out
+}
+
+func commandNames() []string {
+	var out []string
+	for _, c := range paletteCommands() {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// completePalette is what the last word of line may become: base is the
+// line without that word, and each candidate completes it.
+func completePalette(line string, env paletteEnv) (base string, cands []string) {
+	i := strings.LastIndexAny(line, " \t") + 1
+	base, word := line[:i], line[i:]
+	before := strings.Fields(base)
+	if len(before) == 0 {
+		return base, withPrefix(commandNames(), word)
+	}
+	c, ok := paletteCommandNamed(before[0])
+	if !ok {
+		return base, nil
+	}
+	args := before[1:]
+	switch {
+	case c.name == "host":
+		if len(args) > 0 {
+			return base, nil
+		}
+		return base, withPrefix(env.hosts, word)
+	case c.name == "filter":
+		return base, withPrefix(filterWords(env), word)
+	case !c.hosts:
+		return base, nil
+	}
+	words := append([]string{"all", "marked"}, sortedKeys(env.groups)...)
+	words = append(words, env.hosts...)
+	words = slices.DeleteFunc(words, func(w string) bool { return slices.Contains(args, w) })
+	hasAssign := slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "=") })
+	switch {
+	case c.name == "redeploy" && len(args) > 0:
+		words = append(words, kernelNames(env.cat)...)
+	case (c.name == "mode" || c.name == "rollout") && !hasAssign:
+		if strings.Contains(word, "=") {
+			words = nil
+		}
+		words = append(words, assignments(env.cat)...)
+	}
+	return base, withPrefix(words, word)
+}
+
+// filterWords is what a filter word may be: a key and value, or a host.
+func filterWords(env paletteEnv) []string {
+	var out []string
+	for _, p := range allPhases() {
+		out = append(out, "phase:"+string(p))
+	}
+	for _, md := range kernelModeNames(env.cat) {
+		out = append(out, "mode:"+md)
+	}
+	for _, s := range unitStates() {
+		out = append(out, "state:"+s)
+	}
+	return append(out, env.hosts...)
+}
+
+func kernelNames(cat kernels.Catalog) []string {
+	var out []string
+	for _, k := range cat.Kernels {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withPrefix is the words that start with prefix, in any case.
+func withPrefix(words []string, prefix string) []string {
+	var out []string
+	p := strings.ToLower(prefix)
+	for _, w := range words {
+		if strings.HasPrefix(strings.ToLower(w), p) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// maxHistory is how many lines the palette remembers.
+const maxHistory = 100
+
+// cmdPalette is the `:` prompt: the line, its history, and the tab cycle
+// through the completions of its last word.
+type cmdPalette struct {
+	open  bool
+	input textinput.Model
+	hist  []string
+	pos   int    // the history entry shown; len(hist) is the line being typed
+	draft string // the line being typed, kept while browsing history
+	base  string // the line without the word being completed
+	cands []string
+	cur   int // the candidate in the line; -1 before the first tab
+}
+
+func newCmdPalette() cmdPalette {
+	ti := textinput.New()
+	ti.Prompt = ":"
+	ti.Placeholder = "command (tab completes, :help lists them)"
+	ti.CharLimit = 500
+	return cmdPalette{input: ti, cur: -1}
+}
+
+// env is the model's side of the palette's world right now.
+func (m *Model) paletteEnv() paletteEnv {
+	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
+		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.view == viewHost}
+	env.hidden = len(m.marked) - len(env.marked)
+	return env
+}
+
+// openPalette answers `:`.
+func (m *Model) openPalette() tea.Cmd {
+	p := &m.pal
+	p.open = true
+	p.input.SetValue("")
+	p.pos, p.draft = len(p.hist), ""
+	p.endCycle()
+	return p.input.Focus()
+}
+
+func (p *cmdPalette) close() {
+	p.open = false
+	p.input.Blur()
+	p.endCycle()
+}
+
+func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
+
+// paletteKey edits the palette: tab and shift+tab cycle completions,
+// up and down walk the history, enter runs, esc closes.
+func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
+	p := &m.pal
+	switch msg.String() {
+	case "esc":
+		p.close()
+		return nil
+	case "enter":
+		return m.runPaletteLine()
+	case "tab":
+		m.complete(1)
+		return nil
+	case "shift+tab":
+		m.complete(-1)
+		return nil
+	case "up":
+		p.browse(-1)
+		return nil
+	case "down":
+		p.browse(1)
+		return nil
+	}
+	p.endCycle()
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	return cmd
+}
+
+// complete puts the next (dir 1) or previous candidate in the line: the
+// first tab computes them; a single one is taken with a space after it.
+func (m *Model) complete(dir int) {
+	p := &m.pal
+	if p.cur < 0 {
+		p.base, p.cands = completePalette(p.input.Value(), m.paletteEnv())
+		switch len(p.cands) {
+		case 0:
+			p.endCycle()
+			return
+		case 1:
+			p.input.SetValue(p.base + p.cands[0] + " ")
+			p.input.CursorEnd()
+			p.endCycle()
+			return
+		}
+		p.cur = 0
+		if dir < 0 {
+			p.cur = len(p.cands) - 1
+		}
+	} else {
+		p.cur = (p.cur + dir + len(p.cands)) % len(p.cands)
+	}
+	p.input.SetValue(p.base + p.cands[p.cur])
+	p.input.CursorEnd()
+}
+
+// browse walks the history: -1 older, 1 newer; past the newest is the
+// line that was being typed.
+func (p *cmdPalette) browse(dir int) {
+	if len(p.hist) == 0 {
+		return
+	}
+	if p.pos == len(p.hist) {
+		p.draft = p.input.Value()
+	}
+	p.pos = max(0, min(len(p.hist), p.pos+dir))
+	line := p.draft
+	if p.pos < len(p.hist) {
+		line = p.hist[p.pos]
+	}
+	p.input.SetValue(line)
+	p.input.CursorEnd()
+	p.endCycle()
+}
+
+// remember adds a line to the history, once in a row.
+func (p *cmdPalette) remember(line string) {
+	if n := len(p.hist); n == 0 || p.hist[n-1] != line {
+		p.hist = append(p.hist, line)
+	}
+	if n := len(p.hist) - maxHistory; n > 0 {
+		p.hist = slices.Delete(p.hist, 0, n)
+	}
+	p.pos = len(p.hist)
+}
+
+// runPaletteLine runs the line. A line that does not parse stays in the
+// prompt, with why in the status line.
+func (m *Model) runPaletteLine() tea.Cmd {
+	p := &m.pal
+	line := strings.TrimSpace(p.input.Value())
+	if line == "" {
+		p.close()
+		return nil
+	}
+	p.remember(line)
+	call, err := parsePalette(line, m.paletteEnv())
+	if err != nil {
+		p.endCycle()
+		return m.setStatus(err.Error(), true)
+	}
+	p.close()
+	return m.runPalette(call)
+}
+
+// runPalette does what a parsed line says, through the functions the
+// keys use: every change goes through their refusals, preflight and
+// confirmation dialogs.
+func (m *Model) runPalette(c paletteCall) tea.Cmd {
+	switch c.cmd {
+	case "host":
+		if m.view != viewHost {
+			m.back = m.view
+		}
+		m.openHost(c.hosts[0])
+	case "restart":
+		return m.startRestartOn(c.hosts)
+	case "stop":
+		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActStop})
+	case "reset-failed":
+		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActResetFailed})
+	case "redeploy":
+		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActRedeploy, Kernel: c.kernel})
+	case "mode":
+		return m.confirmModeOn(c.hosts, c.kernel, c.mode)
+	case "undo":
+		return m.startModeOn(c.hosts, true)
+	case "rollout":
+		return m.startRolloutOn(c.hosts, c.kernel, c.mode)
+	case "filter":
+		if err := m.setHostFilter(c.text); err != nil {
+			return m.setStatus(err.Error(), true)
+		}
+		m.view = viewTable
+		if !m.hf.active() {
+			return m.setStatus("filter cleared", false)
+		}
+	case "follow":
+		m.toggleFollow()
+	case "wrap":
+		m.lv.wrap = !m.lv.wrap
+		return m.setStatus("wrap "+onOff(m.lv.wrap), false)
+	case "help":
+		m.overlay = overlayCommands
+	case "quit":
+		return tea.Quit
+	}
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// paletteFooter is the footer while the palette is open: the completions
+// (the one in the line marked) or the status, then the prompt.
+func (m *Model) paletteFooter(w int) string {
+	p := &m.pal
+	s := m.styles
+	var top string
+	switch {
+	case len(p.cands) > 0:
+		top = candidateLine(p.cands, p.cur, w, s)
+	case m.status != "":
+		top = m.statusText(w)
+	default:
+		top = s.Dim.Render(clip("tab completes · ↑/↓ history · enter runs · esc closes · :help lists commands", w))
+	}
+	return top + "\n" + clip(p.input.View(), w)
+}
+
+// candidateLine shows the candidates that fit in w around the current
+// one, which is marked.
+func candidateLine(cands []string, cur, w int, s Styles) string {
+	first := 0
+	for {
+		used, last := 0, first
+		for last < len(cands) && used+width(cands[last])+2 <= w-2 {
+			used += width(cands[last]) + 2
+			last++
+		}
+		if cur < last || last == first {
+			var b strings.Builder
+			if first > 0 {
+				b.WriteString("…")
+			}
+			for i := first; i < last; i++ {
+				b.WriteByte(' ')
+				if i == cur {
+					b.WriteString(s.Choice.Render(cands[i]))
+				} else {
+					b.WriteString(cands[i])
+				}
+				b.WriteByte(' ')
+			}
+			if last < len(cands) {
+				b.WriteString("…")
+			}
+			return clip(b.String(), w)
+		}
+		first = cur
+	}
+}
+
+// commandsBox is the palette's commands for :help.
+func (m *Model) commandsBox(w, h int) string {
+	s := m.styles
+	lines := []string{s.DialogTitle.Render("commands · :"), ""}
+	for _, c := range paletteCommands() {
+		use := c.name
+		if c.args != "" {
+			use += " " + c.args
+		}
+		lines = append(lines, fmt.Sprintf("%-26s %s", ":"+use, s.Dim.Render(c.help)))
+	}
+	lines = append(lines, "",
+		"HOST… is names, a group, marked or all (the hosts the table shows)",
+		s.Dim.Render("tab completes · ↑/↓ history · ? or esc to close"))
+	return m.box(strings.Join(lines, "\n"), w, h)
+}

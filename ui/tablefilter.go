@@ -1,0 +1,322 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/startup"
+)
+
+// hostFilter is the fleet table's filter, as k9s has it: words separated
+// by spaces that must all match. A bare word matches host names (a
+// substring, in any case); phase:P matches the startup phase (a phase's
+// name, or the start of one: phase:graph), mode:M a kernel mode in force
+// on disk (M, or KERNEL=M), state:S the unit's active or sub state, or
+// the connection's state (state:failed, state:unreachable).
+type hostFilter struct {
+	text  string // as typed, trimmed
+	terms []filterTerm
+}
+
+// filterTerm is one word of a filter.
+type filterTerm struct {
+	key    string // "" (a host name), "phase", "mode" or "state"
+	value  string // lower case
+	phases []startup.Phase
+}
+
+// filterKeys are the keys a filter word may have, in the order help and
+// completion give them.
+func filterKeys() []string { return []string{"phase", "mode", "state"} }
+
+// allPhases is every phase a host may be in: the path, then off it.
+func allPhases() []startup.Phase {
+	return append(slices.Clone(startup.Order), startup.Failed, startup.Restarting, startup.Stuck, startup.Unknown)
+}
+
+// unitStates are the states completion offers for state: (any state
+// matches; these are the ones people filter on).
+func unitStates() []string {
+	return []string{"failed", "active", "activating", "deactivating", "inactive", "running", "auto-restart", "dead", "up", "down", "unreachable"}
+}
+
+// kernelModeNames is every mode name of the catalog, once each, in order.
+func kernelModeNames(cat kernels.Catalog) []string {
+	var out []string
+	for _, k := range cat.Kernels {
+		for _, md := range k.Modes {
+			if !slices.Contains(out, md.Name) {
+				out = append(out, md.Name)
+			}
+		}
+	}
+	return out
+}
+
+// parseHostFilter reads a filter. names are the fleet's hosts: a word
+// with a colon that is no filter key is a host name only when some host
+// name holds it (user@host:port), else it is a mistake, reported.
+func parseHostFilter(text string, names []string, cat kernels.Catalog) (hostFilter, error) {
+	f := hostFilter{text: strings.TrimSpace(text)}
+	for _, w := range strings.Fields(f.text) {
+		t, err := parseFilterTerm(w, names, cat)
+		if err != nil {
+			return hostFilter{}, err
+		}
+		f.terms = append(f.terms, t)
+	}
+	return f, nil
+}
+
+func parseFilterTerm(w string, names []string, cat kernels.Catalog) (filterTerm, error) {
+	lw := strings.ToLower(w)
+	key, value, ok := strings.Cut(lw, ":")
+	if !ok || !slices.Contains(filterKeys(), key) {
+		if ok && !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(strings.ToLower(n), lw) }) {
+			return filterTerm{}, fmt.Errorf("unknown filter term %q: use a host name, phase:, mode: or state:", w)
+		}
+		return filterTerm{value: lw}, nil
+	}
+	t := filterTerm{key: key, value: value}
+	switch key {
+	case "phase":
+		all := allPhases()
+		for _, p := range all {
+			if string(p) == value {
+				t.phases = []startup.Phase{p}
+			}
+		}
+		if t.phases == nil && value != "" {
+			for _, p := range all {
+				if strings.HasPrefix(string(p), value) {
+					t.phases = append(t.phases, p)
+				}
+			}
+		}
+		if t.phases == nil {
+			return filterTerm{}, fmt.Errorf("unknown phase %q: %s", value, joinPhases(all))
+		}
+	case "mode":
+		if err := checkFilterMode(value, cat); err != nil {
+			return filterTerm{}, err
+		}
+	case "state":
+		if value == "" {
+			return filterTerm{}, fmt.Errorf("state: needs a unit state: %s", strings.Join(unitStates(), ", "))
+		}
+	}
+	return t, nil
+}
+
+// checkFilterMode accepts a mode of the catalog, or KERNEL=MODE; with an
+// empty catalog any mode goes.
+func checkFilterMode(value string, cat kernels.Catalog) error {
+	if len(cat.Kernels) == 0 && value != "" {
+		return nil
+	}
+	if strings.Contains(value, "=") {
+		_, _, err := parseAssignment(value, cat)
+		return err
+	}
+	names := kernelModeNames(cat)
+	for _, n := range names {
+		if strings.EqualFold(n, value) {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown mode %q: %s", value, strings.Join(names, ", "))
+}
+
+func joinPhases(ps []startup.Phase) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// active reports whether the filter hides anything at all.
+func (f hostFilter) active() bool { return len(f.terms) > 0 }
+
+// match reports whether h passes every term.
+func (f hostFilter) match(h *remote.HostState) bool {
+	for _, t := range f.terms {
+		if !t.match(h) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t filterTerm) match(h *remote.HostState) bool {
+	switch t.key {
+	case "":
+		return strings.Contains(strings.ToLower(h.Name), t.value)
+	case "phase":
+		return slices.Contains(t.phases, h.Startup.Phase)
+	case "mode":
+		return slices.ContainsFunc(h.Modes, func(m kernels.ActiveMode) bool {
+			return strings.EqualFold(m.Mode, t.value) || strings.EqualFold(m.Kernel+"="+m.Mode, t.value)
+		})
+	case "state":
+		for _, s := range []string{h.UnitState.ActiveState, h.UnitState.SubState, string(h.Conn.State)} {
+			if s != "" && strings.EqualFold(s, t.value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refilter recomputes the rows the table shows. The cursor stays on the
+// first of keep that is still shown, else on the row it was on.
+func (m *Model) refilter(keep ...string) {
+	prev := m.cursor
+	m.rows = m.rows[:0]
+	for i := range m.hosts {
+		if m.hf.match(&m.hosts[i]) {
+			m.rows = append(m.rows, i)
+		}
+	}
+	m.cursor = max(0, min(prev, len(m.rows)-1))
+	for _, name := range keep {
+		if i := m.rowOf(name); i >= 0 {
+			m.cursor = i
+			return
+		}
+	}
+}
+
+// rowOf is the table row showing host name, or -1.
+func (m *Model) rowOf(name string) int {
+	for r, i := range m.rows {
+		if m.hosts[i].Name == name {
+			return r
+		}
+	}
+	return -1
+}
+
+// cursorHost is the host on the table's cursor row.
+func (m *Model) cursorHost() string {
+	if m.cursor < len(m.rows) {
+		return m.hosts[m.rows[m.cursor]].Name
+	}
+	return ""
+}
+
+// shown is the names of the hosts the table shows, in order.
+func (m *Model) shown() []string {
+	out := make([]string, len(m.rows))
+	for r, i := range m.rows {
+		out[r] = m.hosts[i].Name
+	}
+	return out
+}
+
+// shownMarked is the marked hosts among those shown, in table order:
+// what "marked" means to every action.
+func (m *Model) shownMarked() []string {
+	var out []string
+	for _, n := range m.shown() {
+		if m.marked[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// hostNames is every host of the fleet, in order.
+func (m *Model) hostNames() []string {
+	out := make([]string, len(m.hosts))
+	for i := range m.hosts {
+		out[i] = m.hosts[i].Name
+	}
+	return out
+}
+
+// setHostFilter parses and applies text as the table's filter.
+func (m *Model) setHostFilter(text string) error {
+	f, err := parseHostFilter(text, m.hostNames(), m.opts.Kernels)
+	if err != nil {
+		return err
+	}
+	m.hf = f
+	m.refilter(m.cursorHost())
+	return nil
+}
+
+// openHostFilter answers / on the table: the prompt, holding the filter
+// in force.
+func (m *Model) openHostFilter() tea.Cmd {
+	m.hfTyping, m.hfErr = true, ""
+	m.hfInput.SetValue(m.hf.text)
+	m.hfInput.CursorEnd()
+	return m.hfInput.Focus()
+}
+
+// hostFilterKey edits the table's filter; the table follows as it is
+// typed. A word that does not parse (yet) leaves the last filter that
+// did in force and says why beside the prompt; enter on it says so in
+// the status line and keeps the prompt. esc clears the filter.
+func (m *Model) hostFilterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.closeHostFilter()
+		m.hf = hostFilter{}
+		m.refilter(m.cursorHost())
+		return m.setStatus("filter cleared", false)
+	case "enter":
+		if err := m.setHostFilter(m.hfInput.Value()); err != nil {
+			return m.setStatus(err.Error(), true)
+		}
+		m.closeHostFilter()
+		if !m.hf.active() {
+			return m.setStatus("filter cleared", false)
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	m.hfInput, cmd = m.hfInput.Update(msg)
+	m.hfErr = ""
+	if err := m.setHostFilter(m.hfInput.Value()); err != nil {
+		m.hfErr = err.Error()
+	}
+	return cmd
+}
+
+func (m *Model) closeHostFilter() {
+	m.hfTyping, m.hfErr = false, ""
+	m.hfInput.Blur()
+}
+
+// filterBadge is the header's account of the filter: "filter: TEXT  N/M
+// hosts", or "" with no filter.
+func (m *Model) filterBadge() string {
+	if !m.hf.active() {
+		return ""
+	}
+	return fmt.Sprintf("filter: %s  %d/%d hosts", safe(m.hf.text), len(m.rows), len(m.hosts))
+}
+
+// hostFilterFooter is the footer while the filter prompt is open: the
+// status, or why the text does not parse, or what words there are; then
+// the prompt.
+func (m *Model) hostFilterFooter(w int) string {
+	s := m.styles
+	var top string
+	switch {
+	case m.hfErr != "":
+		top = s.StatusErr.Render(clip(m.hfErr, w))
+	case m.status != "":
+		top = m.statusText(w)
+	default:
+		top = s.Dim.Render(clip("words: a name, phase:failed, mode:validate, state:failed · enter keeps · esc clears", w))
+	}
+	return top + "\n" + clip(m.hfInput.View(), w)
+}
