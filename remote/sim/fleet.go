@@ -1,8 +1,8 @@
 // Package sim provides simulated GPU hosts: remote.Drivers that produce
 // the events a real host would (systemd unit changes, journal lines in the
-// real SGLang format, readiness probes, GPU samples) on an injected clock
-// with a speed factor, and accept the same actions. `bringup demo` and the
-// fast UI tests run on them.
+// real SGLang or vLLM format, readiness probes, GPU samples) on an
+// injected clock with a speed factor, and accept the same actions.
+// `bringup demo` and the fast UI tests run on them.
 package sim
 
 import (
@@ -33,7 +33,8 @@ type Options struct {
 	// Kernels is the catalog whose modes the hosts accept; a zero catalog
 	// means kernels.DefaultCatalog.
 	Kernels kernels.Catalog
-	// Unit is the unit the hosts run; empty means sglang.service.
+	// Unit is the unit every host runs; empty means each engine's own
+	// (sglang.service, vllm.service).
 	Unit string
 	// Seen is the real clock stamped on events as Event.Seen; nil means
 	// time.Now.
@@ -56,9 +57,6 @@ func (o Options) withDefaults() Options {
 	if len(o.Kernels.Kernels) == 0 {
 		o.Kernels = kernels.DefaultCatalog()
 	}
-	if o.Unit == "" {
-		o.Unit = "sglang.service"
-	}
 	if o.Tick <= 0 {
 		o.Tick = 50 * time.Millisecond
 	}
@@ -66,7 +64,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Scenarios lists the known scenario names.
-func Scenarios() []string { return []string{"seed", "all-ok", "crashloop"} }
+func Scenarios() []string { return []string{"seed", "all-ok", "crashloop", "mixed"} }
 
 // Scenario returns the host specs of the named scenario ("" is "seed"):
 //   - seed: gpu1..gpu4 start SGLang with weight loads of 8-9 minutes and
@@ -75,6 +73,10 @@ func Scenarios() []string { return []string{"seed", "all-ok", "crashloop"} }
 //   - all-ok: the same with gpu3 in mode on; all four serve.
 //   - crashloop: as all-ok, but gpu3's unit (Restart=on-failure) fails
 //     in NCCL init seconds after every start.
+//   - mixed: gpu1 and gpu2 as in seed; gpu3 and gpu4 run vLLM
+//     (vllm.service, `vllm serve`, port 8000) on the same timelines: gpu3
+//     in mode on serves, gpu4 runs KDTREE_MODE=validate and dies as graph
+//     capture begins, at ~593 s, the way vLLM reports it.
 func Scenario(name string) ([]HostSpec, error) {
 	if name == "" {
 		name = DefaultScenario
@@ -102,6 +104,12 @@ func Scenario(name string) ([]HostSpec, error) {
 	case "crashloop":
 		specs[2].Modes["kdtree-verify"] = "on"
 		specs[2].Failure, specs[2].Restart = sglang.FailCrashLoop, true
+	case "mixed":
+		specs[2].Modes["kdtree-verify"] = "on"
+		specs[3].Modes["kdtree-verify"] = "validate"
+		for i := 2; i < 4; i++ {
+			specs[i].Engine, specs[i].Params.Port = kernels.EngineVLLM, vllmPort
+		}
 	}
 	return specs, nil
 }
@@ -119,7 +127,9 @@ func NewHosts(scenario string, opts Options) ([]*Host, Clock, error) {
 	}
 	hosts := make([]*Host, len(specs))
 	for i, s := range specs {
-		hosts[i] = NewHost(s, opts)
+		if hosts[i], err = NewHost(s, opts); err != nil {
+			return nil, nil, fmt.Errorf("scenario %s: %w", scenario, err)
+		}
 	}
 	return hosts, opts.Clock, nil
 }

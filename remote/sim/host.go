@@ -13,6 +13,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/sim/sglang"
+	"bringup/remote/sim/vllm"
 )
 
 // systemd's MESSAGE_IDs for its messages about a unit (logformats.md §6.4).
@@ -39,6 +40,10 @@ const (
 // HostSpec is one simulated host of a scenario.
 type HostSpec struct {
 	Name string
+	// Engine is the server the host runs: "sglang" (also when empty) or
+	// "vllm". Both play the same timeline (Params); they differ in their
+	// unit (sglang.service, vllm.service), command line and log texts.
+	Engine string
 	// Modes is the starting mode of each kernel, by kernel name; kernels
 	// not listed start "off".
 	Modes map[string]string
@@ -57,20 +62,41 @@ type HostSpec struct {
 
 // invocation is one run of the unit's main process.
 type invocation struct {
-	id     string
-	pid    int
-	start  time.Time
+	id    string
+	pid   int
+	start time.Time
+	// script is the startup's timeline, whose GPU readings the host
+	// reports; lines are what the engine writes over it, in time order.
 	script *sglang.Script
-	next   int // index of the next line of script to emit
-	exited bool
-	probes int
+	lines  []output
+	next   int // index of the next line to emit
+	// open is the start of a line the process has not ended yet (a vLLM
+	// tqdm bar refreshing in place): journald records it, with whatever
+	// the process writes next, at the next newline.
+	open string
+	// listen is when the server starts accepting connections, ready when
+	// /health turns 200; exit when the process exits on its own, with
+	// exitCode (each sglang.Never when the startup does not get there).
+	listen, ready, exit time.Duration
+	exitCode            int
+	exited              bool
+	probes              int
 }
 
-// Host is a simulated GPU host running one SGLang unit. It is a
+// output is one write of the service's process: a line, or (partial) the
+// start of one.
+type output struct {
+	at      time.Duration
+	render  func(time.Time) string
+	partial bool
+}
+
+// Host is a simulated GPU host running one SGLang or vLLM unit. It is a
 // deterministic state machine driven by Step; Run drives it in real time.
 // Its methods are safe for concurrent use.
 type Host struct {
 	spec    HostSpec
+	engine  string // kernels.EngineSGLang or kernels.EngineVLLM
 	unit    string
 	catalog kernels.Catalog
 	clock   Clock
@@ -97,12 +123,24 @@ type Host struct {
 }
 
 // NewHost returns a simulated host whose unit is inactive until
-// spec.StartAfter has passed on clock from its current time.
-func NewHost(spec HostSpec, opts Options) *Host {
+// spec.StartAfter has passed on clock from its current time. Its unit is
+// opts.Unit, or its engine's own: sglang.service, vllm.service.
+func NewHost(spec HostSpec, opts Options) (*Host, error) {
 	opts = opts.withDefaults()
+	engine, unit := kernels.EngineSGLang, "sglang.service"
+	switch spec.Engine {
+	case "", kernels.EngineSGLang:
+	case kernels.EngineVLLM:
+		engine, unit = kernels.EngineVLLM, "vllm.service"
+	default:
+		return nil, fmt.Errorf("simulated host %s: engine %q (want %s or %s)", spec.Name, spec.Engine, kernels.EngineSGLang, kernels.EngineVLLM)
+	}
+	if opts.Unit != "" {
+		unit = opts.Unit
+	}
 	now := opts.Clock.Now()
 	h := &Host{
-		spec: spec, unit: opts.Unit, catalog: opts.Kernels, clock: opts.Clock, seen: opts.Seen, tick: opts.Tick,
+		spec: spec, engine: engine, unit: unit, catalog: opts.Kernels, clock: opts.Clock, seen: opts.Seen, tick: opts.Tick,
 		wake:   make(chan struct{}, 1),
 		modes:  map[string]string{},
 		active: "inactive", sub: "dead",
@@ -113,11 +151,17 @@ func NewHost(spec HostSpec, opts Options) *Host {
 	for k, m := range spec.Modes {
 		h.modes[k] = m
 	}
-	return h
+	return h, nil
 }
 
 // Name is the host's name.
 func (h *Host) Name() string { return h.spec.Name }
+
+// Unit is the systemd unit the host runs its server as.
+func (h *Host) Unit() string { return h.unit }
+
+// Engine is the server the host runs: sglang or vllm.
+func (h *Host) Engine() string { return h.engine }
 
 // Run emits the host's events as the clock reaches them until ctx ends.
 // It starts no goroutines.
@@ -191,11 +235,11 @@ func (h *Host) nextDue() time.Time {
 	}
 	consider(h.startAt)
 	if inv := h.inv; inv != nil && !inv.exited {
-		if inv.next < len(inv.script.Lines) {
-			consider(inv.start.Add(inv.script.Lines[inv.next].At))
+		if inv.next < len(inv.lines) {
+			consider(inv.start.Add(inv.lines[inv.next].at))
 		}
-		if inv.script.Exit != sglang.Never {
-			consider(inv.start.Add(inv.script.Exit))
+		if inv.exit != sglang.Never {
+			consider(inv.start.Add(inv.exit))
 		}
 		consider(h.nextProbe)
 	}
@@ -210,17 +254,18 @@ func (h *Host) fire(t time.Time) []event.Event {
 		return h.start(t)
 	}
 	if inv := h.inv; inv != nil && !inv.exited {
-		if inv.next < len(inv.script.Lines) {
-			if l := inv.script.Lines[inv.next]; !inv.start.Add(l.At).After(t) {
+		if inv.next < len(inv.lines) {
+			if l := inv.lines[inv.next]; !inv.start.Add(l.at).After(t) {
 				inv.next++
-				if l.Partial {
-					// journald sees a \r-refreshed bar only when it closes.
+				text := inv.open + l.render(t)
+				if inv.open = ""; l.partial {
+					inv.open = text
 					return nil
 				}
-				return []event.Event{h.line(t, l.Render(t))}
+				return []event.Event{h.line(t, text)}
 			}
 		}
-		if inv.script.Exit != sglang.Never && !inv.start.Add(inv.script.Exit).After(t) {
+		if inv.exit != sglang.Never && !inv.start.Add(inv.exit).After(t) {
 			return h.exit(t)
 		}
 		if !h.nextProbe.After(t) {
@@ -292,7 +337,12 @@ func (h *Host) setState(active, sub string) {
 }
 
 // description is the unit's Description=, which systemd's job messages quote.
-func (h *Host) description() string { return h.unit + " - SGLang server" }
+func (h *Host) description() string {
+	if h.engine == kernels.EngineVLLM {
+		return h.unit + " - vLLM server"
+	}
+	return h.unit + " - SGLang server"
+}
 
 // start begins a new invocation at t.
 func (h *Host) start(t time.Time) []event.Event {
@@ -312,7 +362,8 @@ func (h *Host) start(t time.Time) []event.Event {
 	p.PID = 4000 + int(h.hash("pid")[0])*8 + h.nInv*97
 	p.Failure = h.spec.Failure
 	p.Kernel = h.kernel()
-	h.inv = &invocation{id: h.hash(fmt.Sprint("invocation", h.nInv)), pid: p.PID, start: t, script: sglang.New(p)}
+	h.inv = &invocation{id: h.hash(fmt.Sprint("invocation", h.nInv)), pid: p.PID, start: t}
+	h.play(h.inv, sglang.New(p))
 	h.nextProbe = t.Add(probeEvery)
 	h.result = "success"
 	h.setState("activating", "start")
@@ -324,14 +375,13 @@ func (h *Host) start(t time.Time) []event.Event {
 	return out
 }
 
-// exit ends the invocation with its script's failure status at t.
+// exit ends the invocation with its failure status at t.
 func (h *Host) exit(t time.Time) []event.Event {
-	code := h.inv.script.ExitCode
-	out := []event.Event{
+	code := h.inv.exitCode
+	out := append(h.flush(t),
 		h.systemd(t, 5, midExited, fmt.Sprintf("%s: Main process exited, code=exited, status=%d/FAILURE", h.unit, code),
 			map[string]string{"EXIT_CODE": "exited", "EXIT_STATUS": fmt.Sprint(code), "COMMAND": "ExecStart"}),
-		h.systemd(t, 4, midResult, fmt.Sprintf("%s: Failed with result 'exit-code'.", h.unit), map[string]string{"UNIT_RESULT": "exit-code"}),
-	}
+		h.systemd(t, 4, midResult, fmt.Sprintf("%s: Failed with result 'exit-code'.", h.unit), map[string]string{"UNIT_RESULT": "exit-code"}))
 	h.inv.exited = true
 	h.result = "exit-code"
 	if h.spec.Restart {
@@ -345,18 +395,18 @@ func (h *Host) exit(t time.Time) []event.Event {
 }
 
 // probe is a /health probe of the invocation at t: refused until uvicorn
-// listens, 503 until the warmup has passed, then 200.
+// listens, 503 until the warmup has passed (SGLang; vLLM listens only
+// once it is ready), then 200.
 func (h *Host) probe(t time.Time) event.Event {
 	inv := h.inv
 	inv.probes++
 	at := t.Sub(inv.start)
-	m := inv.script.Marks
 	p := &event.Probe{Path: "/health"}
 	switch {
-	case m.Listening == sglang.Never || at < m.Listening:
+	case inv.listen == sglang.Never || at < inv.listen:
 		p.Latency = 300 * time.Microsecond
 		p.Err = fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", inv.script.Params.Port)
-	case m.Ready == sglang.Never || at < m.Ready:
+	case inv.ready == sglang.Never || at < inv.ready:
 		p.Status, p.Latency = 503, time.Millisecond+time.Duration(inv.probes%4)*100*time.Microsecond
 	default:
 		// /health generates one token once the server is up.
@@ -405,9 +455,13 @@ func (h *Host) mode(kernel string) string {
 }
 
 // environment is the unit's Environment property: the kernels' mode
-// variables and their PYTHONPATH entries.
+// variables and their PYTHONPATH entries (and, for vLLM, the usual opt-out
+// of its usage reports).
 func (h *Host) environment() []string {
 	env := []string{"PYTHONUNBUFFERED=1"}
+	if h.engine == kernels.EngineVLLM {
+		env = append(env, "VLLM_NO_USAGE_STATS=1")
+	}
 	var paths []string
 	for _, k := range h.catalog.Kernels {
 		if k.PythonPath != "" {
@@ -426,6 +480,9 @@ func (h *Host) environment() []string {
 // execStart is the unit's command line.
 func (h *Host) execStart() string {
 	p := h.spec.Params
+	if h.engine == kernels.EngineVLLM {
+		return strings.Join(vllmArgv(p), " ")
+	}
 	s := fmt.Sprintf("/usr/bin/python3 -m sglang.launch_server --model-path %s --tp %d --host 0.0.0.0 --port %d", p.ModelPath, p.TP, p.Port)
 	if p.DisableCUDAGraph {
 		s += " --disable-cuda-graph"
@@ -497,7 +554,7 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 		if !a.Force {
 			// The same capture-safety check a real host's driver makes.
 			st := remote.HostState{Name: h.spec.Name, UnitState: event.Unit{Environment: h.environment(), ExecStart: h.execStart()}}
-			if pe := remote.Preflight(st, h.catalog, "sglang"); pe != nil {
+			if pe := remote.Preflight(st, h.catalog, h.engine); pe != nil {
 				return nil, pe
 			}
 		}
@@ -546,8 +603,8 @@ func (h *Host) kernelHash(name string) string {
 }
 
 // stop stops the unit at now the way systemctl stop does: SIGTERM to a
-// running process, which logs SGLang's shutdown line and exits. A failed
-// or inactive unit stays as it is. Callers hold h.mu.
+// running process, which logs its engine's shutdown lines and exits. A
+// failed or inactive unit stays as it is. Callers hold h.mu.
 func (h *Host) stop(now time.Time) {
 	h.startAt, h.autoStart = time.Time{}, false
 	if h.sub == "auto-restart" {
@@ -561,7 +618,10 @@ func (h *Host) stop(now time.Time) {
 	h.queue(h.systemd(now, 6, midStopping, "Stopping "+h.description()+"...", map[string]string{"JOB_TYPE": "stop"}))
 	h.setState("deactivating", "stop-sigterm")
 	h.queue(h.unitEvent(now))
-	h.queue(h.line(now, sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}.Render(now)))
+	h.queue(h.flush(now)...)
+	for _, text := range h.stopped(now) {
+		h.queue(h.line(now, text))
+	}
 	// The process exits at once: queued events cannot wait for the clock.
 	h.inv.exited = true
 	h.queue(h.systemd(now, 6, midSuccess, h.unit+": Deactivated successfully.", nil),
@@ -569,4 +629,84 @@ func (h *Host) stop(now time.Time) {
 	h.setState("inactive", "dead")
 	h.result = "success"
 	h.queue(h.unitEvent(now))
+}
+
+// play lays the engine's output over the invocation's timeline: SGLang's
+// lines are the timeline's own, vLLM's come from remote/sim/vllm.
+func (h *Host) play(inv *invocation, s *sglang.Script) {
+	inv.script = s
+	if h.engine != kernels.EngineVLLM {
+		inv.listen, inv.ready, inv.exit, inv.exitCode = s.Marks.Listening, s.Marks.Ready, s.Exit, s.ExitCode
+		for _, l := range s.Lines {
+			// A refresh of SGLang's capture bar that does not end its line
+			// shows nowhere: the bar's closing line is written whole.
+			if !l.Partial {
+				inv.lines = append(inv.lines, output{at: l.At, render: l.Render})
+			}
+		}
+		return
+	}
+	st := vllm.Play(s, vllmArgs(h.spec.Params))
+	inv.listen, inv.ready, inv.exit, inv.exitCode = sglang.Never, sglang.Never, st.Exit, st.ExitCode
+	for _, l := range st.Lines {
+		if l.Listen {
+			inv.listen = l.At
+		}
+		if l.Ready {
+			inv.ready = l.At
+		}
+		// stdout and stderr are one journal stream (StandardError=inherit),
+		// so a line left open on one is continued by the next write to
+		// either.
+		if l.Text != nil {
+			inv.lines = append(inv.lines, output{at: l.At, render: l.Text, partial: l.Partial})
+		}
+	}
+}
+
+// flush records the line the process left open, as journald does when
+// the process's stream closes. Callers hold h.mu.
+func (h *Host) flush(t time.Time) []event.Event {
+	if h.inv == nil || h.inv.open == "" {
+		return nil
+	}
+	text := h.inv.open
+	h.inv.open = ""
+	return []event.Event{h.line(t, text)}
+}
+
+// stopped is what the running process writes at t on SIGTERM.
+func (h *Host) stopped(t time.Time) []string {
+	inv := h.inv
+	if h.engine != kernels.EngineVLLM {
+		return []string{sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}.Render(t)}
+	}
+	listening := inv.listen != sglang.Never && t.Sub(inv.start) >= inv.listen
+	var out []string
+	for _, l := range vllm.Stopped(inv.script.Params, listening) {
+		out = append(out, l.Text(t))
+	}
+	return out
+}
+
+// vllmPort is vLLM's default port, which its command line then leaves out.
+const vllmPort = 8000
+
+// vllmArgv is a vLLM unit's command line for p: `vllm serve MODEL` with
+// the tensor-parallel size, the port unless it is vLLM's default, and
+// --enforce-eager when CUDA graphs are off.
+func vllmArgv(p sglang.Params) []string {
+	argv := []string{"/usr/local/bin/vllm", "serve", p.ModelPath, "--tensor-parallel-size", fmt.Sprint(p.TP)}
+	if p.Port != vllmPort {
+		argv = append(argv, "--port", fmt.Sprint(p.Port))
+	}
+	if p.DisableCUDAGraph {
+		argv = append(argv, "--enforce-eager")
+	}
+	return argv
+}
+
+// vllmArgs is what vllmArgv tells vLLM's "non-default args" line.
+func vllmArgs(p sglang.Params) vllm.Args {
+	return vllm.Args{ModelTag: p.ModelPath, Set: map[string]bool{"tensor-parallel-size": true, "port": p.Port != vllmPort}}
 }
