@@ -35,13 +35,13 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", s.speed)
 	}
 	cat := kernels.DefaultCatalog()
-	drivers, clock, err := sim.NewFleet(s.scenario, sim.Options{Speed: s.speed, Kernels: cat})
+	hosts, clock, err := sim.NewHosts(s.scenario, sim.Options{Speed: s.speed, Kernels: cat})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--scenario: %w", err)
 	}
-	specs := make([]remote.HostSpec, len(drivers))
-	for i, d := range drivers {
-		specs[i] = remote.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
+	specs := make([]remote.HostSpec, len(hosts))
+	for i, h := range hosts {
+		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
 	}
 	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock}
 	if err := rec.start(specs, opts, s.speed, "demo "+s.scenario); err != nil {
