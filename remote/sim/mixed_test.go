@@ -178,9 +178,7 @@ func TestVLLMHostActions(t *testing.T) {
 		"RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}",
 		"vllm.service: Main process exited, code=exited, status=1/FAILURE",
 	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("gpu4's journal lacks %q", want)
-		}
+		contains(t, "gpu4's journal", text, want)
 	}
 	pid := 0
 	for _, ev := range evs {
@@ -241,11 +239,17 @@ func TestVLLMHostActions(t *testing.T) {
 	}
 	text = messages(h.Step(clock.Now()))
 	for _, want := range []string{"Stopping vllm.service - vLLM server...", ") INFO:     Shutting down", ") INFO:     Application shutdown complete.", "vllm.service: Deactivated successfully."} {
-		if !strings.Contains(text, want) {
-			t.Errorf("stop lacks %q:\n%s", want, text)
-		}
+		contains(t, "the stop's journal", text, want)
 	}
 	if strings.Contains(text, "SIGTERM received") {
 		t.Errorf("vLLM host logged SGLang's shutdown:\n%s", text)
+	}
+}
+
+// contains reports an error when text (what) lacks want.
+func contains(t *testing.T, what, text, want string) {
+	t.Helper()
+	if !strings.Contains(text, want) {
+		t.Errorf("%s lacks %q", what, want)
 	}
 }
