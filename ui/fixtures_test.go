@@ -191,6 +191,12 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyPgUp}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
 	}
 	r := []rune(k)[0]
 	return tea.KeyPressMsg{Code: r, Text: k}
@@ -215,6 +221,19 @@ func press(m *Model, keys ...string) tea.Cmd {
 		_, cmd = m.Update(keyMsg(k))
 	}
 	return cmd
+}
+
+// typed is the keys that type s: one per character, a space as "space".
+func typed(s string) []string {
+	var out []string
+	for _, r := range s {
+		if r == ' ' {
+			out = append(out, "space")
+			continue
+		}
+		out = append(out, string(r))
+	}
+	return out
 }
 
 // render is the model's screen content.

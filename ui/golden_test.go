@@ -33,6 +33,13 @@ func TestGolden(t *testing.T) {
 		{"rollout-confirm", []string{"R", "l", "l", "l", "enter"}, nil},
 		{"rollout-running", nil, setupRolloutRunning},
 		{"rollout-halted", nil, setupRolloutHalted},
+		{"table-filter", append(append([]string{"j", "space", "/"}, typed("mode:on")...), "enter"), nil},
+		{"table-filter-typing", append([]string{"/"}, typed("phase:fai")...), nil},
+		{"palette-completions", []string{":", "r", "e", "tab", "tab"}, nil},
+		{"palette-hosts", append([]string{":"}, typed("mode gpu1 ")...), nil},
+		{"palette-error", append(append([]string{":"}, typed("restart gpu9")...), "enter"), nil},
+		{"palette-confirm-several", append(append([]string{":"}, typed("restart gpu1 gpu2 gpu4")...), "enter"), nil},
+		{"palette-help", append(append([]string{":"}, typed("help")...), "enter"), nil},
 	}
 	for _, size := range [][2]int{{80, 24}, {160, 48}, {60, 20}} {
 		for _, sc := range screens {

@@ -575,7 +575,7 @@ func (m *Model) paletteFooter(w int) string {
 }
 
 // candidateLine shows the candidates that fit in w around the current
-// one, which is marked.
+// one, which is bracketed (and styled, with colour).
 func candidateLine(cands []string, cur, w int, s Styles) string {
 	first := 0
 	for {
@@ -590,13 +590,11 @@ func candidateLine(cands []string, cur, w int, s Styles) string {
 				b.WriteString("…")
 			}
 			for i := first; i < last; i++ {
-				b.WriteByte(' ')
 				if i == cur {
-					b.WriteString(s.Choice.Render(cands[i]))
+					b.WriteString(s.Choice.Render("[" + cands[i] + "]"))
 				} else {
-					b.WriteString(cands[i])
+					b.WriteString(" " + cands[i] + " ")
 				}
-				b.WriteByte(' ')
 			}
 			if last < len(cands) {
 				b.WriteString("…")
@@ -611,12 +609,14 @@ func candidateLine(cands []string, cur, w int, s Styles) string {
 func (m *Model) commandsBox(w, h int) string {
 	s := m.styles
 	lines := []string{s.DialogTitle.Render("commands · :"), ""}
-	for _, c := range paletteCommands() {
-		use := c.name
-		if c.args != "" {
-			use += " " + c.args
-		}
-		lines = append(lines, fmt.Sprintf("%-26s %s", ":"+use, s.Dim.Render(c.help)))
+	uses := make([]string, len(paletteCommands()))
+	useW := 0
+	for i, c := range paletteCommands() {
+		uses[i] = strings.TrimSpace(":" + c.name + " " + c.args)
+		useW = max(useW, width(uses[i]))
+	}
+	for i, c := range paletteCommands() {
+		lines = append(lines, pad(uses[i], useW)+"  "+s.Dim.Render(c.help))
 	}
 	lines = append(lines, "",
 		"HOST… is names, a group, marked or all (the hosts the table shows)",
