@@ -124,7 +124,8 @@ type Host struct {
 
 // NewHost returns a simulated host whose unit is inactive until
 // spec.StartAfter has passed on clock from its current time. Its unit is
-// opts.Unit, or its engine's own: sglang.service, vllm.service.
+// opts.Unit, or its engine's own: sglang.service, vllm.service. An engine
+// other than those two is an error.
 func NewHost(spec HostSpec, opts Options) (*Host, error) {
 	opts = opts.withDefaults()
 	engine, unit := kernels.EngineSGLang, "sglang.service"
@@ -258,7 +259,8 @@ func (h *Host) fire(t time.Time) []event.Event {
 			if l := inv.lines[inv.next]; !inv.start.Add(l.at).After(t) {
 				inv.next++
 				text := inv.open + l.render(t)
-				if inv.open = ""; l.partial {
+				inv.open = ""
+				if l.partial {
 					inv.open = text
 					return nil
 				}
