@@ -179,6 +179,7 @@ func (d *dialog) Render(w int, s Styles) string {
 		}
 		lines = append(lines, s.DialogTitle.Render(clip(t, iw)), "")
 		lines = append(lines, d.renderChoices(iw, s)...)
+		lines = append(lines, d.renderTargets(iw)...)
 		lines = append(lines, "", s.Dim.Render(clip("[enter] choose · [esc] cancel", iw)))
 	case dlgMode:
 		lines = append(lines, s.DialogTitle.Render(clip(fmt.Sprintf("Mode of %s on %s", d.kernel, d.where()), iw)), "")
@@ -219,7 +220,11 @@ func (d *dialog) renderPreflight(iw int, s Styles) []string {
 		what = fmt.Sprintf("Rollout to %d hosts: preflight refused", d.hosts)
 	}
 	lines := []string{s.DialogTitle.Render(clip(what, iw)), ""}
-	lines = append(lines, wrapLines(d.reason, iw)...)
+	reason := wrapLines(d.reason, iw)
+	if len(reason) > 2*maxTargetRows {
+		reason = append(reason[:2*maxTargetRows-1], "…")
+	}
+	lines = append(lines, reason...)
 	lines = append(lines, d.renderTargets(iw)...)
 	lines = append(lines, "")
 	row := func(i int, text string) string {

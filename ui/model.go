@@ -835,10 +835,14 @@ func (m *Model) startRestartOn(hosts []string) tea.Cmd {
 	if pe, refused := m.preflight(hosts); pe != nil {
 		d := preflightDialog(pe.Host, unit, pe, len(hosts)).on(hosts)
 		if len(hosts) > 1 {
+			who := foldHosts(refused)
+			if width(who) > 40 {
+				who = fmt.Sprintf("the %d refused hosts", len(refused))
+			}
 			d.refused = refused
-			d.reason = strings.Join(refused, ", ") + ": " + pe.Reason
+			d.reason = foldHosts(refused) + ": " + pe.Reason
 			for i := range d.choices {
-				d.choices[i].label = fmt.Sprintf("set %s to %s on %s, then restart all %d", pe.Kernel, d.choices[i].value, strings.Join(refused, ", "), len(hosts))
+				d.choices[i].label = fmt.Sprintf("set %s to %s on %s, then restart all %d", pe.Kernel, d.choices[i].value, who, len(hosts))
 			}
 		}
 		m.dlg = d

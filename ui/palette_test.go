@@ -557,3 +557,52 @@ func TestPaletteOnSimulatedFleet(t *testing.T) {
 		}
 	}
 }
+
+// bigFleet is n hosts made from the fixture's four (every fourth one in
+// validate, refused by the preflight), named by name(i).
+func bigFleet(n int, name func(int) string) remote.Batch {
+	b := fleetFixture()
+	var hosts []remote.HostState
+	for i := range n {
+		h := b.Hosts[i%4]
+		h.Name = name(i)
+		hosts = append(hosts, h)
+	}
+	return remote.Batch{Hosts: hosts}
+}
+
+// TestSeveralHostsDialogsFitAFleetOf64: the confirmation and preflight of
+// a command over 64 hosts fit 80×24 and name the hosts (folded, or cut
+// with the count).
+func TestSeveralHostsDialogsFitAFleetOf64(t *testing.T) {
+	for _, tc := range []struct {
+		name  func(int) string
+		hosts string
+	}{
+		{func(i int) string { return "gpu" + strconv.Itoa(i+1) }, "hosts: gpu[1-64]"},
+		{func(i int) string { return "node-" + string(rune('a'+i%26)) + strconv.Itoa(i) + "x" }, "… 64 hosts in all"},
+	} {
+		m, src := newTestModel(t, 80, 24)
+		m.Update(batchMsg(bigFleet(64, tc.name)))
+		runLine(m, "stop all")
+		out := render(m)
+		checkFits(t, out, 80, 24)
+		if !strings.Contains(out, "Stop sglang.service on 64 hosts?") || !strings.Contains(out, tc.hosts) || !strings.Contains(out, "[y/enter] confirm") {
+			t.Errorf("stop all over 64 hosts:\n%s", out)
+		}
+		press(m, "esc")
+		runLine(m, "restart all")
+		out = render(m)
+		checkFits(t, out, 80, 24)
+		if !strings.Contains(out, "Restart sglang.service on 64 hosts: preflight refused") || !strings.Contains(out, "then restart all 64") ||
+			!strings.Contains(out, "type 64 (the number of hosts)") {
+			t.Errorf("restart all over 64 hosts:\n%s", out)
+		}
+		if m.dlg == nil || len(m.dlg.refused) != 16 {
+			t.Fatalf("preflight dialog %+v, want 16 hosts refused", m.dlg)
+		}
+		if len(src.calls) != 0 {
+			t.Fatal("Do called before a confirmation")
+		}
+	}
+}
