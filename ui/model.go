@@ -317,7 +317,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case m.typing:
 			m.filter, cmd = m.filter.Update(msg)
 		case m.hfTyping:
-			m.hfInput, cmd = m.hfInput.Update(msg)
+			cmd = m.editHostFilter(msg)
 		case m.pal.open:
 			m.pal.input, cmd = m.pal.input.Update(msg)
 		}

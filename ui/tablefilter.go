@@ -281,6 +281,12 @@ func (m *Model) hostFilterKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	return m.editHostFilter(msg)
+}
+
+// editHostFilter hands msg (a key, a paste) to the prompt and applies
+// what it then holds, when that parses.
+func (m *Model) editHostFilter(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
 	m.hfInput, cmd = m.hfInput.Update(msg)
 	m.hfErr = ""

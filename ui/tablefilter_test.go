@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/startup"
@@ -161,5 +163,14 @@ func TestHostFilterLimitsMarksAndRollout(t *testing.T) {
 	}
 	if out := render(m); !strings.Contains(out, `hosts (shown by the filter "phase:failed"): gpu3`) {
 		t.Fatalf("rollout form does not name the hosts and the filter:\n%s", out)
+	}
+}
+
+func TestHostFilterPaste(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	press(m, "/")
+	m.Update(tea.PasteMsg{Content: "state:failed"})
+	if got := m.shown(); !slices.Equal(got, []string{"gpu3"}) {
+		t.Fatalf("pasted state:failed shows %q", got)
 	}
 }
