@@ -196,7 +196,7 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		title += " · read-only"
 	}
 	title += rec.titleNote()
-	return runTUI(ctx, e, fleet, ui.Options{Title: title, NoColor: e.getenv("NO_COLOR") != ""})
+	return runTUI(ctx, e, fleet, ui.Options{Title: title, Groups: ff.groups, NoColor: e.getenv("NO_COLOR") != ""})
 }
 
 // runTUI runs the console over a fleet until the user quits.

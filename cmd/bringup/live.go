@@ -31,6 +31,10 @@ type fleetFlags struct {
 	readOnly   bool
 	sshConfig  string // -F, like ssh
 	history    string // --history FILE, or "off"
+
+	// groups is what load found: the config's groups, each cut down to the
+	// hosts selected (the console's palette resolves group names with it).
+	groups map[string][]string
 }
 
 func (f *fleetFlags) register(fs *flag.FlagSet) {
@@ -115,7 +119,30 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 	if err != nil {
 		return nil, nil, err
 	}
+	f.groups = selectedGroups(cfg.Groups, hosts)
 	return cfg, hosts, nil
+}
+
+// selectedGroups keeps, of each group, the hosts that were selected, and
+// drops the groups left empty.
+func selectedGroups(groups map[string][]string, hosts []config.Host) map[string][]string {
+	in := map[string]bool{}
+	for _, h := range hosts {
+		in[h.Name] = true
+	}
+	out := map[string][]string{}
+	for g, members := range groups {
+		var kept []string
+		for _, m := range members {
+			if in[m] {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) > 0 {
+			out[g] = kept
+		}
+	}
+	return out
 }
 
 // resolved is one host ready to dial.
