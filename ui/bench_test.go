@@ -2,8 +2,10 @@ package ui
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
+	"bringup/remote"
 	"bringup/remote/event"
 )
 
@@ -36,4 +38,44 @@ func BenchmarkHostView(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkConsoleMemory64Hosts is what the console holds for a fleet of
+// 64 hosts whose log rings are full (5 000 lines each, 120-160 byte lines,
+// several times the ring fed through): MB retained after a GC, and one
+// frame of the fleet table at 160×48. The rings must cap it.
+func BenchmarkConsoleMemory64Hosts(b *testing.B) {
+	const hosts = 64
+	base := fleetFixture()
+	batch := remote.Batch{}
+	for i := range hosts {
+		h := base.Hosts[i%len(base.Hosts)]
+		h.Name = fmt.Sprintf("gpu%02d", i+1)
+		batch.Hosts = append(batch.Hosts, h)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m, _ := newTestModel(b, 160, 48)
+	m.Update(batchMsg(batch))
+	for round := range 3 {
+		for i := range hosts {
+			lines := remote.Batch{Hosts: batch.Hosts}
+			for j := range 5000 {
+				lines.Events = append(lines.Events, event.Event{Host: batch.Hosts[i].Name, Kind: event.KindJournal, Time: now,
+					Journal: &event.Journal{Priority: 6, Message: fmt.Sprintf(
+						"[2026-11-30 10:%02d:%02d TP%d] Decode batch. #running-req: %d, #token: %d, token usage: 0.%02d, gen throughput (token/s): 1234.5", j/60%60, j%60, j%8, round, j, j%100)}})
+			}
+			m.Update(batchMsg(lines))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	retained := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
+	b.ResetTimer()
+	for b.Loop() {
+		_ = m.View()
+	}
+	b.ReportMetric(retained, "MB-retained") // after the loop: ResetTimer clears metrics
+	runtime.KeepAlive(m)
 }
