@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -100,12 +99,8 @@ func (w *actWorld) seedStory(t *testing.T) {
 		t.Fatalf("watch gpu1: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
 	var fail *watchLine
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var l watchLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err == nil && l.Kind == "failed" {
-			fail = &l
-		}
+	if l, ok := readWatch(t, out).failed["gpu1"]; ok {
+		fail = &l
 	}
 	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.Kernel != "kdtree-verify=validate" || fail.FailedIn != "graph-capture" {
 		t.Fatalf("failure = %+v\n%s", fail, out)

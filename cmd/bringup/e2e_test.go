@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -109,20 +108,11 @@ func TestCommandsOnTestbed(t *testing.T) {
 		if code != exitFailed {
 			t.Fatalf("watch exit %d, want %d\n%s%s", code, exitFailed, out.String(), errOut.String())
 		}
-		phases := map[string][]string{}
+		story := readWatch(t, out.String())
+		phases := story.phases
 		var fail *watchLine
-		sc := bufio.NewScanner(strings.NewReader(out.String()))
-		for sc.Scan() {
-			var l watchLine
-			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-				t.Fatalf("%q: %v", sc.Text(), err)
-			}
-			switch l.Kind {
-			case "phase":
-				phases[l.Host] = append(phases[l.Host], l.Phase)
-			case "failed":
-				fail = &l
-			}
+		if l, ok := story.failed["gpu3"]; ok {
+			fail = &l
 		}
 		for _, h := range []string{"gpu1", "gpu2"} {
 			p := phases[h]

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -18,13 +17,7 @@ import (
 func hostStories(t *testing.T, out string, kinds ...string) map[string][]string {
 	t.Helper()
 	stories := map[string][]string{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l watchLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
-		}
+	for _, l := range watchLines(t, out) {
 		if len(kinds) > 0 && !slices.Contains(kinds, l.Kind) {
 			continue
 		}

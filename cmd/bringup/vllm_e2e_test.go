@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,21 +58,11 @@ func vllmWatch(t *testing.T, w *actWorld) {
 	if code != exitFailed {
 		t.Fatalf("watch exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	phases := map[string][]string{}
+	story := readWatch(t, out)
+	phases := story.phases
 	var fail *watchLine
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l watchLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
-		}
-		switch {
-		case l.Kind == "phase":
-			phases[l.Host] = append(phases[l.Host], l.Phase)
-		case l.Kind == "failed" && l.Host == "gpu2":
-			fail = &l
-		}
+	if l, ok := story.failed["gpu2"]; ok {
+		fail = &l
 	}
 	t.Logf("gpu1 phases %v; gpu2 phases %v", phases["gpu1"], phases["gpu2"])
 	want := []string{"init", "weights", "kv-cache", "graph-capture", "http", "serving"}

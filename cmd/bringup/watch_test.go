@@ -13,6 +13,44 @@ import (
 	"bringup/remote/startup"
 )
 
+// watchLines decodes watch --json output, a line each; a line that is not
+// a JSON object fails t.
+func watchLines(t *testing.T, out string) []watchLine {
+	t.Helper()
+	var lines []watchLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l watchLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("watch line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// watchStory is what watch --json said of each host: its phases in order
+// and its failure.
+type watchStory struct {
+	phases map[string][]string
+	failed map[string]watchLine
+}
+
+func readWatch(t *testing.T, out string) watchStory {
+	t.Helper()
+	s := watchStory{phases: map[string][]string{}, failed: map[string]watchLine{}}
+	for _, l := range watchLines(t, out) {
+		switch l.Kind {
+		case "phase":
+			s.phases[l.Host] = append(s.phases[l.Host], l.Phase)
+		case "failed":
+			s.failed[l.Host] = l
+		}
+	}
+	return s
+}
+
 // TestWatchDemoJSON runs `bringup watch --demo --json --speed 200` in
 // process and checks the seed story as the issue states it.
 func TestWatchDemoJSON(t *testing.T) {
@@ -26,15 +64,10 @@ func TestWatchDemoJSON(t *testing.T) {
 	}
 	phases := map[string][]string{}
 	var failed *watchLine
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var l watchLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
+	for _, l := range watchLines(t, out.String()) {
 		for _, f := range []struct{ name, v string }{{"time", l.Time}, {"seen", l.Seen}, {"host", l.Host}, {"kind", l.Kind}, {"phase", l.Phase}} {
 			if f.v == "" {
-				t.Fatalf("line %q lacks %s", sc.Text(), f.name)
+				t.Fatalf("line %+v lacks %s", l, f.name)
 			}
 		}
 		if _, err := time.Parse(time.RFC3339Nano, l.Time); err != nil || !strings.Contains(l.Time, ".") {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,18 +50,7 @@ func TestFailureCatalogueOnTestbed(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("watch exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	failed := map[string]watchLine{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l watchLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
-		}
-		if l.Kind == "failed" {
-			failed[l.Host] = l
-		}
-	}
+	failed := readWatch(t, out).failed
 	for _, h := range names {
 		want, got := zoo[h], failed[h]
 		t.Logf("%s: %s in %s: %s — hint: %s", h, got.Cause, got.FailedIn, got.Summary, got.Hint)
