@@ -155,11 +155,6 @@ func checkName(s string) error {
 	return nil
 }
 
-var knownKinds = map[event.Kind]bool{
-	event.KindJournal: true, event.KindUnit: true, event.KindProbe: true, event.KindGPU: true,
-	event.KindConn: true, event.KindAction: true, event.KindGap: true, event.KindCommand: true,
-}
-
 func (rec *Recording) readEntry(path string, n int, line []byte, hosts map[string]bool) error {
 	bad := func(field string, err error) error { return &LineError{Path: path, Line: n, Field: field, Err: err} }
 	var e Entry
@@ -169,7 +164,7 @@ func (rec *Recording) readEntry(path string, n int, line []byte, hosts map[strin
 	switch {
 	case !hosts[e.Host]:
 		return bad("host", fmt.Errorf("%q is not one of the recording's hosts", e.Host))
-	case !knownKinds[e.Kind]:
+	case !knownKind(e.Kind):
 		return bad("kind", fmt.Errorf("unknown kind %q", e.Kind))
 	case e.At.IsZero():
 		return bad("at", errors.New("missing"))
@@ -178,6 +173,16 @@ func (rec *Recording) readEntry(path string, n int, line []byte, hosts map[strin
 	}
 	rec.Entries = append(rec.Entries, e)
 	return nil
+}
+
+// knownKind reports whether k is a kind of event this build knows.
+func knownKind(k event.Kind) bool {
+	switch k {
+	case event.KindJournal, event.KindUnit, event.KindProbe, event.KindGPU,
+		event.KindConn, event.KindAction, event.KindGap, event.KindCommand:
+		return true
+	}
+	return false
 }
 
 // hasPayload reports whether the payload field matching the event's kind is set.
