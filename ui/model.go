@@ -67,6 +67,10 @@ type Options struct {
 	// Groups are the config's named lists of hosts: palette commands
 	// take a group's name wherever they take hosts.
 	Groups map[string][]string
+	// Position, when set, says where a replay stands ("▶ 10:41:03 of
+	// 10:52:10"); the header shows it. It is called on every frame, so it
+	// must only read a clock.
+	Position func() string
 }
 
 // Timing of the UI's own loops.

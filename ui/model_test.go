@@ -377,3 +377,23 @@ func TestNewInvocationMarksTheLog(t *testing.T) {
 		t.Fatalf("marker line %+v", l)
 	}
 }
+
+// TestHeaderShowsReplayPosition checks that a replay's position, asked
+// for on every frame, reaches the header.
+func TestHeaderShowsReplayPosition(t *testing.T) {
+	m, _ := newTestModel(t, 120, 24)
+	pos := "▶ 10:41:03 of 10:52:10"
+	m.opts.Position = func() string { return pos }
+	if v := m.View().Content; !strings.Contains(firstLine(v), pos) {
+		t.Fatalf("header %q lacks %q", firstLine(v), pos)
+	}
+	pos = "■ ended 10:52:10"
+	if v := m.View().Content; !strings.Contains(firstLine(v), pos) {
+		t.Fatalf("header %q lacks %q", firstLine(v), pos)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

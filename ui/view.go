@@ -96,6 +96,9 @@ func (m *Model) header(w int) string {
 	if m.ro != nil && !m.ro.r.Settled() {
 		counts += " · " + s.Badge.Render("rollout "+string(m.ro.r.State().Status))
 	}
+	if m.opts.Position != nil {
+		counts += " · " + s.Badge.Render(m.opts.Position())
+	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}

@@ -118,7 +118,15 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		title += " · " + rec.Source
 	}
 	title += fmt.Sprintf(" ×%g", clock.Speed()) // the header's badge says read-only
-	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now, NoColor: e.getenv("NO_COLOR") != ""})
+	end := rec.End()
+	position := func() string {
+		if clock.Ended() {
+			return "■ ended " + end.Local().Format("15:04:05")
+		}
+		return "▶ " + clock.Now().Local().Format("15:04:05") + " of " + end.Local().Format("15:04:05")
+	}
+	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now, Position: position,
+		NoColor: e.getenv("NO_COLOR") != ""})
 }
 
 // flagSet reports whether the flag name was given on the command line.
