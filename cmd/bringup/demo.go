@@ -55,7 +55,7 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "demo", "bringup demo [--speed N] [--scenario seed] [--read-only] [--record FILE]")
+	fs := newFlags(e, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
