@@ -296,3 +296,27 @@ func TestSinkExpectFollowsAppends(t *testing.T) {
 		t.Fatalf("after one run: %+v %v", e, ok)
 	}
 }
+
+func TestMemoryStore(t *testing.T) {
+	on := map[string]string{"kdtree-verify": "on"}
+	s := NewMemoryStore([]Record{run("gpu1", "on", 0, 5, 30, 300), run("gpu2", "on", time.Hour, 5, 30, 320)})
+	if s.Path() != "" {
+		t.Errorf("path = %q, want none", s.Path())
+	}
+	k := NewSink(s)
+	e, ok := k.Expect("gpu1", "sglang.service", on)
+	if !ok || e.Runs != 1 || e.Phase[startup.Weights] != 300*time.Second {
+		t.Fatalf("gpu1 from the initial records: %+v %v", e, ok)
+	}
+	// With no path, any attempt to write a file would fail.
+	if err := k.Record(run("gpu1", "on", 2*time.Hour, 5, 30, 310)); err != nil {
+		t.Fatal(err)
+	}
+	e, ok = k.Expect("gpu1", "sglang.service", on)
+	if !ok || e.Runs != 2 || e.Phase[startup.Weights] != 305*time.Second {
+		t.Fatalf("gpu1 after an append: %+v %v", e, ok)
+	}
+	if got := len(s.Records("sglang.service", on)); got != 3 {
+		t.Errorf("records = %d, want 3", got)
+	}
+}

@@ -41,5 +41,5 @@ func (k *Sink) Expect(host, unit string, modes map[string]string) (Expectation, 
 	return e, e.Known()
 }
 
-// Record appends r to the history file.
+// Record appends r to the history (the file, or memory for a memory store).
 func (k *Sink) Record(r Record) error { return k.store.Append(r) }

@@ -38,7 +38,8 @@ type storeKey struct{ host, unit, modes string }
 // Store is the history file and the records read from it. It is safe for
 // concurrent use; Records and Expect never wait for file IO.
 type Store struct {
-	path string
+	path   string
+	memory bool // NewMemoryStore: Append writes no file
 
 	wmu sync.Mutex // serialises appends to the file
 
@@ -94,6 +95,18 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
+// NewMemoryStore returns a store that holds records (kept per key as Open
+// keeps a file's lines) and whose Append keeps new records in memory and
+// writes no file: a history for a simulated fleet, which must leave the
+// user's real history alone. Its Path is empty.
+func NewMemoryStore(records []Record) *Store {
+	s := &Store{memory: true, recs: map[storeKey][]Record{}}
+	for _, r := range records {
+		s.add(r)
+	}
+	return s
+}
+
 func (s *Store) problem(err error) {
 	s.skipped++
 	if len(s.problems) < maxProblems {
@@ -113,7 +126,7 @@ func (s *Store) add(r Record) {
 	s.gen++
 }
 
-// Path is the file the store reads and appends to.
+// Path is the file the store reads and appends to; empty for a memory store.
 func (s *Store) Path() string { return s.path }
 
 // Skipped is how many lines of the file could not be read.
@@ -132,8 +145,14 @@ func (s *Store) Problems() []error {
 
 // Append writes r as one line at the end of the file and syncs it, creating
 // the directory (0700) and the file (0600) when needed, then keeps it in
-// memory.
+// memory. A memory store only keeps it.
 func (s *Store) Append(r Record) error {
+	if s.memory {
+		s.mu.Lock()
+		s.add(r)
+		s.mu.Unlock()
+		return nil
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("history record for %s: %w", r.Host, err)
