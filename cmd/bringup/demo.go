@@ -12,6 +12,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/sim"
 	"bringup/ui"
 )
@@ -29,7 +30,9 @@ func (s *simFlags) register(fs *flag.FlagSet) {
 }
 
 // simFleet builds a fleet over the simulated hosts and returns it with the
-// simulation's clock (host time). rec, if not nil, records it.
+// simulation's clock (host time). rec, if not nil, records it. The fleet's
+// startup history is the hosts' earlier runs (sim.History), in memory: the
+// demo shows ETAs and leaves the user's real history alone.
 func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.Clock, error) {
 	if s.speed <= 0 {
 		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", s.speed)
@@ -43,7 +46,11 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 	for i, h := range hosts {
 		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
 	}
-	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock}
+	past, err := sim.History(s.scenario, sim.HistoryRuns, clock.Now(), sim.Options{Kernels: cat})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: history.NewSink(history.NewMemoryStore(past))}
 	if err := rec.start(specs, opts, s.speed, "demo "+s.scenario); err != nil {
 		return nil, nil, err
 	}
