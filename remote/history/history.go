@@ -143,8 +143,9 @@ func median(ds []time.Duration) time.Duration {
 // ETA is when s is expected to serve, at host time now: what is left of
 // the current phase plus the medians of the phases after it. What is left
 // of the current phase comes from the log progress when it is known
-// (elapsed/fraction − elapsed) and otherwise from the phase's median less
-// the time spent in it, never below zero. ok is false when there is no
+// (elapsed/fraction − elapsed, blended with the phase's median while the
+// progress is under half) and otherwise from the phase's median less the
+// time spent in it, never below zero. ok is false when there is no
 // history or s is not under way on the path (stopped, serving, failed,
 // restarting, unknown).
 func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok bool) {
@@ -165,10 +166,20 @@ func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok b
 	}
 	elapsed := max(0, now.Sub(since))
 	var left time.Duration
+	median := exp.Phase[phase]
 	if f := s.Progress.Fraction(); s.Progress.Known() && f > 0 && s.Phase != startup.Stuck {
-		left = time.Duration(float64(elapsed)/f) - elapsed
+		// The log's pace extrapolates the phase's length; early on it
+		// rests on a few shards and swings by minutes, so it is blended
+		// with the median, the pace's weight growing with the progress
+		// until it alone counts from half way.
+		total := time.Duration(float64(elapsed) / f)
+		if median > 0 {
+			w := min(1, 2*f)
+			total = time.Duration(w*float64(total) + (1-w)*float64(median))
+		}
+		left = max(0, total-elapsed)
 	} else {
-		left = max(0, exp.Phase[phase]-elapsed)
+		left = max(0, median-elapsed)
 	}
 	for _, p := range startup.Order[rank+1:] {
 		if p != startup.Serving {
