@@ -56,6 +56,7 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 	}
 	f, err := remote.NewFleet(specs, opts)
 	if err != nil {
+		rec.abort()
 		return nil, nil, err
 	}
 	return f, clock, nil
@@ -155,10 +156,10 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	cancel()
 	select {
 	case <-done:
-		rec.finish(e)
 	case <-time.After(5 * time.Second):
 		fmt.Fprintln(e.stderr, "bringup watch: hosts did not stop within 5 s")
 	}
+	rec.finish(e) // what a host still sends after this is not recorded
 	return code
 }
 

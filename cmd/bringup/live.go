@@ -234,7 +234,12 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink, re
 	if err := rec.start(specs, opts, 1, "live"); err != nil {
 		return nil, err
 	}
-	return remote.NewFleet(specs, opts)
+	f, err := remote.NewFleet(specs, opts)
+	if err != nil {
+		rec.abort()
+		return nil, err
+	}
+	return f, nil
 }
 
 // localHashes hashes each kernel's local build that exists, for the drift

@@ -61,6 +61,15 @@ func (r *recordFlag) finish(e env) {
 	r.rec = nil
 }
 
+// abort closes a recording whose fleet never started.
+func (r *recordFlag) abort() {
+	if r == nil || r.rec == nil {
+		return
+	}
+	_ = r.rec.Close() // the fleet's error is the one to report
+	r.rec = nil
+}
+
 // titleNote is what the console's title says about the recording.
 func (r *recordFlag) titleNote() string {
 	if r == nil || r.path == "" {

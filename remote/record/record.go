@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -26,6 +27,9 @@ import (
 
 // Format names the file format and its version in the header.
 const Format = "bringup-record/1"
+
+// errClosed refuses events that arrive after Close.
+var errClosed = errors.New("recording closed")
 
 // flushEvery bounds how much a killed process can lose: the buffer is
 // written out at least this often while events arrive.
@@ -65,12 +69,13 @@ type Recorder struct {
 	clock remote.Clock // the host-time clock of the recording fleet
 	path  string
 
-	mu    sync.Mutex
-	f     *os.File
-	w     *bufio.Writer
-	n     int
-	err   error // the first write error; later writes are refused
-	dirty bool
+	mu     sync.Mutex
+	f      *os.File
+	w      *bufio.Writer
+	n      int
+	err    error // the first write error; later writes are refused
+	dirty  bool
+	closed bool // Close ran: events still coming from a host are dropped
 
 	stop chan struct{}
 	done chan struct{}
@@ -127,6 +132,9 @@ func (r *Recorder) writeLine(v any) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return errClosed
+	}
 	if r.err != nil {
 		return r.err
 	}
@@ -173,6 +181,7 @@ func (r *Recorder) Close() error {
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	err := r.err
 	if err == nil {
 		err = r.w.Flush()

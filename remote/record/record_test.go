@@ -247,6 +247,12 @@ func TestRecorderKeepsRawText(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A host still sending after the end is not recorded (and does not
+	// write to a closed file).
+	rec.Add(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: clock.Now(), Journal: &event.Journal{Message: "late"}})
+	if rec.Count() != 1 {
+		t.Errorf("%d events recorded, want 1", rec.Count())
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
