@@ -67,7 +67,7 @@ func (a Action) Effect(unit string) string {
 	case ActSetMode:
 		return fmt.Sprintf("set %s to mode %q for %s (takes effect at the next restart)", a.Kernel, a.Mode, unit)
 	case ActRestart:
-		return fmt.Sprintf("restart %s (the service stops serving until it is up again, ~10 min)", unit)
+		return fmt.Sprintf("restart %s (it stops serving until the new run is up)", unit)
 	case ActStop:
 		return fmt.Sprintf("stop %s", unit)
 	case ActResetFailed:

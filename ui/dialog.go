@@ -62,6 +62,9 @@ type dialog struct {
 	// rollbackTo is set on the confirmation of a halted rollout's
 	// rollback: the mode the host goes back to.
 	rollbackTo string
+	// note follows the effect in a confirmation: how long a restart
+	// usually takes, from the hosts' history.
+	note string
 }
 
 // hostList is every host the dialog acts on.
@@ -191,6 +194,9 @@ func (d *dialog) Render(w int, s Styles) string {
 		effect := d.action.Effect(d.unit)
 		if d.rollbackTo != "" {
 			effect = fmt.Sprintf("put back %s's drop-in for %s as it was before the rollout (mode %s), then restart it if it was running; a redeploy is not undone", d.kernel, d.unit, d.rollbackTo)
+		}
+		if d.note != "" {
+			effect += ". " + d.note
 		}
 		lines = append(lines, wrapLines(effect, iw)...)
 		lines = append(lines, d.renderTargets(iw)...)

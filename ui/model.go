@@ -853,7 +853,32 @@ func (m *Model) startRestartOn(hosts []string) tea.Cmd {
 		return nil
 	}
 	m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
+	m.dlg.note = m.startupNote(hosts)
 	return nil
+}
+
+// startupNote says how long hosts usually take from a restart to serving,
+// from their startup history; "" when none has any.
+func (m *Model) startupNote(hosts []string) string {
+	var longest time.Duration
+	runs, known := 0, 0
+	for _, h := range hosts {
+		hs := m.hostState(h)
+		if hs == nil || !hs.Expected.Known() {
+			continue
+		}
+		known++
+		if hs.Expected.Total > longest {
+			longest, runs = hs.Expected.Total, hs.Expected.Runs
+		}
+	}
+	switch {
+	case known == 0:
+		return ""
+	case len(hosts) == 1:
+		return fmt.Sprintf("It usually serves again after %s (from %d %s)", approxLeft(longest), runs, plural(runs, "run", "runs"))
+	}
+	return fmt.Sprintf("They usually serve again after %s (the slowest host's median)", approxLeft(longest))
 }
 
 // preflight checks a restart of each of hosts: the first refusal, and the

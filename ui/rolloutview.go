@@ -80,7 +80,7 @@ func (f *rolloutForm) render(iw int, s Styles) []string {
 	if f.confirming {
 		lines = append(lines, s.DialogTitle.Render(clip("Start the rollout?", iw)))
 		lines = append(lines, wrapLines(p.String()+"; halt on the first failure.", iw)...)
-		lines = append(lines, wrapLines(fmt.Sprintf("Each %s restarts: it stops serving until it is up again (~10 min).", f.unit), iw)...)
+		lines = append(lines, wrapLines(fmt.Sprintf("Each %s restarts: it stops serving until its new run is up.", f.unit), iw)...)
 		return append(lines, "", s.Dim.Render(clip("[y/enter] start · [esc] back", iw)))
 	}
 	mode := "no mode change"
