@@ -140,21 +140,20 @@ func TestReplayKeepsRecordedTimes(t *testing.T) {
 		rec.Entries = append(rec.Entries, Entry{At: at, Event: event.Event{Host: "gpu1", Kind: event.KindJournal,
 			Time: at.Add(-time.Second), Seen: at, Journal: &event.Journal{Message: fmt.Sprintf("line %d", i)}}})
 	}
-	real := t0
-	now := func() time.Time { return real }
-	specs, clock := rec.Play(100, now)
+	fr := sim.NewManualClock(t0) // real time, moved by hand
+	specs, clock := rec.Play(100, fr.Now)
 	if !clock.Now().Equal(t0) {
 		t.Fatalf("clock starts at %s, want %s", clock.Now(), t0)
 	}
-	real = real.Add(150 * time.Millisecond) // 15 s of host time at ×100
+	fr.Advance(150 * time.Millisecond) // 15 s of host time at ×100
 	if got := clock.Now(); !got.Equal(t0.Add(15 * time.Second)) {
 		t.Fatalf("clock after 150 ms at ×100: %s", got)
 	}
-	real = real.Add(time.Second) // 100 s at ×100: past the last entry (+20 s)
+	fr.Advance(time.Second) // 100 s at ×100: past the last entry (+20 s)
 	if got := clock.Now(); !got.Equal(t0.Add(20*time.Second)) || !clock.Ended() {
 		t.Fatalf("clock past the end: %s (ended %v), want it stopped at the last entry", got, clock.Ended())
 	}
-	real = real.Add(-time.Second)
+	fr.Advance(-time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got []event.Event
@@ -169,8 +168,8 @@ func TestReplayKeepsRecordedTimes(t *testing.T) {
 		})
 	}()
 	// The third entry (at +20 s) is 5 s of host time away: 50 ms real at
-	// ×100. The fake clock does not move, so the driver's timer is what
-	// lets it out.
+	// ×100. The player waits for the clock to get there.
+	fr.Advance(50 * time.Millisecond)
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}

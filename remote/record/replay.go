@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -214,28 +216,160 @@ var ErrReplay = errors.New("this is a recording: nothing can be changed")
 // Clock runs the recording's host clock from its start at speed times
 // real time, and stops at its end: a finished replay shows the hosts as
 // they were when the recording ended, not ageing phases nobody saw.
+//
+// The person watching may pause it and change its speed while it runs
+// (the UI goroutine calls Pause, Resume and SetSpeed while the players
+// read Now), so it is guarded by a mutex. Every change rebases the clock
+// at the current host time, so host time never jumps.
 type Clock struct {
-	base  time.Time // host time at the start of the replay
-	end   time.Time // host time of the last recorded event
-	start time.Time // real time at the start of the replay
-	speed float64
-	real  func() time.Time
+	mu     sync.Mutex
+	base   time.Time // host time at start
+	end    time.Time // host time of the last recorded event
+	start  time.Time // real time of the last rebase (the start of the replay, a resume, a speed change)
+	speed  float64
+	paused bool
+	real   func() time.Time
+	// changed is closed, and replaced, on every pause, resume and speed
+	// change, so that waiting players look again at once.
+	changed chan struct{}
 }
+
+// Bounds of Faster and Slower; a replay started outside them stays where
+// it is rather than jump into them.
+const (
+	MinSpeed = 1
+	MaxSpeed = 10000
+)
 
 // Now is the host time of the replay.
 func (c *Clock) Now() time.Time {
-	t := c.base.Add(time.Duration(float64(c.real().Sub(c.start)) * c.speed))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nowLocked()
+}
+
+func (c *Clock) nowLocked() time.Time {
+	t := c.base
+	if !c.paused {
+		t = t.Add(time.Duration(float64(c.real().Sub(c.start)) * c.speed))
+	}
 	if t.After(c.end) {
 		return c.end
 	}
 	return t
 }
 
+// rebaseLocked makes the current host time and real time the clock's new
+// origin, before its speed or pause changes.
+func (c *Clock) rebaseLocked() {
+	c.base, c.start = c.nowLocked(), c.real()
+}
+
+// signalLocked wakes the players waiting on the clock.
+func (c *Clock) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
 // Ended reports whether the replay has reached the end of the recording.
 func (c *Clock) Ended() bool { return !c.Now().Before(c.end) }
 
 // Speed is the replay's speed against real time.
-func (c *Clock) Speed() float64 { return c.speed }
+func (c *Clock) Speed() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.speed
+}
+
+// Paused reports whether the replay is paused.
+func (c *Clock) Paused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
+// Pause stops host time where it is until Resume.
+func (c *Clock) Pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setPausedLocked(true)
+}
+
+// Resume lets host time run on from where Pause stopped it.
+func (c *Clock) Resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setPausedLocked(false)
+}
+
+// TogglePause pauses a running replay and resumes a paused one; it
+// reports whether the replay is now paused.
+func (c *Clock) TogglePause() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setPausedLocked(!c.paused)
+	return c.paused
+}
+
+func (c *Clock) setPausedLocked(paused bool) {
+	switch {
+	case paused == c.paused:
+		return
+	case paused:
+		c.rebaseLocked()
+	default:
+		c.start = c.real() // host time goes on from base
+	}
+	c.paused = paused
+	c.signalLocked()
+}
+
+// SetSpeed runs the replay at speed times real time from now on; host
+// time goes on from where it is. A speed ≤ 0 is ignored.
+func (c *Clock) SetSpeed(speed float64) {
+	c.scaleSpeed(func(float64) float64 { return speed })
+}
+
+// Faster doubles the speed, up to MaxSpeed, and returns it.
+func (c *Clock) Faster() float64 {
+	return c.scaleSpeed(func(s float64) float64 { return min(s*2, max(s, MaxSpeed)) })
+}
+
+// Slower halves the speed, down to MinSpeed, and returns it.
+func (c *Clock) Slower() float64 {
+	return c.scaleSpeed(func(s float64) float64 { return max(s/2, min(s, MinSpeed)) })
+}
+
+// scaleSpeed sets the speed to f of the current one (ignored when ≤ 0)
+// and returns the speed in force.
+func (c *Clock) scaleSpeed(f func(float64) float64) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	speed := f(c.speed)
+	if speed <= 0 || speed == c.speed {
+		return c.speed
+	}
+	c.rebaseLocked()
+	c.speed = speed
+	c.signalLocked()
+	return c.speed
+}
+
+// until is how long, in real time at the current speed, until host time
+// reaches at (≤ 0: it has), and the channel closed at the clock's next
+// change. While paused the wait is as long as a Duration goes.
+func (c *Clock) until(at time.Time) (time.Duration, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	left := at.Sub(c.nowLocked())
+	switch {
+	case left <= 0:
+		return 0, c.changed
+	case c.paused:
+		return math.MaxInt64, c.changed
+	}
+	return max(time.Duration(float64(left)/c.speed), 1), c.changed
+}
 
 // End is the host time of the recording's last event (its start when it
 // has none).
@@ -260,7 +394,7 @@ func (rec *Recording) Play(speed float64, real func() time.Time) ([]remote.HostS
 	if real == nil {
 		real = time.Now
 	}
-	clock := &Clock{base: rec.Started, end: rec.End(), start: real(), speed: speed, real: real}
+	clock := &Clock{base: rec.Started, end: rec.End(), start: real(), speed: speed, real: real, changed: make(chan struct{})}
 	byHost := map[string][]Entry{}
 	for _, e := range rec.Entries {
 		byHost[e.Host] = append(byHost[e.Host], e)
@@ -284,16 +418,31 @@ type player struct {
 
 func (p *player) Name() string { return p.name }
 
+// maxStep bounds each wait of a player: it looks at the clock again at
+// least this often (in real time), so a clock whose source of real time is
+// not the wall clock (a test's) still lets it out.
+const maxStep = 100 * time.Millisecond
+
 // Run emits each entry when the replay clock reaches it, then waits for
-// the end: a finished replay keeps showing how the hosts ended.
+// the end: a finished replay keeps showing how the hosts ended. It waits
+// in bounded steps and wakes on every change of the clock, so a pause or
+// a new speed takes effect at once.
 func (p *player) Run(ctx context.Context, emit remote.Emit) error {
+	t := time.NewTimer(maxStep)
+	t.Stop()
+	defer t.Stop()
 	for _, e := range p.entries {
-		if wait := e.At.Sub(p.clock.Now()); wait > 0 {
-			t := time.NewTimer(time.Duration(float64(wait) / p.clock.speed))
+		for {
+			wait, changed := p.clock.until(e.At)
+			if wait <= 0 {
+				break
+			}
+			t.Reset(min(wait, maxStep))
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return ctx.Err()
+			case <-changed:
+				t.Stop() // since Go 1.23 no stale tick follows Stop
 			case <-t.C:
 			}
 		}
