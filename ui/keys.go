@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"slices"
+
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 )
@@ -28,6 +30,10 @@ type KeyMap struct {
 	PageUp, PageDown, Top, Bottom key.Binding
 
 	Confirm, Cancel key.Binding
+
+	// Pause, Faster and Slower control a replay; they exist only when
+	// Options.Replay is set.
+	Pause, Faster, Slower key.Binding
 }
 
 // DefaultKeyMap follows k9s and lazygit: vim motions, esc goes back, q
@@ -70,6 +76,10 @@ func DefaultKeyMap() KeyMap {
 
 		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
 		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
+
+		Pause:  b([]string{"p"}, "p", "pause/resume replay"),
+		Faster: b([]string{">", "+"}, ">/+", "replay faster"),
+		Slower: b([]string{"<", "-"}, "</-", "replay slower"),
 	}
 }
 
@@ -119,6 +129,17 @@ func (k KeyMap) rolloutHelp() helpKeys {
 			{k.Up, k.Down, k.Open, k.Back},
 			{k.Rollback, k.Abort, k.Actions, k.Palette, k.Help, k.Quit},
 		},
+	}
+}
+
+// withReplay adds the replay's keys to h: first in the short help, so a
+// narrow footer keeps them, and as a column of the full help.
+func (k KeyMap) withReplay(h helpKeys) helpKeys {
+	replay := []key.Binding{k.Pause, k.Faster, k.Slower}
+	short := append([]key.Binding{h.short[0]}, replay...)
+	return helpKeys{
+		short: append(short, h.short[1:]...),
+		full:  append(slices.Clone(h.full), replay),
 	}
 }
 

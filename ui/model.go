@@ -71,6 +71,21 @@ type Options struct {
 	// 10:52:10"); the header shows it. It is called on every frame, so it
 	// must only read a clock.
 	Position func() string
+	// Replay, when set, lets the keys pause a replay and change its speed;
+	// without it those keys do nothing and are not listed.
+	Replay Replay
+}
+
+// Replay is the control of a replay's clock (*record.Clock is one). The
+// UI calls it from Update, so each call must only change the clock: no IO.
+type Replay interface {
+	// TogglePause pauses a running replay or resumes a paused one and
+	// reports whether it is now paused.
+	TogglePause() bool
+	// Faster doubles the speed (up to its bound) and returns the new one.
+	Faster() float64
+	// Slower halves the speed (down to its bound) and returns the new one.
+	Slower() float64
 }
 
 // Timing of the UI's own loops.
@@ -500,6 +515,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.paletteKey(msg)
 	case m.dlg != nil:
 		return m.dialogKey(msg)
+	case m.opts.Replay != nil && key.Matches(msg, k.Pause, k.Faster, k.Slower):
+		// Above the overlays: the help lists these keys, so they work there.
+		return m.replayKey(msg)
 	case m.overlay != overlayNone && key.Matches(msg, k.Palette):
 		m.overlay = overlayNone
 		return m.openPalette()
@@ -548,6 +566,23 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.hostKey(msg)
 	}
 	return nil
+}
+
+// replayKey pauses or resumes the replay, or changes its speed; the
+// header's position shows the result, and the status line says it.
+func (m *Model) replayKey(msg tea.KeyPressMsg) tea.Cmd {
+	r, k := m.opts.Replay, m.keys
+	switch {
+	case key.Matches(msg, k.Pause):
+		if r.TogglePause() {
+			return m.setStatus("replay paused (p resumes)", false)
+		}
+		return m.setStatus("replay resumed", false)
+	case key.Matches(msg, k.Faster):
+		return m.setStatus(fmt.Sprintf("replay ×%g", r.Faster()), false)
+	default:
+		return m.setStatus(fmt.Sprintf("replay ×%g", r.Slower()), false)
+	}
 }
 
 // actionsKey scrolls the log of remote commands, or closes it.

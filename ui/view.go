@@ -145,7 +145,19 @@ func (m *Model) footer(w int) string {
 	default:
 		hk = m.keys.tableHelp()
 	}
+	if m.dlg == nil && m.overlay != overlayActions {
+		hk = m.replayHelp(hk)
+	}
 	return status + "\n" + m.help.ShortHelpView(hk.ShortHelp())
+}
+
+// replayHelp is hk with the replay's keys when there is a replay to
+// control.
+func (m *Model) replayHelp(hk helpKeys) helpKeys {
+	if m.opts.Replay == nil {
+		return hk
+	}
+	return m.keys.withReplay(hk)
 }
 
 // statusText is the status message, styled as an error or not, cut to w.
@@ -189,6 +201,7 @@ func (m *Model) helpBox(w, h int) string {
 	case m.view == viewRollout && m.ro != nil:
 		hk, what = m.keys.rolloutHelp(), "rollout"
 	}
+	hk = m.replayHelp(hk)
 	hm := m.help
 	hm.SetWidth(0)
 	// As many columns as fit: a narrow pane gets the same keys in fewer,
