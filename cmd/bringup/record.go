@@ -126,17 +126,29 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	if rec.Source != "" {
 		title += " · " + rec.Source
 	}
-	title += fmt.Sprintf(" ×%g", clock.Speed()) // the header's badge says read-only
-	end := rec.End()
-	position := func() string {
-		if clock.Ended() {
-			return "■ ended " + end.Local().Format("15:04:05")
-		}
-		return "▶ " + clock.Now().Local().Format("15:04:05") + " of " + end.Local().Format("15:04:05")
-	}
-	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now, Position: position,
-		NoColor: e.getenv("NO_COLOR") != ""})
+	// The speed is in the position: p, > and < change it as it plays.
+	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
+		Position: replayPosition(clock, rec.End()), Replay: clock, NoColor: e.getenv("NO_COLOR") != ""})
 }
+
+// replayPosition is the header's word on where the replay stands: the
+// host time it shows and the recording's end, paused (⏸) or playing (▶)
+// and at what speed, or ended (■).
+func replayPosition(clock *record.Clock, end time.Time) func() string {
+	endText := end.Local().Format("15:04:05")
+	return func() string {
+		if clock.Ended() {
+			return "■ ended " + endText
+		}
+		mark := "▶"
+		if clock.Paused() {
+			mark = "⏸"
+		}
+		return fmt.Sprintf("%s %s of %s ×%g", mark, clock.Now().Local().Format("15:04:05"), endText, clock.Speed())
+	}
+}
+
+var _ ui.Replay = (*record.Clock)(nil)
 
 // flagSet reports whether the flag name was given on the command line.
 func flagSet(fs *flag.FlagSet, name string) bool {
