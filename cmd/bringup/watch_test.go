@@ -75,7 +75,12 @@ func TestWatchDemoJSON(t *testing.T) {
 		}
 		switch l.Kind {
 		case "phase":
-			phases[l.Host] = append(phases[l.Host], l.Phase)
+			// At ×200 a scheduling hiccup of a second is minutes of host
+			// time, which the fleet's clock may call stuck before the
+			// simulated host catches up: no part of the seed story.
+			if p := phases[l.Host]; l.Phase != "stuck" && (len(p) == 0 || p[len(p)-1] != l.Phase) {
+				phases[l.Host] = append(p, l.Phase)
+			}
 		case "failed":
 			if l.Host != "gpu3" {
 				t.Fatalf("unexpected failure on %s: %+v", l.Host, l)
