@@ -63,6 +63,13 @@ func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptio
 		timeout = t.C
 	}
 	started := map[string]time.Time{}
+	// grace runs once every host has settled while a failure is still
+	// explained only by the unit's state (see logGrace); settled is the
+	// exit code then.
+	var (
+		grace   <-chan time.Time
+		settled int
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,6 +77,8 @@ func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptio
 		case <-timeout:
 			fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
 			return exitTimeout
+		case <-grace:
+			return settled
 		case b, ok := <-f.Updates():
 			if !ok {
 				return exitTimeout
@@ -82,11 +91,38 @@ func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptio
 			for _, c := range b.Changes {
 				printChange(w, c, started[c.Host], opts.JSON)
 			}
-			if code, done := outcome(b.Hosts); done {
+			code, done := outcome(b.Hosts)
+			switch {
+			case !done:
+				grace = nil
+			case !awaitingLog(b.Hosts):
 				return code
+			case grace == nil:
+				t := time.NewTimer(logGrace)
+				defer t.Stop()
+				grace, settled = t.C, code
+			default:
+				settled = code
 			}
 		}
 	}
+}
+
+// logGrace is how long watch waits, once every host has settled, for the
+// journal lines that explain a failure first seen as a unit state: systemd's
+// D-Bus signal can beat the journal follow by a few milliseconds to a
+// second, and a script should get the cause, not "unit-failed".
+const logGrace = 3 * time.Second
+
+// awaitingLog reports whether a failed host's diagnosis comes from its
+// unit state alone, so that journal lines may still explain it.
+func awaitingLog(hosts []remote.HostState) bool {
+	for _, h := range hosts {
+		if h.Startup.Phase == startup.Failed && (h.Startup.Diag == nil || h.Startup.Diag.Cause == startup.CauseUnitFailed) {
+			return true
+		}
+	}
+	return false
 }
 
 // outcome says whether every host has reached a terminal phase, and the

@@ -74,6 +74,10 @@ func (t *Tracker) evidence(ri int) []string {
 	return ev
 }
 
+// CauseUnitFailed is the cause of a failure the logs (so far) do not
+// explain: only systemd's record of the unit says it failed.
+const CauseUnitFailed = "unit-failed"
+
 // unitDiagnosis is the diagnosis when the logs said nothing: from what
 // systemd reported about the unit.
 func (t *Tracker) unitDiagnosis() *Diagnosis {
@@ -88,7 +92,7 @@ func (t *Tracker) unitDiagnosis() *Diagnosis {
 		d.Summary = hostOOMRule.Summary
 		d.Hint = hostOOMRule.Hint
 	default:
-		d.Cause = "unit-failed"
+		d.Cause = CauseUnitFailed
 		d.Summary = "the service failed without a recognised error in its log"
 		if t.result != "" {
 			d.Summary += fmt.Sprintf(" (result %s)", t.result)
