@@ -230,8 +230,15 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 				return rep.summary(plan, r.Lanes(), st, string(st.Status), rolloutExit(e, r))
 			}
 			offered = true
+			var seen []rollout.Step
+			if st.Diag != nil && st.Diag.Cause == startup.CauseUnitFailed {
+				st.Diag = explainedFailure(ctx, fleet, st.Host, st.Diag, func(b remote.Batch) {
+					rep.actions(b.Events, ours)
+					seen = append(seen, r.Observe(b)...)
+				})
+			}
 			rep.halt(st, r.Lanes())
-			steps = offerRollback(e, rep, r, st.Host, o, in)
+			steps = append(seen, offerRollback(e, rep, r, st.Host, o, in)...)
 			continue
 		}
 		select {
@@ -250,6 +257,36 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 			}
 			rep.actions(b.Events, ours)
 			steps = r.Observe(b)
+		}
+	}
+}
+
+// explainedFailure waits up to logGrace for the journal lines that explain
+// host's failure, which its unit state announced first (see watch), and
+// returns the host's diagnosis then; diag when nothing better came. Every
+// batch it reads goes to seen, so the rollout misses none.
+func explainedFailure(ctx context.Context, fleet *remote.Fleet, host string, diag *startup.Diagnosis, seen func(remote.Batch)) *startup.Diagnosis {
+	t := time.NewTimer(logGrace)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return diag
+		case <-t.C:
+			return diag
+		case b, ok := <-fleet.Updates():
+			if !ok {
+				return diag
+			}
+			seen(b)
+			for _, h := range b.Hosts {
+				if h.Name == host && h.Startup.Phase == startup.Failed && h.Startup.Diag != nil {
+					diag = h.Startup.Diag
+				}
+			}
+			if diag.Cause != startup.CauseUnitFailed {
+				return diag
+			}
 		}
 	}
 }
