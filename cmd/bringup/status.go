@@ -71,12 +71,14 @@ func runStatus(ctx context.Context, e env, args []string) int {
 // settle reads batches until every host has answered (its unit state read
 // and, once the unit is active, a probe made; or the connection failed for
 // good), then waits one more flush so that the journal backlog is folded
-// in, or until timeout. It returns the last snapshot.
+// in (longer while a failure is explained by its unit state alone), or
+// until timeout. It returns the last snapshot.
 func settle(ctx context.Context, f *remote.Fleet, timeout time.Duration) []remote.HostState {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	var last []remote.HostState
 	var quiet <-chan time.Time
+	extended := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,7 +86,12 @@ func settle(ctx context.Context, f *remote.Fleet, timeout time.Duration) []remot
 		case <-deadline.C:
 			return last
 		case <-quiet:
-			return last
+			if extended || !awaitingLog(last) {
+				return last
+			}
+			// A failure only the unit's state explains yet: give its
+			// journal lines the time watch gives them.
+			extended, quiet = true, time.After(logGrace)
 		case b, ok := <-f.Updates():
 			if !ok {
 				return last
