@@ -149,6 +149,19 @@ type ActiveMode struct {
 	Known       bool // the mode is in the catalog
 }
 
+// ModeMap is ms as kernel → mode, the form history records and looks up;
+// nil when ms is empty.
+func ModeMap(ms []ActiveMode) map[string]string {
+	if len(ms) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(ms))
+	for _, a := range ms {
+		m[a.Kernel] = a.Mode
+	}
+	return m
+}
+
 // ModesIn reads each kernel's mode from env (KEY=VALUE entries; a later
 // entry overrides an earlier one, as systemd does). A kernel whose variable
 // is absent is reported in mode "off".

@@ -574,24 +574,12 @@ func sanitizeEvent(ev *event.Event) {
 	}
 }
 
-// modesMap is the kernel → mode map of the modes in a unit's environment.
-func modesMap(ms []kernels.ActiveMode) map[string]string {
-	if len(ms) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(ms))
-	for _, a := range ms {
-		m[a.Kernel] = a.Mode
-	}
-	return m
-}
-
 // refreshExpect asks the history what to expect of h's unit and modes.
 func (f *Fleet) refreshExpect(h *hostFold) {
 	if f.opts.History == nil {
 		return
 	}
-	e, ok := f.opts.History.Expect(h.state.Name, h.state.Unit, modesMap(h.state.Modes))
+	e, ok := f.opts.History.Expect(h.state.Name, h.state.Unit, kernels.ModeMap(h.state.Modes))
 	if !ok {
 		e = history.Expectation{}
 	}
@@ -635,7 +623,7 @@ func (f *Fleet) queueRecord(h *hostFold, st startup.Startup, at time.Time) {
 		return
 	}
 	r := history.Record{Time: at, Host: h.state.Name, Unit: h.state.Unit, Engine: st.Engine,
-		Modes: modesMap(h.state.Modes), InvocationID: st.InvocationID, Spans: st.Spans,
+		Modes: kernels.ModeMap(h.state.Modes), InvocationID: st.InvocationID, Spans: st.Spans,
 		Total: at.Sub(st.StartedAt), WeightMemMiB: h.weightMem}
 	if r.WeightMemMiB == 0 && len(h.state.GPU) > 0 {
 		r.WeightMemMiB = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])

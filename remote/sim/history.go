@@ -144,7 +144,7 @@ func earlierRun(spec HostSpec, k int, start time.Time, opts Options) (history.Re
 		for _, ev := range h.Step(now) {
 			switch {
 			case ev.Unit != nil:
-				modes = modesOf(opts.Kernels.ModesIn(ev.Unit.Environment))
+				modes = kernels.ModeMap(opts.Kernels.ModesIn(ev.Unit.Environment))
 			case ev.GPU != nil:
 				g := *ev.GPU
 				last = &g
@@ -159,13 +159,4 @@ func earlierRun(spec HostSpec, k int, start time.Time, opts Options) (history.Re
 	}
 	return history.Record{Time: served, Host: h.Name(), Unit: h.Unit(), Engine: st.Engine, Modes: modes,
 		InvocationID: st.InvocationID, Spans: st.Spans, Total: served.Sub(st.StartedAt), WeightMemMiB: weightMem}, nil
-}
-
-// modesOf is the kernel → mode map of ms, as the fleet keys history.
-func modesOf(ms []kernels.ActiveMode) map[string]string {
-	m := make(map[string]string, len(ms))
-	for _, a := range ms {
-		m[a.Kernel] = a.Mode
-	}
-	return m
 }
