@@ -851,15 +851,6 @@ func (m *Model) confirmModeOn(hosts []string, kernel, mode string) tea.Cmd {
 	return nil
 }
 
-// engineOf is the engine the preflight assumes for hs: the one its logs
-// showed, else auto: remote.Preflight then goes by ExecStart.
-func engineOf(hs *remote.HostState) string {
-	if hs.Startup.Engine != "" {
-		return hs.Startup.Engine
-	}
-	return kernels.EngineAuto // ExecStart decides
-}
-
 // startRestart answers r on the selected host.
 func (m *Model) startRestart() tea.Cmd { return m.startRestartOn(m.keyHosts()) }
 
@@ -923,7 +914,7 @@ func (m *Model) preflight(hosts []string) (*remote.PreflightError, []string) {
 	var refused []string
 	for _, h := range hosts {
 		hs := m.hostState(h)
-		pe := remote.Preflight(*hs, m.opts.Kernels, engineOf(hs))
+		pe := remote.Preflight(*hs, m.opts.Kernels, kernels.EngineAuto)
 		switch {
 		case pe == nil:
 		case first == nil:

@@ -259,7 +259,7 @@ func (m *Model) rolloutPreflight(p rollout.Plan) *remote.PreflightError {
 				}
 			}
 		}
-		if pe := remote.Preflight(h, m.opts.Kernels, engineOf(hs)); pe != nil {
+		if pe := remote.Preflight(h, m.opts.Kernels, kernels.EngineAuto); pe != nil {
 			return pe
 		}
 	}
