@@ -26,9 +26,12 @@ var ErrReadOnly = errors.New("read-only mode: actions that change hosts are disa
 // so that stuck detection runs in host time.
 type Clock interface{ Now() time.Time }
 
-type realClock struct{}
+// RealClock is the host clock of real hosts: the local time (their
+// timestamps are close to it; they come from the hosts themselves).
+type RealClock struct{}
 
-func (realClock) Now() time.Time { return time.Now() }
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
 
 // HostSpec is one host the fleet watches.
 type HostSpec struct {
@@ -163,7 +166,7 @@ type Fleet struct {
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
 func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = RealClock{}
 	}
 	if opts.Flush <= 0 {
 		opts.Flush = 50 * time.Millisecond

@@ -34,7 +34,7 @@ func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed f
 	}
 	clock := opts.Clock
 	if clock == nil {
-		clock = wallClock{}
+		clock = remote.RealClock{}
 	}
 	rec, err := record.Create(r.path, h, clock)
 	if err != nil {
@@ -77,11 +77,6 @@ func (r *recordFlag) titleNote() string {
 	}
 	return " · ● rec"
 }
-
-// wallClock is the host clock of real hosts.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 // loadReplay loads a recording and builds a read-only fleet that plays it
 // at speed (≤ 0: as recorded).
