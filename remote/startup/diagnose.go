@@ -2,18 +2,89 @@ package startup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
-// root is the index of the root-cause candidate: the earliest line that is
-// not a wrapper, or -1.
+// hintUnrecognised is the hint when no rule knows the error.
+const hintUnrecognised = "no known failure matched: read the traceback around the quoted line (journalctl -u <unit> -n 200), and add a rule for it to a rules: pack"
+
+// tier ranks what a failure line says of the cause: a line a specific rule
+// knows (0) over an error no rule knows (1) over a wrapper that only points
+// further up (2). A wrapper loses even to an unrecognised error, since the
+// error's own text says more than "the scheduler hit an exception".
+func (r *compiledFailure) tier() int {
+	switch {
+	case r.Cause == CauseUnrecognised:
+		return 1
+	case r.Wrapper:
+		return 2
+	}
+	return 0
+}
+
+// root is the index of the root-cause candidate: the earliest line of the
+// best tier, or -1 when there is none.
 func (t *Tracker) root() int {
+	best := -1
 	for i, c := range t.cands {
-		if !c.rule.Wrapper {
-			return i
+		if best < 0 || c.rule.tier() < t.cands[best].rule.tier() {
+			best = i
 		}
 	}
-	return -1
+	return best
+}
+
+// phaseOf is the phase the failure of c happened in: the rule's own phase
+// (a KV budget error belongs to kv-cache whenever it is printed), else what
+// the traceback's frames say, else the traceback that ended next, else how
+// far the trail had got.
+func (t *Tracker) phaseOf(c cand) Phase {
+	switch {
+	case c.rule.Phase != "":
+		return c.rule.Phase
+	case c.framePhase != "":
+		return c.framePhase
+	}
+	for _, e := range t.tbEnds {
+		if e.seq >= c.seq {
+			return e.phase
+		}
+	}
+	return c.phase
+}
+
+// reclassify gives the root line the rule it would have had had its phase
+// been known when it arrived: an out-of-memory error whose frames say
+// graph capture is a capture OOM, though the trail had not reached capture.
+func (t *Tracker) reclassify(c cand, phase Phase) *compiledFailure {
+	if phase == c.phase || c.rule == &unrecognisedRule || c.rule == &hostOOMRule {
+		return c.rule
+	}
+	for p, pack := range t.set.packs {
+		if !t.active[p] {
+			continue
+		}
+		for i := range pack.failures {
+			r := &pack.failures[i]
+			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
+				continue
+			}
+			return r
+		}
+	}
+	return c.rule
+}
+
+func hasKeyword(s string, kws []string) bool {
+	for _, k := range kws {
+		if strings.Contains(s, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // diagnose builds the diagnosis of the failed invocation and reports
@@ -30,16 +101,79 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 		return t.unitDiagnosis(), false
 	}
 	c := t.cands[ri]
+	phase := t.phaseOf(c)
+	rule := t.reclassify(c, phase)
 	d := &Diagnosis{
-		Cause:   c.rule.Cause,
-		Summary: c.rule.Summary,
-		Hint:    c.rule.Hint,
-		Phase:   c.phase,
-		Time:    c.time,
+		Cause:     rule.Cause,
+		Summary:   rule.Summary,
+		Hint:      rule.Hint,
+		Phase:     phase,
+		Time:      c.time,
+		Secondary: rule.tier() > 0,
+	}
+	if rule.tier() == 1 {
+		_, body := splitLine(c.line)
+		body = clip(strings.TrimSpace(body), maxQuote)
+		if phase == GraphCapture {
+			d.Cause = "graph-capture-failed"
+			d.Summary = "graph capture failed (unrecognised error): " + body
+		} else {
+			d.Summary = fmt.Sprintf("unrecognised error in %s: %s", phase, body)
+		}
 	}
 	d.Evidence = t.evidence(ri)
 	t.blameKernel(d)
 	return d, true
+}
+
+// maxQuote is how much of an error line a summary quotes.
+const maxQuote = 160
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// ensureSpan makes the trail hold phase p, the phase a failure was put in:
+// a traceback can name a phase whose own lines the log never showed (an
+// excerpt that holds only the traceback). The span is inserted in path
+// order and lasts until the failure.
+func (t *Tracker) ensureSpan(p Phase, at time.Time) {
+	if p.Rank() <= Starting.Rank() {
+		return
+	}
+	i := 0
+	for ; i < len(t.st.Spans); i++ {
+		q := t.st.Spans[i].Phase
+		if q == p {
+			return
+		}
+		if q.Rank() > p.Rank() {
+			break
+		}
+	}
+	sp := Span{Phase: p, Start: at, End: at}
+	if i == len(t.st.Spans) && i > 0 {
+		if last := t.st.Spans[i-1]; !last.End.IsZero() && last.End.Before(at) {
+			sp.Start = last.End
+		}
+	}
+	if i < len(t.st.Spans) {
+		sp.End = t.st.Spans[i].Start
+		if sp.Start.After(sp.End) {
+			sp.Start = sp.End
+		}
+	}
+	t.st.Spans = slices.Insert(t.st.Spans, i, sp)
+	if p.Rank() > t.lastPath.Rank() {
+		t.lastPath = p
+	}
 }
 
 // evidence is the root line, then supporting lines in log order: one per

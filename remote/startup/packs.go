@@ -48,8 +48,10 @@ func sglangPack() RulePack {
 			{Keywords: []string{"Init torch distributed", "Init nccl begin"}, Phase: Init},
 			{Keywords: []string{"Load weight begin"}, Phase: Weights},
 			shardRule,
+			// SGLang's diffusion runtime (sglang serve).
+			{Keywords: []string{"Loading model from", "Loading pipeline modules", "Loading required modules"}, Pattern: `Loading (?:model from \d+ safetensors file|pipeline modules|required modules)`, Phase: Weights},
 			// Weights end when the load ends; the KV pool is sized right after.
-			{Keywords: []string{"Load weight end"}, Phase: KVCache},
+			{Keywords: []string{"Load weight end"}, Phase: KVCache, Ends: Weights},
 			{Keywords: []string{"KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
 			{
 				Keywords: []string{"Capture "},
@@ -70,6 +72,7 @@ func sglangPack() RulePack {
 				Label:    "batches",
 			},
 			{Keywords: []string{"graph end.", "graph end. "}, Pattern: `Capture .*graph end\.`, Phase: GraphCapture},
+			{Keywords: []string{"Capture cuda graph end", "Capture CUDA graph end"}, Phase: GraphCapture},
 			{Keywords: []string{"cuda graph addresses"}, Phase: GraphCapture},
 			{Keywords: []string{"max_total_num_tokens=", "Engine startup timings", "Uvicorn running on", "Started server process", "Waiting for application startup", "Application startup complete"}, Phase: HTTP},
 			{
@@ -80,10 +83,11 @@ func sglangPack() RulePack {
 			{Keywords: []string{"Endpoint '/get_model_info' is deprecated", "disaggregation warmup", "disaggregation mode warmup"}, Phase: Warmup},
 			{Keywords: []string{"The server is fired up and ready to roll"}, Phase: Warmup, Ready: true},
 		},
+		Frames: commonFrames(),
 		Failures: append(commonSpecificFailures(), append([]FailureRule{
 			{
 				Keywords: []string{"Initialization failed. warmup error"},
-				Cause:    "warmup-failed", Phase: Warmup,
+				Cause:    "warmup-failed", Phase: Warmup, Fatal: true,
 				Summary: "the server came up but its warmup request failed",
 				Hint:    "read the warmup traceback; the first generate failed (often a kernel or memory error at the first real batch)",
 			},
@@ -94,20 +98,20 @@ func sglangPack() RulePack {
 				Hint:    "look for the first error of the slow rank (often OOM) or a slow node",
 			},
 			{
-				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above"},
+				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception"},
 				Cause:    "scheduler-crash", Wrapper: true,
 				Summary: "an SGLang scheduler process raised an exception",
 				Hint:    "the real error is in the traceback after 'Scheduler hit an exception:', on the rank that printed it",
 			},
 			{
 				Keywords: []string{"scheduler died during initialization", "scheduler is dead"},
-				Cause:    "scheduler-died", Wrapper: true,
+				Cause:    "scheduler-died", Wrapper: true, Fatal: true,
 				Summary: "an SGLang scheduler process died without a Python traceback",
 				Hint:    "exit code -9 is SIGKILL (often the host OOM killer: dmesg -T | grep -i oom), -11 a segfault (coredumpctl)",
 			},
 			{
-				Keywords: []string{"Received sigquit from a child proces"},
-				Cause:    "child-failed", Wrapper: true,
+				Keywords: []string{"Received sigquit from a child proces", "Child process unexpectedly failed with"},
+				Cause:    "child-failed", Wrapper: true, Fatal: true,
 				Summary: "an SGLang child process failed and the server shut down",
 				Hint:    hintWrapper,
 			},
@@ -135,13 +139,13 @@ func vllmPack() RulePack {
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method="}, Phase: Init},
-			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine"}, Phase: Init},
+			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
 			// Weights end when loading is reported; profiling, compile and
 			// KV sizing follow.
-			{Keywords: []string{"Model loading took", "Loading model weights took"}, Phase: KVCache},
+			{Keywords: []string{"Model loading took", "Loading model weights took"}, Phase: KVCache, Ends: Weights},
 			{Keywords: []string{"Available KV cache memory", "KV cache size:", "# GPU blocks:", "# cuda blocks:", "Maximum concurrency for", "torch.compile takes", "Dynamo bytecode transform", "Compiling a graph for dynamic shape", "Directly load the compiled graph"}, Phase: KVCache},
 			{
 				Keywords: []string{"Capturing CUDA graph"},
@@ -153,12 +157,19 @@ func vllmPack() RulePack {
 			{Keywords: []string{"init engine (profile, create kv cache, warmup model) took", "Core engine process", "Starting vLLM API server", "Starting vLLM server", "Supported_tasks", "Supported tasks", "Available routes are", "Started server process", "Waiting for application startup"}, Phase: HTTP},
 			{Keywords: []string{"Application startup complete"}, Phase: Warmup, Ready: true},
 		},
+		Frames: commonFrames(),
 		Failures: append(commonSpecificFailures(), append([]FailureRule{
 			{
-				Keywords: []string{"EngineCore failed to start", "WorkerProc failed to start", "Engine core initialization failed", "WorkerProc hit an exception"},
-				Cause:    "vllm-engine-failed", Wrapper: true,
+				Keywords: []string{"EngineCore failed to start", "WorkerProc failed to start", "Engine core initialization failed", "Engine process failed to start"},
+				Cause:    "vllm-engine-failed", Wrapper: true, Fatal: true,
 				Summary: "the vLLM engine core failed to start",
 				Hint:    "never the cause itself: the first ERROR … [core.py] / WorkerProc line above it is",
+			},
+			{
+				Keywords: []string{"WorkerProc hit an exception", "Exception in worker", "Worker failed with error"},
+				Cause:    "vllm-engine-failed", Wrapper: true,
+				Summary: "a vLLM worker process raised an exception",
+				Hint:    "the worker's traceback names the cause",
 			},
 		}, commonWrapperFailures()...)...),
 	}
@@ -261,11 +272,13 @@ func commonWrapperFailures() []FailureRule {
 			Hint:    "look at the other node's log; this node is only the victim",
 		},
 		{
+			// An error logged without a traceback; a traceback's own
+			// exception line is recognised by its shape (traceback.go).
 			Keywords: []string{"Error: ", "Exception: "},
-			Pattern:  `(?:^|[\s:])[A-Za-z_][\w.]*(?:Error|Exception): `,
-			Cause:    "python-exception", Wrapper: true,
-			Summary: "the service raised an exception",
-			Hint:    "read the traceback; no known failure pattern matched it",
+			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): `,
+			Cause:    CauseUnrecognised,
+			Summary:  unrecognisedRule.Summary,
+			Hint:     hintUnrecognised,
 		},
 	}
 }

@@ -21,6 +21,8 @@ type RulePack struct {
 	DetectPattern string        `json:"detect_pattern,omitempty" yaml:"detect_pattern,omitempty"`
 	Phases        []PhaseRule   `json:"phases,omitempty" yaml:"phases,omitempty"`
 	Failures      []FailureRule `json:"failures,omitempty" yaml:"failures,omitempty"`
+	// Frames map traceback frames to the phase the process died in.
+	Frames []FrameRule `json:"frames,omitempty" yaml:"frames,omitempty"`
 }
 
 // PhaseRule recognises a line that marks a phase or its progress.
@@ -42,6 +44,10 @@ type PhaseRule struct {
 	Label string `json:"label,omitempty" yaml:"label,omitempty"`
 	// Ready marks the engine's own "ready" line.
 	Ready bool `json:"ready,omitempty" yaml:"ready,omitempty"`
+	// Ends names the phase the line closes ("Load weight end" closes
+	// weights): the trail holds that phase even when its begin line was
+	// not seen, as in an excerpt that starts there.
+	Ends Phase `json:"ends,omitempty" yaml:"ends,omitempty"`
 }
 
 // FailureRule recognises a failure line.
@@ -64,6 +70,11 @@ type FailureRule struct {
 	// ("operation failed due to a previous error during capture"); it is
 	// evidence, and the cause only when nothing more specific was seen.
 	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
+	// Fatal marks a line the engine prints only when it gives up
+	// ("Received sigquit from a child process", "Engine core
+	// initialization failed"): the startup has failed even before systemd
+	// reports the unit's end, and even if the unit lingers.
+	Fatal bool `json:"fatal,omitempty" yaml:"fatal,omitempty"`
 }
 
 // minKeyword is the shortest keyword a rule may have: the index hashes
@@ -78,6 +89,7 @@ type CompiledPack struct {
 	detectRe *regexp.Regexp
 	phases   []compiledPhase
 	failures []compiledFailure
+	frames   []FrameRule
 }
 
 type compiledPhase struct {
@@ -113,6 +125,9 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkPhases(fmt.Sprintf("pack %s: phases[%d].ends", p.Engine, i), r.Ends, nil); err != nil {
+			return nil, err
+		}
 		cp := compiledPhase{PhaseRule: r, re: re, done: -1, total: -1, label: -1}
 		if re != nil {
 			cp.done, cp.total, cp.label = re.SubexpIndex("done"), re.SubexpIndex("total"), re.SubexpIndex("label")
@@ -131,6 +146,19 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		}
 		c.failures = append(c.failures, compiledFailure{FailureRule: r, re: re})
 	}
+	for i, r := range p.Frames {
+		where := fmt.Sprintf("pack %s: frames[%d]", p.Engine, i)
+		if r.Phase == "" {
+			return nil, fmt.Errorf("%s.phase: empty", where)
+		}
+		if err := checkPhases(where, r.Phase, nil); err != nil {
+			return nil, err
+		}
+		if len(r.Funcs) == 0 && len(r.Files) == 0 {
+			return nil, fmt.Errorf("%s: neither funcs nor files", where)
+		}
+	}
+	c.frames = p.Frames
 	return c, nil
 }
 

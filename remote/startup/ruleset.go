@@ -70,6 +70,7 @@ const (
 	refDetect
 	refPhase
 	refFail
+	refTB // the traceback header
 )
 
 type ruleRef struct {
@@ -83,13 +84,15 @@ type ruleRef struct {
 // given in the order the tracker wants to handle hits: systemd lines,
 // engine detection, then each pack's phase and failure rules in order.
 type ruleSet struct {
-	packs []*CompiledPack
-	refs  []ruleRef
-	idx   *kwIndex
+	packs  []*CompiledPack
+	refs   []ruleRef
+	idx    *kwIndex
+	frames *frameIndex
+	tbID   int // the id of the traceback header keyword
 }
 
 func newRuleSet(packs []*CompiledPack) *ruleSet {
-	s := &ruleSet{packs: packs, idx: newKWIndex()}
+	s := &ruleSet{packs: packs, idx: newKWIndex(), frames: newFrameIndex(packs)}
 	add := func(kw string, r ruleRef) {
 		s.idx.add(kw, len(s.refs))
 		s.refs = append(s.refs, r)
@@ -97,6 +100,8 @@ func newRuleSet(packs []*CompiledPack) *ruleSet {
 	for i, r := range sysText {
 		add(r.kw, ruleRef{kind: refSys, idx: i})
 	}
+	s.tbID = len(s.refs)
+	add(tbHeader, ruleRef{kind: refTB})
 	for p, c := range packs {
 		for _, kw := range c.detect {
 			add(kw, ruleRef{kind: refDetect, pack: p})

@@ -64,6 +64,16 @@ type cand struct {
 	rule  *compiledFailure
 	line  string
 	time  time.Time
+	phase Phase // the furthest phase of the trail when it arrived
+	// framePhase is the phase the frames of its traceback named, when the
+	// line ended one.
+	framePhase Phase
+	seq        int // its line number in the invocation
+}
+
+// tbEnd is where a traceback ended and the phase its frames named.
+type tbEnd struct {
+	seq   int
 	phase Phase
 }
 
@@ -105,6 +115,7 @@ type Tracker struct {
 	failed     bool
 	failAt     time.Time
 	failCause  string // cause last reported in a ChangeFail
+	failPhase  Phase  // and its phase
 	failFromLg bool   // the reported cause came from a log line
 
 	// execStart is when the current invocation's main process started (from
@@ -113,6 +124,18 @@ type Tracker struct {
 	// a run whose startup lines it never saw.
 	execStart time.Time
 	firstLine time.Time
+
+	// tb follows Python tracebacks; tbEnds are the first ones that ended
+	// in this invocation and named a phase.
+	tb     tbParser
+	tbEnds []tbEnd
+	// seq numbers the invocation's engine lines; lastProgSeq is the last
+	// that moved the startup on and lastCandSeq the last failure line, so
+	// that a log ending in errors can be told from one that went on.
+	seq, lastProgSeq, lastCandSeq int
+	// stopping is set once a stop was asked for: errors printed while the
+	// processes are torn down are no failure of the startup.
+	stopping bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -152,6 +175,7 @@ func NewTracker(opts Options) *Tracker {
 		t.stuck[p] = d
 	}
 	t.hit = make([]uint64, t.set.words())
+	t.tb = newTBParser(t.set.frames)
 	t.active = make([]bool, len(t.set.packs))
 	t.under = Stopped
 	t.st = Startup{Phase: Stopped}
@@ -311,6 +335,9 @@ func (t *Tracker) closeSpan(at time.Time) {
 // onPath reports whether the startup is running: a path phase past stopped.
 func (t *Tracker) onPath() bool { return t.under.Rank() > Stopped.Rank() }
 
+// onPathOrFailed reports whether the current invocation has a trail.
+func (t *Tracker) onPathOrFailed() bool { return len(t.st.Spans) > 0 }
+
 // pathPhase is the phase a failure line belongs to.
 func (t *Tracker) pathPhase() Phase {
 	if t.lastPath == "" {
@@ -340,9 +367,13 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.st.ReadySeen, t.st.ProbeOK = false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
-	t.failed, t.failCause, t.failFromLg = false, "", false
+	t.failed, t.failCause, t.failPhase, t.failFromLg = false, "", "", false
 	t.lastPath = ""
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
+	t.tb.reset()
+	t.tbEnds = nil
+	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
+	t.stopping = false
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped
@@ -418,6 +449,10 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		t.result = u.Result
 	}
 	failing := u.Result != "" && u.Result != "success"
+	switch u.SubState {
+	case "stop", "stop-sigterm", "stop-sigkill", "stop-watchdog":
+		t.stopping = true
+	}
 	switch {
 	case u.SubState == "auto-restart":
 		if failing {
@@ -438,7 +473,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 			t.enter(Starting, at, out)
 		}
 	case u.ActiveState == "inactive":
-		if failing && t.onPath() {
+		if (failing || t.pendingFailure()) && t.onPath() {
 			t.fail(at, out)
 		} else if !t.failed {
 			t.enter(Stopped, at, out)
@@ -503,10 +538,56 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		t.applySys(k, j, at, out)
 		return
 	}
+	t.seq++
+	kind, framePhase, _ := t.tb.feed(msg, hit[t.set.tbID>>6]&(1<<(t.set.tbID&63)) != 0)
+	switch kind {
+	case tbFrame, tbCode:
+		// Source lines and frames quote code, not messages: a rule must
+		// not take `raise Exception("Capture cuda graph failed…")` for the
+		// failure itself.
+		return
+	case tbException:
+		if framePhase != "" && len(t.tbEnds) < maxCands {
+			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
+		}
+	}
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
 	}
-	t.applyRules(msg, at, hit, out)
+	if !t.applyRules(msg, at, hit, framePhase, out) && kind == tbException {
+		t.addCand(&unrecognisedRule, msg, at, framePhase, out)
+	}
+}
+
+// CauseUnrecognised is the cause of a failure whose error no rule knows:
+// the diagnosis then quotes the first error line instead of guessing.
+const CauseUnrecognised = "unrecognised"
+
+// unrecognisedRule classifies the exception line of a traceback that no
+// rule matched.
+var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
+	Cause:   CauseUnrecognised,
+	Summary: "the service raised an error no rule recognises",
+	Hint:    hintUnrecognised,
+}}
+
+// pendingFailure reports whether the log's last word is an error: a
+// failure line came after the last line that moved the startup on, and no
+// stop was asked for. A process that then ends, whatever its exit status,
+// failed.
+func (t *Tracker) pendingFailure() bool {
+	return len(t.cands) > 0 && t.lastCandSeq > t.lastProgSeq && !t.stopping && t.under != Serving
+}
+
+// End reports that the log has ended at host time at with the process gone
+// (a saved log read to its end): a startup whose last word was an error
+// failed; one that did not stays where it was.
+func (t *Tracker) End(at time.Time) []Change {
+	var out []Change
+	if !t.failed && t.onPath() && t.pendingFailure() {
+		t.fail(at, &out)
+	}
+	return out
 }
 
 // detect names the engine from a line, by keyword or by line prefix.
@@ -530,7 +611,7 @@ func (t *Tracker) detect(msg string, hit []uint64) {
 // applyRules runs the phase and failure rules whose keywords occur in msg,
 // in pack order; the first phase rule and the first failure rule that
 // match decide.
-func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, out *[]Change) {
+func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, framePhase Phase, out *[]Change) bool {
 	phaseDone, failDone := false, false
 	for w, bits := range hit {
 		for bits != 0 {
@@ -548,10 +629,11 @@ func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, out *[]Chan
 			case r.kind == refPhase && !phaseDone:
 				phaseDone = t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out)
 			case r.kind == refFail && !failDone:
-				failDone = t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, out)
+				failDone = t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, framePhase, out)
 			}
 		}
 	}
+	return failDone
 }
 
 // applyPhase applies a phase rule to msg and reports whether it matched.
@@ -569,8 +651,12 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	if r.Ready {
 		t.st.ReadySeen = true
 	}
+	t.lastProgSeq = t.seq
 	switch {
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
+		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
+			t.enter(r.Ends, at, out)
+		}
 		t.enter(r.Phase, at, out)
 	case r.Phase == "" || r.Phase == cur:
 		if t.isStuck {
@@ -587,32 +673,33 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 }
 
 // applyFailure records msg as a failure candidate if the rule matches.
-func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, out *[]Change) bool {
+func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) bool {
 	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
 		return false
 	}
-	t.addCand(r, msg, at, out)
+	t.addCand(r, msg, at, framePhase, out)
 	return true
 }
 
-func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, out *[]Change) {
+func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) {
+	t.lastCandSeq = t.seq
 	for _, c := range t.cands {
 		if c.line == msg {
 			return
 		}
 	}
-	phase := r.Phase
-	if phase == "" {
-		phase = t.pathPhase()
-	}
-	c := cand{rule: r, line: msg, time: at, phase: phase}
-	switch {
+	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq}
+	switch ri := t.root(); {
 	case len(t.cands) < maxCands:
 		t.cands = append(t.cands, c)
-	case !r.Wrapper && t.root() < 0:
+	case r.tier() < t.cands[ri].rule.tier():
 		// Keep room for the first specific line after a flood of wrappers.
 		t.cands[len(t.cands)-1] = c
 	default:
+		return
+	}
+	if r.Fatal && !t.failed && t.onPath() && !t.stopping {
+		t.fail(at, out)
 		return
 	}
 	if t.failed {
@@ -661,16 +748,19 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.unitCause = "start-limit-hit"
 		t.fail(at, out)
 	case sysOOM:
-		t.addCand(&hostOOMRule, msg, at, out)
+		t.addCand(&hostOOMRule, msg, at, "", out)
 		t.unitCause = "host-oom-kill"
 	case sysRestart:
 		t.countRestarts(restartCounter(msg, j.Fields))
 		t.enter(Restarting, at, out)
 	case sysStopping:
 		t.st.UnitActive = false
+		t.stopping = true
 	case sysStopped, sysSuccess:
 		t.st.UnitActive = false
-		if !t.failed && t.under != Restarting {
+		if !t.failed && t.onPath() && t.pendingFailure() {
+			t.fail(at, out)
+		} else if !t.failed && t.under != Restarting {
 			t.enter(Stopped, at, out)
 		}
 	}
@@ -710,10 +800,13 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 		return
 	}
 	d, fromLog := t.diagnose()
+	if fromLog && t.onPathOrFailed() {
+		t.ensureSpan(d.Phase, d.Time)
+	}
 	t.st.Diag = d
-	if t.failCause == d.Cause && t.failFromLg == fromLog {
+	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failFromLg == fromLog {
 		return
 	}
-	t.failCause, t.failFromLg = d.Cause, fromLog
+	t.failCause, t.failPhase, t.failFromLg = d.Cause, d.Phase, fromLog
 	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
 }

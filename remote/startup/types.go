@@ -106,6 +106,9 @@ type Diagnosis struct {
 	// Fix is the kernel mode change that fixes it, when there is one:
 	// the console offers it as a key, the commands as a command line.
 	Fix *Fix `json:"fix,omitempty"`
+	// Secondary says the cause rests on a wrapper or an error no rule
+	// knows: a line still to come may name the root cause.
+	Secondary bool `json:"secondary,omitempty"`
 }
 
 // Fix is a kernel mode to switch to.

@@ -1,0 +1,323 @@
+// Package logfile reads a saved service log — a paste from a ticket,
+// `journalctl -u UNIT` output in its short, short-iso, short-precise, cat or
+// json format, or a file of engine output — into the journal events a live
+// host would have sent, so that `bringup explain` runs the same phase engine
+// on it as the console does on a live host.
+//
+// Times come from the log itself: journald's timestamp in JSON, journalctl's
+// prefix, else the engine's own prefix (SGLang's `[2025-01-24 09:39:20 TP0]`,
+// vLLM's `INFO 08-05 09:09:26`); a line without one gets the time of the
+// line before. Every message passes through the one sanitiser.
+package logfile
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"bringup/remote/event"
+	"bringup/remote/journal"
+	"bringup/remote/sanitize"
+)
+
+// Format is the shape a log was read as.
+type Format string
+
+// The formats Read tells apart, line by line.
+const (
+	FormatJSON    Format = "json"    // journalctl -o json
+	FormatJournal Format = "journal" // journalctl short, short-iso, short-precise
+	FormatPlain   Format = "plain"   // engine output, journalctl -o cat, a paste
+)
+
+// Options says what the log itself cannot.
+type Options struct {
+	// Host names the host the events are from.
+	Host string
+	// Year dates stamps that carry none (vLLM's `08-05 09:09:26`,
+	// journalctl's `Jan 28 10:40:03`).
+	Year int
+}
+
+// Log is a saved log read into events.
+type Log struct {
+	Events []event.Event
+	// Format is the format most of its lines had.
+	Format Format
+	// Timed reports whether any line carried a time: without one, every
+	// event has the same time and durations mean nothing.
+	Timed bool
+}
+
+// maxLine is the longest line read; journalctl -o json of a 48 KiB
+// message with byte arrays runs to a few hundred KiB.
+const maxLine = 4 << 20
+
+// Read reads a whole log. name is used in errors ("name:12: …"), which
+// name the line; a line that is not valid in its format is an error rather
+// than silently dropped.
+func Read(r io.Reader, name string, opts Options) (Log, error) {
+	if opts.Year == 0 {
+		opts.Year = 2000
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var (
+		out    Log
+		counts = map[Format]int{}
+		p      = parser{opts: opts}
+	)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		ev, f, ok, err := p.line(line)
+		if err != nil {
+			return Log{}, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		if !ok {
+			continue
+		}
+		counts[f]++
+		ev.Host = opts.Host
+		out.Events = append(out.Events, ev)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return Log{}, fmt.Errorf("%s: a line is longer than %d MiB", name, maxLine>>20)
+		}
+		return Log{}, fmt.Errorf("%s: %w", name, err)
+	}
+	out.Format = FormatPlain
+	for _, f := range []Format{FormatJSON, FormatJournal} {
+		if counts[f] > counts[out.Format] {
+			out.Format = f
+		}
+	}
+	out.Timed = p.timed
+	p.fill(out.Events)
+	return out, nil
+}
+
+// parser carries what one line tells the next: the last time and date seen.
+type parser struct {
+	opts  Options
+	last  time.Time // the last time read from a line
+	date  time.Time // the last full date, for time-only stamps
+	timed bool
+}
+
+// line turns one line into an event; ok is false for lines that carry no
+// message (journalctl's "-- Boot … --" markers).
+func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
+	b = bytes.TrimRight(b, "\r\n")
+	if len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"MESSAGE"`)) {
+		e, err := journal.Decode(b)
+		if err != nil {
+			return event.Event{}, "", false, fmt.Errorf("journal JSON: %w", err)
+		}
+		ev := journal.ToEvent("", e)
+		ev.Journal.Message, _ = sanitize.Line(ev.Journal.Message, sanitize.DefaultMax)
+		if !e.Realtime.IsZero() {
+			p.timed = true
+			p.last = e.Realtime
+		}
+		return ev, FormatJSON, true, nil
+	}
+	s := string(b)
+	if strings.HasPrefix(s, "-- ") && strings.HasSuffix(s, " --") {
+		return event.Event{}, "", false, nil
+	}
+	j := &event.Journal{Priority: 6}
+	f := FormatPlain
+	at, ident, pid, msg, ok := journalPrefix(s, p.opts.Year)
+	if ok {
+		f, s = FormatJournal, msg
+		p.note(at)
+		j.PID = pid
+		if ident == "systemd" && pid == 1 {
+			// PID 1's own lines about the unit: the tracker reads them
+			// as the unit's lifecycle.
+			j.PID = 1
+		}
+	} else if at, ok := p.engineTime(s); ok {
+		p.note(at)
+	}
+	j.Message, _ = sanitize.Line(s, sanitize.DefaultMax)
+	return event.Event{Kind: event.KindJournal, Time: p.last, Journal: j}, f, true, nil
+}
+
+// note records a time read from a line. Times never go backwards: clocks of
+// processes and of a collector can disagree by a second, and the phase
+// engine measures spans by them.
+func (p *parser) note(at time.Time) {
+	p.timed = true
+	if at.After(p.last) || p.last.IsZero() {
+		p.last = at
+	}
+	p.date = time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// fill gives the lines before the first timed one that line's time.
+func (p *parser) fill(evs []event.Event) {
+	var first time.Time
+	for _, ev := range evs {
+		if !ev.Time.IsZero() {
+			first = ev.Time
+			break
+		}
+	}
+	if first.IsZero() {
+		first = time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	for i := range evs {
+		if !evs[i].Time.IsZero() {
+			break
+		}
+		evs[i].Time = first
+	}
+}
+
+// engineTime reads the time an engine's logger put at the start of a line,
+// after the prefixes a paste may add.
+func (p *parser) engineTime(s string) (time.Time, bool) {
+	s = stripLead(s)
+	switch {
+	case strings.HasPrefix(s, "["):
+		// SGLang: [2025-01-24 09:39:20 TP0] / [23:17:01 TP7] / diffusion [08-05 10:00:00]
+		end := strings.IndexByte(s, ']')
+		if end < 0 || end > 64 {
+			return time.Time{}, false
+		}
+		inner := s[1:end]
+		if t, err := time.Parse("2006-01-02 15:04:05", cutFields(inner, 2)); err == nil {
+			return t, true
+		}
+		if t, err := time.Parse("01-02 15:04:05", cutFields(inner, 2)); err == nil {
+			return t.AddDate(p.opts.Year, 0, 0), true
+		}
+		if t, err := time.Parse("15:04:05", cutFields(inner, 1)); err == nil && !p.date.IsZero() {
+			return p.date.Add(t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))), true
+		}
+	default:
+		// vLLM: INFO 08-05 09:09:26 [api_server.py:1090] …
+		lv, rest, ok := strings.Cut(s, " ")
+		if !ok || !isLevel(lv) || len(rest) < 14 {
+			return time.Time{}, false
+		}
+		if t, err := time.Parse("01-02 15:04:05", rest[:14]); err == nil {
+			return t.AddDate(p.opts.Year, 0, 0), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// stripLead drops what pastes put before an engine's own prefix: a docker
+// compose column, a vLLM process tag, a colour code that lost its ESC.
+func stripLead(s string) string {
+	for range 4 {
+		s = strings.TrimLeft(s, " ")
+		switch {
+		case strings.HasPrefix(s, "(") && strings.Contains(s[:min(len(s), 80)], " pid="):
+			i := strings.IndexByte(s, ')')
+			if i < 0 {
+				return s
+			}
+			s = s[i+1:]
+		case strings.HasPrefix(s, "\x1b[") || strings.HasPrefix(s, "[") && len(s) > 2 && s[1] >= '0' && s[1] <= '9' && strings.IndexByte(s[:min(len(s), 10)], 'm') > 0 && !strings.Contains(s[:min(len(s), 10)], "-"):
+			i := strings.IndexByte(s, 'm')
+			s = s[i+1:]
+		default:
+			if i := strings.Index(s, " | "); i > 0 && i < 64 && !strings.ContainsAny(s[:i], "[(:") {
+				s = s[i+3:]
+				continue
+			}
+			return s
+		}
+	}
+	return s
+}
+
+// cutFields returns the first n space-separated fields of s.
+func cutFields(s string, n int) string {
+	i := 0
+	for k := 0; k < n; k++ {
+		j := strings.IndexByte(s[i:], ' ')
+		if j < 0 {
+			return s
+		}
+		if k == n-1 {
+			return s[:i+j]
+		}
+		i += j + 1
+	}
+	return s
+}
+
+func isLevel(s string) bool {
+	switch s {
+	case "INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "WARN":
+		return true
+	}
+	return false
+}
+
+// journalPrefix reads journalctl's short (`Jan 28 10:40:03 host
+// ident[123]: msg`), short-precise (`Jan 28 10:40:03.123456 …`) and
+// short-iso (`2025-01-28T10:40:03+0000 …`, with fractions for
+// short-iso-precise) prefixes.
+func journalPrefix(s string, year int) (at time.Time, ident string, pid int, msg string, ok bool) {
+	var rest string
+	switch {
+	case len(s) > 16 && s[3] == ' ' && isMonth(s[:3]):
+		stamp, r, found := strings.Cut(s[7:], " ")
+		if !found {
+			return
+		}
+		t, err := time.Parse("Jan _2 15:04:05", s[:7]+strings.SplitN(stamp, ".", 2)[0])
+		if err != nil {
+			return
+		}
+		if _, frac, has := strings.Cut(stamp, "."); has {
+			if us, err := strconv.Atoi(frac); err == nil && len(frac) == 6 {
+				t = t.Add(time.Duration(us) * time.Microsecond)
+			}
+		}
+		at, rest = t.AddDate(year, 0, 0), r
+	case len(s) > 20 && s[4] == '-' && s[10] == 'T':
+		stamp, r, found := strings.Cut(s, " ")
+		if !found {
+			return
+		}
+		t, err := time.Parse("2006-01-02T15:04:05.999999999Z0700", stamp)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339Nano, stamp); err != nil {
+				return
+			}
+		}
+		at, rest = t, r
+	default:
+		return
+	}
+	_, rest, found := strings.Cut(rest, " ") // the host
+	if !found {
+		return
+	}
+	head, m, found := strings.Cut(rest, ": ")
+	if !found || strings.ContainsRune(head, ' ') || head == "" {
+		return
+	}
+	ident = head
+	if i := strings.IndexByte(head, '['); i > 0 && strings.HasSuffix(head, "]") {
+		ident = head[:i]
+		pid, _ = strconv.Atoi(head[i+1 : len(head)-1])
+	}
+	return at, ident, pid, m, true
+}
+
+func isMonth(s string) bool {
+	return strings.Contains("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec", s) && len(s) == 3
+}

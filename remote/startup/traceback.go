@@ -1,0 +1,274 @@
+package startup
+
+import "strings"
+
+// FrameRule maps traceback frames to the phase a process was in when it
+// raised: a frame of `init_memory_pool` means the KV cache was being sized,
+// one of `capture_one_batch_size` that CUDA graphs were being captured. An
+// excerpt that holds only a traceback still says where it died.
+type FrameRule struct {
+	// Funcs are function names, matched exactly against the frame's
+	// `in <func>`.
+	Funcs []string `json:"funcs,omitempty" yaml:"funcs,omitempty"`
+	// Files are substrings of the frame's file path.
+	Files []string `json:"files,omitempty" yaml:"files,omitempty"`
+	Phase Phase    `json:"phase" yaml:"phase"`
+}
+
+// tbKind is what a line is to the traceback parser.
+type tbKind uint8
+
+const (
+	tbNone      tbKind = iota // not part of a traceback
+	tbStart                   // "Traceback (most recent call last):" (maybe after a log message)
+	tbFrame                   // `File "…", line N, in f`
+	tbCode                    // the source line under a frame, carets, "[Previous line repeated …]"
+	tbException               // the exception line that ends a traceback
+	tbChain                   // "The above exception was the direct cause…", "During handling…"
+)
+
+const (
+	tbHeader   = "Traceback (most recent call last)"
+	chainCause = "The above exception was the direct cause of the following exception"
+	chainCtx   = "During handling of the above exception, another exception occurred"
+)
+
+// maxTBSources bounds the per-process traceback states: ranks and
+// processes of one host, not an attacker's choice of tags.
+const maxTBSources = 64
+
+// tbState is one process's traceback in progress.
+type tbState struct {
+	open      bool
+	afterFile bool  // the previous line was a frame: this one is its source
+	phase     Phase // the deepest phase the frames named
+}
+
+// tbParser follows Python tracebacks in a stream of lines, per process tag,
+// so interleaved ranks do not mix their frames, and without relying on
+// indentation, which pastes lose.
+type tbParser struct {
+	frames *frameIndex
+	by     map[string]*tbState
+	nOpen  int
+	// last is the traceback opened most recently: SGLang logs a traceback
+	// as one multi-line message, so only its first line carries the rank
+	// tag and the rest arrive bare.
+	last *tbState
+}
+
+func newTBParser(f *frameIndex) tbParser { return tbParser{frames: f, by: map[string]*tbState{}} }
+
+func (p *tbParser) reset() {
+	clear(p.by)
+	p.nOpen, p.last = 0, nil
+}
+
+// feed classifies one line. For tbException it also returns the phase the
+// frames named ("" when none did). header reports whether the line holds
+// the traceback header, which callers learn from their keyword scan.
+func (p *tbParser) feed(msg string, header bool) (tbKind, Phase, string) {
+	if !header && p.nOpen == 0 {
+		return tbNone, "", ""
+	}
+	src, body := splitLine(msg)
+	if header {
+		st := p.state(src)
+		if st == nil {
+			return tbNone, "", body
+		}
+		if !st.open {
+			p.nOpen++
+		}
+		st.open, st.afterFile, st.phase = true, false, ""
+		p.last = st
+		return tbStart, "", body
+	}
+	st := p.by[src]
+	if (st == nil || !st.open) && src == "" && p.last != nil && p.last.open {
+		st = p.last
+	}
+	if st == nil || !st.open {
+		if strings.Contains(body, chainCause) || strings.Contains(body, chainCtx) {
+			return tbChain, "", body
+		}
+		return tbNone, "", body
+	}
+	t := strings.TrimSpace(body)
+	switch {
+	case strings.HasPrefix(t, `File "`):
+		if ph := p.frames.phase(t); ph != "" {
+			st.phase = ph
+		}
+		st.afterFile = true
+		return tbFrame, "", body
+	case t == "" || isCaretLine(t) || strings.HasPrefix(t, "[Previous line repeated"):
+		st.afterFile = false
+		return tbCode, "", body
+	case !st.afterFile && isExceptionLine(t):
+		st.open = false
+		p.nOpen--
+		return tbException, st.phase, body
+	case st.afterFile && isExceptionLine(t) && strings.Contains(t, ": ") && !looksLikeCode(t):
+		// A frame without a source line (a .so, a frozen module).
+		st.open = false
+		p.nOpen--
+		return tbException, st.phase, body
+	}
+	if st.afterFile {
+		st.afterFile = false
+		return tbCode, "", body
+	}
+	// Neither frame, code nor exception: another message printed while the
+	// traceback is open (a rank's log line, Python 3.11's extra source
+	// lines). It is read as a message; the traceback stays open.
+	return tbNone, "", body
+}
+
+func (p *tbParser) state(src string) *tbState {
+	if st := p.by[src]; st != nil {
+		return st
+	}
+	if len(p.by) >= maxTBSources {
+		return nil
+	}
+	st := &tbState{}
+	p.by[src] = st
+	return st
+}
+
+// isCaretLine: Python 3.11's `^^^^^^` and `~~~~^^^^` markers.
+func isCaretLine(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c != '^' && c != '~' && c != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// isExceptionLine reports whether t has the shape of the line that ends a
+// traceback: a dotted class name whose last part starts upper-case,
+// optionally called with arguments, then ":" and the message or nothing.
+// ("torch.OutOfMemoryError: CUDA out of memory…", "AssertionError",
+// "ray.exceptions.RayTaskError(ValueError): …".)
+func isExceptionLine(t string) bool {
+	i, last := 0, 0
+	for i < len(t) {
+		c := t[i]
+		if c == '.' {
+			if i == last {
+				return false
+			}
+			last = i + 1
+			i++
+			continue
+		}
+		if c == '_' || isDigit(c) && i > last || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			i++
+			continue
+		}
+		break
+	}
+	if i == 0 || last >= i || !(t[last] >= 'A' && t[last] <= 'Z') {
+		return false
+	}
+	rest := t[i:]
+	if strings.HasPrefix(rest, "(") {
+		j := strings.IndexByte(rest, ')')
+		if j < 0 {
+			return false
+		}
+		rest = rest[j+1:]
+	}
+	return rest == "" || rest == ":" || strings.HasPrefix(rest, ": ")
+}
+
+// looksLikeCode rules out source lines that happen to fit the exception
+// shape ("Exception: …" cannot be code, but "Foo: int = 3" can).
+func looksLikeCode(t string) bool { return strings.Contains(t, " = ") }
+
+// frameIndex looks frames up in the rules of every pack.
+type frameIndex struct {
+	funcs map[string]Phase
+	files []fileRule
+}
+
+type fileRule struct {
+	sub   string
+	phase Phase
+}
+
+func newFrameIndex(packs []*CompiledPack) *frameIndex {
+	x := &frameIndex{funcs: map[string]Phase{}}
+	for _, c := range packs {
+		for _, r := range c.frames {
+			for _, f := range r.Funcs {
+				if _, dup := x.funcs[f]; !dup {
+					x.funcs[f] = r.Phase
+				}
+			}
+			for _, f := range r.Files {
+				x.files = append(x.files, fileRule{f, r.Phase})
+			}
+		}
+	}
+	return x
+}
+
+// phase maps a frame line (`File "/x/model_runner.py", line 207, in
+// initialize`) to a phase, by function name first, then by file.
+func (x *frameIndex) phase(frame string) Phase {
+	if i := strings.LastIndex(frame, ", in "); i >= 0 {
+		fn := strings.TrimSpace(frame[i+5:])
+		if p, ok := x.funcs[fn]; ok {
+			return p
+		}
+	}
+	file := frame
+	if j := strings.Index(frame[6:], `"`); j >= 0 {
+		file = frame[6 : 6+j]
+	}
+	for _, r := range x.files {
+		if strings.Contains(file, r.sub) {
+			return r.phase
+		}
+	}
+	return ""
+}
+
+// commonFrames are the frames both engines raise through, by phase. Where a
+// traceback passes through several, the deepest one wins.
+func commonFrames() []FrameRule {
+	return []FrameRule{
+		{Phase: Init, Funcs: []string{
+			"init_torch_distributed", "init_distributed_environment", "init_process_group",
+			"initialize_model_parallel", "ensure_model_parallel_initialized",
+			"init_worker_distributed_environment", "_init_distributed_environment",
+			"init_device", "rendezvous", "_create_c10d_store", "_store_based_barrier",
+			"init_model_parallel_group", "_init_process_group", "_tcp_rendezvous_handler",
+			"_env_rendezvous_handler", "_create_store_from_options",
+		}},
+		{Phase: Weights, Funcs: []string{
+			"load_model", "load_weights", "_load_weights", "load_model_weights",
+			"download_weights_from_hf", "download_model", "get_model", "_initialize_model",
+			"load_weights_and_postprocess", "_prepare_weights", "safetensors_weights_iterator",
+		}, Files: []string{"model_loader/"}},
+		{Phase: KVCache, Funcs: []string{
+			"init_memory_pool", "profile_max_num_token", "profile_run",
+			"determine_num_available_blocks", "determine_available_memory",
+			"initialize_kv_cache", "_initialize_kv_caches", "initialize_cache",
+			"init_cache_engine", "_init_cache_engine", "get_kv_cache_config",
+			"get_kv_cache_configs", "_check_enough_kv_cache_memory", "check_enough_kv_cache_memory",
+			"raise_if_cache_size_invalid", "_allocate_kv_cache", "initialize_kv_cache_tensors",
+			"_allocate_kv_cache_tensors", "_init_cache",
+		}, Files: []string{"mem_cache/memory_pool.py", "kv_cache_utils.py"}},
+		{Phase: GraphCapture, Funcs: []string{
+			"init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size",
+			"capture_model", "_capture_cudagraphs", "capture_decode_graph",
+			"capture_prefill_graph", "_capture_graph", "init_piecewise_cuda_graphs",
+			"capture_begin", "capture_end",
+		}, Files: []string{"cuda_graph_runner.py", "torch/cuda/graphs.py", "cuda_graph_setup.py"}},
+		{Phase: Warmup, Funcs: []string{"_execute_server_warmup", "_wait_and_warmup"}},
+	}
+}
