@@ -19,6 +19,8 @@ func (r *compiledFailure) tier() int {
 	switch {
 	case r.Cause == CauseUnrecognised:
 		return 1
+	case r.Relay:
+		return 3
 	case r.Wrapper:
 		return 2
 	}
@@ -48,10 +50,17 @@ func (t *Tracker) phaseOf(c cand) Phase {
 	case c.framePhase != "":
 		return c.framePhase
 	}
+	if p := t.linePhase(c.line); p != "" {
+		return p
+	}
 	for _, e := range t.tbEnds {
 		if e.seq >= c.seq {
 			return e.phase
 		}
+	}
+	if p := t.tb.openPhase(); p != "" {
+		// An excerpt that ends inside the traceback.
+		return p
 	}
 	return c.phase
 }
@@ -76,6 +85,24 @@ func (t *Tracker) reclassify(c cand, phase Phase) *compiledFailure {
 		}
 	}
 	return c.rule
+}
+
+// linePhase is the phase another rule that matches line puts its failure
+// in: "Capture cuda graph failed: Ninja build failed." is a JIT build
+// failure, and the capture wrapper around it says when.
+func (t *Tracker) linePhase(line string) Phase {
+	for p, pack := range t.set.packs {
+		if !t.active[p] {
+			continue
+		}
+		for i := range pack.failures {
+			r := &pack.failures[i]
+			if r.Wrapper && r.Phase != "" && len(r.InPhases) == 0 && hasKeyword(line, r.Keywords) && r.match(line) {
+				return r.Phase
+			}
+		}
+	}
+	return ""
 }
 
 func hasKeyword(s string, kws []string) bool {
@@ -111,6 +138,13 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 		Time:      c.time,
 		Secondary: rule.tier() > 0,
 	}
+	if rule.Relay && phase == GraphCapture {
+		// A process died during capture and the log (an excerpt cut
+		// short, a native crash) has no error text: still a capture
+		// failure.
+		d.Cause = "graph-capture-failed"
+		d.Summary = "graph capture failed; the log holds no error text beyond: " + clip(strings.TrimSpace(bodyOf(c.line)), maxQuote)
+	}
 	if rule.tier() == 1 {
 		_, body := splitLine(c.line)
 		body = clip(strings.TrimSpace(body), maxQuote)
@@ -124,6 +158,11 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	d.Evidence = t.evidence(ri)
 	t.blameKernel(d)
 	return d, true
+}
+
+func bodyOf(line string) string {
+	_, b := splitLine(line)
+	return b
 }
 
 // maxQuote is how much of an error line a summary quotes.
@@ -140,13 +179,29 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// ensureSpan makes the trail hold phase p, the phase a failure was put in:
+// trimTrail makes the trail agree with p, the phase a failure was put in:
 // a traceback can name a phase whose own lines the log never showed (an
-// excerpt that holds only the traceback). The span is inserted in path
-// order and lasts until the failure.
-func (t *Tracker) ensureSpan(p Phase, at time.Time) {
+// excerpt that holds only the traceback), and lines of a phase the
+// startup never really reached can come before the error (another rank
+// ahead, uvicorn's "Application startup complete" before its bind fails).
+// Phases past p are dropped, p's span runs to the last of them, and a
+// missing p is inserted in path order.
+func (t *Tracker) trimTrail(p Phase, at time.Time) {
 	if p.Rank() <= Starting.Rank() {
 		return
+	}
+	for i, s := range t.st.Spans {
+		if s.Phase.Rank() > p.Rank() {
+			end := t.st.Spans[len(t.st.Spans)-1].End
+			t.st.Spans = t.st.Spans[:i]
+			if i > 0 && t.st.Spans[i-1].Phase == p {
+				t.st.Spans[i-1].End = end
+			} else {
+				t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: s.Start, End: end})
+			}
+			t.lastPath = p
+			return
+		}
 	}
 	i := 0
 	for ; i < len(t.st.Spans); i++ {

@@ -45,7 +45,7 @@ func sglangPack() RulePack {
 		DetectPattern: `\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?: (?:DP|PP|TP|EP|ATTN_CP|MOE_DP)\d+)*\] `,
 		Phases: []PhaseRule{
 			{Keywords: []string{"server_args="}, Phase: Init},
-			{Keywords: []string{"Init torch distributed", "Init nccl begin"}, Phase: Init},
+			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap"}, Phase: Init},
 			{Keywords: []string{"Load weight begin"}, Phase: Weights},
 			shardRule,
 			// SGLang's diffusion runtime (sglang serve).
@@ -55,7 +55,7 @@ func sglangPack() RulePack {
 			{Keywords: []string{"KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
 			{
 				Keywords: []string{"Capture "},
-				Pattern:  `Capture (?:cuda graph|(?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|piecewise CUDA graph|prefill CUDA graph|(?:npu|cpu) graph) (?:begin|bs \[)`,
+				Pattern:  `Capture (?:\w+ )*(?:cuda|CUDA|npu|cpu) graph (?:begin|bs \[)`,
 				Phase:    GraphCapture,
 			},
 			{
@@ -98,8 +98,8 @@ func sglangPack() RulePack {
 				Hint:    "look for the first error of the slow rank (often OOM) or a slow node",
 			},
 			{
-				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception"},
-				Cause:    "scheduler-crash", Wrapper: true,
+				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception", "Exception in run_tp_server", "Exception in ModelTpServer"},
+				Cause:    "scheduler-crash", Wrapper: true, Relay: true,
 				Summary: "an SGLang scheduler process raised an exception",
 				Hint:    "the real error is in the traceback after 'Scheduler hit an exception:', on the rank that printed it",
 			},
@@ -111,7 +111,7 @@ func sglangPack() RulePack {
 			},
 			{
 				Keywords: []string{"Received sigquit from a child proces", "Child process unexpectedly failed with"},
-				Cause:    "child-failed", Wrapper: true, Fatal: true,
+				Cause:    "child-failed", Wrapper: true, Fatal: true, Relay: true,
 				Summary: "an SGLang child process failed and the server shut down",
 				Hint:    hintWrapper,
 			},
@@ -138,7 +138,7 @@ func vllmPack() RulePack {
 		// The logger prefix: LEVEL mm-dd hh:mm:ss.
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{
-			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method="}, Phase: Init},
+			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model"}, Phase: Weights},
 			shardRule,
@@ -161,13 +161,13 @@ func vllmPack() RulePack {
 		Failures: append(commonSpecificFailures(), append([]FailureRule{
 			{
 				Keywords: []string{"EngineCore failed to start", "WorkerProc failed to start", "Engine core initialization failed", "Engine process failed to start"},
-				Cause:    "vllm-engine-failed", Wrapper: true, Fatal: true,
+				Cause:    "vllm-engine-failed", Wrapper: true, Fatal: true, Relay: true,
 				Summary: "the vLLM engine core failed to start",
 				Hint:    "never the cause itself: the first ERROR … [core.py] / WorkerProc line above it is",
 			},
 			{
-				Keywords: []string{"WorkerProc hit an exception", "Exception in worker", "Worker failed with error"},
-				Cause:    "vllm-engine-failed", Wrapper: true,
+				Keywords: []string{"WorkerProc hit an exception", "Exception in worker", "Worker failed with error", "AsyncLLM output_handler failed", "EngineCore encountered a fatal error", "EngineDeadError", "died unexpectedly"},
+				Cause:    "vllm-engine-failed", Wrapper: true, Relay: true,
 				Summary: "a vLLM worker process raised an exception",
 				Hint:    "the worker's traceback names the cause",
 			},
@@ -199,7 +199,26 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "lower --mem-fraction-static by 0.03-0.05 or --cuda-graph-max-bs (SGLang); lower gpu_memory_utilization or max_num_seqs (vLLM)",
 		},
 		{
-			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory"},
+			Keywords: []string{"an illegal memory access was encountered", "Memory access fault by GPU", "illegal instruction was encountered", "misaligned address"},
+			Cause:    "illegal-memory-access",
+			Summary:  "a GPU kernel faulted (illegal memory access)",
+			Hint:     "a kernel bug or a kernel/GPU mismatch, not a memory shortage: rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try another attention backend, drop --enable-torch-compile, or --disable-cuda-graph / --enforce-eager",
+		},
+		{
+			Keywords: []string{"custom_all_reduce.cuh", "custom_all_reduce.py"},
+			Pattern:  `custom_all_reduce\.cuh:\d+ '|Failed: Cuda error .*custom_all_reduce`,
+			Cause:    "custom-allreduce",
+			Summary:  "the custom all-reduce kernel failed (CUDA IPC between the GPUs)",
+			Hint:     "peer-to-peer access between the GPUs does not work here: start with --disable-custom-all-reduce; check nvidia-smi topo -m and NCCL_P2P_DISABLE",
+		},
+		{
+			Keywords: []string{"Segmentation fault", "Caught signal 11", "SIGSEGV", "Fatal Python error: Aborted", "core dumped"},
+			Cause:    "segfault",
+			Summary:  "a native crash (segmentation fault) with no Python error",
+			Hint:     "a crash in a native library (kernel, NCCL, driver): coredumpctl info; rerun with CUDA_LAUNCH_BLOCKING=1 and compare library versions (torch, sgl-kernel/flashinfer, driver)",
+		},
+		{
+			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,"},
 			Cause:    "kv-budget", Phase: KVCache,
 			Summary: "the weights leave too little GPU memory for the KV cache",
 			Hint:    "SGLang: raise --mem-fraction-static above the printed minimum; vLLM: raise gpu_memory_utilization or lower max_model_len",
@@ -211,16 +230,55 @@ func commonSpecificFailures() []FailureRule {
 			Hint:     "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
 		},
 		{
+			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error"},
+			Cause:    "cuda-setup",
+			Summary:  "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU",
+			Hint:     "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
+		},
+		{
+			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM"},
+			Cause:    "model-unsupported",
+			Summary:  "the engine does not support this model, quantization or dtype on this GPU",
+			Hint:     "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
+		},
+		{
+			Keywords: []string{"exceeds the total number of available GPUs", "is larger than the number of available GPUs", "World size", "Not enough GPUs"},
+			Pattern:  `exceeds the total number of available GPUs|is larger than the number of available GPUs|World size \(\d+\) is larger than|Not enough GPUs`,
+			Cause:    "not-enough-gpus",
+			Summary:  "fewer GPUs are available than tensor × pipeline parallelism asks for",
+			Hint:     "lower --tp/--pp, or make the GPUs visible (CUDA_VISIBLE_DEVICES, Ray cluster resources, other processes holding them)",
+		},
+		{
+			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", "Failed to load NCCL library", "libnccl.so"},
+			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|Failed to load NCCL library|libnccl\.so[.\d]*: cannot`,
+			Cause:    "import-error",
+			Summary:  "a broken install: a Python module or shared library cannot be loaded",
+			Hint:     "the unit's environment differs from the one the engine was installed in: check ExecStart's python/venv, LD_LIBRARY_PATH, and matching torch / CUDA / engine wheel versions",
+		},
+		{
+			Keywords: []string{"error: unrecognized arguments", "error: argument ", "error: the following arguments are required"},
+			Cause:    "bad-argument",
+			Summary:  "the engine's command line is invalid",
+			Hint:     "fix the flag in the unit's ExecStart (systemctl cat <unit>); the engine's --help lists what this version accepts",
+		},
+		{
 			Keywords: []string{"is less than desired GPU memory utilization", "memory capacity is unbalanced"},
 			Cause:    "gpu-busy",
 			Summary:  "another process holds GPU memory at start-up",
 			Hint:     "find it with nvidia-smi and stop it, or lower --gpu-memory-utilization / --mem-fraction-static",
 		},
 		{
-			Keywords: []string{"NCCL error", "ncclRemoteError", "ncclSystemError", "ncclInternalError", "unhandled system error"},
+			Keywords: []string{"NCCL error", "ncclRemoteError", "ncclSystemError", "ncclInternalError", "unhandled system error", "ncclUnhandledCudaError", "ncclInvalidUsage"},
 			Cause:    "nccl-error",
 			Summary:  "NCCL failed to set up the collective communication",
 			Hint:     "set NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+		},
+		{
+			Keywords: []string{"connectFullMesh failed", "DistNetworkError", "DistStoreError", "Socket Timeout", "timed out after", "failed to connect to", "Connection refused"},
+			Pattern:  `connectFullMesh failed|DistNetworkError|DistStoreError|Socket Timeout|\[c10d\].*timed out after \d+ ?ms|client socket has failed to connect to .*(?:refused|timed out)|gloo.*Connection refused`,
+			Cause:    "dist-init-failed",
+			Summary:  "torch.distributed could not connect the ranks (rendezvous, TCPStore, gloo)",
+			Hint:     "check --dist-init-addr / MASTER_ADDR:PORT is reachable from every node (firewall, IPv6 vs IPv4, hostname resolution), that all nodes started, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME",
 		},
 		{
 			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
@@ -230,7 +288,7 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
-			Cause:    "port-in-use",
+			Cause:    "port-in-use", Phase: HTTP, Fatal: true,
 			Summary:  "the HTTP port is already in use",
 			Hint:     "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
@@ -241,7 +299,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:     hintModelPath,
 		},
 		{
-			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status"},
+			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped"},
 			Cause:    "jit-build",
 			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
 			Hint:     "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
@@ -266,7 +324,7 @@ func commonWrapperFailures() []FailureRule {
 			Hint:    "one rank is dead or stuck: find the first rank that logged an error; the others only time out",
 		},
 		{
-			Keywords: []string{"Connection closed by peer"},
+			Keywords: []string{"Connection closed by peer", "Connection reset by peer", "pair.cc:534] Connection"},
 			Cause:    "peer-crashed", Wrapper: true,
 			Summary: "a peer worker closed its connection (it probably crashed)",
 			Hint:    "look at the other node's log; this node is only the victim",
@@ -274,8 +332,8 @@ func commonWrapperFailures() []FailureRule {
 		{
 			// An error logged without a traceback; a traceback's own
 			// exception line is recognised by its shape (traceback.go).
-			Keywords: []string{"Error: ", "Exception: "},
-			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): `,
+			Keywords: []string{"Error: ", "Exception: ", "ERROR "},
+			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): |^(?:\([^)]*\) )?ERROR \d\d-\d\d \d\d:\d\d:\d\d\S* \S+\] \S`,
 			Cause:    CauseUnrecognised,
 			Summary:  unrecognisedRule.Summary,
 			Hint:     hintUnrecognised,

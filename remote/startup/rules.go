@@ -70,6 +70,10 @@ type FailureRule struct {
 	// ("operation failed due to a previous error during capture"); it is
 	// evidence, and the cause only when nothing more specific was seen.
 	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
+	// Relay marks a line that only relays that a process failed somewhere
+	// ("Scheduler hit an exception", "EngineCore failed to start"): it
+	// names nothing, and loses to every other failure line.
+	Relay bool `json:"relay,omitempty" yaml:"relay,omitempty"`
 	// Fatal marks a line the engine prints only when it gives up
 	// ("Received sigquit from a child process", "Engine core
 	// initialization failed"): the startup has failed even before systemd

@@ -88,7 +88,8 @@ type ruleSet struct {
 	refs   []ruleRef
 	idx    *kwIndex
 	frames *frameIndex
-	tbID   int // the id of the traceback header keyword
+	tbID    int // the id of the traceback header keyword
+	frameID int // the id of a frame's `File "`
 }
 
 func newRuleSet(packs []*CompiledPack) *ruleSet {
@@ -102,6 +103,8 @@ func newRuleSet(packs []*CompiledPack) *ruleSet {
 	}
 	s.tbID = len(s.refs)
 	add(tbHeader, ruleRef{kind: refTB})
+	s.frameID = len(s.refs)
+	add(`File "`, ruleRef{kind: refTB})
 	for p, c := range packs {
 		for _, kw := range c.detect {
 			add(kw, ruleRef{kind: refDetect, pack: p})

@@ -65,13 +65,20 @@ func (p *tbParser) reset() {
 }
 
 // feed classifies one line. For tbException it also returns the phase the
-// frames named ("" when none did). header reports whether the line holds
-// the traceback header, which callers learn from their keyword scan.
-func (p *tbParser) feed(msg string, header bool) (tbKind, Phase, string) {
-	if !header && p.nOpen == 0 {
+// frames named ("" when none did). header and frame report whether the line
+// holds the traceback header or a frame's `File "`, which callers learn
+// from their keyword scan.
+func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) {
+	if !header && !frame && p.nOpen == 0 {
 		return tbNone, "", ""
 	}
 	src, body := splitLine(msg)
+	if frame && !header && isFrame(strings.TrimSpace(body)) {
+		// An excerpt that starts inside a traceback: its frames open it.
+		if st := p.by[src]; (st == nil || !st.open) && (src != "" || p.last == nil || !p.last.open) {
+			header = true
+		}
+	}
 	if header {
 		st := p.state(src)
 		if st == nil {
@@ -82,6 +89,11 @@ func (p *tbParser) feed(msg string, header bool) (tbKind, Phase, string) {
 		}
 		st.open, st.afterFile, st.phase = true, false, ""
 		p.last = st
+		if t := strings.TrimSpace(body); isFrame(t) {
+			st.phase = p.frames.phase(t)
+			st.afterFile = true
+			return tbFrame, "", body
+		}
 		return tbStart, "", body
 	}
 	st := p.by[src]
@@ -96,8 +108,11 @@ func (p *tbParser) feed(msg string, header bool) (tbKind, Phase, string) {
 	}
 	t := strings.TrimSpace(body)
 	switch {
-	case strings.HasPrefix(t, `File "`):
-		if ph := p.frames.phase(t); ph != "" {
+	case isFrame(t):
+		// The deepest frame that names a phase wins, except that the
+		// serving loop's frames count only when no startup frame is
+		// above them (V0's profile run calls execute_model too).
+		if ph := p.frames.phase(t); ph != "" && (ph != Serving || st.phase == "") {
 			st.phase = ph
 		}
 		st.afterFile = true
@@ -125,6 +140,19 @@ func (p *tbParser) feed(msg string, header bool) (tbKind, Phase, string) {
 	return tbNone, "", body
 }
 
+// openPhase is the phase the frames of the traceback still open name.
+func (p *tbParser) openPhase() Phase {
+	if p.last != nil && p.last.open {
+		return p.last.phase
+	}
+	for _, st := range p.by {
+		if st.open && st.phase != "" {
+			return st.phase
+		}
+	}
+	return ""
+}
+
 func (p *tbParser) state(src string) *tbState {
 	if st := p.by[src]; st != nil {
 		return st
@@ -135,6 +163,11 @@ func (p *tbParser) state(src string) *tbState {
 	st := &tbState{}
 	p.by[src] = st
 	return st
+}
+
+// isFrame: `File "/x/model_runner.py", line 207, in initialize`.
+func isFrame(t string) bool {
+	return strings.HasPrefix(t, `File "`) && strings.Contains(t, `", line `)
 }
 
 // isCaretLine: Python 3.11's `^^^^^^` and `~~~~^^^^` markers.
@@ -220,7 +253,10 @@ func newFrameIndex(packs []*CompiledPack) *frameIndex {
 // initialize`) to a phase, by function name first, then by file.
 func (x *frameIndex) phase(frame string) Phase {
 	if i := strings.LastIndex(frame, ", in "); i >= 0 {
-		fn := strings.TrimSpace(frame[i+5:])
+		fn := frame[i+5:]
+		if j := strings.IndexByte(fn, ' '); j >= 0 {
+			fn = fn[:j] // Ray's " [repeated 2x across cluster]"
+		}
 		if p, ok := x.funcs[fn]; ok {
 			return p
 		}
@@ -270,5 +306,10 @@ func commonFrames() []FrameRule {
 			"capture_begin", "capture_end",
 		}, Files: []string{"cuda_graph_runner.py", "torch/cuda/graphs.py", "cuda_graph_setup.py"}},
 		{Phase: Warmup, Funcs: []string{"_execute_server_warmup", "_wait_and_warmup"}},
+		{Phase: Serving, Funcs: []string{
+			"event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch",
+			"step", "step_with_batch_queue", "execute_model", "output_handler",
+			"process_input_sockets", "run_busy_loop",
+		}},
 	}
 }

@@ -2,6 +2,7 @@ package startup
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"bringup/kernels"
@@ -539,7 +540,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		return
 	}
 	t.seq++
-	kind, framePhase, _ := t.tb.feed(msg, hit[t.set.tbID>>6]&(1<<(t.set.tbID&63)) != 0)
+	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID), hasHit(hit, t.set.frameID))
 	switch kind {
 	case tbFrame, tbCode:
 		// Source lines and frames quote code, not messages: a rule must
@@ -559,6 +560,8 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	}
 }
 
+func hasHit(hit []uint64, id int) bool { return hit[id>>6]&(1<<(id&63)) != 0 }
+
 // CauseUnrecognised is the cause of a failure whose error no rule knows:
 // the diagnosis then quotes the first error line instead of guessing.
 const CauseUnrecognised = "unrecognised"
@@ -576,7 +579,7 @@ var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
 // stop was asked for. A process that then ends, whatever its exit status,
 // failed.
 func (t *Tracker) pendingFailure() bool {
-	return len(t.cands) > 0 && t.lastCandSeq > t.lastProgSeq && !t.stopping && t.under != Serving
+	return len(t.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.under != Serving
 }
 
 // End reports that the log has ended at host time at with the process gone
@@ -675,6 +678,11 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 // applyFailure records msg as a failure candidate if the rule matches.
 func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) bool {
 	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
+		return false
+	}
+	if r.Cause == CauseUnrecognised && strings.Contains(msg, tbHeader) {
+		// vLLM logs each traceback line at ERROR: the header is not the
+		// error.
 		return false
 	}
 	t.addCand(r, msg, at, framePhase, out)
@@ -801,7 +809,7 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 	}
 	d, fromLog := t.diagnose()
 	if fromLog && t.onPathOrFailed() {
-		t.ensureSpan(d.Phase, d.Time)
+		t.trimTrail(d.Phase, d.Time)
 	}
 	t.st.Diag = d
 	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failFromLg == fromLog {
