@@ -62,6 +62,9 @@ func (t *Tracker) phaseOf(c cand) Phase {
 		// An excerpt that ends inside the traceback.
 		return p
 	}
+	if c.phase.Rank() <= Starting.Rank() && c.rule.Usual != "" {
+		return c.rule.Usual
+	}
 	return c.phase
 }
 

@@ -70,6 +70,9 @@ type FailureRule struct {
 	// ("operation failed due to a previous error during capture"); it is
 	// evidence, and the cause only when nothing more specific was seen.
 	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
+	// Usual is the phase this failure strikes in when neither the frames
+	// nor the trail say (NCCL and rendezvous errors belong to init).
+	Usual Phase `json:"usual,omitempty" yaml:"usual,omitempty"`
 	// Relay marks a line that only relays that a process failed somewhere
 	// ("Scheduler hit an exception", "EngineCore failed to start"): it
 	// names nothing, and loses to every other failure line.
@@ -143,6 +146,9 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		where := fmt.Sprintf("pack %s: failures[%d]", p.Engine, i)
 		re, err := compileRule(where, r.Keywords, r.Pattern, r.Phase, r.InPhases)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkPhases(where+".usual", r.Usual, nil); err != nil {
 			return nil, err
 		}
 		if r.Cause == "" {

@@ -84,10 +84,10 @@ type ruleRef struct {
 // given in the order the tracker wants to handle hits: systemd lines,
 // engine detection, then each pack's phase and failure rules in order.
 type ruleSet struct {
-	packs  []*CompiledPack
-	refs   []ruleRef
-	idx    *kwIndex
-	frames *frameIndex
+	packs   []*CompiledPack
+	refs    []ruleRef
+	idx     *kwIndex
+	frames  *frameIndex
 	tbID    int // the id of the traceback header keyword
 	frameID int // the id of a frame's `File "`
 }

@@ -289,6 +289,7 @@ func commonFrames() []FrameRule {
 			"load_model", "load_weights", "_load_weights", "load_model_weights",
 			"download_weights_from_hf", "download_model", "get_model", "_initialize_model",
 			"load_weights_and_postprocess", "_prepare_weights", "safetensors_weights_iterator",
+			"create_weights", "process_weights_after_loading", "initialize_model",
 		}, Files: []string{"model_loader/"}},
 		{Phase: KVCache, Funcs: []string{
 			"init_memory_pool", "profile_max_num_token", "profile_run",

@@ -1,6 +1,7 @@
 package startup
 
 import (
+	mbits "math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -615,28 +616,28 @@ func (t *Tracker) detect(msg string, hit []uint64) {
 // in pack order; the first phase rule and the first failure rule that
 // match decide.
 func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, framePhase Phase, out *[]Change) bool {
-	phaseDone, failDone := false, false
-	for w, bits := range hit {
-		for bits != 0 {
-			b := 0
-			for bits&(1<<b) == 0 {
-				b++
-			}
-			bits &^= 1 << b
-			id := w<<6 | b
-			r := t.set.refs[id]
-			if !t.active[r.pack] {
-				continue
-			}
-			switch {
-			case r.kind == refPhase && !phaseDone:
-				phaseDone = t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out)
-			case r.kind == refFail && !failDone:
-				failDone = t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, framePhase, out)
+	// Phase rules first, so that a failure glued to a progress line (a
+	// tqdm bar without its newline) is put in the phase that line opens.
+	for _, kind := range [2]ruleKind{refPhase, refFail} {
+	scan:
+		for w, bits := range hit {
+			for bits != 0 {
+				b := mbits.TrailingZeros64(bits)
+				bits &^= 1 << b
+				r := t.set.refs[w<<6|b]
+				if r.kind != kind || !t.active[r.pack] {
+					continue
+				}
+				if kind == refPhase && t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out) {
+					break scan
+				}
+				if kind == refFail && t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, framePhase, out) {
+					return true
+				}
 			}
 		}
 	}
-	return failDone
+	return false
 }
 
 // applyPhase applies a phase rule to msg and reports whether it matched.
