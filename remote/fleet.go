@@ -646,6 +646,9 @@ func wholeStartup(spans []startup.Span) bool {
 	}
 	weights := false
 	for i, sp := range spans {
+		if sp.Inferred {
+			return false
+		}
 		weights = weights || sp.Phase == startup.Weights
 		if i > 0 && sp.Start.Before(spans[i-1].Start) {
 			return false

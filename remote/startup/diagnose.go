@@ -216,7 +216,7 @@ func (t *Tracker) trimTrail(p Phase, at time.Time) {
 			break
 		}
 	}
-	sp := Span{Phase: p, Start: at, End: at}
+	sp := Span{Phase: p, Start: at, End: at, Inferred: true}
 	if i == len(t.st.Spans) && i > 0 {
 		if last := t.st.Spans[i-1]; !last.End.IsZero() && last.End.Before(at) {
 			sp.Start = last.End

@@ -235,11 +235,11 @@ func TestSeedStoryTimings(t *testing.T) {
 	// when SGLang gives up, so the startup fails there, before systemd's
 	// 45 Main process exited.
 	want := []Span{
-		{Starting, at(1), at(4)},
-		{Init, at(4), at(7)},
-		{Weights, at(7), at(11)},
-		{KVCache, at(11), at(14)},
-		{GraphCapture, at(14), at(44)},
+		{Phase: Starting, Start: at(1), End: at(4)},
+		{Phase: Init, Start: at(4), End: at(7)},
+		{Phase: Weights, Start: at(7), End: at(11)},
+		{Phase: KVCache, Start: at(11), End: at(14)},
+		{Phase: GraphCapture, Start: at(14), End: at(44)},
 	}
 	if len(st.Spans) != len(want) {
 		t.Fatalf("spans %+v", st.Spans)

@@ -660,6 +660,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
 		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
 			t.enter(r.Ends, at, out)
+			t.st.Spans[len(t.st.Spans)-1].Inferred = true
 		}
 		t.enter(r.Phase, at, out)
 	case r.Phase == "" || r.Phase == cur:

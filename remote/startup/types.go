@@ -57,6 +57,10 @@ type Span struct {
 	Phase Phase     `json:"phase"`
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end,omitzero"`
+	// Inferred marks a phase whose begin the log never showed: its end
+	// did ("Load weight end" in an excerpt that starts there), or a
+	// traceback's frames did. Its length means nothing.
+	Inferred bool `json:"inferred,omitempty"`
 }
 
 // Duration is the span's length, measured to now while it is open.
