@@ -21,6 +21,7 @@ import (
 // env is the slice of the process environment the commands read, so tests
 // can hand in their own.
 type env struct {
+	stdin          io.Reader // nil when the command may not read it
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
@@ -44,6 +45,7 @@ func commands() []command {
 		actionCommand("stop"),
 		actionCommand("reset-failed"),
 		{"rollout", "bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--rollback-on-failure] [--json] [HOST|GROUP...]  (or --demo)", "set the mode / redeploy, then restart host by host, waiting for serving; halt on the first failure, offer rollback; exit 0 serving, 1 halted, 2 timeout, 3 refused, 4 aborted", runRollout},
+		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"version", "bringup version", "print the version", runVersion},
 	}
@@ -51,7 +53,7 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

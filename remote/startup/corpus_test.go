@@ -1,10 +1,7 @@
 package startup_test
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,105 +10,24 @@ import (
 	"bringup/kernels"
 	"bringup/remote/logfile"
 	"bringup/remote/startup"
+	"bringup/remote/startup/corpus"
 )
 
-// corpusLog is one real log of testdata/corpus with what an expert says
-// of it (FORMAT.md).
-type corpusLog struct {
-	name, source, engine, version string
-	expect                        string // failed, served, running
-	cause                         string
-	failedIn                      startup.Phase
-	phases                        []startup.Phase
-	evidence                      string
-	body                          string
-	bodyLine                      int // the file line the log text starts at
-}
+type corpusLog = corpus.Log
 
-// readCorpus reads every corpus log; a header that breaks FORMAT.md is an
-// error naming file:line.
 func readCorpus(t testing.TB) []corpusLog {
 	t.Helper()
-	files, err := filepath.Glob("testdata/corpus/*.log")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no corpus logs: %v", err)
-	}
-	var out []corpusLog
-	for _, f := range files {
-		c, err := parseCorpusLog(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func parseCorpusLog(path string) (corpusLog, error) {
-	b, err := os.ReadFile(path)
+	logs, err := corpus.ReadAll("testdata/corpus")
 	if err != nil {
-		return corpusLog{}, err
+		t.Fatal(err)
 	}
-	c := corpusLog{name: strings.TrimSuffix(filepath.Base(path), ".log")}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	sc.Buffer(nil, 16<<20)
-	n, off := 0, 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		off += len(line) + 1
-		if line == "---" {
-			c.body, c.bodyLine = string(b[min(off, len(b)):]), n+1
-			break
-		}
-		k, v, ok := strings.Cut(line, ":")
-		v = strings.TrimSpace(v)
-		if !ok {
-			return c, fmt.Errorf("%s:%d: header line is not \"key: value\"", path, n)
-		}
-		switch k {
-		case "source":
-			c.source = v
-		case "engine":
-			c.engine = v
-		case "version":
-			c.version = v
-		case "expect":
-			c.expect = v
-		case "cause":
-			c.cause = v
-		case "failed-in":
-			c.failedIn = startup.Phase(v)
-		case "phases":
-			for _, p := range strings.Fields(v) {
-				c.phases = append(c.phases, startup.Phase(p))
-			}
-		case "evidence":
-			c.evidence = v
-		case "hardware", "cut", "note":
-		default:
-			return c, fmt.Errorf("%s:%d: unknown header %q", path, n, k)
-		}
-	}
-	switch {
-	case c.bodyLine == 0:
-		return c, fmt.Errorf("%s: no \"---\" line ends the header", path)
-	case !strings.HasPrefix(c.source, "https://github.com/"):
-		return c, fmt.Errorf("%s: source %q is not a public GitHub URL", path, c.source)
-	case c.version == "" || c.engine == "":
-		return c, fmt.Errorf("%s: engine and version are required", path)
-	case c.expect == "failed" && (c.cause == "" || c.failedIn == ""):
-		return c, fmt.Errorf("%s: a failed log needs cause and failed-in", path)
-	case c.expect != "failed" && c.expect != "served" && c.expect != "running":
-		return c, fmt.Errorf("%s: expect %q is not failed, served or running", path, c.expect)
-	}
-	return c, nil
+	return logs
 }
 
 // explainCorpus runs one log the way `bringup explain` does.
 func explainCorpus(t testing.TB, c corpusLog) startup.Explanation {
 	t.Helper()
-	lg, err := logfile.Read(strings.NewReader(c.body), c.name, logfile.Options{Host: "corpus", Year: 2026})
+	lg, err := logfile.Read(strings.NewReader(c.Body), c.Name, logfile.Options{Host: "corpus", Year: 2026})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,25 +51,29 @@ func verdict(c corpusLog, x startup.Explanation) (wrong string, falseFailure boo
 	var errs []string
 	st := x.Startup
 	got := trail(st)
-	if !slices.Equal(got, c.phases) {
-		errs = append(errs, fmt.Sprintf("trail %v, want %v", got, c.phases))
+	want := make([]startup.Phase, len(c.Phases))
+	for i, p := range c.Phases {
+		want[i] = startup.Phase(p)
 	}
-	switch c.expect {
+	if !slices.Equal(got, want) {
+		errs = append(errs, fmt.Sprintf("trail %v, want %v", got, want))
+	}
+	switch c.Expect {
 	case "failed":
 		if x.Outcome != startup.OutcomeFailed || st.Diag == nil {
-			errs = append(errs, fmt.Sprintf("outcome %s, want failed (%s in %s)", x.Outcome, c.cause, c.failedIn))
+			errs = append(errs, fmt.Sprintf("outcome %s, want failed (%s in %s)", x.Outcome, c.Cause, c.FailedIn))
 			break
 		}
 		d := st.Diag
-		if d.Cause != c.cause || d.Phase != c.failedIn {
-			errs = append(errs, fmt.Sprintf("cause %s in %s, want %s in %s", d.Cause, d.Phase, c.cause, c.failedIn))
+		if d.Cause != c.Cause || string(d.Phase) != c.FailedIn {
+			errs = append(errs, fmt.Sprintf("cause %s in %s, want %s in %s", d.Cause, d.Phase, c.Cause, c.FailedIn))
 		}
-		if c.evidence != "" && (len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0], c.evidence)) {
+		if c.Evidence != "" && (len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0], c.Evidence)) {
 			first := ""
 			if len(d.Evidence) > 0 {
 				first = d.Evidence[0]
 			}
-			errs = append(errs, fmt.Sprintf("root line %q, want one holding %q", first, c.evidence))
+			errs = append(errs, fmt.Sprintf("root line %q, want one holding %q", first, c.Evidence))
 		}
 	case "served":
 		if x.Outcome != startup.OutcomeServed {
@@ -164,7 +84,7 @@ func verdict(c corpusLog, x startup.Explanation) (wrong string, falseFailure boo
 			errs = append(errs, fmt.Sprintf("outcome %s, want undecided (the log ends mid-startup)", x.Outcome))
 		}
 	}
-	return strings.Join(errs, "; "), c.expect != "failed" && x.Outcome == startup.OutcomeFailed
+	return strings.Join(errs, "; "), c.Expect != "failed" && x.Outcome == startup.OutcomeFailed
 }
 
 // TestCorpus runs every real log of testdata/corpus through the phase
@@ -178,10 +98,7 @@ func TestCorpus(t *testing.T) {
 	byClass := map[string]*tally{}
 	right, falseFail := 0, 0
 	for _, c := range logs {
-		class := c.expect
-		if c.expect == "failed" {
-			class = c.cause
-		}
+		class := c.Class()
 		if byClass[class] == nil {
 			byClass[class] = &tally{}
 		}
@@ -195,14 +112,14 @@ func TestCorpus(t *testing.T) {
 			right++
 			byClass[class].right++
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			got := string(x.Outcome)
 			if d := x.Startup.Diag; d != nil {
 				got += fmt.Sprintf(" %s in %s: %s", d.Cause, d.Phase, d.Summary)
 			}
-			t.Logf("%s %s · trail %v · %s", c.engine, c.version, trail(x.Startup), got)
+			t.Logf("%s %s · trail %v · %s", c.Engine, c.Version, trail(x.Startup), got)
 			if wrong != "" {
-				t.Errorf("%s (%s)", wrong, c.source)
+				t.Errorf("%s (%s)", wrong, c.Source)
 			}
 		})
 	}

@@ -18,6 +18,21 @@ func BuiltinPacks() []RulePack {
 	return []RulePack{sglangPack(), vllmPack()}
 }
 
+// WithBuiltins returns the packs a tracker runs with user packs added: the
+// user packs marked First, the built-in packs, then the other user packs.
+// Where two rules match a line the earlier wins.
+func WithBuiltins(user []RulePack) []RulePack {
+	var first, rest []RulePack
+	for _, p := range user {
+		if p.First {
+			first = append(first, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return append(append(first, BuiltinPacks()...), rest...)
+}
+
 // builtinCompiled compiles the built-in packs once for all trackers; they
 // are tested, so an error here is a bug.
 var builtinCompiled = sync.OnceValue(func() []*CompiledPack {

@@ -23,6 +23,9 @@ type RulePack struct {
 	Failures      []FailureRule `json:"failures,omitempty" yaml:"failures,omitempty"`
 	// Frames map traceback frames to the phase the process died in.
 	Frames []FrameRule `json:"frames,omitempty" yaml:"frames,omitempty"`
+	// First puts a user pack before the built-in ones, so that its rules
+	// win where both match a line; by default the built-in packs win.
+	First bool `json:"first,omitempty" yaml:"first,omitempty"`
 }
 
 // PhaseRule recognises a line that marks a phase or its progress.

@@ -541,6 +541,9 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		return
 	}
 	t.seq++
+	if t.st.Engine == "" {
+		t.detect(msg, hit)
+	}
 	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID), hasHit(hit, t.set.frameID))
 	switch kind {
 	case tbFrame, tbCode:
@@ -552,9 +555,6 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		if framePhase != "" && len(t.tbEnds) < maxCands {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
 		}
-	}
-	if t.st.Engine == "" {
-		t.detect(msg, hit)
 	}
 	if !t.applyRules(msg, at, hit, framePhase, out) && kind == tbException {
 		t.addCand(&unrecognisedRule, msg, at, framePhase, out)

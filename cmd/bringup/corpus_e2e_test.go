@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/remote/startup"
+	"bringup/remote/startup/corpus"
+	"bringup/remote/testbed"
+)
+
+// corpusSample picks at least n logs of the real-log corpus: one of every
+// class first (each cause, served, running), then more in name order.
+func corpusSample(logs []corpus.Log, n int) []corpus.Log {
+	var out []corpus.Log
+	seen := map[string]bool{}
+	taken := map[string]bool{}
+	for _, l := range logs {
+		if !seen[l.Class()] {
+			seen[l.Class()], taken[l.Name] = true, true
+			out = append(out, l)
+		}
+	}
+	for _, l := range logs {
+		if len(out) >= n {
+			break
+		}
+		if !taken[l.Name] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// explainSummary is the last line of `bringup explain --json`.
+type explainSummary struct {
+	Kind    string             `json:"kind"`
+	Outcome string             `json:"outcome"`
+	Diag    *startup.Diagnosis `json:"diagnosis"`
+}
+
+// TestCorpusOnTestbed replays real startup logs of the corpus as a unit's
+// output into real journald on test hosts — the unit prints the log, then
+// exits 1 when the startup failed, or stays up when it did not — and checks
+// that `bringup watch --json` over SSH says what `bringup explain` says of
+// the same text: the same cause, phase and root line for every failure, no
+// failure for the rest.
+func TestCorpusOnTestbed(t *testing.T) {
+	logs, err := corpus.ReadAll(corpus.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := corpusSample(logs, 18)
+	const hosts = 3
+	tb := testbed.StartWith(t, testbed.Options{Hosts: hosts})
+	// Engine auto: the logs are SGLang's and vLLM's, and watch must tell.
+	raw, err := os.ReadFile(filepath.Join(tb.Inventory(), "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(raw), "engine: sglang", "engine: auto")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &actWorld{tb: tb, cfg: cfg}
+	dir := t.TempDir()
+	for start := 0; start < len(sample); start += hosts {
+		batch := sample[start:min(start+hosts, len(sample))]
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		names := make([]string, len(batch))
+		want := map[string]explainSummary{}
+		for i, l := range batch {
+			host := fmt.Sprintf("gpu%d", i+1)
+			names[i] = host
+			file := filepath.Join(dir, l.Name+".log")
+			if err := os.WriteFile(file, []byte(l.Body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := w.bringup(ctx, "explain", "--json", file)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var sum explainSummary
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" {
+				t.Fatalf("%s: explain exit %d: no summary line (%v)\n%s%s", l.Name, code, err, out, errOut)
+			}
+			want[host] = sum
+			tail := "exec sleep 600"
+			if l.Expect == "failed" {
+				tail = "exit 1"
+			}
+			w.sh(t, ctx, host, "systemctl stop sglang; systemctl reset-failed sglang; mkdir -p /var/lib/corpus /run/systemd/system/sglang.service.d && "+
+				"printf %s "+base64.StdEncoding.EncodeToString([]byte(l.Body))+" | base64 -d > /var/lib/corpus/log && "+
+				`printf '[Service]\nExecStart=\nExecStart=/bin/sh -c "cat /var/lib/corpus/log; `+tail+`"\n' > /run/systemd/system/sglang.service.d/zz-corpus.conf && `+
+				"systemctl daemon-reload && systemctl start sglang")
+		}
+		_, out, errOut := w.bringup(ctx, append([]string{"watch", "--json", "--timeout", "15s", "--config", cfg}, names...)...)
+		cancel()
+		failed := readWatch(t, out).failed
+		for i, l := range batch {
+			host, x := names[i], want[names[i]]
+			got, ok := failed[host]
+			t.Logf("%s on %s: explain %s %v; watch %+v", l.Name, host, x.Outcome, x.Diag != nil, got.Cause)
+			switch {
+			case x.Outcome != "failed" && ok:
+				t.Errorf("%s: watch says %s in %s, explain says %s (%s)\n%s", l.Name, got.Cause, got.FailedIn, x.Outcome, l.Source, errOut)
+			case x.Outcome == "failed" && !ok:
+				t.Errorf("%s: watch saw no failure, explain says %s in %s (%s)\n%s%s", l.Name, x.Diag.Cause, x.Diag.Phase, l.Source, out, errOut)
+			case x.Outcome == "failed":
+				if got.Cause != x.Diag.Cause || got.FailedIn != string(x.Diag.Phase) || len(got.Evidence) == 0 || got.Evidence[0] != x.Diag.Evidence[0] {
+					t.Errorf("%s: watch says %s in %s (%q), explain %s in %s (%q) (%s)", l.Name, got.Cause, got.FailedIn, first(got.Evidence),
+						x.Diag.Cause, x.Diag.Phase, x.Diag.Evidence[0], l.Source)
+				}
+			}
+		}
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}

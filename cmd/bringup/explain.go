@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/logfile"
+	"bringup/remote/startup"
+)
+
+// Exit codes of `bringup explain`.
+const (
+	explainServed    = 0
+	explainFailed    = 1
+	explainUndecided = 2
+)
+
+// stringsFlag collects a repeatable flag.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// runExplain diagnoses a saved log offline with the console's own phase
+// engine: a paste from a ticket, `journalctl -u UNIT` output (short,
+// short-iso, short-precise, cat or json), or a file of engine output.
+func runExplain(_ context.Context, e env, args []string) int {
+	usageLine := "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]"
+	fs := newFlags(e, "explain", usageLine)
+	asJSON := fs.Bool("json", false, "print watch's JSON lines, then a summary line")
+	engine := fs.String("engine", "auto", "the engine that wrote the log: sglang, vllm or auto")
+	var rules stringsFlag
+	fs.Var(&rules, "rules", "a YAML rule pack file to try with the built-in packs (repeatable)")
+	if code, stop := parseArgs(fs, args); stop {
+		return code
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(e.stderr, "explain: one log at a time (got %d)\n", fs.NArg())
+		return exitUsage
+	}
+	switch *engine {
+	case "auto", "sglang", "vllm":
+	default:
+		fmt.Fprintf(e.stderr, "explain: --engine %q: want sglang, vllm or auto\n", *engine)
+		return exitUsage
+	}
+	name := "-"
+	if fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	var in io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "explain: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		in = f
+	} else if in == nil {
+		fmt.Fprintln(e.stderr, "explain: no log on standard input (name a FILE)")
+		return exitUsage
+	}
+	opts := startup.Options{Engine: *engine, Kernels: kernels.DefaultCatalog()}
+	if len(rules) > 0 {
+		var user []startup.RulePack
+		for _, r := range rules {
+			b, err := os.ReadFile(r)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "explain: --rules: %v\n", err)
+				return exitUsage
+			}
+			packs, err := startup.ParsePacks(r, b)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "explain: --rules: %v\n", err)
+				return exitUsage
+			}
+			user = append(user, packs...)
+		}
+		opts.Packs = startup.WithBuiltins(user)
+	}
+	logName := name
+	if name == "-" {
+		logName = "stdin"
+	}
+	lg, err := logfile.Read(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "explain: %v\n", err)
+		return exitUsage
+	}
+	if len(lg.Events) == 0 {
+		fmt.Fprintf(e.stderr, "explain: %s holds no log lines\n", logName)
+		return exitUsage
+	}
+	x := startup.Explain(lg.Events, opts)
+	if *asJSON {
+		printExplainJSON(e.stdout, x, lg)
+	} else {
+		printExplain(e.stdout, logName, x, lg)
+	}
+	switch x.Outcome {
+	case startup.OutcomeServed:
+		return explainServed
+	case startup.OutcomeFailed:
+		return explainFailed
+	}
+	return explainUndecided
+}
+
+// printExplainJSON prints the changes as `bringup watch --json` would for a
+// host named "log", then one summary line.
+func printExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log) {
+	st := x.Startup
+	for _, c := range x.Changes {
+		printChange(w, remote.HostChange{Host: "log", Seen: c.Time, Change: c}, st.StartedAt, true)
+	}
+	sum := struct {
+		Kind    string             `json:"kind"`
+		Outcome startup.Outcome    `json:"outcome"`
+		Format  logfile.Format     `json:"format"`
+		Timed   bool               `json:"timed"`
+		Lines   int                `json:"lines"`
+		Engine  string             `json:"engine,omitempty"`
+		Phase   startup.Phase      `json:"phase"`
+		Trail   []startup.Span     `json:"trail"`
+		Diag    *startup.Diagnosis `json:"diagnosis,omitempty"`
+	}{"explained", x.Outcome, lg.Format, lg.Timed, len(lg.Events), st.Engine, st.Phase, st.Spans, st.Diag}
+	b, _ := json.Marshal(sum)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// printExplain prints the trail with timings, then the verdict, cause,
+// hint, evidence and fix.
+func printExplain(w io.Writer, name string, x startup.Explanation, lg logfile.Log) {
+	st := x.Startup
+	engine := st.Engine
+	if engine == "" {
+		engine = "engine unknown"
+	}
+	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", name, engine, len(lg.Events), lg.Format)
+	for _, sp := range st.Spans {
+		d := "—"
+		switch {
+		case sp.Inferred:
+			d = "(its begin is not in the log)"
+		case lg.Timed && !sp.End.IsZero():
+			d = sp.End.Sub(sp.Start).Round(time.Second).String()
+		case lg.Timed:
+			d = "…"
+		}
+		fmt.Fprintf(w, "  %-14s %s\n", sp.Phase, d)
+	}
+	switch x.Outcome {
+	case startup.OutcomeServed:
+		fmt.Fprintln(w, "SERVED: the engine said it is ready")
+	case startup.OutcomeUndecided:
+		fmt.Fprintf(w, "UNDECIDED: the log ends in %s with no error as its last word\n", st.Phase)
+	case startup.OutcomeFailed:
+		d := st.Diag
+		if d == nil {
+			fmt.Fprintln(w, "FAILED")
+			return
+		}
+		fmt.Fprintf(w, "FAILED in %s: %s [%s]\n", d.Phase, d.Summary, d.Cause)
+		fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+		if len(d.Evidence) > 0 {
+			fmt.Fprintln(w, "  evidence:")
+			for _, l := range d.Evidence {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+		if d.Fix != nil {
+			fmt.Fprintf(w, "  fix: bringup mode HOST %s=%s --restart\n", d.Fix.Kernel, d.Fix.Mode)
+		}
+	}
+}
