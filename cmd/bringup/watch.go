@@ -75,7 +75,12 @@ func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptio
 		case <-ctx.Done():
 			return exitTimeout
 		case <-timeout:
-			fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
+			if opts.JSON {
+				// Every line of --json output is JSON, the timeout too.
+				fmt.Fprintf(w, "{\"time\":%q,\"kind\":\"timeout\",\"detail\":\"timeout after %s\"}\n", time.Now().Format(timeLayout), opts.Timeout)
+			} else {
+				fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
+			}
 			return exitTimeout
 		case <-grace:
 			return settled

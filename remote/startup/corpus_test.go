@@ -138,3 +138,31 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("%d success logs diagnosed as failures", falseFail)
 	}
 }
+
+// BenchmarkExplainLargestCorpusLog measures `bringup explain` end to end
+// on the largest corpus log: reading the text (prefixes, times, the
+// sanitiser) and folding it through the phase engine. One op is the whole
+// log; lines/s is the figure the README reports.
+func BenchmarkExplainLargestCorpusLog(b *testing.B) {
+	logs := readCorpus(b)
+	big := logs[0]
+	for _, l := range logs {
+		if len(l.Body) > len(big.Body) {
+			big = l
+		}
+	}
+	opts := startup.Options{Engine: "auto", Kernels: kernels.DefaultCatalog()}
+	lines := 0
+	b.ReportAllocs()
+	b.SetBytes(int64(len(big.Body)))
+	for b.Loop() {
+		lg, err := logfile.Read(strings.NewReader(big.Body), big.Name, logfile.Options{Year: 2026})
+		if err != nil {
+			b.Fatal(err)
+		}
+		startup.Explain(lg.Events, opts)
+		lines = len(lg.Events)
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	b.Logf("%s: %d lines, %d bytes", big.Name, lines, len(big.Body))
+}

@@ -83,6 +83,7 @@ type tbEnd struct {
 // concurrent use; hand State() copies to other goroutines.
 type Tracker struct {
 	opts   Options
+	auto   bool // the engine is told from the logs
 	set    *ruleSet
 	active []bool // per pack: applies to the current engine
 	hit    []uint64
@@ -184,6 +185,7 @@ func NewTracker(opts Options) *Tracker {
 	if opts.Engine != "auto" {
 		t.st.Engine = opts.Engine
 	}
+	t.auto = opts.Engine == "" || opts.Engine == "auto"
 	t.selectPacks()
 	return t
 }
@@ -192,7 +194,11 @@ func NewTracker(opts Options) *Tracker {
 // active, or all of them while the engine is unknown.
 func (t *Tracker) selectPacks() {
 	for i, c := range t.set.packs {
-		t.active[i] = t.st.Engine == "" || c.Engine == "" || c.Engine == t.st.Engine
+		// Under auto every pack stays on: the engine named from the logs
+		// is for display and hints, and logs mix formats (SGLang's
+		// diffusion runtime prints vLLM-style lines; Ray and Dynamo wrap
+		// them).
+		t.active[i] = t.auto || t.st.Engine == "" || c.Engine == "" || c.Engine == t.st.Engine
 	}
 }
 
@@ -655,9 +661,12 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	if r.Ready {
 		t.st.ReadySeen = true
 	}
-	t.lastProgSeq = t.seq
+	if r.Ready {
+		t.lastProgSeq = t.seq
+	}
 	switch {
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
+		t.lastProgSeq = t.seq
 		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
 			t.enter(r.Ends, at, out)
 			t.st.Spans[len(t.st.Spans)-1].Inferred = true
@@ -672,7 +681,13 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		return true
 	}
 	if r.re != nil && r.groups {
-		t.st.Progress = r.progress(msg, loc)
+		p := r.progress(msg, loc)
+		if p.Done > t.st.Progress.Done || p.Label != t.st.Progress.Label {
+			// A count that moved is progress; a line that only tells
+			// about the phase ("Maximum concurrency …: 0.00x") is not.
+			t.lastProgSeq = t.seq
+		}
+		t.st.Progress = p
 	}
 	return true
 }
