@@ -42,6 +42,10 @@ type HostSpec struct {
 
 // Options configures a Fleet.
 type Options struct {
+	// Packs are the compiled rule packs every host's phase engine runs
+	// (the built-in ones and the config's rules:); nil means the built-in
+	// packs.
+	Packs    []*startup.CompiledPack
 	Kernels  kernels.Catalog
 	ReadOnly bool
 	// Clock is the host-time clock for stuck detection (default: real time).
@@ -379,7 +383,7 @@ func (f *Fleet) fold(ctx context.Context) {
 	hosts := make([]*hostFold, len(f.specs))
 	for i, h := range f.specs {
 		hosts[i] = &hostFold{
-			tracker: startup.NewTracker(startup.Options{Engine: h.Engine, Kernels: f.opts.Kernels}),
+			tracker: startup.NewTracker(startup.Options{Engine: h.Engine, Kernels: f.opts.Kernels, Compiled: f.opts.Packs}),
 			state: HostState{Name: h.Driver.Name(), Unit: h.Unit,
 				Conn: event.Conn{State: event.ConnConnecting}},
 		}

@@ -21,6 +21,7 @@ import (
 	"bringup/remote/live"
 	"bringup/remote/probe"
 	"bringup/remote/sshx"
+	"bringup/remote/startup"
 )
 
 // fleetFlags are the flags of every command that talks to real hosts.
@@ -231,6 +232,13 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink, re
 	}
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
 		LocalHashes: localHashes(cfg.Kernels)}
+	if len(cfg.Rules) > 0 {
+		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
+		if err != nil { // ParsePacks compiled each one already
+			return nil, fmt.Errorf("rule packs: %w", err)
+		}
+		opts.Packs = packs
+	}
 	if err := rec.start(specs, opts, 1, "live"); err != nil {
 		return nil, err
 	}

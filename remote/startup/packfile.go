@@ -59,7 +59,10 @@ func decodeStrict(n *yaml.Node, v any) error {
 	return nil
 }
 
-var yamlLineRe = regexp.MustCompile(`line (\d+)`)
+var (
+	yamlLineRe   = regexp.MustCompile(`line (\d+)`)
+	yamlPrefixRe = regexp.MustCompile(`^line \d+: `)
+)
 
 func yamlLine(err error) int {
 	m := yamlLineRe.FindStringSubmatch(err.Error())
@@ -73,7 +76,8 @@ func yamlLine(err error) int {
 func yamlErr(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		return errors.New(te.Errors[0])
+		// The line is in the prefix the caller writes: drop yaml's own.
+		return errors.New(yamlPrefixRe.ReplaceAllString(te.Errors[0], ""))
 	}
 	return err
 }

@@ -651,6 +651,16 @@ func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, framePhase 
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
 	cur := t.under
+	if t.failed && r.Phase != "" && !at.After(t.failAt) {
+		// A line of the run printed before it failed and delivered after
+		// systemd said so (the journal can trail D-Bus): it still tells
+		// how far the startup got.
+		if _, ok := r.match(msg); ok {
+			t.lateSpan(r, at, out)
+			return true
+		}
+		return false
+	}
 	if t.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
 		return false
 	}
@@ -690,6 +700,29 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		t.st.Progress = p
 	}
 	return true
+}
+
+// lateSpan adds the phase of a line that arrived after the failure to the
+// trail, where the run had reached it before it failed.
+func (t *Tracker) lateSpan(r *compiledPhase, at time.Time, out *[]Change) {
+	if r.Ends != "" && r.Ends.Rank() > t.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
+		t.extendTrail(r.Ends, at)
+		t.st.Spans[len(t.st.Spans)-1].Inferred = true
+	}
+	if r.Phase.Rank() > t.lastPath.Rank() {
+		t.extendTrail(r.Phase, at)
+		t.updateDiag(at, out)
+	}
+}
+
+// extendTrail appends phase p, begun at host time at, to a failed run's
+// trail: the span before it now ends at at, and p's runs to the failure.
+func (t *Tracker) extendTrail(p Phase, at time.Time) {
+	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.After(at) {
+		t.st.Spans[n-1].End = at
+	}
+	t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at, End: t.failAt})
+	t.lastPath = p
 }
 
 // applyFailure records msg as a failure candidate if the rule matches.

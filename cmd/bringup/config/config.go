@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"bringup/kernels"
+	"bringup/remote/startup"
 )
 
 // The engines a host can run.
@@ -105,8 +106,11 @@ type Config struct {
 	Defaults HostDefaults
 	Hosts    []Host
 	// Groups maps a group name to host names, in the order written.
-	Groups   map[string][]string
-	Kernels  kernels.Catalog
+	Groups  map[string][]string
+	Kernels kernels.Catalog
+	// Rules are the user rule packs of the rules: files, to run with the
+	// built-in packs (startup.WithBuiltins).
+	Rules    []startup.RulePack
 	ReadOnly bool
 	// SSHConfig is the ssh_config file to use (like ssh -F); "" = ssh's
 	// default. A relative path is relative to the config file; a leading

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"bringup/kernels"
+	"bringup/remote/startup"
 )
 
 // Error is one problem in a config file, at File:Line:Column, in Field
@@ -298,7 +300,7 @@ func (d *decoder) check(n *yaml.Node, field string, f func(string) (string, erro
 
 // The fields of each mapping, as functions so no table can be changed.
 func topFields() []string {
-	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config"}
+	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules"}
 }
 func defFields() []string { return []string{"unit", "engine", "probe", "user"} }
 func hostFields() []string {
@@ -333,6 +335,9 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 	if v := sections["kernels"]; v != nil {
 		c.Kernels = d.kernels(v, filepath.Dir(d.file))
 	}
+	if v := sections["rules"]; v != nil {
+		c.Rules = d.rules(v, filepath.Dir(d.file))
+	}
 	if v := sections["read_only"]; v != nil {
 		c.ReadOnly, _ = d.boolean(v, "read_only")
 	}
@@ -341,6 +346,33 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 			c.SSHConfig = relTo(filepath.Dir(d.file), s)
 		}
 	}
+}
+
+// rules reads the rule pack files the config lists (paths relative to the
+// config file). A file that cannot be read is an error at its line in the
+// config; an error inside it names the rule file and its own line.
+func (d *decoder) rules(n *yaml.Node, dir string) []startup.RulePack {
+	var out []startup.RulePack
+	d.sequence(n, "rules", func(i int, item *yaml.Node) {
+		field := index("rules", i)
+		p, ok := d.str(item, field)
+		if !ok {
+			return
+		}
+		path := relTo(dir, p)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			d.errorf(item, field, "%v", err)
+			return
+		}
+		packs, err := startup.ParsePacks(path, b)
+		if err != nil {
+			d.errorf(item, field, "%v", err)
+			return
+		}
+		out = append(out, packs...)
+	})
+	return out
 }
 
 // relTo makes a relative path relative to dir; ~ paths and absolute ones

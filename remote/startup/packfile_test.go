@@ -1,0 +1,70 @@
+package startup_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"bringup/kernels"
+	"bringup/remote/logfile"
+	"bringup/remote/startup"
+	"bringup/remote/startup/corpus"
+)
+
+// TestUserPackNamesARealError loads a user rule pack from YAML and runs a
+// real corpus log (vLLM on Windows, vllm-project/vllm#9713) through it: the
+// built-in packs call it unrecognised, the pack names it.
+func TestUserPackNamesARealError(t *testing.T) {
+	b, err := os.ReadFile("testdata/rules/windows-registry.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs, err := startup.ParsePacks("windows-registry.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := corpus.Read("testdata/corpus/vllm-9713-inspect-arch-subprocess-windows.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := logfile.Read(strings.NewReader(l.Body), l.Name, logfile.Options{Year: 2026})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		packs []startup.RulePack
+		cause string
+	}{
+		{nil, "unrecognised"},
+		{startup.WithBuiltins(packs), "model-registry-subprocess"},
+	} {
+		x := startup.Explain(lg.Events, startup.Options{Engine: "auto", Kernels: kernels.DefaultCatalog(), Packs: tt.packs})
+		if x.Outcome != startup.OutcomeFailed || x.Startup.Diag == nil || x.Startup.Diag.Cause != tt.cause {
+			t.Errorf("with %d packs: %s %+v, want failed with %s", len(tt.packs), x.Outcome, x.Startup.Diag, tt.cause)
+		}
+	}
+}
+
+// TestParsePacksErrorsNameTheLine checks that a bad rule file is refused
+// with its name and the line of the rule at fault.
+func TestParsePacksErrorsNameTheLine(t *testing.T) {
+	bad, err := os.ReadFile("testdata/rules/bad-pattern.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"bad-pattern.yaml", string(bad), "bad-pattern.yaml:10: pack mykernel: failures[1].pattern: error parsing regexp"},
+		{"typo.yaml", "engine: x\nfailures:\n  - keywords: [abcd]\n    cuase: y\n", "typo.yaml:4: field cuase not found"},
+		{"phase.yaml", "engine: x\nphases:\n  - keywords: [abcd]\n    phase: loading\n", `phase.yaml:3: pack x: phases[0].phase: "loading" is not a startup phase`},
+		{"short.yaml", "engine: x\nfailures:\n  - keywords: [ab]\n    cause: y\n", `short.yaml:3: pack x: failures[0].keywords[0]: "ab" is shorter than 3 bytes`},
+		{"yaml.yaml", "engine: [x\n", "yaml.yaml: yaml: line 1"},
+		{"empty.yaml", "", "empty.yaml: "},
+	} {
+		_, err := startup.ParsePacks(tt.name, []byte(tt.data))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one holding %q", tt.name, err, tt.want)
+		}
+	}
+}
