@@ -127,7 +127,9 @@ func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
 		}
 		return ev, FormatJSON, true, nil
 	}
-	s := string(b)
+	// journald drops a stream line's trailing whitespace; so does this,
+	// so that a saved log and the same text live say the same.
+	s := strings.TrimRight(string(b), " \t")
 	if strings.HasPrefix(s, "-- ") && strings.HasSuffix(s, " --") {
 		return event.Event{}, "", false, nil
 	}

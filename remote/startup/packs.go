@@ -60,7 +60,7 @@ func sglangPack() RulePack {
 		DetectPattern: `\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?: (?:DP|PP|TP|EP|ATTN_CP|MOE_DP)\d+)*\] `,
 		Phases: []PhaseRule{
 			{Keywords: []string{"server_args="}, Phase: Init},
-			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap"}, Phase: Init},
+			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap", "[Gloo] Rank"}, Phase: Init},
 			{Keywords: []string{"Load weight begin"}, Phase: Weights},
 			shardRule,
 			// SGLang's diffusion runtime (sglang serve).
@@ -153,7 +153,7 @@ func vllmPack() RulePack {
 		// The logger prefix: LEVEL mm-dd hh:mm:ss.
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{
-			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl"}, Phase: Init},
+			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model"}, Phase: Weights},
 			shardRule,
@@ -168,7 +168,7 @@ func vllmPack() RulePack {
 				Phase:    GraphCapture,
 				Label:    "graphs",
 			},
-			{Keywords: []string{"Capturing cudagraphs for decoding", "Graph capturing finished", "CUDA graph pool memory"}, Phase: GraphCapture},
+			{Keywords: []string{"Capturing cudagraphs for decoding", "Capturing the model for CUDA graphs", "Graph capturing finished", "CUDA graph pool memory"}, Phase: GraphCapture},
 			{Keywords: []string{"init engine (profile, create kv cache, warmup model) took", "Core engine process", "Starting vLLM API server", "Starting vLLM server", "Supported_tasks", "Supported tasks", "Available routes are", "Started server process", "Waiting for application startup"}, Phase: HTTP},
 			{Keywords: []string{"Application startup complete"}, Phase: Warmup, Ready: true},
 		},
@@ -194,6 +194,9 @@ func vllmPack() RulePack {
 // specific first: the first rule that matches a line classifies it.
 func commonSpecificFailures() []FailureRule {
 	oom := []string{"out of memory", "OutOfMemoryError"}
+	// The error, not advice about it ("If you are running out of memory,
+	// consider …" is printed by healthy startups).
+	oomPattern := `(?:CUDA|HIP|cuda|hip)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred`
 	return []FailureRule{
 		{
 			Keywords: []string{"operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported", "during CUDA graph capture"},
@@ -208,7 +211,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "a side stream is not graph-safe (e.g. DeepEP normal mode): use its low-latency mode or " + hintGraphOff,
 		},
 		{
-			Keywords: oom, InPhases: []Phase{GraphCapture},
+			Keywords: oom, Pattern: oomPattern, InPhases: []Phase{GraphCapture},
 			Cause: "graph-capture-oom", Phase: GraphCapture,
 			Summary: "CUDA ran out of memory while capturing CUDA graphs",
 			Hint:    "lower --mem-fraction-static by 0.03-0.05 or --cuda-graph-max-bs (SGLang); lower gpu_memory_utilization or max_num_seqs (vLLM)",
@@ -239,7 +242,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "SGLang: raise --mem-fraction-static above the printed minimum; vLLM: raise gpu_memory_utilization or lower max_model_len",
 		},
 		{
-			Keywords: oom,
+			Keywords: oom, Pattern: oomPattern,
 			Cause:    "gpu-oom",
 			Summary:  "CUDA ran out of GPU memory",
 			Hint:     "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
@@ -272,7 +275,7 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"error: unrecognized arguments", "error: argument ", "error: the following arguments are required"},
-			Cause:    "bad-argument", Usual: Init,
+			Cause:    "bad-argument",
 			Summary: "the engine's command line is invalid",
 			Hint:    "fix the flag in the unit's ExecStart (systemctl cat <unit>); the engine's --help lists what this version accepts",
 		},
@@ -314,7 +317,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:     hintModelPath,
 		},
 		{
-			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped"},
+			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated."},
 			Cause:    "jit-build",
 			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
 			Hint:     "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
@@ -327,12 +330,6 @@ func commonSpecificFailures() []FailureRule {
 func commonWrapperFailures() []FailureRule {
 	return []FailureRule{
 		{
-			Keywords: []string{"operation failed due to a previous error during capture", "Capture cuda graph failed", "Capture CUDA graph failed", "Capture prefill CUDA graph failed"},
-			Cause:    "graph-capture-failed", Phase: GraphCapture, Wrapper: true,
-			Summary: "CUDA graph capture failed",
-			Hint:    "read the first error above (or after the colon); usual fixes: lower --mem-fraction-static or --cuda-graph-max-bs, drop --enable-torch-compile",
-		},
-		{
 			Keywords: []string{"Watchdog caught collective operation timeout", "watchdog got stuck"},
 			Cause:    "nccl-timeout", Wrapper: true,
 			Summary: "a collective operation timed out",
@@ -343,6 +340,12 @@ func commonWrapperFailures() []FailureRule {
 			Cause:    "peer-crashed", Wrapper: true,
 			Summary: "a peer worker closed its connection (it probably crashed)",
 			Hint:    "look at the other node's log; this node is only the victim",
+		},
+		{
+			Keywords: []string{"operation failed due to a previous error during capture", "Capture cuda graph failed", "Capture CUDA graph failed", "Capture prefill CUDA graph failed"},
+			Cause:    "graph-capture-failed", Phase: GraphCapture, Wrapper: true,
+			Summary: "CUDA graph capture failed",
+			Hint:    "read the first error above (or after the colon); usual fixes: lower --mem-fraction-static or --cuda-graph-max-bs, drop --enable-torch-compile",
 		},
 		{
 			// An error logged without a traceback; a traceback's own

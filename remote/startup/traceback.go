@@ -283,6 +283,7 @@ func commonFrames() []FrameRule {
 			"init_worker_distributed_environment", "_init_distributed_environment",
 			"init_device", "rendezvous", "_create_c10d_store", "_store_based_barrier",
 			"init_model_parallel_group", "_init_process_group", "_tcp_rendezvous_handler",
+			"initialize_ray_cluster", "_get_executor_cls",
 			"_env_rendezvous_handler", "_create_store_from_options",
 		}},
 		{Phase: Weights, Funcs: []string{
@@ -290,7 +291,13 @@ func commonFrames() []FrameRule {
 			"download_weights_from_hf", "download_model", "get_model", "_initialize_model",
 			"load_weights_and_postprocess", "_prepare_weights", "safetensors_weights_iterator",
 			"create_weights", "process_weights_after_loading", "initialize_model",
-		}, Files: []string{"model_loader/"}},
+			"gptq_marlin_repack", "awq_marlin_repack",
+		}, Files: []string{
+			"model_loader/",
+			// torch's device context: the engines build the model
+			// under `with torch.device(…)`.
+			"torch/utils/_device.py",
+		}},
 		{Phase: KVCache, Funcs: []string{
 			"init_memory_pool", "profile_max_num_token", "profile_run",
 			"determine_num_available_blocks", "determine_available_memory",

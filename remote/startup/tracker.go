@@ -508,6 +508,12 @@ func (t *Tracker) applyConn(s event.ConnState, at time.Time, out *[]Change) {
 	t.emitPhase(from, at, out)
 }
 
+// canServe reports whether the unit and the probe already agree, so that
+// the engine's ready line is the last piece of evidence.
+func (t *Tracker) canServe() bool {
+	return t.onPath() && t.st.UnitActive && !((t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK)
+}
+
 // checkServing enters serving once the evidence is complete: the unit is
 // active, the engine said it is ready, and a probe answered where probes
 // are expected.
@@ -555,7 +561,12 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	case tbFrame, tbCode:
 		// Source lines and frames quote code, not messages: a rule must
 		// not take `raise Exception("Capture cuda graph failed…")` for the
-		// failure itself.
+		// failure itself. A frame can still say where a failure already
+		// reported struck (the engine's "failed to start" comes first,
+		// its traceback after).
+		if kind == tbFrame && t.failed {
+			t.updateDiag(at, out)
+		}
 		return
 	case tbException:
 		if framePhase != "" && len(t.tbEnds) < maxCands {
@@ -624,26 +635,53 @@ func (t *Tracker) detect(msg string, hit []uint64) {
 func (t *Tracker) applyRules(msg string, at time.Time, hit []uint64, framePhase Phase, out *[]Change) bool {
 	// Phase rules first, so that a failure glued to a progress line (a
 	// tqdm bar without its newline) is put in the phase that line opens.
+	// Under auto, the packs of the engine the logs named go first: both
+	// engines print uvicorn's lines, which mean different things.
 	for _, kind := range [2]ruleKind{refPhase, refFail} {
-	scan:
-		for w, bits := range hit {
-			for bits != 0 {
-				b := mbits.TrailingZeros64(bits)
-				bits &^= 1 << b
-				r := t.set.refs[w<<6|b]
-				if r.kind != kind || !t.active[r.pack] {
-					continue
-				}
-				if kind == refPhase && t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out) {
-					break scan
-				}
-				if kind == refFail && t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, framePhase, out) {
-					return true
-				}
+		for _, own := range [2]bool{true, false} {
+			if !own && !t.auto {
+				break
+			}
+			done, matched := t.applyKind(kind, own, msg, at, hit, framePhase, out)
+			if kind == refFail && matched {
+				return true
+			}
+			if done {
+				break
 			}
 		}
 	}
 	return false
+}
+
+// applyKind runs the rules of one kind whose keywords hit, from the packs
+// of the engine the logs named (own) or from the others; the first that
+// matches decides. done reports that no further pass should run.
+func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, hit []uint64, framePhase Phase, out *[]Change) (done, matched bool) {
+	for w, bits := range hit {
+		for bits != 0 {
+			b := mbits.TrailingZeros64(bits)
+			bits &^= 1 << b
+			r := t.set.refs[w<<6|b]
+			if r.kind != kind || !t.active[r.pack] {
+				continue
+			}
+			if t.auto {
+				e := t.set.packs[r.pack].Engine
+				mine := t.st.Engine == "" || e == "" || e == t.st.Engine
+				if mine != own {
+					continue
+				}
+			}
+			if kind == refPhase && t.applyPhase(&t.set.packs[r.pack].phases[r.idx], msg, at, out) {
+				return true, true
+			}
+			if kind == refFail && t.applyFailure(&t.set.packs[r.pack].failures[r.idx], msg, at, framePhase, out) {
+				return true, true
+			}
+		}
+	}
+	return !t.auto || t.st.Engine == "", false
 }
 
 // applyPhase applies a phase rule to msg and reports whether it matched.
@@ -670,9 +708,12 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	if r.Ready {
 		t.st.ReadySeen = true
-	}
-	if r.Ready {
 		t.lastProgSeq = t.seq
+		if t.canServe() {
+			// Serving at once (checkServing, after this event): no
+			// warmup span of no length in the trail.
+			return true
+		}
 	}
 	switch {
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
