@@ -62,8 +62,18 @@ func (t *Tracker) phaseOf(c cand) Phase {
 		// An excerpt that ends inside the traceback.
 		return p
 	}
-	if c.phase.Rank() <= Starting.Rank() && c.rule.Usual != "" {
-		return c.rule.Usual
+	if c.phase.Rank() <= Starting.Rank() {
+		// The error came before any phase line: in an excerpt that starts
+		// with it, the first phase the log shows next is where the
+		// process was (stderr and stdout interleave by a line or two).
+		for _, sp := range t.st.Spans {
+			if sp.Phase.Rank() > Starting.Rank() && !sp.Inferred {
+				return sp.Phase
+			}
+		}
+		if c.rule.Usual != "" {
+			return c.rule.Usual
+		}
 	}
 	return c.phase
 }

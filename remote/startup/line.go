@@ -86,6 +86,7 @@ func prefixLen(s string) (int, string) {
 		if n, tag := journalISO(s); n > 0 {
 			return n, tag
 		}
+		return stampPrefix(s)
 	case c >= 'a' && c <= 'z':
 		return composePrefix(s)
 	}
@@ -220,6 +221,34 @@ func hostIdent(s string, from int) (int, string) {
 		return 0, ""
 	}
 	return i + end + 2, s[i : i+end]
+}
+
+// stampPrefix: a collector's or wrapper's own time stamp before the line,
+// `2025-02-06 07:14:10 `, `2024-09-05T00:38:34Z `, and Python logging's
+// default `2025-04-25 10:11:34,978 - __main__ - INFO - ` (olmOCR and
+// other launchers re-log the server's lines through it).
+func stampPrefix(s string) (int, string) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' || s[16] != ':' {
+		return 0, ""
+	}
+	i := 19
+	for i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == ',' || s[i] == 'Z' || s[i] == '+' || s[i] == ':') {
+		i++
+	}
+	if i >= len(s) || s[i] != ' ' {
+		return 0, ""
+	}
+	i++
+	// Python logging: " - name - LEVEL - ".
+	if strings.HasPrefix(s[i:], "- ") {
+		rest := s[i+2:]
+		if a := strings.Index(rest, " - "); a > 0 && a < 64 {
+			if b := strings.Index(rest[a+3:], " - "); b > 0 && b < 10 {
+				return i + 2 + a + 3 + b + 3, ""
+			}
+		}
+	}
+	return i, ""
 }
 
 // composePrefix: `sglang-1  | ` (docker compose's service column).

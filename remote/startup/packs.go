@@ -91,8 +91,10 @@ func sglangPack() RulePack {
 			{Keywords: []string{"cuda graph addresses"}, Phase: GraphCapture},
 			{Keywords: []string{"max_total_num_tokens=", "Engine startup timings", "Uvicorn running on", "Started server process", "Waiting for application startup", "Application startup complete"}, Phase: HTTP},
 			{
-				Keywords: []string{"model_info HTTP", "POST /generate HTTP", "POST /encode HTTP"},
-				Pattern:  `"(?:GET /(?:get_)?model_info|POST /(?:generate|encode)) HTTP/1\.[01]" 200`,
+				// The server's own warmup request; on NPU builds it is a chat
+				// completion. Before serving, a 200 on these is the warmup.
+				Keywords: []string{"model_info HTTP", "POST /generate HTTP", "POST /encode HTTP", "POST /v1/chat/completions HTTP"},
+				Pattern:  `"(?:GET /(?:get_)?model_info|POST /(?:generate|encode|v1/chat/completions)) HTTP/1\.[01]" 200`,
 				Phase:    Warmup,
 			},
 			{Keywords: []string{"Endpoint '/get_model_info' is deprecated", "disaggregation warmup", "disaggregation mode warmup"}, Phase: Warmup},
@@ -260,16 +262,24 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
 		},
 		{
-			Keywords: []string{"exceeds the total number of available GPUs", "is larger than the number of available GPUs", "World size", "Not enough GPUs"},
-			Pattern:  `exceeds the total number of available GPUs|is larger than the number of available GPUs|World size \(\d+\) is larger than|Not enough GPUs`,
+			Keywords: []string{"exceeds the total number of available GPUs", "is larger than the number of available GPUs", "World size", "Not enough GPUs", "Cannot provide a placement group requiring"},
+			Pattern:  `exceeds the total number of available GPUs|is larger than the number of available GPUs|World size \(\d+\) is larger than|Not enough GPUs|Cannot provide a placement group requiring`,
 			Cause:    "not-enough-gpus", Usual: Init,
 			Summary: "fewer GPUs are available than tensor × pipeline parallelism asks for",
 			Hint:    "lower --tp/--pp, or make the GPUs visible (CUDA_VISIBLE_DEVICES, Ray cluster resources, other processes holding them)",
 		},
 		{
-			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", "Failed to load NCCL library", "libnccl.so"},
-			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|Failed to load NCCL library|libnccl\.so[.\d]*: cannot`,
+			// NCCL's library is loaded when the first communicator is made.
+			Keywords: []string{"Failed to load NCCL library", "libnccl.so"},
+			Pattern:  `Failed to load NCCL library|libnccl\.so[.\d]*: cannot`,
 			Cause:    "import-error", Usual: Init,
+			Summary:  "a broken install: the NCCL library cannot be loaded",
+			Hint:     "install the NCCL the torch build expects (pip nvidia-nccl-cu12) or point VLLM_NCCL_SO_PATH / LD_LIBRARY_PATH at it",
+		},
+		{
+			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file"},
+			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file`,
+			Cause:    "import-error",
 			Summary: "a broken install: a Python module or shared library cannot be loaded",
 			Hint:    "the unit's environment differs from the one the engine was installed in: check ExecStart's python/venv, LD_LIBRARY_PATH, and matching torch / CUDA / engine wheel versions",
 		},
@@ -311,7 +321,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
-			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests"},
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "LocalEntryNotFoundError", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError"},
 			Cause:    "model-fetch",
 			Summary:  "the model could not be found or downloaded",
 			Hint:     hintModelPath,

@@ -568,6 +568,10 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 			t.updateDiag(at, out)
 		}
 		return
+	case tbStart:
+		// A traceback being printed is error output, whatever it ends
+		// in (an excerpt may cut it before its exception line).
+		t.lastCandSeq = t.seq
 	case tbException:
 		if framePhase != "" && len(t.tbEnds) < maxCands {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
