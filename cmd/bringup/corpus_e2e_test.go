@@ -97,7 +97,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 			w.sh(t, ctx, host, "systemctl stop sglang; systemctl reset-failed sglang; mkdir -p /var/lib/corpus /run/systemd/system/sglang.service.d && "+
 				"printf %s "+base64.StdEncoding.EncodeToString([]byte(l.Body))+" | base64 -d > /var/lib/corpus/log && "+
 				`printf '[Service]\nExecStart=\nExecStart=/bin/sh -c "cat /var/lib/corpus/log; `+tail+`"\n' > /run/systemd/system/sglang.service.d/zz-corpus.conf && `+
-				"systemctl daemon-reload && systemctl start sglang")
+				"systemctl daemon-reload && date +@%s.%N > /var/lib/corpus/since && systemctl start sglang")
 		}
 		_, out, errOut := w.bringup(ctx, append([]string{"watch", "--json", "--timeout", "15s", "--config", cfg}, names...)...)
 		cancel()
@@ -116,6 +116,28 @@ func TestCorpusOnTestbed(t *testing.T) {
 					t.Errorf("%s: watch says %s in %s (%q), explain %s in %s (%q) (%s)", l.Name, got.Cause, got.FailedIn, first(got.Evidence),
 						x.Diag.Cause, x.Diag.Phase, x.Diag.Evidence[0], l.Source)
 				}
+				// What the journal holds, as a person would paste it:
+				// explain reads journalctl's own formats the same way.
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				for _, format := range []string{"short", "short-iso", "short-precise", "cat", "json"} {
+					text := w.sh(t, ctx, host, "journalctl -u sglang --no-pager -o "+format+" --since \"$(cat /var/lib/corpus/since)\"")
+					file := filepath.Join(dir, l.Name+"."+format)
+					if err := os.WriteFile(file, []byte(text+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					code, out, errOut := w.bringup(ctx, "explain", "--json", file)
+					lines := strings.Split(strings.TrimSpace(out), "\n")
+					var sum explainSummary
+					if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != explainFailed || sum.Diag == nil {
+						t.Errorf("%s: explain of journalctl -o %s: exit %d (%v)\n%s", l.Name, format, code, err, errOut)
+						continue
+					}
+					if sum.Diag.Cause != x.Diag.Cause || sum.Diag.Phase != x.Diag.Phase || sum.Diag.Evidence[0] != x.Diag.Evidence[0] {
+						t.Errorf("%s: explain of journalctl -o %s says %s in %s (%q), of the log %s in %s (%q)", l.Name, format,
+							sum.Diag.Cause, sum.Diag.Phase, sum.Diag.Evidence[0], x.Diag.Cause, x.Diag.Phase, x.Diag.Evidence[0])
+					}
+				}
+				cancel()
 			}
 		}
 	}

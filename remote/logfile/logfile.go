@@ -16,13 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"bringup/remote/event"
 	"bringup/remote/journal"
 	"bringup/remote/sanitize"
+	"bringup/remote/startup"
 )
 
 // Format is the shape a log was read as.
@@ -135,21 +135,35 @@ func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
 	}
 	j := &event.Journal{Priority: 6}
 	f := FormatPlain
-	at, ident, pid, msg, ok := journalPrefix(s, p.opts.Year)
-	if ok {
-		f, s = FormatJournal, msg
-		p.note(at)
-		j.PID = pid
-		if ident == "systemd" && pid == 1 {
-			// PID 1's own lines about the unit: the tracker reads them
-			// as the unit's lifecycle.
-			j.PID = 1
-		}
+	if jl, ok := startup.ParseJournalLine(s); ok {
+		f, s = FormatJournal, s[jl.Len:]
+		p.note(p.journalTime(jl))
+		// PID 1's lines (systemd[1]) are the unit's lifecycle to the
+		// tracker, as they are live.
+		j.PID = jl.PID
 	} else if at, ok := p.engineTime(s); ok {
 		p.note(at)
 	}
 	j.Message, _ = sanitize.Line(s, sanitize.DefaultMax)
 	return event.Event{Kind: event.KindJournal, Time: p.last, Journal: j}, f, true, nil
+}
+
+// journalTime dates a journalctl stamp: short stamps carry no year (the
+// option's, or that of the line before), and a month name in another
+// language is taken as the month of the line before.
+func (p *parser) journalTime(jl startup.JournalLine) time.Time {
+	if jl.ISO {
+		return jl.Time
+	}
+	year, month := p.opts.Year, jl.Time.Month()
+	if !p.last.IsZero() {
+		year = p.last.Year()
+		if !jl.MonthKnown {
+			month = p.last.Month()
+		}
+	}
+	t := jl.Time
+	return time.Date(year, month, t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
 
 // note records a time read from a line. Times never go backwards: clocks of
@@ -265,61 +279,4 @@ func isLevel(s string) bool {
 		return true
 	}
 	return false
-}
-
-// journalPrefix reads journalctl's short (`Jan 28 10:40:03 host
-// ident[123]: msg`), short-precise (`Jan 28 10:40:03.123456 …`) and
-// short-iso (`2025-01-28T10:40:03+0000 …`, with fractions for
-// short-iso-precise) prefixes.
-func journalPrefix(s string, year int) (at time.Time, ident string, pid int, msg string, ok bool) {
-	var rest string
-	switch {
-	case len(s) > 16 && s[3] == ' ' && isMonth(s[:3]):
-		stamp, r, found := strings.Cut(s[7:], " ")
-		if !found {
-			return
-		}
-		t, err := time.Parse("Jan _2 15:04:05", s[:7]+strings.SplitN(stamp, ".", 2)[0])
-		if err != nil {
-			return
-		}
-		if _, frac, has := strings.Cut(stamp, "."); has {
-			if us, err := strconv.Atoi(frac); err == nil && len(frac) == 6 {
-				t = t.Add(time.Duration(us) * time.Microsecond)
-			}
-		}
-		at, rest = t.AddDate(year, 0, 0), r
-	case len(s) > 20 && s[4] == '-' && s[10] == 'T':
-		stamp, r, found := strings.Cut(s, " ")
-		if !found {
-			return
-		}
-		t, err := time.Parse("2006-01-02T15:04:05.999999999Z0700", stamp)
-		if err != nil {
-			if t, err = time.Parse(time.RFC3339Nano, stamp); err != nil {
-				return
-			}
-		}
-		at, rest = t, r
-	default:
-		return
-	}
-	_, rest, found := strings.Cut(rest, " ") // the host
-	if !found {
-		return
-	}
-	head, m, found := strings.Cut(rest, ": ")
-	if !found || strings.ContainsRune(head, ' ') || head == "" {
-		return
-	}
-	ident = head
-	if i := strings.IndexByte(head, '['); i > 0 && strings.HasSuffix(head, "]") {
-		ident = head[:i]
-		pid, _ = strconv.Atoi(head[i+1 : len(head)-1])
-	}
-	return at, ident, pid, m, true
-}
-
-func isMonth(s string) bool {
-	return strings.Contains("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec", s) && len(s) == 3
 }

@@ -1,6 +1,9 @@
 package startup
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // splitLine separates a log line into the tag of the process that printed
 // it and the text after every prefix. Real logs stack prefixes: a pasted
@@ -78,19 +81,18 @@ func prefixLen(s string) (int, string) {
 		if n := vllmLogger(s); n > 0 {
 			return n, ""
 		}
-		if n, tag := journalShort(s); n > 0 {
-			return n, tag
-		}
-		return composePrefix(s)
-	case isDigit(c):
-		if n, tag := journalISO(s); n > 0 {
-			return n, tag
-		}
-		return stampPrefix(s)
-	case c >= 'a' && c <= 'z':
-		return composePrefix(s)
 	}
-	return 0, ""
+	if jl, ok := ParseJournalLine(s); ok {
+		tag := jl.Ident
+		if jl.PID != 0 {
+			tag += "[" + strconv.Itoa(jl.PID) + "]"
+		}
+		return jl.Len, tag
+	}
+	if isDigit(s[0]) {
+		return stampPrefix(s)
+	}
+	return composePrefix(s)
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -175,52 +177,6 @@ func vllmLogger(s string) int {
 		return 0
 	}
 	return len(lv) + i + 2
-}
-
-var months = []string{"Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ", "Nov ", "Dec "}
-
-// journalShort: `Jan 28 10:40:03 host python3[123]: ` (journalctl's short
-// and short-precise formats, as pasted into tickets).
-func journalShort(s string) (int, string) {
-	ok := false
-	for _, m := range months {
-		if strings.HasPrefix(s, m) {
-			ok = true
-			break
-		}
-	}
-	if !ok || len(s) < 16 || s[9] != ':' && s[10] != ':' {
-		return 0, ""
-	}
-	return hostIdent(s, 7)
-}
-
-// journalISO: `2025-01-28T10:40:03+0000 host python3[123]: ` (short-iso).
-func journalISO(s string) (int, string) {
-	if len(s) < 20 || s[4] != '-' || s[10] != 'T' {
-		return 0, ""
-	}
-	return hostIdent(s, 11)
-}
-
-// hostIdent reads `<time> <host> <ident>[<pid>]: ` from position from,
-// where the time runs to the next space.
-func hostIdent(s string, from int) (int, string) {
-	sp := strings.IndexByte(s[from:], ' ')
-	if sp < 0 {
-		return 0, ""
-	}
-	i := from + sp + 1
-	sp = strings.IndexByte(s[i:], ' ')
-	if sp <= 0 {
-		return 0, ""
-	}
-	i += sp + 1 // past the host
-	end := strings.Index(s[i:], ": ")
-	if end <= 0 || end > 64 || strings.IndexByte(s[i:i+end], ' ') >= 0 {
-		return 0, ""
-	}
-	return i + end + 2, s[i : i+end]
 }
 
 // stampPrefix: a collector's or wrapper's own time stamp before the line,
