@@ -97,7 +97,7 @@ func ParseJournalLine(s string) (JournalLine, bool) {
 		jl.Time = time.Date(0, mon, day, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 		i++
 	}
-	// <host> <ident>[<pid>]: 
+	// <host> <ident>[<pid>]:
 	sp := strings.IndexByte(s[i:], ' ')
 	if sp <= 0 {
 		return jl, false
