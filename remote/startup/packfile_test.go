@@ -68,3 +68,23 @@ func TestParsePacksErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEPackLoads keeps the README's example rule pack (a copy in
+// testdata/rules/my-kernel.yaml) loadable.
+func TestREADMEPackLoads(t *testing.T) {
+	b, err := os.ReadFile("testdata/rules/my-kernel.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs, err := startup.ParsePacks("my-kernel.yaml", b)
+	if err != nil || len(packs) != 1 || !packs[0].First || len(packs[0].Frames) != 1 {
+		t.Fatalf("packs %+v, err %v", packs, err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(b)) {
+		t.Error("README.md's example rule pack differs from testdata/rules/my-kernel.yaml")
+	}
+}
