@@ -231,7 +231,7 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 			}
 			offered = true
 			var seen []rollout.Step
-			if st.Diag != nil && st.Diag.Cause == startup.CauseUnitFailed {
+			if st.Diag != nil && !st.Diag.Settled() {
 				st.Diag = explainedFailure(ctx, fleet, st.Host, st.Diag, func(b remote.Batch) {
 					rep.actions(b.Events, ours)
 					seen = append(seen, r.Observe(b)...)
@@ -284,7 +284,7 @@ func explainedFailure(ctx context.Context, fleet *remote.Fleet, host string, dia
 					diag = h.Startup.Diag
 				}
 			}
-			if diag.Cause != startup.CauseUnitFailed {
+			if diag.Settled() {
 				return diag
 			}
 		}

@@ -119,11 +119,11 @@ func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptio
 // second, and a script should get the cause, not "unit-failed".
 const logGrace = 3 * time.Second
 
-// awaitingLog reports whether a failed host's diagnosis comes from its
-// unit state alone, so that journal lines may still explain it.
+// awaitingLog reports whether a failed host's diagnosis is not settled
+// (startup.Diagnosis.Settled), so that journal lines may still explain it.
 func awaitingLog(hosts []remote.HostState) bool {
 	for _, h := range hosts {
-		if h.Startup.Phase == startup.Failed && (h.Startup.Diag == nil || h.Startup.Diag.Cause == startup.CauseUnitFailed) {
+		if h.Startup.Phase == startup.Failed && !h.Startup.Diag.Settled() {
 			return true
 		}
 	}

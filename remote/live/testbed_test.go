@@ -84,6 +84,7 @@ func TestFleetOnTestbed(t *testing.T) {
 			t.Fatalf("start %s: %v: %s", h.Name, err, out)
 		}
 	}
+	began := time.Now()
 	phases := map[string][]startup.Phase{}
 	var fail *remote.HostChange
 	waitBatch(t, ctx, f, "gpu1, gpu2 serving and gpu3 failed", func(b remote.Batch) bool {
@@ -101,6 +102,7 @@ func TestFleetOnTestbed(t *testing.T) {
 			fail = &cc
 		}
 	})
+	t.Logf("gpu1, gpu2 serving and gpu3 failed %v after the start", time.Since(began).Round(time.Millisecond))
 	for _, h := range []string{"gpu1", "gpu2"} {
 		want := []startup.Phase{startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture, startup.HTTP, startup.Warmup, startup.Serving}
 		if !isSubsequence(want, phases[h]) {
@@ -117,6 +119,7 @@ func TestFleetOnTestbed(t *testing.T) {
 	// Failure latency over repeated runs of gpu3.
 	var lat []time.Duration
 	for i := 0; i < 20; i++ {
+		runStart := time.Now()
 		if out, err := tb.Run(ctx, "gpu3", "systemctl reset-failed sglang; systemctl start sglang"); err != nil {
 			t.Fatalf("restart gpu3: %v: %s", err, out)
 		}
@@ -128,6 +131,7 @@ func TestFleetOnTestbed(t *testing.T) {
 			}
 		})
 		lat = append(lat, got.Seen.Sub(got.Time))
+		t.Logf("gpu3 failure #%d: %s in %s (%v after the start)", i+1, got.Diag.Cause, got.Diag.Phase, time.Since(runStart).Round(time.Millisecond))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	t.Logf("failure latency (seen - host time) over %d runs: p50 %v, p99 %v, max %v", len(lat), lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])

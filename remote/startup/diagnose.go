@@ -276,6 +276,14 @@ func (t *Tracker) evidence(ri int) []string {
 	return ev
 }
 
+// Settled reports whether a later journal line can no longer change the
+// cause: it rests on a line a specific rule knows, not on the unit's state
+// alone or on a wrapper (the journal can trail systemd's signal, and an
+// engine's "failed to start" comes before the traceback that explains it).
+func (d *Diagnosis) Settled() bool {
+	return d != nil && d.Cause != CauseUnitFailed && !d.Secondary
+}
+
 // CauseUnitFailed is the cause of a failure the logs (so far) do not
 // explain: only systemd's record of the unit says it failed.
 const CauseUnitFailed = "unit-failed"
