@@ -151,15 +151,26 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 		Time:      c.time,
 		Secondary: rule.tier() > 0,
 	}
-	if rule.Relay && phase == GraphCapture {
-		// A process died during capture and the log (an excerpt cut
-		// short, a native crash) has no error text: still a capture
-		// failure.
-		d.Cause = "graph-capture-failed"
-		d.Summary = "graph capture failed; the log holds no error text beyond: " + clip(strings.TrimSpace(bodyOf(c.line)), maxQuote)
+	if rule.Relay {
+		// A process died and the log (an excerpt cut short, a native
+		// crash) holds no error text beyond the line that relays it: say
+		// so, in the phase it struck; a capture failure is still one.
+		quote := clip(strings.TrimSpace(bodyOf(c.line)), maxQuote)
+		if phase == GraphCapture {
+			d.Cause = "graph-capture-failed"
+			d.Summary = "graph capture failed; the log holds no error text beyond: " + quote
+		} else {
+			d.Cause = CauseUnrecognised
+			d.Summary = fmt.Sprintf("unrecognised error in %s: the log holds no error text beyond: %s", phase, quote)
+			d.Hint = rule.Hint + "; " + hintUnrecognised
+		}
 	}
 	if rule.tier() == 1 {
-		_, body := splitLine(c.line)
+		line := c.line
+		if c.quote != "" {
+			line = c.quote + " → " + strings.TrimSpace(bodyOf(c.line))
+		}
+		_, body := splitLine(line)
 		body = clip(strings.TrimSpace(body), maxQuote)
 		if phase == GraphCapture {
 			d.Cause = "graph-capture-failed"
@@ -264,7 +275,11 @@ func (t *Tracker) evidence(ri int) []string {
 			room--
 		}
 	}
-	ev := []string{t.cands[ri].line}
+	root := t.cands[ri]
+	ev := []string{root.line}
+	if root.quote != "" {
+		ev = []string{root.quote, root.line}
+	}
 	for i, c := range t.cands {
 		if used[i] && i != ri {
 			ev = append(ev, c.line)

@@ -168,6 +168,13 @@ func vllmLogger(s string) int {
 		return 0
 	}
 	r := s[len(lv):]
+	// A log service's `ERROR 2025-04-07T19:13:52.317869663Z ` (the level,
+	// then an RFC 3339 stamp).
+	if len(r) > 20 && isDigit(r[0]) && r[4] == '-' && r[10] == 'T' {
+		if sp := strings.IndexByte(r, ' '); sp > 0 {
+			return len(lv) + sp + 1
+		}
+	}
 	// mm-dd hh:mm:ss[.fff]
 	if len(r) < 15 || !isDigit(r[0]) || r[2] != '-' || r[5] != ' ' || r[8] != ':' {
 		return 0

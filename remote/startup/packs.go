@@ -155,6 +155,8 @@ func vllmPack() RulePack {
 		// The logger prefix: LEVEL mm-dd hh:mm:ss.
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{
+			// vLLM ≥ 0.2x prints its version in a banner of block glyphs.
+			{Keywords: []string{"  version "}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model"}, Phase: Weights},
@@ -172,6 +174,7 @@ func vllmPack() RulePack {
 			},
 			{Keywords: []string{"Capturing cudagraphs for decoding", "Capturing the model for CUDA graphs", "Graph capturing finished", "CUDA graph pool memory"}, Phase: GraphCapture},
 			{Keywords: []string{"init engine (profile, create kv cache, warmup model) took", "Core engine process", "Starting vLLM API server", "Starting vLLM server", "Supported_tasks", "Supported tasks", "Available routes are", "Started server process", "Waiting for application startup"}, Phase: HTTP},
+			{Keywords: []string{"Route: /"}, Pattern: `Route: /\S*, Methods:`, Phase: HTTP},
 			{Keywords: []string{"Application startup complete"}, Phase: Warmup, Ready: true},
 		},
 		Frames: commonFrames(),
@@ -198,7 +201,7 @@ func commonSpecificFailures() []FailureRule {
 	oom := []string{"out of memory", "OutOfMemoryError"}
 	// The error, not advice about it ("If you are running out of memory,
 	// consider …" is printed by healthy startups).
-	oomPattern := `(?:CUDA|HIP|cuda|hip)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred`
+	oomPattern := `(?:CUDA|HIP|NPU|XPU|MUSA|cuda|hip|npu|xpu)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred|out of memory\. Tried to allocate`
 	return []FailureRule{
 		{
 			Keywords: []string{"operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported", "during CUDA graph capture"},
@@ -250,7 +253,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
 		},
 		{
-			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error"},
+			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available"},
 			Cause:    "cuda-setup", Usual: Init,
 			Summary: "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU",
 			Hint:    "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
@@ -260,6 +263,14 @@ func commonSpecificFailures() []FailureRule {
 			Cause:    "model-unsupported", Usual: Init,
 			Summary: "the engine does not support this model, quantization or dtype on this GPU",
 			Hint:    "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
+		},
+		{
+			// The attention backend is picked as the model's layers are
+			// built, while its weights are created.
+			Keywords: []string{"No valid attention backend found", "No valid attention backend"},
+			Cause:    "model-unsupported", Usual: Weights,
+			Summary:  "no attention backend supports this model on this GPU",
+			Hint:     "the model's attention (e.g. sparse MLA) has no kernel for this GPU's compute capability: pick another --attention-backend, or a GPU the model supports",
 		},
 		{
 			Keywords: []string{"exceeds the total number of available GPUs", "is larger than the number of available GPUs", "World size", "Not enough GPUs", "Cannot provide a placement group requiring"},
@@ -277,8 +288,11 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "install the NCCL the torch build expects (pip nvidia-nccl-cu12) or point VLLM_NCCL_SO_PATH / LD_LIBRARY_PATH at it",
 		},
 		{
-			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file"},
-			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file`,
+			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", ".so"},
+			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|not in lib[\w.]+\.so`,
+			// Optional plugins and extensions that fail to load are
+			// reported and survived.
+			Unless: []string{"NCCL INFO", "WARNING", "Failed to import from vllm._C"},
 			Cause:    "import-error",
 			Summary:  "a broken install: a Python module or shared library cannot be loaded",
 			Hint:     "the unit's environment differs from the one the engine was installed in: check ExecStart's python/venv, LD_LIBRARY_PATH, and matching torch / CUDA / engine wheel versions",
@@ -288,6 +302,13 @@ func commonSpecificFailures() []FailureRule {
 			Cause:    "bad-argument",
 			Summary:  "the engine's command line is invalid",
 			Hint:     "fix the flag in the unit's ExecStart (systemctl cat <unit>); the engine's --help lists what this version accepts",
+		},
+		{
+			Keywords: []string{"Cannot allocate memory", "[Errno 12]", "std::bad_alloc", "MemoryError"},
+			Pattern:  `Cannot allocate memory|\[Errno 12\]|std::bad_alloc|(?:^|[\s:])MemoryError\b`,
+			Cause:    "host-memory",
+			Summary:  "the host ran out of memory (RAM, or a locked or shared memory limit)",
+			Hint:     "free host RAM or add swap; for many processes check ulimits (memlock, nproc), /dev/shm size and cgroup MemoryMax of the unit",
 		},
 		{
 			Keywords: []string{"is less than desired GPU memory utilization", "memory capacity is unbalanced"},
@@ -321,7 +342,10 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
-			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "LocalEntryNotFoundError", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError"},
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "LocalEntryNotFoundError", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
+				// vLLM finds no config when the download was refused (a
+				// gated repo without a token).
+				"No supported config format found"},
 			Cause:    "model-fetch",
 			Summary:  "the model could not be found or downloaded",
 			Hint:     hintModelPath,
@@ -361,7 +385,10 @@ func commonWrapperFailures() []FailureRule {
 			// An error logged without a traceback; a traceback's own
 			// exception line is recognised by its shape (traceback.go).
 			Keywords: []string{"Error: ", "Exception: ", "ERROR "},
-			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): |^(?:\([^)]*\) )?ERROR \d\d-\d\d \d\d:\d\d:\d\d\S* \S+\] \S`,
+			// or a line logged at ERROR: vLLM's `ERROR 10-26 11:35:32
+			// registry.py:267] …`, a tracing layer's `2025-11-05T01:56:54Z
+			// ERROR scheduler.run: …`.
+			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): |^(?:\([^)]*\) )?ERROR \d\d-\d\d \d\d:\d\d:\d\d\S* \S+\] \S|^\d{4}-\d\d-\d\dT\S+\s+ERROR \S`,
 			Cause:    CauseUnrecognised,
 			Summary:  unrecognisedRule.Summary,
 			Hint:     hintUnrecognised,

@@ -73,6 +73,10 @@ type FailureRule struct {
 	// ("operation failed due to a previous error during capture"); it is
 	// evidence, and the cause only when nothing more specific was seen.
 	Wrapper bool `json:"wrapper,omitempty" yaml:"wrapper,omitempty"`
+	// Unless lists literal substrings that make a matching line no
+	// failure of this rule (NCCL's INFO chatter about an optional plugin
+	// it could not load is no broken install).
+	Unless []string `json:"unless,omitempty" yaml:"unless,omitempty"`
 	// Usual is the phase this failure strikes in when neither the frames
 	// nor the trail say (NCCL and rendezvous errors belong to init).
 	Usual Phase `json:"usual,omitempty" yaml:"usual,omitempty"`
@@ -268,7 +272,14 @@ func atoi(s string) int {
 	return n
 }
 
-func (r *compiledFailure) match(s string) bool { return r.re == nil || r.re.MatchString(s) }
+func (r *compiledFailure) match(s string) bool {
+	for _, u := range r.Unless {
+		if strings.Contains(s, u) {
+			return false
+		}
+	}
+	return r.re == nil || r.re.MatchString(s)
+}
 
 func inPhases(in []Phase, p Phase) bool { return len(in) == 0 || slices.Contains(in, p) }
 

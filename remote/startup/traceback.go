@@ -40,8 +40,9 @@ const maxTBSources = 64
 // tbState is one process's traceback in progress.
 type tbState struct {
 	open      bool
-	afterFile bool  // the previous line was a frame: this one is its source
-	phase     Phase // the deepest phase the frames named
+	afterFile bool   // the previous line was a frame: this one is its source
+	phase     Phase  // the deepest phase the frames named
+	code      string // the last source line: what a bare AssertionError quotes
 }
 
 // tbParser follows Python tracebacks in a stream of lines, per process tag,
@@ -87,7 +88,7 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 		if !st.open {
 			p.nOpen++
 		}
-		st.open, st.afterFile, st.phase = true, false, ""
+		st.open, st.afterFile, st.phase, st.code = true, false, "", ""
 		p.last = st
 		if t := strings.TrimSpace(body); isFrame(t) {
 			st.phase = p.frames.phase(t)
@@ -132,12 +133,23 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 	}
 	if st.afterFile {
 		st.afterFile = false
+		st.code = msg
 		return tbCode, "", body
 	}
 	// Neither frame, code nor exception: another message printed while the
 	// traceback is open (a rank's log line, Python 3.11's extra source
 	// lines). It is read as a message; the traceback stays open.
 	return tbNone, "", body
+}
+
+// lastCode is the source line under the last frame of the traceback that
+// closed or is open on the line's process: a bare "AssertionError" is
+// explained by the `assert …` above it.
+func (p *tbParser) lastCode() string {
+	if p.last != nil {
+		return p.last.code
+	}
+	return ""
 }
 
 // openPhase is the phase the frames of the traceback still open name.
@@ -214,7 +226,22 @@ func isExceptionLine(t string) bool {
 		}
 		rest = rest[j+1:]
 	}
-	return rest == "" || rest == ":" || strings.HasPrefix(rest, ": ")
+	if rest == "" || rest == ":" {
+		// A bare name ("AssertionError", "KeyboardInterrupt") must look
+		// like an exception class, not a cut line ("A", "Loading").
+		return bareException(t[last:i])
+	}
+	return strings.HasPrefix(rest, ": ")
+}
+
+// bareException reports whether a class name reads as an exception's.
+func bareException(name string) bool {
+	for _, suf := range []string{"Error", "Exception", "Interrupt", "Exit", "Iteration", "Failure", "Fault", "Timeout"} {
+		if strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // looksLikeCode rules out source lines that happen to fit the exception
@@ -260,6 +287,9 @@ func (x *frameIndex) phase(frame string) Phase {
 		if p, ok := x.funcs[fn]; ok {
 			return p
 		}
+		if p := phaseByName(fn); p != "" {
+			return p
+		}
 	}
 	file := frame
 	if j := strings.Index(frame[6:], `"`); j >= 0 {
@@ -269,6 +299,23 @@ func (x *frameIndex) phase(frame string) Phase {
 		if strings.Contains(file, r.sub) {
 			return r.phase
 		}
+	}
+	return ""
+}
+
+// phaseByName guesses a phase from a function's name when no rule names
+// it exactly: engines rename functions between releases, but a function
+// called *_kv_cache* sizes the KV cache in every one of them.
+func phaseByName(fn string) Phase {
+	switch {
+	case strings.Contains(fn, "kv_cache") || strings.Contains(fn, "memory_pool"):
+		return KVCache
+	case strings.Contains(fn, "cuda_graph") || strings.Contains(fn, "cudagraph"):
+		return GraphCapture
+	case strings.Contains(fn, "load_weight"):
+		return Weights
+	case strings.Contains(fn, "init_distributed") || strings.Contains(fn, "process_group"):
+		return Init
 	}
 	return ""
 }
@@ -306,7 +353,8 @@ func commonFrames() []FrameRule {
 			"get_kv_cache_configs", "_check_enough_kv_cache_memory", "check_enough_kv_cache_memory",
 			"raise_if_cache_size_invalid", "_allocate_kv_cache", "initialize_kv_cache_tensors",
 			"_allocate_kv_cache_tensors", "_init_cache",
-		}, Files: []string{"mem_cache/memory_pool.py", "kv_cache_utils.py"}},
+			"init_cache_with_memory_pool", "get_attn_backends_for_group", "initialize_attn_backend",
+		}, Files: []string{"mem_cache/", "kv_cache_utils.py"}},
 		{Phase: GraphCapture, Funcs: []string{
 			"init_cuda_graphs", "init_device_graphs", "capture", "capture_one_batch_size",
 			"capture_model", "_capture_cudagraphs", "capture_decode_graph",

@@ -71,6 +71,8 @@ type cand struct {
 	// line ended one.
 	framePhase Phase
 	seq        int // its line number in the invocation
+	// quote is the line evidence shows first when it is not line itself.
+	quote string
 }
 
 // tbEnd is where a traceback ended and the phase its frames named.
@@ -579,6 +581,13 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	}
 	if !t.applyRules(msg, at, hit, framePhase, out) && kind == tbException {
 		t.addCand(&unrecognisedRule, msg, at, framePhase, out)
+		if _, body := splitLine(msg); !strings.Contains(body, ": ") {
+			// A bare "AssertionError": the line a person quotes is the
+			// `assert …` above it.
+			if code := t.tb.lastCode(); code != "" && len(t.cands) > 0 && t.cands[len(t.cands)-1].line == msg {
+				t.cands[len(t.cands)-1].quote = code
+			}
+		}
 	}
 }
 
@@ -609,6 +618,14 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
+	if !t.failed && t.onPath() && t.tb.nOpen > 0 && len(t.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
+		// The log ends inside a traceback and nothing else names an
+		// error: the exception line is cut off. Say so, quoting the
+		// deepest source line.
+		if code := t.tb.lastCode(); code != "" {
+			t.addCand(&unrecognisedRule, code, at, t.tb.openPhase(), &out)
+		}
+	}
 	if !t.failed && t.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
