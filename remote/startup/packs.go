@@ -269,8 +269,8 @@ func commonSpecificFailures() []FailureRule {
 			// built, while its weights are created.
 			Keywords: []string{"No valid attention backend found", "No valid attention backend"},
 			Cause:    "model-unsupported", Usual: Weights,
-			Summary:  "no attention backend supports this model on this GPU",
-			Hint:     "the model's attention (e.g. sparse MLA) has no kernel for this GPU's compute capability: pick another --attention-backend, or a GPU the model supports",
+			Summary: "no attention backend supports this model on this GPU",
+			Hint:    "the model's attention (e.g. sparse MLA) has no kernel for this GPU's compute capability: pick another --attention-backend, or a GPU the model supports",
 		},
 		{
 			Keywords: []string{"exceeds the total number of available GPUs", "is larger than the number of available GPUs", "World size", "Not enough GPUs", "Cannot provide a placement group requiring"},
@@ -292,10 +292,10 @@ func commonSpecificFailures() []FailureRule {
 			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|not in lib[\w.]+\.so`,
 			// Optional plugins and extensions that fail to load are
 			// reported and survived.
-			Unless: []string{"NCCL INFO", "WARNING", "Failed to import from vllm._C"},
-			Cause:    "import-error",
-			Summary:  "a broken install: a Python module or shared library cannot be loaded",
-			Hint:     "the unit's environment differs from the one the engine was installed in: check ExecStart's python/venv, LD_LIBRARY_PATH, and matching torch / CUDA / engine wheel versions",
+			Unless:  []string{"NCCL INFO", "WARNING", "Failed to import from vllm._C"},
+			Cause:   "import-error",
+			Summary: "a broken install: a Python module or shared library cannot be loaded",
+			Hint:    "the unit's environment differs from the one the engine was installed in: check ExecStart's python/venv, LD_LIBRARY_PATH, and matching torch / CUDA / engine wheel versions",
 		},
 		{
 			Keywords: []string{"error: unrecognized arguments", "error: argument ", "error: the following arguments are required"},
@@ -346,9 +346,9 @@ func commonSpecificFailures() []FailureRule {
 				// vLLM finds no config when the download was refused (a
 				// gated repo without a token).
 				"No supported config format found"},
-			Cause:    "model-fetch",
-			Summary:  "the model could not be found or downloaded",
-			Hint:     hintModelPath,
+			Cause:   "model-fetch",
+			Summary: "the model could not be found or downloaded",
+			Hint:    hintModelPath,
 		},
 		{
 			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated."},
@@ -388,10 +388,10 @@ func commonWrapperFailures() []FailureRule {
 			// or a line logged at ERROR: vLLM's `ERROR 10-26 11:35:32
 			// registry.py:267] …`, a tracing layer's `2025-11-05T01:56:54Z
 			// ERROR scheduler.run: …`.
-			Pattern:  `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): |^(?:\([^)]*\) )?ERROR \d\d-\d\d \d\d:\d\d:\d\d\S* \S+\] \S|^\d{4}-\d\d-\d\dT\S+\s+ERROR \S`,
-			Cause:    CauseUnrecognised,
-			Summary:  unrecognisedRule.Summary,
-			Hint:     hintUnrecognised,
+			Pattern: `(?:^|[\s:\]])[A-Za-z_][\w.]*(?:Error|Exception): |^(?:\([^)]*\) )?ERROR \d\d-\d\d \d\d:\d\d:\d\d\S* \S+\] \S|^\d{4}-\d\d-\d\dT\S+\s+ERROR \S`,
+			Cause:   CauseUnrecognised,
+			Summary: unrecognisedRule.Summary,
+			Hint:    hintUnrecognised,
 		},
 	}
 }
