@@ -407,9 +407,10 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 		t.Fatalf("expected = %+v", h.Expected)
 	}
 	// Weights began at +10s and take 90s; then kv-cache 20s, capture 30s,
-	// http 10s, warmup 5s (the first run served at its ready line, 0s;
-	// the second waited 10s for the probe): serving at +165s.
-	if want := start.Add(165 * time.Second); !h.ETA.Equal(want) {
+	// http 10s, warmup 10s (the first run served at its ready line and
+	// has no warmup span; the second waited 10s for the probe): serving
+	// at +170s.
+	if want := start.Add(170 * time.Second); !h.ETA.Equal(want) {
 		t.Fatalf("ETA = %v, want %v", h.ETA, want)
 	}
 	if p := h.MemProgress; p.Done != 8*20000/1024 || p.Total != 8*40000/1024 || p.Label != "GiB est." {

@@ -92,7 +92,7 @@ func TestFleetOnTestbed(t *testing.T) {
 		for _, h := range b.Hosts {
 			st[h.Name] = h.Startup.Phase
 		}
-		return st["gpu1"] == startup.Serving && st["gpu2"] == startup.Serving && st["gpu3"] == startup.Failed
+		return st["gpu1"] == startup.Serving && st["gpu2"] == startup.Serving && st["gpu3"] == startup.Failed && unitFailed(b, "gpu3")
 	}, func(c remote.HostChange) {
 		switch c.Kind {
 		case startup.ChangePhase:
@@ -124,7 +124,10 @@ func TestFleetOnTestbed(t *testing.T) {
 			t.Fatalf("restart gpu3: %v: %s", err, out)
 		}
 		var got *remote.HostChange
-		waitBatch(t, ctx, f, fmt.Sprintf("gpu3 failure #%d", i+1), func(remote.Batch) bool { return got != nil }, func(c remote.HostChange) {
+		// The log says the run failed as SGLang gives up, a moment before
+		// systemd does; the next start must wait for the unit to be failed
+		// (a start of a unit still active does nothing).
+		waitBatch(t, ctx, f, fmt.Sprintf("gpu3 failure #%d", i+1), func(b remote.Batch) bool { return got != nil && unitFailed(b, "gpu3") }, func(c remote.HostChange) {
 			if c.Host == "gpu3" && c.Kind == startup.ChangeFail && got == nil {
 				cc := c
 				got = &cc
@@ -140,6 +143,16 @@ func TestFleetOnTestbed(t *testing.T) {
 			t.Errorf("implausible latency %v (clocks are shared on the testbed)", l)
 		}
 	}
+}
+
+// unitFailed reports whether host's unit is in systemd's failed state in b.
+func unitFailed(b remote.Batch, host string) bool {
+	for _, h := range b.Hosts {
+		if h.Name == host {
+			return h.UnitState.ActiveState == "failed"
+		}
+	}
+	return false
 }
 
 func isSubsequence(want, got []startup.Phase) bool {

@@ -142,6 +142,9 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	}
 	c := t.cands[ri]
 	phase := t.phaseOf(c)
+	if c.rule.Latest != "" && phase.Rank() > c.rule.Latest.Rank() {
+		phase = c.rule.Latest
+	}
 	rule := t.reclassify(c, phase)
 	d := &Diagnosis{
 		Cause:     rule.Cause,

@@ -337,7 +337,7 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
-			Cause:    "port-in-use", Phase: HTTP, Fatal: true,
+			Cause:    "port-in-use", Latest: HTTP, Fatal: true,
 			Summary: "the HTTP port is already in use",
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},

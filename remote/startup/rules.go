@@ -77,6 +77,10 @@ type FailureRule struct {
 	// failure of this rule (NCCL's INFO chatter about an optional plugin
 	// it could not load is no broken install).
 	Unless []string `json:"unless,omitempty" yaml:"unless,omitempty"`
+	// Latest is the furthest phase this failure can strike in: a port
+	// that will not bind is found binding, before serving, though
+	// uvicorn says "Application startup complete" first.
+	Latest Phase `json:"latest,omitempty" yaml:"latest,omitempty"`
 	// Usual is the phase this failure strikes in when neither the frames
 	// nor the trail say (NCCL and rendezvous errors belong to init).
 	Usual Phase `json:"usual,omitempty" yaml:"usual,omitempty"`
@@ -153,6 +157,9 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		where := fmt.Sprintf("pack %s: failures[%d]", p.Engine, i)
 		re, err := compileRule(where, r.Keywords, r.Pattern, r.Phase, r.InPhases)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkPhases(where+".latest", r.Latest, nil); err != nil {
 			return nil, err
 		}
 		if err := checkPhases(where+".usual", r.Usual, nil); err != nil {

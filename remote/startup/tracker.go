@@ -121,6 +121,7 @@ type Tracker struct {
 	failAt     time.Time
 	failCause  string // cause last reported in a ChangeFail
 	failPhase  Phase  // and its phase
+	failRoot   string // and its root line
 	failFromLg bool   // the reported cause came from a log line
 
 	// execStart is when the current invocation's main process started (from
@@ -377,7 +378,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.st.ReadySeen, t.st.ProbeOK = false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
-	t.failed, t.failCause, t.failPhase, t.failFromLg = false, "", "", false
+	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg = false, "", "", "", false
 	t.lastPath = ""
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.tb.reset()
@@ -586,6 +587,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 			// `assert …` above it.
 			if code := t.tb.lastCode(); code != "" && len(t.cands) > 0 && t.cands[len(t.cands)-1].line == msg {
 				t.cands[len(t.cands)-1].quote = code
+				t.updateDiag(at, out)
 			}
 		}
 	}
@@ -924,9 +926,13 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 		t.trimTrail(d.Phase, d.Time)
 	}
 	t.st.Diag = d
-	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failFromLg == fromLog {
+	root := ""
+	if len(d.Evidence) > 0 {
+		root = d.Evidence[0]
+	}
+	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failRoot == root && t.failFromLg == fromLog {
 		return
 	}
-	t.failCause, t.failPhase, t.failFromLg = d.Cause, d.Phase, fromLog
+	t.failCause, t.failPhase, t.failRoot, t.failFromLg = d.Cause, d.Phase, root, fromLog
 	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
 }
