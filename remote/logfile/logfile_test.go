@@ -1,0 +1,99 @@
+package logfile
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadJournalPastes reads journalctl short lines as pasted into real
+// tickets (vllm-project/vllm#2047's Proxmox host, 1CatAI/1Cat-vLLM#237's
+// Russian month names): times from the prefix, PID 1's lines kept as
+// systemd's, messages without the prefix.
+func TestReadJournalPastes(t *testing.T) {
+	text := "Aug 19 17:59:52 vllm systemd[1]: Started vllm.service - vLLM OpenAI-Compatible Inference Server.\n" +
+		"Aug 19 18:00:10 vllm vllm[7048]: (APIServer pid=7048) INFO 08-19 18:00:10 [api_utils.py:345]\n" +
+		"-- Boot 8d3f... --\n" +
+		"авг 18 14:15:04 llm python3[28059]: (EngineCore pid=28341) INFO 08-18 14:15:04 [core.py:100] x\n"
+	lg, err := Read(strings.NewReader(text), "paste", Options{Year: 2025})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg.Format != FormatJournal || !lg.Timed || len(lg.Events) != 3 {
+		t.Fatalf("format %s timed %v, %d events", lg.Format, lg.Timed, len(lg.Events))
+	}
+	first, second, third := lg.Events[0], lg.Events[1], lg.Events[2]
+	if first.Journal.PID != 1 || first.Journal.Message != "Started vllm.service - vLLM OpenAI-Compatible Inference Server." ||
+		!first.Time.Equal(time.Date(2025, 8, 19, 17, 59, 52, 0, time.UTC)) {
+		t.Errorf("first: %+v %+v", first, first.Journal)
+	}
+	if second.Journal.PID != 7048 || !strings.HasPrefix(second.Journal.Message, "(APIServer pid=7048)") {
+		t.Errorf("second: %+v", second.Journal)
+	}
+	// Russian "авг": the month is not known, so the line before's is kept;
+	// times never go backwards.
+	if third.Time.Before(second.Time) {
+		t.Errorf("third %v before second %v", third.Time, second.Time)
+	}
+}
+
+func TestReadEngineTimes(t *testing.T) {
+	text := "no time yet\n" +
+		"[2025-01-24 09:39:20 TP0] Load weight begin. avail mem=78.50 GB\n" +
+		"[09:39:31 TP0] Capture cuda graph begin.\n" +
+		"(EngineCore_DP0 pid=441) INFO 08-05 09:09:28 [gpu_model_runner.py:1953] Starting to load model\n" +
+		"bare line\n"
+	lg, err := Read(strings.NewReader(text), "engine.log", Options{Year: 2025})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Time{
+		time.Date(2025, 1, 24, 9, 39, 20, 0, time.UTC), // the first timed line's time
+		time.Date(2025, 1, 24, 9, 39, 20, 0, time.UTC),
+		time.Date(2025, 1, 24, 9, 39, 31, 0, time.UTC), // time only: the date before
+		time.Date(2025, 8, 5, 9, 9, 28, 0, time.UTC),   // vLLM: no year, the option's
+		time.Date(2025, 8, 5, 9, 9, 28, 0, time.UTC),   // bare: the line before's
+	}
+	if lg.Format != FormatPlain || len(lg.Events) != len(want) {
+		t.Fatalf("format %s, %d events", lg.Format, len(lg.Events))
+	}
+	for i, ev := range lg.Events {
+		if !ev.Time.Equal(want[i]) {
+			t.Errorf("line %d: %v, want %v", i+1, ev.Time, want[i])
+		}
+	}
+}
+
+func TestReadErrorsNameTheLine(t *testing.T) {
+	text := `{"MESSAGE":"ok","__REALTIME_TIMESTAMP":"1700000000000000"}` + "\n" + `{"MESSAGE": [1, 2,` + "\n"
+	_, err := Read(strings.NewReader(text), "broken.json", Options{})
+	if err == nil || !strings.HasPrefix(err.Error(), "broken.json:2: journal JSON:") {
+		t.Fatalf("error %v, want one naming broken.json:2", err)
+	}
+}
+
+func TestReadSanitises(t *testing.T) {
+	lg, err := Read(strings.NewReader("\x1b]0;pwned\x07[2025-01-24 09:39:20 TP0] x\x1b[2J\n"), "evil", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := lg.Events[0].Journal.Message; strings.ContainsAny(m, "\x1b\x07") {
+		t.Errorf("message %q holds control characters", m)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add("Aug 19 17:59:52 vllm systemd[1]: Started x.\n[2025-01-24 09:39:20 TP0] y\n")
+	f.Add(`{"MESSAGE":"ok","__REALTIME_TIMESTAMP":"1700000000000000"}` + "\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		lg, err := Read(strings.NewReader(s), "fuzz", Options{Year: 2025})
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(lg.Events); i++ {
+			if lg.Events[i].Time.Before(lg.Events[i-1].Time) && lg.Format != FormatJSON {
+				t.Fatalf("time went backwards at %d", i)
+			}
+		}
+	})
+}
