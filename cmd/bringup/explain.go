@@ -51,23 +51,6 @@ func runExplain(_ context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "explain: --engine %q: want sglang, vllm or auto\n", *engine)
 		return exitUsage
 	}
-	name := "-"
-	if fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	var in io.Reader = e.stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "explain: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		in = f
-	} else if in == nil {
-		fmt.Fprintln(e.stderr, "explain: no log on standard input (name a FILE)")
-		return exitUsage
-	}
 	opts := startup.Options{Engine: *engine, Kernels: kernels.DefaultCatalog()}
 	if len(rules) > 0 {
 		var user []startup.RulePack
@@ -85,6 +68,23 @@ func runExplain(_ context.Context, e env, args []string) int {
 			user = append(user, packs...)
 		}
 		opts.Packs = startup.WithBuiltins(user)
+	}
+	name := "-"
+	if fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	var in io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "explain: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		in = f
+	} else if in == nil {
+		fmt.Fprintln(e.stderr, "explain: no log on standard input (name a FILE)")
+		return exitUsage
 	}
 	logName := name
 	if name == "-" {
