@@ -118,6 +118,21 @@ func (t *Tracker) linePhase(line string) Phase {
 	return ""
 }
 
+// ruleFor is the first active rule with cause id.
+func (t *Tracker) ruleFor(cause string) *compiledFailure {
+	for p, pack := range t.set.packs {
+		if !t.active[p] {
+			continue
+		}
+		for i := range pack.failures {
+			if pack.failures[i].Cause == cause {
+				return &pack.failures[i]
+			}
+		}
+	}
+	return nil
+}
+
 func hasKeyword(s string, kws []string) bool {
 	for _, k := range kws {
 		if strings.Contains(s, k) {
@@ -175,14 +190,33 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 		}
 		_, body := splitLine(line)
 		body = clip(strings.TrimSpace(body), maxQuote)
-		if phase == GraphCapture {
+		switch phase {
+		case GraphCapture:
 			d.Cause = "graph-capture-failed"
 			d.Summary = "graph capture failed (unrecognised error): " + body
-		} else {
+		case Warmup:
+			// The server's own warmup request failed: that is the class,
+			// whatever the error.
+			if r := t.ruleFor("warmup-failed"); r != nil {
+				d.Cause, d.Hint = r.Cause, r.Hint
+			}
+			d.Summary = "the warmup request failed: " + body
+		default:
 			d.Summary = fmt.Sprintf("unrecognised error in %s: %s", phase, body)
 		}
 	}
 	d.Evidence = t.evidence(ri)
+	if rule.Native {
+		// A crash dump's innermost frame can say whose crash it was.
+		if inner := t.tb.innermost(); inner != "" {
+			if cause := t.set.frames.crashCause(inner); cause != "" {
+				if r := t.ruleFor(cause); r != nil {
+					d.Cause, d.Summary, d.Hint = r.Cause, r.Summary+" (a native crash in "+frameFunc(strings.TrimSpace(bodyOf(inner)))+")", r.Hint
+					d.Evidence = append([]string{inner}, d.Evidence...)
+				}
+			}
+		}
+	}
 	t.blameKernel(d)
 	return d, true
 }

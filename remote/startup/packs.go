@@ -157,7 +157,7 @@ func vllmPack() RulePack {
 		Phases: []PhaseRule{
 			// vLLM ≥ 0.2x prints its version in a banner of block glyphs.
 			{Keywords: []string{"  version "}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
-			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size"}, Phase: Init},
+			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config="}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model"}, Phase: Weights},
 			shardRule,
@@ -186,7 +186,7 @@ func vllmPack() RulePack {
 				Hint:    "never the cause itself: the first ERROR … [core.py] / WorkerProc line above it is",
 			},
 			{
-				Keywords: []string{"WorkerProc hit an exception", "Exception in worker", "Worker failed with error", "AsyncLLM output_handler failed", "EngineCore encountered a fatal error", "EngineDeadError", "died unexpectedly"},
+				Keywords: []string{"WorkerProc hit an exception", "EngineCore hit an exception", "Exception in worker", "Worker failed with error", "AsyncLLM output_handler failed", "EngineCore encountered a fatal error", "EngineDeadError", "died unexpectedly"},
 				Cause:    "vllm-engine-failed", Wrapper: true, Relay: true,
 				Summary: "a vLLM worker process raised an exception",
 				Hint:    "the worker's traceback names the cause",
@@ -236,9 +236,9 @@ func commonSpecificFailures() []FailureRule {
 		},
 		{
 			Keywords: []string{"Segmentation fault", "Caught signal 11", "SIGSEGV", "Fatal Python error: Aborted", "core dumped"},
-			Cause:    "segfault",
-			Summary:  "a native crash (segmentation fault) with no Python error",
-			Hint:     "a crash in a native library (kernel, NCCL, driver): coredumpctl info; rerun with CUDA_LAUNCH_BLOCKING=1 and compare library versions (torch, sgl-kernel/flashinfer, driver)",
+			Cause:    "segfault", Native: true,
+			Summary: "a native crash (segmentation fault) with no Python error",
+			Hint:    "a crash in a native library (kernel, NCCL, driver): coredumpctl info; rerun with CUDA_LAUNCH_BLOCKING=1 and compare library versions (torch, sgl-kernel/flashinfer, driver)",
 		},
 		{
 			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,"},
@@ -321,6 +321,14 @@ func commonSpecificFailures() []FailureRule {
 			Cause:    "nccl-error", Usual: Init,
 			Summary: "NCCL failed to set up the collective communication",
 			Hint:    "set NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+		},
+		{
+			// Triton's bundled ptxas, or nvcc, refusing the GPU or failing.
+			Keywords: []string{"ptxas", "nvcc fatal"},
+			Pattern:  `ptxas\S*'?,? .*returned non-zero|ptxas fatal|ptxas error|nvcc fatal`,
+			Cause:    "jit-build",
+			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
+			Hint:     "the JIT toolchain (ptxas, nvcc) does not support this GPU or is missing: upgrade Triton / the CUDA toolkit to one that knows the GPU, or set TRITON_PTXAS_PATH to a newer ptxas",
 		},
 		{
 			Keywords: []string{"connectFullMesh failed", "DistNetworkError", "DistStoreError", "Socket Timeout", "timed out after", "failed to connect to", "Connection refused"},

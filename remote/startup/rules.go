@@ -84,6 +84,9 @@ type FailureRule struct {
 	// Usual is the phase this failure strikes in when neither the frames
 	// nor the trail say (NCCL and rendezvous errors belong to init).
 	Usual Phase `json:"usual,omitempty" yaml:"usual,omitempty"`
+	// Native marks a native crash (a segmentation fault): the innermost
+	// frame of its crash dump may name the cause (FrameRule.Cause).
+	Native bool `json:"native,omitempty" yaml:"native,omitempty"`
 	// Relay marks a line that only relays that a process failed somewhere
 	// ("Scheduler hit an exception", "EngineCore failed to start"): it
 	// names nothing, and loses to every other failure line.
@@ -172,8 +175,8 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 	}
 	for i, r := range p.Frames {
 		where := fmt.Sprintf("pack %s: frames[%d]", p.Engine, i)
-		if r.Phase == "" {
-			return nil, fmt.Errorf("%s.phase: empty", where)
+		if r.Phase == "" && r.Cause == "" {
+			return nil, fmt.Errorf("%s: neither phase nor cause", where)
 		}
 		if err := checkPhases(where, r.Phase, nil); err != nil {
 			return nil, err

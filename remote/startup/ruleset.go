@@ -90,6 +90,7 @@ type ruleSet struct {
 	frames  *frameIndex
 	tbID    int // the id of the traceback header keyword
 	frameID int // the id of a frame's `File "`
+	faultID int // the id of faulthandler's "(most recent call first)"
 }
 
 func newRuleSet(packs []*CompiledPack) *ruleSet {
@@ -103,6 +104,8 @@ func newRuleSet(packs []*CompiledPack) *ruleSet {
 	}
 	s.tbID = len(s.refs)
 	add(tbHeader, ruleRef{kind: refTB})
+	s.faultID = len(s.refs)
+	add(faultHeader, ruleRef{kind: refTB})
 	s.frameID = len(s.refs)
 	add(`File "`, ruleRef{kind: refTB})
 	for p, c := range packs {

@@ -12,7 +12,11 @@ type FrameRule struct {
 	Funcs []string `json:"funcs,omitempty" yaml:"funcs,omitempty"`
 	// Files are substrings of the frame's file path.
 	Files []string `json:"files,omitempty" yaml:"files,omitempty"`
-	Phase Phase    `json:"phase" yaml:"phase"`
+	Phase Phase    `json:"phase,omitempty" yaml:"phase,omitempty"`
+	// Cause, when set, names what a native crash (a segmentation fault
+	// whose crash dump has this frame innermost) is: a crash inside
+	// ncclCommInitRank is NCCL's.
+	Cause string `json:"cause,omitempty" yaml:"cause,omitempty"`
 }
 
 // tbKind is what a line is to the traceback parser.
@@ -28,9 +32,10 @@ const (
 )
 
 const (
-	tbHeader   = "Traceback (most recent call last)"
-	chainCause = "The above exception was the direct cause of the following exception"
-	chainCtx   = "During handling of the above exception, another exception occurred"
+	tbHeader    = "Traceback (most recent call last)"
+	faultHeader = "(most recent call first)"
+	chainCause  = "The above exception was the direct cause of the following exception"
+	chainCtx    = "During handling of the above exception, another exception occurred"
 )
 
 // maxTBSources bounds the per-process traceback states: ranks and
@@ -43,6 +48,11 @@ type tbState struct {
 	afterFile bool   // the previous line was a frame: this one is its source
 	phase     Phase  // the deepest phase the frames named
 	code      string // the last source line: what a bare AssertionError quotes
+	head      string // the line that opened it: what a traceback cut short quotes
+	// innermost is faulthandler's dump's first frame: the call a native
+	// crash happened in ("most recent call first").
+	innermost string
+	reverse   bool
 }
 
 // tbParser follows Python tracebacks in a stream of lines, per process tag,
@@ -88,11 +98,13 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 		if !st.open {
 			p.nOpen++
 		}
-		st.open, st.afterFile, st.phase, st.code = true, false, "", ""
+		st.open, st.afterFile, st.phase, st.code, st.head = true, false, "", "", msg
+		st.innermost, st.reverse = "", strings.Contains(body, "most recent call first")
 		p.last = st
 		if t := strings.TrimSpace(body); isFrame(t) {
+			st.head = ""
 			st.phase = p.frames.phase(t)
-			st.afterFile = true
+			st.afterFile = !st.reverse && strings.Contains(t, ", in ")
 			return tbFrame, "", body
 		}
 		return tbStart, "", body
@@ -113,10 +125,16 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 		// The deepest frame that names a phase wins, except that the
 		// serving loop's frames count only when no startup frame is
 		// above them (V0's profile run calls execute_model too).
-		if ph := p.frames.phase(t); ph != "" && (ph != Serving || st.phase == "") {
+		if st.reverse && st.innermost == "" {
+			st.innermost = msg
+		}
+		// faulthandler lists the innermost call first: there the first
+		// frame that names a phase wins.
+		if ph := p.frames.phase(t); ph != "" && (ph != Serving || st.phase == "") && !(st.reverse && st.phase != "") {
 			st.phase = ph
 		}
-		st.afterFile = true
+		// faulthandler prints no source lines: `File "…", line 351 in f`.
+		st.afterFile = !st.reverse && strings.Contains(t, ", in ")
 		return tbFrame, "", body
 	case t == "" || isCaretLine(t) || strings.HasPrefix(t, "[Previous line repeated"):
 		st.afterFile = false
@@ -134,6 +152,11 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 	if st.afterFile {
 		st.afterFile = false
 		st.code = msg
+		// The call on the source line is the next frame down: where a
+		// traceback is cut short, it is the deepest one shown.
+		if ph := p.frames.callPhase(t); ph != "" && ph != Serving && !st.reverse {
+			st.phase = ph
+		}
 		return tbCode, "", body
 	}
 	// Neither frame, code nor exception: another message printed while the
@@ -152,9 +175,26 @@ func (p *tbParser) lastCode() string {
 	return ""
 }
 
+// head is the line that opened the traceback still open: a traceback cut
+// before its exception is quoted by it.
+func (p *tbParser) head() string {
+	if p.last != nil && p.last.open {
+		return p.last.head
+	}
+	return ""
+}
+
+// innermost is the first frame of the last faulthandler dump, if any.
+func (p *tbParser) innermost() string {
+	if p.last != nil && p.last.reverse {
+		return p.last.innermost
+	}
+	return ""
+}
+
 // openPhase is the phase the frames of the traceback still open name.
 func (p *tbParser) openPhase() Phase {
-	if p.last != nil && p.last.open {
+	if p.last != nil && p.last.open && p.last.phase != "" {
 		return p.last.phase
 	}
 	for _, st := range p.by {
@@ -252,6 +292,7 @@ func looksLikeCode(t string) bool { return strings.Contains(t, " = ") }
 type frameIndex struct {
 	funcs map[string]Phase
 	files []fileRule
+	crash []FrameRule // the rules that name a native crash's cause
 }
 
 type fileRule struct {
@@ -263,6 +304,12 @@ func newFrameIndex(packs []*CompiledPack) *frameIndex {
 	x := &frameIndex{funcs: map[string]Phase{}}
 	for _, c := range packs {
 		for _, r := range c.frames {
+			if r.Cause != "" {
+				x.crash = append(x.crash, r)
+			}
+			if r.Phase == "" {
+				continue
+			}
 			for _, f := range r.Funcs {
 				if _, dup := x.funcs[f]; !dup {
 					x.funcs[f] = r.Phase
@@ -279,11 +326,7 @@ func newFrameIndex(packs []*CompiledPack) *frameIndex {
 // phase maps a frame line (`File "/x/model_runner.py", line 207, in
 // initialize`) to a phase, by function name first, then by file.
 func (x *frameIndex) phase(frame string) Phase {
-	if i := strings.LastIndex(frame, ", in "); i >= 0 {
-		fn := frame[i+5:]
-		if j := strings.IndexByte(fn, ' '); j >= 0 {
-			fn = fn[:j] // Ray's " [repeated 2x across cluster]"
-		}
+	if fn := frameFunc(frame); fn != "" {
 		if p, ok := x.funcs[fn]; ok {
 			return p
 		}
@@ -301,6 +344,64 @@ func (x *frameIndex) phase(frame string) Phase {
 		}
 	}
 	return ""
+}
+
+// crashCause is the cause a native crash whose innermost frame is frame
+// has, or "".
+func (x *frameIndex) crashCause(frame string) string {
+	fn := frameFunc(frame)
+	for _, r := range x.crash {
+		for _, f := range r.Funcs {
+			if f == fn {
+				return r.Cause
+			}
+		}
+		for _, f := range r.Files {
+			if strings.Contains(frame, f) {
+				return r.Cause
+			}
+		}
+	}
+	return ""
+}
+
+// callPhase maps the function a source line calls (`self._initialize_kv_caches(vllm_config)`)
+// to a phase, as a frame of that function would be.
+func (x *frameIndex) callPhase(code string) Phase {
+	i := strings.IndexByte(code, '(')
+	if i <= 0 {
+		return ""
+	}
+	name := code[:i]
+	if j := strings.LastIndexAny(name, ". =\t"); j >= 0 {
+		name = name[j+1:]
+	}
+	if name == "" {
+		return ""
+	}
+	if p, ok := x.funcs[name]; ok {
+		return p
+	}
+	return phaseByName(name)
+}
+
+// frameFunc is the function a frame names: `…, line 207, in initialize`
+// (a traceback) or `…, line 351 in ncclCommInitRank` (faulthandler).
+func frameFunc(frame string) string {
+	i := strings.Index(frame, `", line `)
+	if i < 0 {
+		return ""
+	}
+	rest := frame[i+8:]
+	j := strings.Index(rest, " in ")
+	if j < 0 {
+		return ""
+	}
+	fn := rest[j+4:]
+	if k := strings.IndexByte(fn, ' '); k >= 0 {
+		fn = fn[:k] // Ray's " [repeated 2x across cluster]"
+	}
+	return fn
 }
 
 // phaseByName guesses a phase from a function's name when no rule names
@@ -330,7 +431,7 @@ func commonFrames() []FrameRule {
 			"init_worker_distributed_environment", "_init_distributed_environment",
 			"init_device", "rendezvous", "_create_c10d_store", "_store_based_barrier",
 			"init_model_parallel_group", "_init_process_group", "_tcp_rendezvous_handler",
-			"initialize_ray_cluster", "_get_executor_cls",
+			"initialize_ray_cluster", "_get_executor_cls", "_init_executor",
 			"_env_rendezvous_handler", "_create_store_from_options",
 		}},
 		{Phase: Weights, Funcs: []string{
@@ -362,6 +463,8 @@ func commonFrames() []FrameRule {
 			"capture_begin", "capture_end",
 		}, Files: []string{"cuda_graph_runner.py", "torch/cuda/graphs.py", "cuda_graph_setup.py"}},
 		{Phase: Warmup, Funcs: []string{"_execute_server_warmup", "_wait_and_warmup"}},
+		// Native crashes inside NCCL's own calls are NCCL's.
+		{Cause: "nccl-error", Funcs: []string{"ncclCommInitRank", "ncclCommInitAll", "ncclAllReduce", "ncclGetUniqueId"}, Files: []string{"pynccl_wrapper.py"}},
 		{Phase: Serving, Funcs: []string{
 			"event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch",
 			"step", "step_with_batch_queue", "execute_model", "output_handler",

@@ -559,7 +559,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
 	}
-	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID), hasHit(hit, t.set.frameID))
+	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
 	switch kind {
 	case tbFrame, tbCode:
 		// Source lines and frames quote code, not messages: a rule must
@@ -567,7 +567,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		// failure itself. A frame can still say where a failure already
 		// reported struck (the engine's "failed to start" comes first,
 		// its traceback after).
-		if kind == tbFrame && t.failed {
+		if t.failed {
 			t.updateDiag(at, out)
 		}
 		return
@@ -624,8 +624,14 @@ func (t *Tracker) End(at time.Time) []Change {
 		// The log ends inside a traceback and nothing else names an
 		// error: the exception line is cut off. Say so, quoting the
 		// deepest source line.
-		if code := t.tb.lastCode(); code != "" {
-			t.addCand(&unrecognisedRule, code, at, t.tb.openPhase(), &out)
+		// Its first line, where the excerpt has it; else its deepest
+		// source line.
+		quote := t.tb.head()
+		if quote == "" {
+			quote = t.tb.lastCode()
+		}
+		if quote != "" {
+			t.addCand(&unrecognisedRule, quote, at, t.tb.openPhase(), &out)
 		}
 	}
 	if !t.failed && t.onPath() && t.pendingFailure() {
@@ -820,7 +826,7 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 	default:
 		return
 	}
-	if r.Fatal && !t.failed && t.onPath() && !t.stopping {
+	if r.Fatal && !t.failed && !t.stopping {
 		t.fail(at, out)
 		return
 	}
