@@ -115,7 +115,9 @@ func sglangPack() RulePack {
 				Hint:    "look for the first error of the slow rank (often OOM) or a slow node",
 			},
 			{
-				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception", "Exception in run_tp_server", "Exception in ModelTpServer"},
+				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception", "Exception in run_tp_server", "Exception in ModelTpServer",
+					// ≤0.2: the launcher reports its children's states.
+					"Initialization failed. router_init_state", "Initialization failed. detoken_init_state"},
 				Cause:    "scheduler-crash", Wrapper: true, Relay: true,
 				Summary: "an SGLang scheduler process raised an exception",
 				Hint:    "the real error is in the traceback after 'Scheduler hit an exception:', on the rank that printed it",
@@ -159,13 +161,13 @@ func vllmPack() RulePack {
 			{Keywords: []string{"  version "}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config="}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
-			{Keywords: []string{"Starting to load model"}, Phase: Weights},
+			{Keywords: []string{"Starting to load model", "Pre-loading model weights on"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
 			// Weights end when loading is reported; profiling, compile and
 			// KV sizing follow.
 			{Keywords: []string{"Model loading took", "Loading model weights took"}, Phase: KVCache, Ends: Weights},
-			{Keywords: []string{"Available KV cache memory", "KV cache size:", "# GPU blocks:", "# cuda blocks:", "Maximum concurrency for", "torch.compile takes", "Dynamo bytecode transform", "Compiling a graph for dynamic shape", "Directly load the compiled graph"}, Phase: KVCache},
+			{Keywords: []string{"Available KV cache memory", "KV cache size:", "# GPU blocks:", "# cuda blocks:", "Maximum concurrency for", "torch.compile takes", "Dynamo bytecode transform", "Compiling a graph for dynamic shape", "Directly load the compiled graph", "Initial profiling/warmup run took", "Memory profiling takes"}, Phase: KVCache},
 			{
 				Keywords: []string{"Capturing CUDA graph"},
 				Pattern:  `Capturing CUDA graph(?:s \((?P<label>[^)]*)\)| shapes)(?::\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+))?`,
