@@ -118,7 +118,7 @@ func sglangPack() RulePack {
 				Keywords: []string{"Scheduler hit an exception", "Initialization failed. Please see the error messages above", "TpModelWorkerClient hit an exception", "DataParallelController hit an exception", "Exception in run_tp_server", "Exception in ModelTpServer",
 					// ≤0.2: the launcher reports its children's states.
 					"Initialization failed. router_init_state", "Initialization failed. detoken_init_state"},
-				Cause:    "scheduler-crash", Wrapper: true, Relay: true,
+				Cause: "scheduler-crash", Wrapper: true, Relay: true,
 				Summary: "an SGLang scheduler process raised an exception",
 				Hint:    "the real error is in the traceback after 'Scheduler hit an exception:', on the rank that printed it",
 			},
