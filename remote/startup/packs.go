@@ -158,7 +158,7 @@ func vllmPack() RulePack {
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{
 			// vLLM ≥ 0.2x prints its version in a banner of block glyphs.
-			{Keywords: []string{"  version "}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
+			{Keywords: []string{"█  version", "▀  version", "▄  version"}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config="}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			{Keywords: []string{"Starting to load model", "Pre-loading model weights on"}, Phase: Weights},
@@ -290,7 +290,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "install the NCCL the torch build expects (pip nvidia-nccl-cu12) or point VLLM_NCCL_SO_PATH / LD_LIBRARY_PATH at it",
 		},
 		{
-			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", ".so"},
+			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", "not in lib"},
 			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|not in lib[\w.]+\.so`,
 			// Optional plugins and extensions that fail to load are
 			// reported and survived.

@@ -300,7 +300,13 @@ func inPhases(in []Phase, p Phase) bool { return len(in) == 0 || slices.Contains
 // times more: common bigrams such as ": " are everywhere.)
 type kwIndex struct {
 	bits [1 << 16 / 64]uint64
-	by   map[uint16][]kwEntry
+	// quad holds hashes of the keywords' first four bytes, and short the
+	// trigram hashes of three-byte keywords: a position whose trigram is
+	// common ("Mem", "cor", "Fil") is ruled out by its four bytes before
+	// the map is consulted.
+	quad  [1 << 16 / 64]uint64
+	short [1 << 16 / 64]uint64
+	by    map[uint16][]kwEntry
 }
 
 type kwEntry struct {
@@ -315,10 +321,21 @@ func tri(a, b, c byte) uint16 {
 	return uint16((uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> 16)
 }
 
+// quadHash hashes the four bytes at the start of s to 16 bits.
+func quadHash(a, b, c, d byte) uint16 {
+	return uint16((uint32(a)<<24 | uint32(b)<<16 | uint32(c)<<8 | uint32(d)) * 0x85EBCA6B >> 16)
+}
+
 // add indexes kw, which must be at least minKeyword bytes long.
 func (x *kwIndex) add(kw string, id int) {
 	h := tri(kw[0], kw[1], kw[2])
 	x.bits[h>>6] |= 1 << (h & 63)
+	if len(kw) >= 4 {
+		q := quadHash(kw[0], kw[1], kw[2], kw[3])
+		x.quad[q>>6] |= 1 << (q & 63)
+	} else {
+		x.short[h>>6] |= 1 << (h & 63)
+	}
 	x.by[h] = append(x.by[h], kwEntry{kw, id})
 }
 
@@ -328,6 +345,14 @@ func (x *kwIndex) scan(s string, hit []uint64) {
 		h := tri(s[i], s[i+1], s[i+2])
 		if x.bits[h>>6]&(1<<(h&63)) == 0 {
 			continue
+		}
+		if x.short[h>>6]&(1<<(h&63)) == 0 {
+			if i+3 >= len(s) {
+				continue
+			}
+			if q := quadHash(s[i], s[i+1], s[i+2], s[i+3]); x.quad[q>>6]&(1<<(q&63)) == 0 {
+				continue
+			}
 		}
 		for _, e := range x.by[h] {
 			if strings.HasPrefix(s[i:], e.kw) {

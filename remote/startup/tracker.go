@@ -731,6 +731,11 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	if t.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
 		return false
 	}
+	if r.Phase != "" && r.Phase.Rank() < cur.Rank() && !r.groups && !r.Ready && r.Ends == "" {
+		// A line of a phase already passed moves nothing: no need to run
+		// its pattern (a served host's every access line would).
+		return false
+	}
 	loc, ok := r.match(msg)
 	if !ok {
 		return false // a keyword without the pattern: let later rules try
