@@ -1,7 +1,7 @@
 # The README's two commands: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: demo test check deps build bench
+.PHONY: demo test check deps build bench corpus
 
 demo:
 	$(GO) run ./cmd/bringup demo
@@ -27,3 +27,7 @@ build:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./remote/... ./ui/...
+
+# corpus lists every real startup log of the corpus with its verdict.
+corpus:
+	$(GO) test -count=1 -run Corpus -v ./remote/startup
