@@ -28,14 +28,11 @@ const (
 	tbFrame                   // `File "…", line N, in f`
 	tbCode                    // the source line under a frame, carets, "[Previous line repeated …]"
 	tbException               // the exception line that ends a traceback
-	tbChain                   // "The above exception was the direct cause…", "During handling…"
 )
 
 const (
 	tbHeader    = "Traceback (most recent call last)"
 	faultHeader = "(most recent call first)"
-	chainCause  = "The above exception was the direct cause of the following exception"
-	chainCtx    = "During handling of the above exception, another exception occurred"
 )
 
 // maxTBSources bounds the per-process traceback states: ranks and
@@ -58,6 +55,12 @@ type tbState struct {
 // tbParser follows Python tracebacks in a stream of lines, per process tag,
 // so interleaved ranks do not mix their frames, and without relying on
 // indentation, which pastes lose.
+//
+// A chain ("The above exception was the direct cause of the following
+// exception:", "During handling of the above exception, another exception
+// occurred:") is a run of tracebacks here, each ending in its exception
+// line; the diagnosis takes the most specific of those lines, the earliest
+// on a tie, which in a chain is the innermost cause, not the re-raise.
 type tbParser struct {
 	frames *frameIndex
 	by     map[string]*tbState
@@ -114,9 +117,6 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 		st = p.last
 	}
 	if st == nil || !st.open {
-		if strings.Contains(body, chainCause) || strings.Contains(body, chainCtx) {
-			return tbChain, "", body
-		}
 		return tbNone, "", body
 	}
 	t := strings.TrimSpace(body)
