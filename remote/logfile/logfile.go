@@ -215,8 +215,15 @@ func (p *parser) engineTime(s string) (time.Time, bool) {
 		if t, err := time.Parse("01-02 15:04:05", cutFields(inner, 2)); err == nil {
 			return t.AddDate(p.opts.Year, 0, 0), true
 		}
-		if t, err := time.Parse("15:04:05", cutFields(inner, 1)); err == nil && !p.date.IsZero() {
-			return p.date.Add(t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))), true
+		if t, err := time.Parse("15:04:05", cutFields(inner, 1)); err == nil {
+			// SGLang 0.3 printed the time alone: the date of the line
+			// before, or the option's year when no line had one (the
+			// durations are what matter).
+			date := p.date
+			if date.IsZero() {
+				date = time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			return date.Add(t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))), true
 		}
 	default:
 		// vLLM: INFO 08-05 09:09:26 [api_server.py:1090] …
