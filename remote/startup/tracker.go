@@ -142,6 +142,10 @@ type Tracker struct {
 	// stopping is set once a stop was asked for: errors printed while the
 	// processes are torn down are no failure of the startup.
 	stopping bool
+	// trailClosed is set once the log itself ended the run (a line the
+	// engine prints only when it gives up, the main process's exit): a
+	// line after it, however late it arrives, is not how far it got.
+	trailClosed bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -384,7 +388,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.tb.reset()
 	t.tbEnds = nil
 	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
-	t.stopping = false
+	t.stopping, t.trailClosed = false, false
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped
@@ -718,7 +722,7 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
 	cur := t.under
-	if t.failed && r.Phase != "" && !at.After(t.failAt) {
+	if t.failed && r.Phase != "" && !at.After(t.failAt) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
 		// how far the startup got.
@@ -831,6 +835,11 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 	default:
 		return
 	}
+	if r.Fatal {
+		// Lines after the engine gave up are no part of the startup's
+		// trail, whether they reach us before systemd's word or after.
+		t.trailClosed = true
+	}
 	if r.Fatal && !t.failed && !t.stopping {
 		t.fail(at, out)
 		return
@@ -861,6 +870,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.addExit(msg)
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
+			t.trailClosed = true
 			t.fail(at, out)
 		}
 	case sysResult, sysFailedStart:
