@@ -451,3 +451,38 @@ func BenchmarkParseLarge(b *testing.B) {
 		}
 	}
 }
+
+// TestRulesFiles checks the rules: section: packs load relative to the
+// config file; a missing file is an error at its line in the config, and
+// an error inside a pack names the pack file and its line.
+func TestRulesFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("kernel.yaml", "engine: sglang\nfailures:\n  - keywords: [\"kdtree-verify: mismatch\"]\n    cause: kdtree-validation\n    summary: s\n    hint: h\n")
+	write("bad.yaml", "engine: sglang\nfailures:\n  - keywords: [\"kdtree\"]\n    pattern: \"(\"\n    cause: x\n")
+	p := write("config.yaml", "hosts: [gpu1]\nrules:\n  - kernel.yaml\n")
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rules) != 1 || c.Rules[0].Failures[0].Cause != "kdtree-validation" {
+		t.Fatalf("rules %+v", c.Rules)
+	}
+	for _, tt := range []struct{ config, want string }{
+		{"hosts: [gpu1]\nrules:\n  - missing.yaml\n", p + ":3:5: rules[0]: open " + filepath.Join(dir, "missing.yaml")},
+		{"hosts: [gpu1]\nrules:\n  - bad.yaml\n", filepath.Join(dir, "bad.yaml") + ":3: pack sglang: failures[0].pattern"},
+		{"hosts: [gpu1]\nrules: kernel.yaml\n", "rules: want a list"},
+	} {
+		write("config.yaml", tt.config)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want one holding %q", tt.config, err, tt.want)
+		}
+	}
+}
