@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/logfile"
@@ -82,8 +84,10 @@ func runExplain(_ context.Context, e env, args []string) int {
 		}
 		defer f.Close()
 		in = f
-	} else if in == nil {
-		fmt.Fprintln(e.stderr, "explain: no log on standard input (name a FILE)")
+	} else if in == nil || fs.NArg() == 0 && isTerminal(in) {
+		// `bringup explain` alone at a prompt would wait for a paste
+		// with no word of it: say what it wants instead.
+		fmt.Fprintln(e.stderr, "explain: name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
 		return exitUsage
 	}
 	logName := name
@@ -180,4 +184,10 @@ func printExplain(w io.Writer, name string, x startup.Explanation, lg logfile.Lo
 			fmt.Fprintf(w, "  fix: bringup mode HOST %s=%s --restart\n", d.Fix.Kernel, d.Fix.Mode)
 		}
 	}
+}
+
+// isTerminal reports whether r is a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
