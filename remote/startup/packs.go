@@ -61,13 +61,13 @@ func sglangPack() RulePack {
 		Phases: []PhaseRule{
 			{Keywords: []string{"server_args="}, Phase: Init},
 			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap", "[Gloo] Rank"}, Phase: Init},
-			{Keywords: []string{"Load weight begin"}, Phase: Weights},
+			{Keywords: []string{"Load weight begin", "load weight begin"}, Phase: Weights},
 			shardRule,
 			// SGLang's diffusion runtime (sglang serve).
 			{Keywords: []string{"Loading model from", "Loading pipeline modules", "Loading required modules"}, Pattern: `Loading (?:model from \d+ safetensors file|pipeline modules|required modules)`, Phase: Weights},
 			// Weights end when the load ends; the KV pool is sized right after.
 			{Keywords: []string{"Load weight end"}, Phase: KVCache, Ends: Weights},
-			{Keywords: []string{"KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
+			{Keywords: []string{"host memory for hierarchical KV cache", "KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
 			{
 				Keywords: []string{"Capture "},
 				Pattern:  `Capture (?:\w+ )*(?:cuda|CUDA|npu|cpu) graph (?:begin|bs \[)`,
@@ -159,9 +159,9 @@ func vllmPack() RulePack {
 		Phases: []PhaseRule{
 			// vLLM ≥ 0.2x prints its version in a banner of block glyphs.
 			{Keywords: []string{"█  version", "▀  version", "▄  version"}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
-			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config="}, Phase: Init},
+			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config=", "Connecting to existing Ray cluster"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
-			{Keywords: []string{"Starting to load model", "Pre-loading model weights on"}, Phase: Weights},
+			{Keywords: []string{"Starting to load model", "Pre-loading model weights on", "Init model | hbm"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
 			// Weights end when loading is reported; profiling, compile and
@@ -261,7 +261,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
 		},
 		{
-			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM"},
+			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
 			Cause:    "model-unsupported", Usual: Init,
 			Summary: "the engine does not support this model, quantization or dtype on this GPU",
 			Hint:    "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
@@ -282,6 +282,15 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "lower --tp/--pp, or make the GPUs visible (CUDA_VISIBLE_DEVICES, Ray cluster resources, other processes holding them)",
 		},
 		{
+			// A quantization method's kernels are looked up as the model's
+			// layers are built, while its weights are created.
+			Keywords: []string{"quantization requires"},
+			Pattern:  `quantization requires .*(?:install|operators)`,
+			Cause:    "import-error", Usual: Weights,
+			Summary: "a broken install: the quantization method needs a package that is not installed",
+			Hint:    "install the package the error names in the unit's environment (the same python/venv ExecStart runs), or use another quantization",
+		},
+		{
 			// NCCL's library is loaded when the first communicator is made.
 			Keywords: []string{"Failed to load NCCL library", "libnccl.so"},
 			Pattern:  `Failed to load NCCL library|libnccl\.so[.\d]*: cannot`,
@@ -290,8 +299,8 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "install the NCCL the torch build expects (pip nvidia-nccl-cu12) or point VLLM_NCCL_SO_PATH / LD_LIBRARY_PATH at it",
 		},
 		{
-			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", "not in lib"},
-			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|not in lib[\w.]+\.so`,
+			Keywords: []string{"ModuleNotFoundError", "ImportError", "undefined symbol", "cannot open shared object file", "not in lib", "requires some operators from", "install "},
+			Pattern:  `ModuleNotFoundError: |ImportError: |undefined symbol: |cannot open shared object file|not in lib[\w.]+\.so|requires some operators from \w+|[Pp]lease (?:pip )?install (?:the )?[\w.-]+ (?:first|to use|before)`,
 			// Optional plugins and extensions that fail to load are
 			// reported and survived.
 			Unless:  []string{"NCCL INFO", "WARNING", "Failed to import from vllm._C"},
@@ -373,6 +382,15 @@ func commonSpecificFailures() []FailureRule {
 // come after the engine's own rules, and the catch-all exception rule last.
 func commonWrapperFailures() []FailureRule {
 	return []FailureRule{
+		{
+			// multiprocessing's header before a child's traceback: it names
+			// the process that died, nothing more.
+			Keywords: []string{"Process "},
+			Pattern:  `(?:^|\] |\) )Process [A-Za-z_][\w-]*:\s*$`,
+			Cause:    "child-failed", Wrapper: true, Relay: true,
+			Summary: "a child process of the engine died",
+			Hint:    hintWrapper,
+		},
 		{
 			Keywords: []string{"Watchdog caught collective operation timeout", "watchdog got stuck"},
 			Cause:    "nccl-timeout", Wrapper: true,

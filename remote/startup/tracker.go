@@ -139,6 +139,16 @@ type Tracker struct {
 	// that moved the startup on and lastCandSeq the last failure line, so
 	// that a log ending in errors can be told from one that went on.
 	seq, lastProgSeq, lastCandSeq int
+	// inTB is set while the line at hand sits inside an open traceback.
+	inTB bool
+	// cont follows the message of the last unrecognised or wrapper error
+	// over its continuation lines (torch's "Failed running call_function
+	// …(*(…), **{}):" puts the real error on a later line): contCand is
+	// its index in cands (-1: none), contSrc its process tag, contColon
+	// whether the message so far ends in ":".
+	contCand  int
+	contSrc   string
+	contColon bool
 	// stopping is set once a stop was asked for: errors printed while the
 	// processes are torn down are no failure of the startup.
 	stopping bool
@@ -185,6 +195,7 @@ func NewTracker(opts Options) *Tracker {
 		t.stuck[p] = d
 	}
 	t.hit = make([]uint64, t.set.words())
+	t.contCand = -1
 	t.tb = newTBParser(t.set.frames)
 	t.active = make([]bool, len(t.set.packs))
 	t.under = Stopped
@@ -388,6 +399,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.tb.reset()
 	t.tbEnds = nil
 	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
+	t.contCand = -1
 	t.stopping, t.trailClosed = false, false
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
@@ -584,7 +596,23 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
 		}
 	}
-	if !t.applyRules(msg, at, hit, framePhase, out) && kind == tbException {
+	// A line inside an open traceback that is neither frame, source nor
+	// exception (a frame cut at the excerpt's edge, a rank's chatter) is
+	// no error of its own, whatever level it was logged at.
+	t.inTB = kind == tbNone && t.tb.nOpen > 0
+	n := len(t.cands)
+	matched := t.applyRules(msg, at, hit, framePhase, out)
+	if !matched && kind == tbNone {
+		t.continueMessage(msg, at, out)
+	} else {
+		t.contCand = -1
+	}
+	if len(t.cands) > n {
+		if c := t.cands[len(t.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
+			t.startContinuation(len(t.cands)-1, msg)
+		}
+	}
+	if !matched && kind == tbException {
 		t.addCand(&unrecognisedRule, msg, at, framePhase, out)
 		if _, body := splitLine(msg); !strings.Contains(body, ": ") {
 			// A bare "AssertionError": the line a person quotes is the
@@ -598,6 +626,43 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 }
 
 func hasHit(hit []uint64, id int) bool { return hit[id>>6]&(1<<(id&63)) != 0 }
+
+// startContinuation starts following the message of cand i, whose line is
+// msg.
+func (t *Tracker) startContinuation(i int, msg string) {
+	src, body := splitLine(msg)
+	t.contCand, t.contSrc, t.contColon = i, src, strings.HasSuffix(strings.TrimSpace(body), ":")
+}
+
+// continueMessage reads msg as a continuation of the message followed: an
+// indented line goes on with it; the line after one ending in ":" is its
+// real error, and becomes the line quoted first.
+func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
+	if t.contCand < 0 || t.contCand >= len(t.cands) {
+		return
+	}
+	src, body := splitLine(msg)
+	trimmed := strings.TrimSpace(body)
+	switch {
+	case src != t.contSrc || trimmed == "" || strings.HasPrefix(trimmed, "Possible solutions"):
+		t.contCand = -1
+		return
+	case t.contColon:
+		t.cands[t.contCand].quote = msg
+		t.updateDiag(at, out)
+	case !indented(msg, body):
+		t.contCand = -1
+		return
+	}
+	t.contColon = strings.HasSuffix(trimmed, ":")
+}
+
+// indented reports whether body, the text of msg after its prefixes, was
+// indented under them (splitLine drops the spaces).
+func indented(msg, body string) bool {
+	i := len(msg) - len(body)
+	return i >= 2 && msg[i-1] == ' ' && msg[i-2] == ' '
+}
 
 // CauseUnrecognised is the cause of a failure whose error no rule knows:
 // the diagnosis then quotes the first error line instead of guessing.
@@ -809,7 +874,7 @@ func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, fra
 	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
 		return false
 	}
-	if r.Cause == CauseUnrecognised && strings.Contains(msg, tbHeader) {
+	if r.Cause == CauseUnrecognised && (t.inTB || strings.Contains(msg, tbHeader)) {
 		// vLLM logs each traceback line at ERROR: the header is not the
 		// error.
 		return false
