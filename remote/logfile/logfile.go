@@ -197,93 +197,28 @@ func (p *parser) fill(evs []event.Event) {
 	}
 }
 
-// engineTime reads the time an engine's logger put at the start of a line,
-// after the prefixes a paste may add.
+// engineTime reads the time an engine's logger put on a line
+// (startup.EngineStamp finds it behind a paste's prefixes).
 func (p *parser) engineTime(s string) (time.Time, bool) {
-	s = stripLead(s)
-	switch {
-	case strings.HasPrefix(s, "["):
-		// SGLang: [2025-01-24 09:39:20 TP0] / [23:17:01 TP7] / diffusion [08-05 10:00:00]
-		end := strings.IndexByte(s, ']')
-		if end < 0 || end > 64 {
-			return time.Time{}, false
+	stamp := startup.EngineStamp(s)
+	if stamp == "" {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse("2006-01-02 15:04:05", stamp); err == nil {
+		return t, true
+	}
+	if t, err := time.Parse("01-02 15:04:05", stamp); err == nil {
+		return t.AddDate(p.opts.Year, 0, 0), true
+	}
+	if t, err := time.Parse("15:04:05", stamp); err == nil {
+		// SGLang 0.3 printed the time alone: the date of the line before,
+		// or the option's year when no line had one (the durations are
+		// what matter).
+		date := p.date
+		if date.IsZero() {
+			date = time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
 		}
-		inner := s[1:end]
-		if t, err := time.Parse("2006-01-02 15:04:05", cutFields(inner, 2)); err == nil {
-			return t, true
-		}
-		if t, err := time.Parse("01-02 15:04:05", cutFields(inner, 2)); err == nil {
-			return t.AddDate(p.opts.Year, 0, 0), true
-		}
-		if t, err := time.Parse("15:04:05", cutFields(inner, 1)); err == nil {
-			// SGLang 0.3 printed the time alone: the date of the line
-			// before, or the option's year when no line had one (the
-			// durations are what matter).
-			date := p.date
-			if date.IsZero() {
-				date = time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
-			}
-			return date.Add(t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))), true
-		}
-	default:
-		// vLLM: INFO 08-05 09:09:26 [api_server.py:1090] …
-		lv, rest, ok := strings.Cut(s, " ")
-		if !ok || !isLevel(lv) || len(rest) < 14 {
-			return time.Time{}, false
-		}
-		if t, err := time.Parse("01-02 15:04:05", rest[:14]); err == nil {
-			return t.AddDate(p.opts.Year, 0, 0), true
-		}
+		return date.Add(t.Sub(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC))), true
 	}
 	return time.Time{}, false
-}
-
-// stripLead drops what pastes put before an engine's own prefix: a docker
-// compose column, a vLLM process tag, a colour code that lost its ESC.
-func stripLead(s string) string {
-	for range 4 {
-		s = strings.TrimLeft(s, " ")
-		switch {
-		case strings.HasPrefix(s, "(") && strings.Contains(s[:min(len(s), 80)], " pid="):
-			i := strings.IndexByte(s, ')')
-			if i < 0 {
-				return s
-			}
-			s = s[i+1:]
-		case strings.HasPrefix(s, "\x1b[") || strings.HasPrefix(s, "[") && len(s) > 2 && s[1] >= '0' && s[1] <= '9' && strings.IndexByte(s[:min(len(s), 10)], 'm') > 0 && !strings.Contains(s[:min(len(s), 10)], "-"):
-			i := strings.IndexByte(s, 'm')
-			s = s[i+1:]
-		default:
-			if i := strings.Index(s, " | "); i > 0 && i < 64 && !strings.ContainsAny(s[:i], "[(:") {
-				s = s[i+3:]
-				continue
-			}
-			return s
-		}
-	}
-	return s
-}
-
-// cutFields returns the first n space-separated fields of s.
-func cutFields(s string, n int) string {
-	i := 0
-	for k := 0; k < n; k++ {
-		j := strings.IndexByte(s[i:], ' ')
-		if j < 0 {
-			return s
-		}
-		if k == n-1 {
-			return s[:i+j]
-		}
-		i += j + 1
-	}
-	return s
-}
-
-func isLevel(s string) bool {
-	switch s {
-	case "INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL", "WARN":
-		return true
-	}
-	return false
 }

@@ -34,6 +34,39 @@ func splitLine(msg string) (src, body string) {
 	return src, s
 }
 
+// EngineStamp returns the time stamp an engine's own logger put on msg,
+// behind whatever prefixes a paste added (a compose column, a journalctl
+// prefix, a vLLM process tag): "2025-01-24 09:39:20" (SGLang),
+// "23:17:01" (SGLang 0.3), "08-05 09:09:26" (vLLM; SGLang's diffusion
+// runtime), or "" when the line carries none. It walks the same prefixes
+// splitLine does, so the two never disagree on where the engine's begins.
+func EngineStamp(msg string) string {
+	s := msg
+	for range 8 {
+		s = strings.TrimLeft(s, " ")
+		if len(s) < 3 {
+			return ""
+		}
+		if s[0] == '[' {
+			if n, tags := sglangPrefix(s); n > 0 {
+				inner := s[1 : n-2]
+				return strings.TrimSpace(strings.TrimSuffix(inner, tags))
+			}
+		}
+		if n := vllmLogger(s); n > 0 {
+			if _, r, ok := strings.Cut(s, " "); ok && len(r) >= 14 && r[2] == '-' {
+				return r[:14]
+			}
+		}
+		n, _ := prefixLen(s)
+		if n == 0 {
+			return ""
+		}
+		s = s[n:]
+	}
+	return ""
+}
+
 // prefixLen reports the length of one known prefix at the start of s and
 // the process tag it names ("" when it names none), or 0.
 func prefixLen(s string) (int, string) {

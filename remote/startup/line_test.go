@@ -141,3 +141,22 @@ func FuzzTracebackFeed(f *testing.F) {
 		}
 	})
 }
+
+func TestEngineStamp(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{"[2025-03-17 17:15:55 TP1] Scheduler hit an exception", "2025-03-17 17:15:55"},
+		{"[23:17:08 TP4] Exception in run_tp_server:", "23:17:08"},
+		{"[2025-06-19 15:12:27] Capture cuda graph bs [1, 2, 4, 8]", "2025-06-19 15:12:27"},
+		{"[12-31 11:58:46] Initializing distributed environment", "12-31 11:58:46"},
+		{"(VllmWorker rank=6 pid=409) ERROR 07-23 19:34:51 [multiproc_executor.py:487] x", "07-23 19:34:51"},
+		{"deepseek-v32-exp  | [2025-11-05 01:56:54 DP0 TP0] x", "2025-11-05 01:56:54"},
+		{"Dec 01 04:14:03 gpu1 sh[1234]: [2025-01-24 09:39:20 TP0] Load weight end.", "2025-01-24 09:39:20"},
+		{"[1;36m(EngineCore_0 pid=21098)[0;0m INFO 08-05 09:09:28 [gpu_model_runner.py:1953] x", "08-05 09:09:28"},
+		{"Loading safetensors checkpoint shards:  50% Completed | 1/2", ""},
+		{"[gpu_id=0] Load weight end.", ""},
+	} {
+		if got := EngineStamp(tt.line); got != tt.want {
+			t.Errorf("EngineStamp(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}
