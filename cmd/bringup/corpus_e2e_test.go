@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/startup"
 	"bringup/remote/startup/corpus"
 	"bringup/remote/testbed"
 )
@@ -37,13 +36,6 @@ func corpusSample(logs []corpus.Log, n int) []corpus.Log {
 		}
 	}
 	return out
-}
-
-// explainSummary is the last line of `bringup explain --json`.
-type explainSummary struct {
-	Kind    string             `json:"kind"`
-	Outcome string             `json:"outcome"`
-	Diag    *startup.Diagnosis `json:"diagnosis"`
 }
 
 // TestCorpusOnTestbed replays real startup logs of the corpus as a unit's

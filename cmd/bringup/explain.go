@@ -118,6 +118,19 @@ func runExplain(_ context.Context, e env, args []string) int {
 	return explainUndecided
 }
 
+// explainSummary is the last line of `bringup explain --json`.
+type explainSummary struct {
+	Kind    string             `json:"kind"` // "explained"
+	Outcome startup.Outcome    `json:"outcome"`
+	Format  logfile.Format     `json:"format"`
+	Timed   bool               `json:"timed"` // the log carried times: durations mean something
+	Lines   int                `json:"lines"`
+	Engine  string             `json:"engine,omitempty"`
+	Phase   startup.Phase      `json:"phase"`
+	Trail   []startup.Span     `json:"trail"`
+	Diag    *startup.Diagnosis `json:"diagnosis,omitempty"`
+}
+
 // printExplainJSON prints the changes as `bringup watch --json` would for a
 // host named "log", then one summary line.
 func printExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log) {
@@ -125,17 +138,7 @@ func printExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log) {
 	for _, c := range x.Changes {
 		printChange(w, remote.HostChange{Host: "log", Seen: c.Time, Change: c}, st.StartedAt, true)
 	}
-	sum := struct {
-		Kind    string             `json:"kind"`
-		Outcome startup.Outcome    `json:"outcome"`
-		Format  logfile.Format     `json:"format"`
-		Timed   bool               `json:"timed"`
-		Lines   int                `json:"lines"`
-		Engine  string             `json:"engine,omitempty"`
-		Phase   startup.Phase      `json:"phase"`
-		Trail   []startup.Span     `json:"trail"`
-		Diag    *startup.Diagnosis `json:"diagnosis,omitempty"`
-	}{"explained", x.Outcome, lg.Format, lg.Timed, len(lg.Events), st.Engine, st.Phase, st.Spans, st.Diag}
+	sum := explainSummary{"explained", x.Outcome, lg.Format, lg.Timed, len(lg.Events), st.Engine, st.Phase, st.Spans, st.Diag}
 	b, _ := json.Marshal(sum)
 	fmt.Fprintf(w, "%s\n", b)
 }

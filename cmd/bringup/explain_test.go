@@ -60,10 +60,7 @@ func TestExplainCorpusLogs(t *testing.T) {
 		// The same text on standard input, as JSON.
 		code, out, _ = runExplainArgs(t, l.Body, "--json", "-")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var sum struct {
-			Kind, Outcome string
-			Diag          *struct{ Cause string } `json:"diagnosis"`
-		}
+		var sum explainSummary
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" || code != tt.code {
 			t.Errorf("%s --json -: exit %d, summary %q (%v)", tt.name, code, lines[len(lines)-1], err)
 		}
