@@ -7,6 +7,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -184,21 +185,27 @@ func (c Catalog) ModesIn(env []string) []ActiveMode {
 	return out
 }
 
-// ParseAssignment parses "KERNEL=MODE" against the catalog.
+// ParseAssignment parses "KERNEL=MODE" against the catalog, in any case
+// (what people type into a palette or a flag), and returns the catalog's
+// kernel and mode. It is the one parser of KERNEL=MODE.
 func (c Catalog) ParseAssignment(s string) (Kernel, Mode, error) {
 	name, mode, ok := strings.Cut(s, "=")
-	if !ok {
+	switch {
+	case !ok:
 		return Kernel{}, Mode{}, fmt.Errorf("%q: want KERNEL=MODE", s)
+	case len(c.Kernels) == 0:
+		return Kernel{}, Mode{}, fmt.Errorf("%q: no kernels configured", s)
 	}
-	k, ok := c.Kernel(name)
-	if !ok {
+	i := slices.IndexFunc(c.Kernels, func(k Kernel) bool { return strings.EqualFold(k.Name, name) })
+	if i < 0 {
 		return Kernel{}, Mode{}, fmt.Errorf("%q: unknown kernel %q (known: %s)", s, name, strings.Join(c.names(), ", "))
 	}
-	m, ok := k.Mode(mode)
-	if !ok {
-		return Kernel{}, Mode{}, fmt.Errorf("%q: kernel %s has no mode %q (modes: %s)", s, name, mode, strings.Join(k.ModeNames(), ", "))
+	k := c.Kernels[i]
+	j := slices.IndexFunc(k.Modes, func(m Mode) bool { return strings.EqualFold(m.Name, mode) })
+	if j < 0 {
+		return Kernel{}, Mode{}, fmt.Errorf("%q: kernel %s has no mode %q (modes: %s)", s, k.Name, mode, strings.Join(k.ModeNames(), ", "))
 	}
-	return k, m, nil
+	return k, k.Modes[j], nil
 }
 
 func (c Catalog) names() []string {

@@ -46,6 +46,13 @@ func TestParseAssignment(t *testing.T) {
 	if err != nil || k.Name != "kdtree-verify" || m.Name != "on" {
 		t.Fatalf("got %v %v %v", k.Name, m.Name, err)
 	}
+	// Typed in any case, answered in the catalog's spelling.
+	if k, m, err := c.ParseAssignment("KDTree-Verify=ON"); err != nil || k.Name != "kdtree-verify" || m.Name != "on" {
+		t.Errorf("any case: got %v %v %v", k.Name, m.Name, err)
+	}
+	if _, _, err := (Catalog{}).ParseAssignment("a=b"); err == nil || !strings.Contains(err.Error(), "no kernels configured") {
+		t.Errorf("empty catalog: err = %v", err)
+	}
 	for in, want := range map[string]string{
 		"kdtree-verify":       "want KERNEL=MODE",
 		"nope=on":             `unknown kernel "nope" (known: kdtree-verify)`,

@@ -8,6 +8,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"bringup/kernels"
@@ -140,4 +141,40 @@ type Driver interface {
 	// Do performs a on the host. Progress may be reported through emit;
 	// the returned error is the outcome.
 	Do(ctx context.Context, a Action, emit Emit) error
+}
+
+// PreflightAll is the one preflight planner: it checks a restart of each
+// of hosts as it will start after actions, whose mode changes are applied
+// to the unit's Environment the way their drop-ins apply them. Refusals
+// come in the order of hosts.
+func PreflightAll(hosts []HostState, cat kernels.Catalog, actions []Action) []*PreflightError {
+	var out []*PreflightError
+	for _, h := range hosts {
+		h.UnitState.Environment = withModes(cat, h.UnitState.Environment, actions)
+		if pe := Preflight(h, cat, kernels.EngineAuto); pe != nil {
+			out = append(out, pe)
+		}
+	}
+	return out
+}
+
+// withModes returns env with each ActSetMode of actions applied as its
+// drop-in would apply it (a later entry overrides an earlier one, as
+// systemd does). A mode the catalog does not know is left out: that
+// action fails before any restart.
+func withModes(cat kernels.Catalog, env []string, actions []Action) []string {
+	out := slices.Clone(env)
+	for _, a := range actions {
+		if a.Kind != ActSetMode {
+			continue
+		}
+		k, ok := cat.Kernel(a.Kernel)
+		if !ok {
+			continue
+		}
+		if set, err := kernels.DropInEnv(k, a.Mode, env); err == nil {
+			out = append(out, set...)
+		}
+	}
+	return out
 }

@@ -60,6 +60,11 @@ type Options struct {
 	LocalHashes map[string]string
 	// GPUHistory is how many GPU samples each host keeps (default 120).
 	GPUHistory int
+	// Settle is how long a failed host whose diagnosis is not settled
+	// (startup.Diagnosis.Settled) stays Provisional, waiting for the
+	// journal lines that explain it (default 3 s: systemd's D-Bus signal
+	// beats the journal follow by a few milliseconds to a second).
+	Settle time.Duration
 	// History supplies expectations (ETA, the memory weights reach) and
 	// keeps a record of every startup that reaches serving; nil: none.
 	// history.NewSink(store) is one.
@@ -121,6 +126,24 @@ type HostState struct {
 	// weights phase while the logs give no count (journald sees a tqdm bar
 	// only when its line ends).
 	MemProgress startup.Progress `json:"mem_progress,omitzero"`
+	// Provisional marks a failure that only the unit's state (or a
+	// wrapper's line) explains yet, seen less than Options.Settle ago:
+	// systemd's signal can beat the journal lines that name the cause, so
+	// a reader that wants the cause waits until this clears (Settled).
+	Provisional bool `json:"provisional,omitempty"`
+}
+
+// Settled reports whether h has reached an end a reader can act on: it
+// serves, or it failed with a cause later journal lines will not change
+// (not Provisional).
+func (h HostState) Settled() bool {
+	switch h.Startup.Phase {
+	case startup.Serving:
+		return true
+	case startup.Failed:
+		return !h.Provisional
+	}
+	return false
 }
 
 // HostChange is a startup change on one host.
@@ -180,6 +203,9 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 	}
 	if opts.GPUHistory <= 0 {
 		opts.GPUHistory = 120
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = DefaultSettle
 	}
 	f := &Fleet{
 		opts:   opts,
@@ -374,7 +400,15 @@ type hostFold struct {
 	weightMem int
 	// recorded says the invocation's record has been handed out.
 	recorded bool
+	// failKey names the unsettled failure seen at failWall (wall clock);
+	// provisional says the last snapshot marked it Provisional.
+	failKey     string
+	failWall    time.Time
+	provisional bool
 }
+
+// DefaultSettle is Options.Settle's default.
+const DefaultSettle = 3 * time.Second
 
 // fold is the single goroutine that owns all host state. It batches what
 // arrives and hands a batch out every flush, holding on to it (and adding
@@ -409,15 +443,18 @@ func (f *Fleet) fold(ctx context.Context) {
 			dirty = true
 			out = nil
 		case <-ticker.C:
-			now := f.opts.Clock.Now()
+			now, wall := f.opts.Clock.Now(), time.Now()
 			for _, h := range hosts {
 				for _, c := range h.tracker.Tick(now) {
-					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: time.Now(), Change: c})
+					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: wall, Change: c})
 					dirty = true
 				}
+				// A provisional failure whose wait is over settles in a
+				// snapshot of its own, journal lines or not.
+				dirty = dirty || h.provisional && !wall.Before(h.failWall.Add(f.opts.Settle))
 			}
 			if dirty {
-				pending.Hosts = snapshot(hosts, now)
+				pending.Hosts = snapshot(hosts, now, wall, f.opts.Settle)
 				out = f.out
 				dirty = false
 			}
@@ -428,11 +465,14 @@ func (f *Fleet) fold(ctx context.Context) {
 	}
 }
 
-func snapshot(hosts []*hostFold, now time.Time) []HostState {
+// snapshot copies every host's state at host time now; wall is the local
+// clock that Provisional failures are timed on.
+func snapshot(hosts []*hostFold, now, wall time.Time, settle time.Duration) []HostState {
 	out := make([]HostState, len(hosts))
 	for i, h := range hosts {
 		s := h.state
 		s.Startup = h.tracker.State()
+		s.Provisional = h.provisionalAt(s.Startup, wall, settle)
 		s.Expected = h.expect
 		if eta, ok := history.ETA(h.expect, s.Startup, now); ok {
 			s.ETA = eta
@@ -448,6 +488,21 @@ func snapshot(hosts []*hostFold, now time.Time) []HostState {
 		out[i] = s
 	}
 	return out
+}
+
+// provisionalAt says whether st's failure is provisional at wall: not
+// settled, and first seen less than settle ago.
+func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time.Duration) bool {
+	h.provisional = false
+	if st.Phase != startup.Failed || st.Diag.Settled() {
+		return false
+	}
+	key := st.InvocationID + "|" + st.PhaseSince.String()
+	if key != h.failKey {
+		h.failKey, h.failWall = key, wall
+	}
+	h.provisional = wall.Before(h.failWall.Add(settle))
+	return h.provisional
 }
 
 // apply sanitises ev (the one place remote text enters), folds it into its

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,44 @@ func TestPreflightEngine(t *testing.T) {
 				t.Fatalf("refused: %v", pe)
 			case tt.refused != "" && (pe == nil || !strings.Contains(pe.Error(), tt.refused)):
 				t.Fatalf("preflight = %v, want a refusal saying %q", pe, tt.refused)
+			}
+		})
+	}
+}
+
+// TestPreflightUsesTheNewMode: the planner checks the restart as it will
+// start, with the mode change applied the way its drop-in applies it.
+func TestPreflightUsesTheNewMode(t *testing.T) {
+	cat := kernels.DefaultCatalog()
+	host := func(env []string, exec string) []HostState {
+		return []HostState{{Name: "gpu1", UnitState: event.Unit{
+			Environment: env, ExecStart: exec}}}
+	}
+	graphs := "/usr/local/bin/infersim --model /models/demo --port 30000"
+	noGraphs := graphs + " --disable-cuda-graph"
+	setValidate := []Action{{Kind: ActSetMode, Kernel: "kdtree-verify", Mode: "validate"}, {Kind: ActRestart}}
+	setOn := []Action{{Kind: ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: ActRestart}}
+	restart := []Action{{Kind: ActRestart}}
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		exec    string
+		actions []Action
+		refused bool
+	}{
+		{"validate with graphs", []string{"KDTREE_MODE=on"}, graphs, setValidate, true},
+		{"validate without graphs", []string{"KDTREE_MODE=on"}, noGraphs, setValidate, false},
+		{"fixing validate to on", []string{"KDTREE_MODE=validate"}, graphs, setOn, false},
+		{"restart under validate", []string{"KDTREE_MODE=validate"}, graphs, restart, true},
+		{"restart under on", []string{"KDTREE_MODE=on"}, graphs, restart, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PreflightAll(host(tc.env, tc.exec), cat, tc.actions)
+			if (len(got) > 0) != tc.refused {
+				t.Fatalf("refused = %v, want %v", got, tc.refused)
+			}
+			if tc.refused && (got[0].Host != "gpu1" || got[0].Mode != "validate" || !slices.Contains(got[0].SafeModes, "on")) {
+				t.Errorf("refusal = %+v", got[0])
 			}
 		})
 	}

@@ -125,11 +125,11 @@ func parsePalette(line string, env paletteEnv) (paletteCall, error) {
 			if call.kernel != "" {
 				return call, fmt.Errorf("%s: one KERNEL=MODE, not %q and %q", c.name, call.kernel+"="+call.mode, a)
 			}
-			k, md, err := parseAssignment(a, env.cat)
+			k, md, err := env.cat.ParseAssignment(a)
 			if err != nil {
 				return call, err
 			}
-			call.kernel, call.mode = k, md
+			call.kernel, call.mode = k.Name, md.Name
 		case c.name == "redeploy" && i == len(args)-1 && len(args) > 1 && isKernel(a, env.cat):
 			call.kernel = a
 		default:
@@ -214,31 +214,6 @@ func listNames(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:most], ", ") + fmt.Sprintf(", … (%d hosts)", len(names))
-}
-
-// parseAssignment reads KERNEL=MODE against the catalog, in any case,
-// and returns the catalog's spelling.
-func parseAssignment(s string, cat kernels.Catalog) (kernel, mode string, err error) {
-	k, md, _ := strings.Cut(s, "=")
-	var names []string
-	for _, kk := range cat.Kernels {
-		names = append(names, kk.Name)
-		if !strings.EqualFold(kk.Name, k) {
-			continue
-		}
-		var modes []string
-		for _, m := range kk.Modes {
-			modes = append(modes, m.Name)
-			if strings.EqualFold(m.Name, md) {
-				return kk.Name, m.Name, nil
-			}
-		}
-		return "", "", fmt.Errorf("unknown mode %q for %s: %s", md, kk.Name, strings.Join(modes, ", "))
-	}
-	if len(names) == 0 {
-		return "", "", fmt.Errorf("no kernels configured")
-	}
-	return "", "", fmt.Errorf("unknown kernel %q: %s", k, strings.Join(names, ", "))
 }
 
 func isKernel(s string, cat kernels.Catalog) bool {

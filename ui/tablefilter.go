@@ -120,7 +120,7 @@ func checkFilterMode(value string, cat kernels.Catalog) error {
 		return nil
 	}
 	if strings.Contains(value, "=") {
-		_, _, err := parseAssignment(value, cat)
+		_, _, err := cat.ParseAssignment(value)
 		return err
 	}
 	names := kernelModeNames(cat)

@@ -41,7 +41,7 @@ func TestHostFilterTerms(t *testing.T) {
 		{"phase:nope", nil, `unknown phase "nope": stopped, starting, init, weights, kv-cache, graph-capture, http, warmup, serving, failed, restarting, stuck, unknown`},
 		{"phase:", nil, `unknown phase ""`},
 		{"mode:fast", nil, `unknown mode "fast": off, validate, on`},
-		{"mode:kdtree-verify=fast", nil, `unknown mode "fast" for kdtree-verify`},
+		{"mode:kdtree-verify=fast", nil, `kernel kdtree-verify has no mode "fast"`},
 		{"state:", nil, "state: needs a unit state: failed, active"},
 		{"phse:failed", nil, `unknown filter term "phse:failed": use a host name, phase:, mode: or state:`},
 	}

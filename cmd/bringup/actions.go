@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -194,24 +193,14 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	done := make(chan error, 1)
-	runCtx, stopFleet := context.WithCancel(ctx)
-	go func() { done <- s.fleet.Run(runCtx) }()
-	defer func() {
-		stopFleet()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			fmt.Fprintf(e.stderr, "bringup %s: hosts did not stop within 5 s\n", c.name)
-		}
-	}()
-
-	states, err := awaitHosts(ctx, s.fleet, s.hosts, min(answerTimeout, *timeout))
+	fl, stop := follow(ctx, e, c.name, s.fleet)
+	defer stop()
+	states, err := fl.AwaitUnits(ctx, s.hosts, min(answerTimeout, *timeout))
 	if err != nil {
 		return fail("%v", err)
 	}
 	if o.restart {
-		refused := preflightAll(s.fleet.Kernels(), states, actions)
+		refused := remote.PreflightAll(inOrder(s.hosts, states), s.fleet.Kernels(), actions)
 		if len(refused) > 0 {
 			explainPreflight(e.stderr, refused, len(s.hosts))
 			if !overridePreflight(e, c.name, o.force, in, len(s.hosts)) {
@@ -234,7 +223,19 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 			return exitUsage
 		}
 	}
-	return runActions(ctx, e.stdout, s.fleet, s.hosts, states, actions)
+	done := fl.Apply(ctx, s.hosts, states, actions, actionPrinter{e.stdout})
+	return appliedOutcome(e.stdout, done, ctx.Err())
+}
+
+// inOrder is states in the order of hosts.
+func inOrder(hosts []string, states map[string]remote.HostState) []remote.HostState {
+	out := make([]remote.HostState, 0, len(hosts))
+	for _, h := range hosts {
+		if st, ok := states[h]; ok {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // actFleet is the fleet a changing command acts through and what it acts on.
@@ -303,87 +304,6 @@ func splitArgs(c actionCmd, cat kernels.Catalog, args []string, isHost func(stri
 	return names, extra
 }
 
-// awaitHosts waits until every named host's unit state is known and
-// returns their states; a host found unreachable, or silent past wait, is
-// an error naming it.
-func awaitHosts(ctx context.Context, f *remote.Fleet, hosts []string, wait time.Duration) (map[string]remote.HostState, error) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	var last []remote.HostState
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the hosts' unit state: %w", ctx.Err())
-		case <-t.C:
-			var silent []string
-			for _, h := range last {
-				if slices.Contains(hosts, h.Name) && h.UnitState.ActiveState == "" {
-					silent = append(silent, fmt.Sprintf("%s (%s)", h.Name, h.Conn.State))
-				}
-			}
-			if last == nil {
-				silent = hosts
-			}
-			return nil, fmt.Errorf("no unit state after %s from %s: nothing changed", wait, strings.Join(silent, ", "))
-		case b, ok := <-f.Updates():
-			if !ok {
-				return nil, errors.New("fleet stopped before the hosts answered")
-			}
-			last = b.Hosts
-			states := map[string]remote.HostState{}
-			ready := true
-			for _, h := range b.Hosts {
-				if !slices.Contains(hosts, h.Name) {
-					continue
-				}
-				if h.Conn.State == event.ConnUnreachable {
-					return nil, fmt.Errorf("%s is unreachable (%s): nothing changed", h.Name, h.Conn.Err)
-				}
-				ready = ready && h.UnitState.ActiveState != ""
-				states[h.Name] = h
-			}
-			if ready {
-				return states, nil
-			}
-		}
-	}
-}
-
-// preflightAll runs the capture-safety preflight for every host against
-// the Environment its restart will see: the current one with the modes
-// the actions set applied.
-func preflightAll(cat kernels.Catalog, states map[string]remote.HostState, actions []remote.Action) []*remote.PreflightError {
-	var out []*remote.PreflightError
-	hosts := slices.Sorted(maps.Keys(states))
-	for _, name := range hosts {
-		h := states[name]
-		h.UnitState.Environment = withModes(cat, h.UnitState.Environment, actions)
-		engine := h.Startup.Engine
-		if engine == "" {
-			engine = kernels.EngineAuto
-		}
-		if pe := remote.Preflight(h, cat, engine); pe != nil {
-			out = append(out, pe)
-		}
-	}
-	return out
-}
-
-// withModes returns env with each ActSetMode of actions applied (a later
-// entry overrides an earlier one, as systemd does).
-func withModes(cat kernels.Catalog, env []string, actions []remote.Action) []string {
-	out := slices.Clone(env)
-	for _, a := range actions {
-		if a.Kind != remote.ActSetMode {
-			continue
-		}
-		if k, ok := cat.Kernel(a.Kernel); ok {
-			out = append(out, k.EnvVar+"="+a.Mode)
-		}
-	}
-	return out
-}
-
 // explainPreflight says why the restart was refused and what to do.
 func explainPreflight(w io.Writer, refused []*remote.PreflightError, hosts int) {
 	for _, pe := range refused {
@@ -443,129 +363,6 @@ func printPlan(w io.Writer, hosts []string, states map[string]remote.HostState, 
 	}
 }
 
-// hostRun is one host's progress through its actions.
-type hostRun struct {
-	name    string
-	actions []remote.Action
-	next    int  // index of the next action to issue
-	current int  // id of the action in flight; 0: none
-	failed  bool // an action failed: the rest are not issued
-	// oldInv is the invocation before the restart; following is set once
-	// the restart is done, until the new invocation serves or fails.
-	oldInv    string
-	following bool
-	printing  bool // the restart started: print the host's phase changes
-	finished  bool
-	phase     startup.Phase
-}
-
-// runActions issues each host's actions in order (the next only after the
-// one before succeeded), prints every outcome as it arrives, follows
-// restarts until the new invocation serves or fails, and returns the exit
-// code.
-func runActions(ctx context.Context, w io.Writer, f *remote.Fleet, hosts []string, states map[string]remote.HostState, actions []remote.Action) int {
-	runs := make([]*hostRun, len(hosts))
-	byID := map[int]*hostRun{}
-	for i, name := range hosts {
-		runs[i] = &hostRun{name: name, actions: actions, oldInv: states[name].UnitState.InvocationID}
-	}
-	issue := func(r *hostRun) {
-		if r.next >= len(r.actions) {
-			r.finished = !r.following
-			return
-		}
-		a := r.actions[r.next]
-		r.next++
-		id, err := f.Do(r.name, a)
-		if err != nil {
-			fmt.Fprintf(w, "%s %-8s %s: refused: %v\n", stamp(), r.name, a, err)
-			r.failed, r.finished = true, true
-			return
-		}
-		r.current = id
-		byID[id] = r
-	}
-	for _, r := range runs {
-		issue(r)
-	}
-	for {
-		if slices.IndexFunc(runs, func(r *hostRun) bool { return !r.finished }) < 0 {
-			return runsOutcome(w, runs)
-		}
-		select {
-		case <-ctx.Done():
-			for _, r := range runs {
-				if !r.finished {
-					fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", stamp(), r.name, ctx.Err(), r.phase)
-				}
-			}
-			return exitTimeout
-		case b, ok := <-f.Updates():
-			if !ok {
-				return exitTimeout
-			}
-			byName := map[string]*hostRun{}
-			for _, r := range runs {
-				byName[r.name] = r
-			}
-			for _, ev := range b.Events {
-				if ev.Kind != event.KindAction || ev.Action == nil {
-					continue
-				}
-				r, ok := byID[ev.Action.ID]
-				if !ok || ev.Action.ID != r.current {
-					continue
-				}
-				a := r.actions[r.next-1]
-				printAction(w, ev)
-				switch ev.Action.Stage {
-				case event.ActionStarted:
-					if a.Kind == remote.ActRestart {
-						r.printing = true
-					}
-				case event.ActionFailed:
-					r.failed, r.finished, r.current = true, true, 0
-				case event.ActionDone:
-					r.current = 0
-					if a.Kind == remote.ActRestart {
-						r.following = true
-					}
-					issue(r)
-				}
-			}
-			started := map[string]time.Time{}
-			for _, h := range b.Hosts {
-				started[h.Name] = h.Startup.StartedAt
-			}
-			for _, c := range b.Changes {
-				if r := byName[c.Host]; r != nil && r.printing {
-					printChange(w, c, started[c.Host], false)
-				}
-			}
-			for _, h := range b.Hosts {
-				r := byName[h.Name]
-				if r == nil || !r.following {
-					continue
-				}
-				r.phase = h.Startup.Phase
-				// Only the new invocation counts: the old run's serving
-				// state must not end the wait.
-				if h.Startup.InvocationID == "" || h.Startup.InvocationID == r.oldInv {
-					continue
-				}
-				switch h.Startup.Phase {
-				case startup.Serving:
-					r.following, r.finished = false, r.next >= len(r.actions)
-					fmt.Fprintf(w, "%s %-8s serving (invocation %.8s)\n", h.Startup.PhaseSince.Format(timeLayout), r.name, h.Startup.InvocationID)
-				case startup.Failed:
-					r.following, r.failed, r.finished = false, true, true
-					fmt.Fprintf(w, "%s %-8s failed (invocation %.8s)%s\n", h.Startup.PhaseSince.Format(timeLayout), r.name, h.Startup.InvocationID, diagSuffix(h.Startup.Diag))
-				}
-			}
-		}
-	}
-}
-
 func diagSuffix(d *startup.Diagnosis) string {
 	if d == nil {
 		return ""
@@ -577,19 +374,49 @@ func diagSuffix(d *startup.Diagnosis) string {
 	return s
 }
 
-// runsOutcome prints the summary and returns the exit code.
-func runsOutcome(w io.Writer, runs []*hostRun) int {
+// actionPrinter prints how the actions go, a line each.
+type actionPrinter struct{ w io.Writer }
+
+func (p actionPrinter) Refused(host string, a remote.Action, err error) {
+	fmt.Fprintf(p.w, "%s %-8s %s: refused: %v\n", stamp(), host, a, err)
+}
+
+func (p actionPrinter) Action(ev event.Event) { printAction(p.w, ev) }
+
+func (p actionPrinter) Change(c remote.HostChange, started time.Time) {
+	printChange(p.w, c, started, false)
+}
+
+func (p actionPrinter) Ended(h remote.HostState) {
+	st := h.Startup
+	if st.Phase == startup.Serving {
+		fmt.Fprintf(p.w, "%s %-8s serving (invocation %.8s)\n", st.PhaseSince.Format(timeLayout), h.Name, st.InvocationID)
+		return
+	}
+	fmt.Fprintf(p.w, "%s %-8s failed (invocation %.8s)%s\n", st.PhaseSince.Format(timeLayout), h.Name, st.InvocationID, diagSuffix(st.Diag))
+}
+
+// appliedOutcome prints the summary and returns the exit code.
+func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
 	var failed []string
-	for _, r := range runs {
-		if r.failed {
-			failed = append(failed, r.name)
+	timedOut := false
+	for _, a := range done {
+		switch {
+		case !a.Finished:
+			timedOut = true
+			fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", stamp(), a.Host, ctxErr, a.Phase)
+		case a.Failed:
+			failed = append(failed, a.Host)
 		}
 	}
-	if len(failed) > 0 {
+	switch {
+	case timedOut:
+		return exitTimeout
+	case len(failed) > 0:
 		fmt.Fprintf(w, "failed on %s\n", strings.Join(failed, ", "))
 		return exitFailed
 	}
-	fmt.Fprintf(w, "done on %d host(s)\n", len(runs))
+	fmt.Fprintf(w, "done on %d host(s)\n", len(done))
 	return exitServing
 }
 

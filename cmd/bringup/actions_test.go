@@ -11,7 +11,6 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
-	"bringup/remote/event"
 )
 
 // actCmd returns the changing command named name.
@@ -94,42 +93,6 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 		if k != remote.ActUndoMode && !slices.Contains(kinds, k) {
 			t.Errorf("no command issues %s", k)
 		}
-	}
-}
-
-func TestPreflightUsesTheNewMode(t *testing.T) {
-	cat := kernels.DefaultCatalog()
-	host := func(env []string, exec string) map[string]remote.HostState {
-		return map[string]remote.HostState{"gpu1": {Name: "gpu1", UnitState: event.Unit{
-			Environment: env, ExecStart: exec}}}
-	}
-	graphs := "/usr/local/bin/infersim --model /models/demo --port 30000"
-	noGraphs := graphs + " --disable-cuda-graph"
-	setValidate := []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "validate"}, {Kind: remote.ActRestart}}
-	setOn := []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: remote.ActRestart}}
-	restart := []remote.Action{{Kind: remote.ActRestart}}
-	for _, tc := range []struct {
-		name    string
-		env     []string
-		exec    string
-		actions []remote.Action
-		refused bool
-	}{
-		{"validate with graphs", []string{"KDTREE_MODE=on"}, graphs, setValidate, true},
-		{"validate without graphs", []string{"KDTREE_MODE=on"}, noGraphs, setValidate, false},
-		{"fixing validate to on", []string{"KDTREE_MODE=validate"}, graphs, setOn, false},
-		{"restart under validate", []string{"KDTREE_MODE=validate"}, graphs, restart, true},
-		{"restart under on", []string{"KDTREE_MODE=on"}, graphs, restart, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := preflightAll(cat, host(tc.env, tc.exec), tc.actions)
-			if (len(got) > 0) != tc.refused {
-				t.Fatalf("refused = %v, want %v", got, tc.refused)
-			}
-			if tc.refused && (got[0].Host != "gpu1" || got[0].Mode != "validate" || !slices.Contains(got[0].SafeModes, "on")) {
-				t.Errorf("refusal = %+v", got[0])
-			}
-		})
 	}
 }
 

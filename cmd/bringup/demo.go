@@ -149,18 +149,22 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		defer closeKeys()
 		fleet = f
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
-	code := runWatch(ctx, fleet, e.stdout, watchOptions{JSON: *asJSON, Timeout: *timeout})
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		fmt.Fprintln(e.stderr, "bringup watch: hosts did not stop within 5 s")
-	}
+	fl, stop := follow(ctx, e, "watch", fleet)
+	code := runWatch(ctx, fl, e.stdout, watchOptions{JSON: *asJSON, Timeout: *timeout})
+	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code
+}
+
+// follow starts fleet for command name and returns its follower and the
+// func that stops it, which says so when the hosts take too long.
+func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remote.Follower, func()) {
+	fl := remote.Follow(ctx, fleet)
+	return fl, func() {
+		if err := fl.Stop(5 * time.Second); err != nil {
+			fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, err)
+		}
+	}
 }
 
 // openLiveFleet loads the configuration, resolves the hosts and loads
@@ -211,15 +215,14 @@ func runConsole(ctx context.Context, e env, args []string) int {
 func runTUI(ctx context.Context, e env, fleet *remote.Fleet, opts ui.Options) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself
 	if len(opts.Kernels.Kernels) == 0 {
 		opts.Kernels = fleet.Kernels()
 	}
 	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
 	_, runErr := p.Run()
 	cancel()
-	<-done
+	_ = fl.Stop(0) // the hosts' goroutines end with the program: wait for them
 	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() == nil {
 		fmt.Fprintf(e.stderr, "bringup: %v\n", runErr)
 		return 1

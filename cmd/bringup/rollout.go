@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -140,30 +141,23 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 		return fail("%v", err)
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
-	code := rollOut(ctx, e, fleet, plan, o, in)
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		fmt.Fprintln(e.stderr, "bringup rollout: hosts did not stop within 5 s")
-	}
-	return code
+	fl, stop := follow(ctx, e, "rollout", fleet)
+	defer stop()
+	return rollOut(ctx, e, fl, plan, o, in)
 }
 
 // rollOut runs the rollout over the running fleet and returns the exit code.
 // With --json, its progress is JSON on stdout and the text for people
 // (the plan, prompts, the outcome) goes to stderr.
-func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
+func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
+	fleet := fl.Fleet()
 	rep := &rolloutReport{w: e.stdout, json: o.json, now: plan.Now, printed: map[string]string{}}
 	if o.json {
 		e.stdout = e.stderr
 	}
 	// Hosts mid-startup are not waited for: the rollout's restart
 	// preempts their startup.
-	states, err := awaitHosts(ctx, fleet, plan.Hosts, o.settle)
+	states, err := fl.AwaitUnits(ctx, plan.Hosts, o.settle)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup rollout: %v\n", err)
 		code := exitTimeout
@@ -172,10 +166,7 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 		}
 		return rep.summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
 	}
-	snap := make([]remote.HostState, 0, len(states))
-	for _, h := range plan.Hosts {
-		snap = append(snap, states[h])
-	}
+	snap := inOrder(plan.Hosts, states)
 	fmt.Fprintf(e.stdout, "will %s\n", plan)
 	refused := func(why string) int {
 		return rep.summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
@@ -184,7 +175,7 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 	if m := plan.Mode; m != nil {
 		actions = append(actions, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
 	}
-	if pre := preflightAll(fleet.Kernels(), states, actions); len(pre) > 0 {
+	if pre := remote.PreflightAll(snap, fleet.Kernels(), actions); len(pre) > 0 {
 		explainPreflight(e.stdout, pre, len(plan.Hosts))
 		if !overridePreflight(e, "rollout", o.force, in, len(plan.Hosts)) {
 			return refused("refused by the capture-safety preflight on " + pre[0].Host)
@@ -208,92 +199,45 @@ func rollOut(ctx context.Context, e env, fleet *remote.Fleet, plan rollout.Plan,
 		}
 	}
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	d := rollout.NewDriver(r)
+	hooks := rollout.Hooks{
+		Issued: func(res []rollout.Issued) {
+			for _, s := range res {
+				rep.step(s.Step, s.ID, s.Err)
+			}
+		},
+		Batch: func(b remote.Batch) { rep.actions(b.Events, d.Ours) },
+		Step:  func() { rep.lanes(r.Lanes()) },
+	}
+	steps := d.Start(snap)
 	offered := false
-	ours := map[int]bool{} // the ids of the actions the rollout issued
-	steps := r.Start(snap)
 	for {
-		for _, s := range steps {
-			id, err := fleet.Do(s.Host, s.Action)
-			r.Issued(s, id, err)
-			if err == nil {
-				ours[id] = true
-			}
-			rep.step(s, id, err)
-		}
-		steps = nil
-		rep.lanes(r.Lanes())
-		if r.Settled() {
-			st := r.State()
-			if st.Status != rollout.Halted || offered {
-				return rep.summary(plan, r.Lanes(), st, string(st.Status), rolloutExit(e, r))
-			}
-			offered = true
-			var seen []rollout.Step
-			if st.Diag != nil && !st.Diag.Settled() {
-				st.Diag = explainedFailure(ctx, fleet, st.Host, st.Diag, func(b remote.Batch) {
-					rep.actions(b.Events, ours)
-					seen = append(seen, r.Observe(b)...)
-				})
-			}
-			rep.halt(st, r.Lanes())
-			steps = append(seen, offerRollback(e, rep, r, st.Host, o, in)...)
-			continue
-		}
-		select {
-		case <-ctx.Done():
+		err := d.Run(ctx, fl, steps, hooks)
+		switch {
+		case errors.Is(err, remote.ErrFleetStopped):
+			r.Abort()
+			return rep.summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
+				string(rollout.Aborted), exitAborted)
+		case err != nil:
 			r.Abort()
 			rep.lanes(r.Lanes())
 			fmt.Fprintln(e.stdout, "aborted: hosts not reached are untouched; actions under way may still finish")
 			return rep.summary(plan, r.Lanes(), r.State(), string(rollout.Aborted), exitAborted)
-		case <-tick.C:
-			steps = r.Observe(remote.Batch{}) // the timeout, while hosts are quiet
-		case b, ok := <-fleet.Updates():
-			if !ok {
-				r.Abort()
-				return rep.summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
-					string(rollout.Aborted), exitAborted)
-			}
-			rep.actions(b.Events, ours)
-			steps = r.Observe(b)
 		}
-	}
-}
-
-// explainedFailure waits up to logGrace for the journal lines that explain
-// host's failure, which its unit state announced first (see watch), and
-// returns the host's diagnosis then; diag when nothing better came. Every
-// batch it reads goes to seen, so the rollout misses none.
-func explainedFailure(ctx context.Context, fleet *remote.Fleet, host string, diag *startup.Diagnosis, seen func(remote.Batch)) *startup.Diagnosis {
-	t := time.NewTimer(logGrace)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return diag
-		case <-t.C:
-			return diag
-		case b, ok := <-fleet.Updates():
-			if !ok {
-				return diag
-			}
-			seen(b)
-			for _, h := range b.Hosts {
-				if h.Name == host && h.Startup.Phase == startup.Failed && h.Startup.Diag != nil {
-					diag = h.Startup.Diag
-				}
-			}
-			if diag.Settled() {
-				return diag
-			}
+		st := r.State()
+		if st.Status != rollout.Halted || offered {
+			return rep.summary(plan, r.Lanes(), st, string(st.Status), rolloutExit(e, r))
 		}
+		offered = true
+		rep.halt(st, r.Lanes())
+		steps = offerRollback(e, rep, d, st.Host, o, in)
 	}
 }
 
 // offerRollback rolls the failed host back when --rollback-on-failure says
 // so or the person answers yes, and returns the steps to issue.
-func offerRollback(e env, rep *rolloutReport, r *rollout.Rollout, host string, o rolloutOptions, in io.Reader) []rollout.Step {
+func offerRollback(e env, rep *rolloutReport, d *rollout.Driver, host string, o rolloutOptions, in io.Reader) []rollout.Step {
+	r := d.Rollout()
 	var prev string
 	for _, l := range r.Lanes() {
 		if l.Host == host {
@@ -316,7 +260,7 @@ func offerRollback(e env, rep *rolloutReport, r *rollout.Rollout, host string, o
 		rep.rollback(host, target, "declined", nil)
 		return nil
 	}
-	steps, err := r.Rollback(host)
+	steps, err := d.Rollback(host)
 	if err != nil {
 		fmt.Fprintf(e.stdout, "%v\n", err)
 		rep.rollback(host, target, "failed", err)
@@ -438,13 +382,13 @@ func (p *rolloutReport) step(s rollout.Step, id int, err error) {
 }
 
 // actions reports how the rollout's actions among evs ended (JSON only).
-func (p *rolloutReport) actions(evs []event.Event, ours map[int]bool) {
+func (p *rolloutReport) actions(evs []event.Event, ours func(id int) bool) {
 	if !p.json {
 		return
 	}
 	for _, ev := range evs {
 		a := ev.Action
-		if ev.Kind != event.KindAction || a == nil || !ours[a.ID] || (a.Stage != event.ActionDone && a.Stage != event.ActionFailed) {
+		if ev.Kind != event.KindAction || a == nil || !ours(a.ID) || (a.Stage != event.ActionDone && a.Stage != event.ActionFailed) {
 			continue
 		}
 		l := p.line(ev.Time, ev.Host, "step", "")

@@ -50,71 +50,18 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer closeKeys()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
-	hosts := settle(ctx, fleet, *timeout)
-	cancel()
-	<-done
+	fl, stop := follow(ctx, e, "status", fleet)
+	hosts := fl.Snapshot(ctx, *timeout)
+	stop()
 	if *asJSON {
 		printStatusJSON(e.stdout, hosts)
 	} else {
 		printStatusTable(e.stdout, hosts)
 	}
-	code, ok := outcome(hosts)
-	if !ok {
+	if !remote.AllSettled(hosts) {
 		return exitTimeout
 	}
-	return code
-}
-
-// settle reads batches until every host has answered (its unit state read
-// and, once the unit is active, a probe made; or the connection failed for
-// good), then waits one more flush so that the journal backlog is folded
-// in (longer while a failure is explained by its unit state alone), or
-// until timeout. It returns the last snapshot.
-func settle(ctx context.Context, f *remote.Fleet, timeout time.Duration) []remote.HostState {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	var last []remote.HostState
-	var quiet <-chan time.Time
-	extended := false
-	for {
-		select {
-		case <-ctx.Done():
-			return last
-		case <-deadline.C:
-			return last
-		case <-quiet:
-			if extended || !awaitingLog(last) {
-				return last
-			}
-			// A failure only the unit's state explains yet: give its
-			// journal lines the time watch gives them.
-			extended, quiet = true, time.After(logGrace)
-		case b, ok := <-f.Updates():
-			if !ok {
-				return last
-			}
-			last = b.Hosts
-			if quiet == nil && answered(last) {
-				quiet = time.After(750 * time.Millisecond)
-			}
-		}
-	}
-}
-
-func answered(hosts []remote.HostState) bool {
-	for _, h := range hosts {
-		switch {
-		case h.Conn.State == event.ConnUnreachable:
-		case h.UnitState.ActiveState == "":
-			return false
-		case h.UnitState.ActiveState == "active" && h.Probe.Path == "":
-			return false
-		}
-	}
-	return true
+	return outcome(hosts)
 }
 
 func statusOf(h remote.HostState) statusHost {

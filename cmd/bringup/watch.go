@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -52,101 +53,52 @@ type watchOptions struct {
 	Timeout time.Duration // 0 = none
 }
 
+// errTimedOut is the cause of a watch's context when --timeout passed.
+var errTimedOut = errors.New("timeout")
+
 // runWatch prints one line per phase change, failure and unit-state change
-// until every host is serving or failed, the timeout passes, or ctx ends,
-// and returns the exit code. The fleet must already be running.
-func runWatch(ctx context.Context, f *remote.Fleet, w io.Writer, opts watchOptions) int {
-	var timeout <-chan time.Time
+// until every host has settled (remote.HostState.Settled), the timeout
+// passes, or ctx ends, and returns the exit code.
+func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchOptions) int {
 	if opts.Timeout > 0 {
-		t := time.NewTimer(opts.Timeout)
-		defer t.Stop()
-		timeout = t.C
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimedOut)
+		defer cancel()
 	}
 	started := map[string]time.Time{}
-	// grace runs once every host has settled while a failure is still
-	// explained only by the unit's state (see logGrace); settled is the
-	// exit code then.
-	var (
-		grace   <-chan time.Time
-		settled int
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return exitTimeout
-		case <-timeout:
-			if opts.JSON {
-				// Every line of --json output is JSON, the timeout too.
-				fmt.Fprintf(w, "{\"time\":%q,\"kind\":\"timeout\",\"detail\":\"timeout after %s\"}\n", time.Now().Format(timeLayout), opts.Timeout)
-			} else {
-				fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
-			}
-			return exitTimeout
-		case <-grace:
-			return settled
-		case b, ok := <-f.Updates():
-			if !ok {
-				return exitTimeout
-			}
-			for _, h := range b.Hosts {
-				if !h.Startup.StartedAt.IsZero() {
-					started[h.Name] = h.Startup.StartedAt
-				}
-			}
-			for _, c := range b.Changes {
-				printChange(w, c, started[c.Host], opts.JSON)
-			}
-			code, done := outcome(b.Hosts)
-			switch {
-			case !done:
-				grace = nil
-			case !awaitingLog(b.Hosts):
-				return code
-			case grace == nil:
-				t := time.NewTimer(logGrace)
-				defer t.Stop()
-				grace, settled = t.C, code
-			default:
-				settled = code
+	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
+		for _, h := range b.Hosts {
+			if !h.Startup.StartedAt.IsZero() {
+				started[h.Name] = h.Startup.StartedAt
 			}
 		}
+		for _, c := range b.Changes {
+			printChange(w, c, started[c.Host], opts.JSON)
+		}
+	})
+	switch {
+	case errors.Is(context.Cause(ctx), errTimedOut):
+		if opts.JSON {
+			// Every line of --json output is JSON, the timeout too.
+			fmt.Fprintf(w, "{\"time\":%q,\"kind\":\"timeout\",\"detail\":\"timeout after %s\"}\n", time.Now().Format(timeLayout), opts.Timeout)
+		} else {
+			fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(timeLayout), opts.Timeout)
+		}
+		return exitTimeout
+	case err != nil:
+		return exitTimeout
 	}
+	return outcome(hosts)
 }
 
-// logGrace is how long watch waits, once every host has settled, for the
-// journal lines that explain a failure first seen as a unit state: systemd's
-// D-Bus signal can beat the journal follow by a few milliseconds to a
-// second, and a script should get the cause, not "unit-failed".
-const logGrace = 3 * time.Second
-
-// awaitingLog reports whether a failed host's diagnosis is not settled
-// (startup.Diagnosis.Settled), so that journal lines may still explain it.
-func awaitingLog(hosts []remote.HostState) bool {
+// outcome is the exit code for settled hosts: serving unless one failed.
+func outcome(hosts []remote.HostState) int {
 	for _, h := range hosts {
-		if h.Startup.Phase == startup.Failed && !h.Startup.Diag.Settled() {
-			return true
+		if h.Startup.Phase == startup.Failed {
+			return exitFailed
 		}
 	}
-	return false
-}
-
-// outcome says whether every host has reached a terminal phase, and the
-// exit code if so.
-func outcome(hosts []remote.HostState) (int, bool) {
-	if len(hosts) == 0 {
-		return 0, false
-	}
-	code := exitServing
-	for _, h := range hosts {
-		switch h.Startup.Phase {
-		case startup.Serving:
-		case startup.Failed:
-			code = exitFailed
-		default:
-			return 0, false
-		}
-	}
-	return code, true
+	return exitServing
 }
 
 func printChange(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
 	"bringup/remote/startup"
 )
 
@@ -150,59 +147,5 @@ func TestUsageErrors(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), env{stdout: &out, stderr: &out, getenv: func(string) string { return "" }}, []string{"watch", "--demo", "--scenario", "bogus"}); code != exitUsage || !strings.Contains(out.String(), "seed, all-ok, crashloop") {
 		t.Errorf("unknown scenario message = %q", out.String())
-	}
-}
-
-// lateLogDriver is a host whose unit fails before the journal line that
-// explains it arrives, as when systemd's D-Bus signal beats the journal
-// follow.
-type lateLogDriver struct{ lag time.Duration }
-
-func (lateLogDriver) Name() string { return "gpu1" }
-
-func (d lateLogDriver) Run(ctx context.Context, emit remote.Emit) error {
-	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	unit := func(at time.Duration, active, sub, result string) event.Event {
-		return event.Event{Host: "gpu1", Kind: event.KindUnit, Time: t0.Add(at),
-			Unit: &event.Unit{Name: "sglang.service", ActiveState: active, SubState: sub, Result: result, InvocationID: "inv"}}
-	}
-	emit(unit(0, "active", "running", "success"))
-	emit(unit(5*time.Second, "failed", "failed", "exit-code"))
-	select {
-	case <-time.After(d.lag):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	emit(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: t0.Add(5*time.Second - time.Millisecond),
-		Journal: &event.Journal{InvocationID: "inv", Priority: 3, Message: "[2026-11-30 10:00:04] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"}})
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-func (lateLogDriver) Do(context.Context, remote.Action, remote.Emit) error { return nil }
-
-// TestWatchWaitsForTheLogThatExplainsAFailure checks that watch does not
-// settle for "unit-failed" when the journal line with the cause trails the
-// unit's failure.
-func TestWatchWaitsForTheLogThatExplainsAFailure(t *testing.T) {
-	f, err := remote.NewFleet([]remote.HostSpec{{Driver: lateLogDriver{lag: 300 * time.Millisecond}, Unit: "sglang.service", Engine: "sglang"}},
-		remote.Options{Kernels: kernels.DefaultCatalog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	var out bytes.Buffer
-	code := runWatch(ctx, f, &out, watchOptions{JSON: true})
-	cancel()
-	<-done
-	if code != exitFailed {
-		t.Fatalf("exit %d, want %d\n%s", code, exitFailed, out.String())
-	}
-	last, ok := readWatch(t, out.String()).failed["gpu1"]
-	if !ok || last.Cause != "port-in-use" {
-		t.Fatalf("last failure %+v, want port-in-use\n%s", last, out.String())
 	}
 }

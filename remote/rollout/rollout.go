@@ -5,19 +5,8 @@
 // host to its previous mode on offer.
 //
 // It is a pure state machine: no IO, no goroutines, and no clock but the
-// one in Plan.Now. The loop that drives it belongs to its caller (the
-// `bringup rollout` command, the console's rollout view):
-//
-//	r, err := rollout.New(plan, fleet.Kernels())
-//	steps := r.Start(firstBatch.Hosts)
-//	for {
-//		for _, s := range steps {
-//			id, err := fleet.Do(s.Host, s.Action)
-//			r.Issued(s, id, err)
-//		}
-//		if r.Settled() { break }
-//		steps = r.Observe(<-fleet.Updates())
-//	}
+// one in Plan.Now. The loop that drives it is Driver (driver.go), which
+// both the `bringup rollout` command and the console's rollout view use.
 //
 // A host's sequence is [mode change] → [redeploy] → restart, one action at
 // a time (the next is issued only when the one before is done, so a failed
@@ -542,6 +531,9 @@ func (r *Rollout) follow(l *lane) {
 		} else {
 			r.finish(l, StageServing)
 		}
+	case h.Provisional:
+		// Failed, and the journal lines that name the cause may still
+		// come: the fleet says when they are in (or will not come).
 	case st.Phase == startup.Failed || st.Diag != nil && (st.Phase == startup.Restarting || st.Phase == startup.Unknown):
 		now := r.plan.Now()
 		if l.failSeen.IsZero() {
