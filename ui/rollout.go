@@ -1,0 +1,296 @@
+package ui
+
+import (
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/rollout"
+)
+
+// rolloutRun is the rollout the console drives: the state machine, and
+// the batches that arrived while its steps were being issued, held back
+// so that it never sees an action's outcome before its id.
+type rolloutRun struct {
+	r       *rollout.Rollout
+	issuing int            // step commands not answered yet
+	held    []remote.Batch // batches to observe once they are
+	cursor  int            // the lane under the cursor
+}
+
+// rolloutIssued is the answer of the Do calls for a rollout's steps.
+type rolloutIssued struct {
+	r     *rollout.Rollout
+	steps []issuedStep
+}
+
+type issuedStep struct {
+	step rollout.Step
+	id   int
+	err  error
+}
+
+// issueSteps issues a rollout's steps in order, in one command (a host's
+// actions must reach the fleet in order).
+func issueSteps(src Source, r *rollout.Rollout, steps []rollout.Step) tea.Cmd {
+	return func() tea.Msg {
+		out := rolloutIssued{r: r}
+		for _, s := range steps {
+			id, err := src.Do(s.Host, s.Action)
+			out.steps = append(out.steps, issuedStep{step: s, id: id, err: err})
+		}
+		return out
+	}
+}
+
+// issue hands steps to a command, counting it as outstanding.
+func (m *Model) issue(steps []rollout.Step) tea.Cmd {
+	if len(steps) == 0 || m.ro == nil {
+		return nil
+	}
+	m.ro.issuing++
+	return issueSteps(m.src, m.ro.r, steps)
+}
+
+// rolloutHosts are the hosts R acts on: the marked ones, else all, in
+// table order; of either, only those the table shows under its filter.
+func (m *Model) rolloutHosts() []string {
+	if marked := m.shownMarked(); len(marked) > 0 {
+		return marked
+	}
+	return m.shown()
+}
+
+// startRollout answers R: the running rollout's view, or the dialog for a
+// new one.
+func (m *Model) startRollout() tea.Cmd { return m.startRolloutOn(m.rolloutHosts(), "", "") }
+
+// startRolloutOn opens the rollout dialog for hosts, its mode set to
+// kernel=mode when given; or shows the running rollout.
+func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
+	if m.src.ReadOnly() {
+		return m.setStatus("read-only: rollout is disabled", true)
+	}
+	if m.ro != nil && !m.ro.r.Settled() {
+		m.view = viewRollout
+		return nil
+	}
+	if len(hosts) == 0 {
+		return m.setStatus("no hosts to roll out to", true)
+	}
+	unit := "the unit"
+	if hs := m.hostState(hosts[0]); hs != nil && hs.Unit != "" {
+		unit = hs.Unit
+	}
+	f := newRolloutForm(hosts, unit, m.opts.Kernels)
+	if i := slices.Index(f.modes, kernel+"="+mode); kernel != "" && i >= 0 {
+		f.mode = i
+	}
+	if m.hf.active() {
+		f.filter = safe(m.hf.text)
+	}
+	m.dlg = &dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f}
+	return nil
+}
+
+// rolloutFormKey edits the rollout dialog; enter runs the preflight for
+// the target mode on every host, then asks to confirm.
+func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, f := m.keys, m.dlg.rollout
+	if f.confirming {
+		switch {
+		case key.Matches(msg, k.Confirm):
+			m.dlg = nil
+			return m.beginRollout(f, "", "", false)
+		case key.Matches(msg, k.Cancel):
+			f.confirming = false
+		}
+		return nil
+	}
+	switch s := msg.String(); {
+	case key.Matches(msg, k.Back):
+		m.dlg = nil
+		return m.setStatus("cancelled", false)
+	case key.Matches(msg, k.Up):
+		f.field = (f.field + numFields - 1) % numFields
+	case key.Matches(msg, k.Down):
+		f.field = (f.field + 1) % numFields
+	case s == "left" || s == "h":
+		f.change(-1)
+	case s == "right" || s == "l" || s == "space":
+		f.change(1)
+	case s == "enter":
+		if pe := m.rolloutPreflight(f.plan()); pe != nil {
+			d := preflightDialog(pe.Host, f.unit, pe, len(f.hosts))
+			d.rollout = f
+			m.dlg = d
+			return nil
+		}
+		f.confirming = true
+	}
+	return nil
+}
+
+// rolloutPreflight checks every host of p against the capture-safety
+// rule as it will start: in p's mode when p changes it, else in the mode
+// on disk.
+func (m *Model) rolloutPreflight(p rollout.Plan) *remote.PreflightError {
+	for _, name := range p.Hosts {
+		hs := m.hostState(name)
+		if hs == nil {
+			continue
+		}
+		h := *hs
+		if p.Mode != nil {
+			if k, ok := m.opts.Kernels.Kernel(p.Mode.Kernel); ok {
+				env, err := kernels.DropInEnv(k, p.Mode.Mode, hs.UnitState.Environment)
+				if err == nil {
+					h.UnitState.Environment = append(append([]string(nil), hs.UnitState.Environment...), env...)
+				}
+			}
+		}
+		if pe := remote.Preflight(h, m.opts.Kernels, kernels.EngineAuto); pe != nil {
+			return pe
+		}
+	}
+	return nil
+}
+
+// beginRollout starts the rollout the form describes, with the mode
+// replaced by kernel=mode when given (a capture-safe mode picked in the
+// preflight dialog), or forced past the preflight.
+func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) tea.Cmd {
+	p := f.plan()
+	if kernel != "" {
+		p.Mode = &rollout.ModeChange{Kernel: kernel, Mode: mode}
+	}
+	p.Force = force
+	p.Now = m.opts.Now
+	r, err := rollout.New(p, m.opts.Kernels)
+	if err != nil {
+		return m.setStatus(err.Error(), true)
+	}
+	m.ro = &rolloutRun{r: r}
+	m.view = viewRollout
+	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(r.Start(m.hosts)))
+}
+
+// rolloutIssuedMsg feeds the ids of issued steps back, then the batches
+// held while they were out.
+func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
+	if m.ro == nil || m.ro.r != msg.r {
+		return nil // a rollout since replaced
+	}
+	cmds := []tea.Cmd{}
+	for _, s := range msg.steps {
+		m.ro.r.Issued(s.step, s.id, s.err)
+		cmds = append(cmds, m.issued(actionIssued{host: s.step.Host, action: s.step.Action, id: s.id, err: s.err}))
+	}
+	m.ro.issuing = max(0, m.ro.issuing-1)
+	if m.ro.issuing == 0 {
+		held := m.ro.held
+		m.ro.held = nil
+		for _, b := range held {
+			cmds = append(cmds, m.observe(b))
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// observe hands a batch to the running rollout, holding it while steps
+// are being issued.
+func (m *Model) observe(b remote.Batch) tea.Cmd {
+	if m.ro == nil || m.ro.r.Settled() {
+		return nil
+	}
+	if m.ro.issuing > 0 {
+		m.ro.held = append(m.ro.held, b)
+		return nil
+	}
+	before := m.ro.r.State().Status
+	steps := m.ro.r.Observe(b)
+	var cmd tea.Cmd
+	if st := m.ro.r.State(); st.Status != before {
+		cmd = m.rolloutStatus(st)
+	}
+	return tea.Batch(cmd, m.issue(steps))
+}
+
+// rolloutStatus reports the rollout's end in the status line; a halt puts
+// the cursor on the halted host, ready for b.
+func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
+	switch st.Status {
+	case rollout.Halted:
+		for i, l := range m.ro.r.Lanes() {
+			if l.Host == st.Host {
+				m.ro.cursor = i
+			}
+		}
+		return m.setStatus("rollout halted on "+st.Host+": b rolls it back, a ends the rollout", true)
+	case rollout.Done:
+		return m.setStatus("rollout done: every host serves", false)
+	}
+	return nil
+}
+
+// rolloutKey handles the rollout view.
+func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, ro := m.keys, m.ro
+	lanes := ro.r.Lanes()
+	switch {
+	case key.Matches(msg, k.Back):
+		m.view = viewTable
+	case key.Matches(msg, k.Up):
+		ro.cursor = max(0, ro.cursor-1)
+	case key.Matches(msg, k.Down):
+		ro.cursor = max(0, min(len(lanes)-1, ro.cursor+1))
+	case key.Matches(msg, k.Open):
+		if ro.cursor < len(lanes) {
+			m.openHost(lanes[ro.cursor].Host)
+			m.back = viewRollout
+		}
+	case key.Matches(msg, k.Abort):
+		if ro.r.State().Status != rollout.Running {
+			return m.setStatus("the rollout is not running", false)
+		}
+		ro.r.Abort()
+		return m.setStatus("rollout aborted: hosts not reached are untouched; actions under way run to their end", false)
+	case key.Matches(msg, k.Rollback):
+		if m.src.ReadOnly() {
+			return m.setStatus("read-only: rollback is disabled", true)
+		}
+		if ro.cursor >= len(lanes) {
+			return nil
+		}
+		l := lanes[ro.cursor]
+		if ro.r.State().Status == rollout.Running {
+			return m.setStatus("rollback: the rollout is still running (a aborts it)", true)
+		}
+		if l.PrevMode == "" || ro.r.Plan().Mode == nil {
+			return m.setStatus("rollback "+l.Host+": the rollout changed no mode on it", true)
+		}
+		unit := "the unit"
+		if hs := m.hostState(l.Host); hs != nil {
+			unit = hs.Unit
+		}
+		m.dlg = &dialog{kind: dlgConfirm, host: l.Host, unit: unit, kernel: ro.r.Plan().Mode.Kernel,
+			rollbackTo: l.PrevMode, action: remote.Action{Kind: remote.ActUndoMode, Kernel: ro.r.Plan().Mode.Kernel}}
+	}
+	return nil
+}
+
+// rollback rolls host back after the confirmation.
+func (m *Model) rollback(host string) tea.Cmd {
+	if m.ro == nil {
+		return nil
+	}
+	steps, err := m.ro.r.Rollback(host)
+	if err != nil {
+		return m.setStatus(err.Error(), true)
+	}
+	return tea.Batch(m.setStatus("rolling back "+host, false), m.issue(steps))
+}
