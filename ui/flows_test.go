@@ -303,7 +303,7 @@ func TestCommandLogIsBoundedAndScrolls(t *testing.T) {
 		t.Fatalf("g did not go to the oldest:\n%s", out)
 	}
 	press(m, "G", "esc")
-	if m.overlay != overlayNone {
+	if m.focus.top() != focusTable {
 		t.Fatal("esc did not close @")
 	}
 }
@@ -343,7 +343,7 @@ func startRolloutOn(t *testing.T, m *Model, rows ...int) {
 		t.Fatalf("rollout form did not reach its confirmation:\n%s", render(m))
 	}
 	drive(t, m, press(m, "y"))
-	if m.ro == nil || m.view != viewRollout {
+	if m.ro == nil || m.focus.view() != focusRollout {
 		t.Fatal("no rollout view")
 	}
 }

@@ -112,23 +112,6 @@ type (
 	}
 )
 
-type viewKind uint8
-
-const (
-	viewTable viewKind = iota
-	viewHost
-	viewRollout
-)
-
-type overlayKind uint8
-
-const (
-	overlayNone overlayKind = iota
-	overlayHelp
-	overlayActions
-	overlayCommands // the palette's commands (:help)
-)
-
 // Model is the root model of the UI; the only tea.Model in the package.
 type Model struct {
 	src    Source
@@ -151,21 +134,17 @@ type Model struct {
 	// The table's filter (/): the filter in force, its prompt, why the
 	// text typed does not parse yet, and the hosts it shows (indices of
 	// hosts, in order).
-	hf       hostFilter
-	hfInput  textinput.Model
-	hfTyping bool
-	hfErr    string
-	rows     []int
+	hf      hostFilter
+	hfInput textinput.Model
+	hfErr   string
+	rows    []int
 
 	pal cmdPalette // the `:` command palette
 
-	view    viewKind
-	back    viewKind // where esc leaves the host view for
-	open    string   // the host the host view shows
-	lv      logView
-	typing  bool // the filter input has focus
-	overlay overlayKind
-	dlg     *dialog
+	focus focusStack // what has the keys, over what
+	open  string     // the host the host view shows
+	lv    logView
+	dlg   *dialog // the dialog focusDialog or focusRolloutForm shows
 
 	status    string
 	statusErr bool
@@ -216,6 +195,7 @@ func New(src Source, opts Options) *Model {
 		inv:     map[string]string{},
 		marked:  map[string]bool{},
 		watch:   map[string]bool{},
+		focus:   focusStack{focusTable},
 		lv:      newLogView(),
 		cmds:    cmdLog{follow: true},
 	}
@@ -332,12 +312,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleKey(msg)
 	default:
 		var cmd tea.Cmd
-		switch {
-		case m.typing:
+		switch m.focus.top() {
+		case focusLogFilter:
 			m.filter, cmd = m.filter.Update(msg)
-		case m.hfTyping:
+		case focusHostFilter:
 			cmd = m.editHostFilter(msg)
-		case m.pal.open:
+		case focusPalette:
 			m.pal.input, cmd = m.pal.input.Update(msg)
 		}
 		return m, cmd
@@ -353,7 +333,7 @@ func (m *Model) issued(msg actionIssued) tea.Cmd {
 	}
 	if msg.action.Kind == remote.ActRestart {
 		m.watch[msg.host] = true
-		if m.view == viewHost && m.open == msg.host {
+		if m.focus.view() == focusHost && m.open == msg.host {
 			m.lv.follow = true
 		}
 	}
@@ -413,7 +393,7 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 func (m *Model) push(host string, l logLine) {
 	r := m.ring(host)
 	old, evicted := r.push(l)
-	if m.view == viewHost && host == m.open {
+	if m.focus.view() == focusHost && host == m.open {
 		m.lv.pushed(r.at(r.total-1), old, evicted)
 	}
 }
@@ -479,10 +459,10 @@ func (m *Model) ring(host string) *ring {
 // selectedName is the host actions apply to: the open host in the host
 // view, the cursor row in the table.
 func (m *Model) selectedName() string {
-	if m.view == viewHost {
+	switch m.focus.view() {
+	case focusHost:
 		return m.open
-	}
-	if m.view == viewRollout && m.ro != nil {
+	case focusRollout:
 		if lanes := m.ro.r.Lanes(); m.ro.cursor < len(lanes) {
 			return lanes[m.ro.cursor].Host
 		}
@@ -499,48 +479,75 @@ func (m *Model) hostState(name string) *remote.HostState {
 	return nil
 }
 
-// handleKey routes a key by what has focus: the filter input, a dialog, an
-// overlay, then the view.
+// handleKey routes a key to what has focus.
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
-	k := m.keys
 	if msg.String() == "ctrl+c" {
 		return tea.Quit
 	}
-	switch {
-	case m.typing:
+	switch m.focus.top() {
+	case focusLogFilter:
 		return m.filterKey(msg)
-	case m.hfTyping:
+	case focusHostFilter:
 		return m.hostFilterKey(msg)
-	case m.pal.open:
+	case focusPalette:
 		return m.paletteKey(msg)
-	case m.dlg != nil:
+	case focusDialog:
 		return m.dialogKey(msg)
-	case m.opts.Replay != nil && key.Matches(msg, k.Pause, k.Faster, k.Slower):
-		// Above the overlays: the help lists these keys, so they work there.
-		return m.replayKey(msg)
-	case m.overlay != overlayNone && key.Matches(msg, k.Palette):
-		m.overlay = overlayNone
-		return m.openPalette()
-	case m.overlay == overlayActions:
-		return m.actionsKey(msg)
-	case m.overlay != overlayNone:
-		switch {
-		case key.Matches(msg, k.Quit):
-			return tea.Quit
-		case key.Matches(msg, k.Back, k.Help, k.Actions):
-			m.overlay = overlayNone
-		}
-		return nil
+	case focusRolloutForm:
+		return m.rolloutFormKey(msg)
+	case focusHelp, focusCommands, focusActions:
+		return m.overlayKey(msg)
+	case focusRollout:
+		return m.viewKey(msg, m.rolloutKey)
+	case focusHost:
+		return m.viewKey(msg, m.hostKey)
+	default:
+		return m.viewKey(msg, m.tableKey)
 	}
+}
+
+// isReplayKey reports whether msg controls the replay. The help lists
+// these keys, so they work in the overlays as well as in the views.
+func (m *Model) isReplayKey(msg tea.KeyPressMsg) bool {
+	k := m.keys
+	return m.opts.Replay != nil && key.Matches(msg, k.Pause, k.Faster, k.Slower)
+}
+
+// overlayKey answers the help, the palette's commands and the log of
+// remote commands; : swaps the overlay for the palette.
+func (m *Model) overlayKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
 	switch {
+	case m.isReplayKey(msg):
+		return m.replayKey(msg)
+	case key.Matches(msg, k.Palette):
+		m.focus.pop()
+		return m.openPalette()
+	case m.focus.top() == focusActions:
+		return m.actionsKey(msg)
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Back, k.Help, k.Actions):
+		m.focus.pop()
+	}
+	return nil
+}
+
+// viewKey answers the keys every view shares, then hands the rest to the
+// view's own handler.
+func (m *Model) viewKey(msg tea.KeyPressMsg, viewOwn func(tea.KeyPressMsg) tea.Cmd) tea.Cmd {
+	k := m.keys
+	switch {
+	case m.isReplayKey(msg):
+		return m.replayKey(msg)
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Palette):
 		return m.openPalette()
 	case key.Matches(msg, k.Help):
-		m.overlay = overlayHelp
+		m.focus.push(focusHelp)
 	case key.Matches(msg, k.Actions):
-		m.overlay = overlayActions
+		m.focus.push(focusActions)
 		m.cmds.follow = true
 	case key.Matches(msg, k.Mode):
 		return m.startMode(false)
@@ -558,12 +565,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			a.Kernel = m.opts.Kernels.Kernels[0].Name
 		}
 		return m.confirm(a)
-	case m.view == viewTable:
-		return m.tableKey(msg)
-	case m.view == viewRollout && m.ro != nil:
-		return m.rolloutKey(msg)
 	default:
-		return m.hostKey(msg)
+		return viewOwn(msg)
 	}
 	return nil
 }
@@ -593,7 +596,7 @@ func (m *Model) actionsKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Back, k.Help, k.Actions):
-		m.overlay = overlayNone
+		m.focus.pop()
 	case key.Matches(msg, k.Up):
 		l.scroll(h, -1)
 	case key.Matches(msg, k.Down):
@@ -618,7 +621,7 @@ func (m *Model) newInvocation(host string) {
 		return
 	}
 	delete(m.watch, host)
-	if m.view == viewHost && m.open == host {
+	if m.focus.view() == focusHost && m.open == host {
 		m.lv.follow = true
 	}
 }
@@ -646,7 +649,6 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Open):
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
-			m.back = viewTable
 		}
 	}
 	return nil
@@ -655,7 +657,8 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 // openHost switches to the host view, following the log, keeping the
 // filter query (and recounting it for this host).
 func (m *Model) openHost(name string) {
-	m.view, m.open = viewHost, name
+	m.showView(focusHost)
+	m.open = name
 	q, wrap := m.lv.query, m.lv.wrap
 	m.lv = newLogView()
 	m.lv.wrap = wrap
@@ -677,10 +680,7 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 	h := m.logHeight()
 	switch {
 	case key.Matches(msg, k.Back):
-		m.view = m.back
-		if m.view == viewRollout && m.ro == nil {
-			m.view = viewTable
-		}
+		m.focus.pop()
 	case key.Matches(msg, k.Up):
 		m.lv.scroll(r, h, -1)
 	case key.Matches(msg, k.Down):
@@ -698,7 +698,7 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Wrap):
 		m.lv.wrap = !m.lv.wrap
 	case key.Matches(msg, k.Filter):
-		m.typing = true
+		m.focus.push(focusLogFilter)
 		m.filter.SetValue(m.lv.query)
 		m.filter.CursorEnd()
 		return m.filter.Focus()
@@ -747,11 +747,11 @@ func (m *Model) nextMatch(dir int) tea.Cmd {
 func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch msg.String() {
 	case "esc":
-		m.typing = false
+		m.focus.pop()
 		m.filter.Blur()
 		return nil
 	case "enter":
-		m.typing = false
+		m.focus.pop()
 		m.filter.Blur()
 		m.lv.setQuery(strings.TrimSpace(m.filter.Value()), m.ring(m.open))
 		if m.lv.query == "" {
@@ -830,12 +830,13 @@ func (m *Model) startModeOn(hosts []string, undo bool) tea.Cmd {
 	case len(ks) == 0:
 		return m.setStatus("no kernels configured", true)
 	case len(ks) == 1 && undo:
-		m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActUndoMode, Kernel: ks[0].Name}).on(hosts)
+		m.openDialog(confirmDialog(host, unit, remote.Action{Kind: remote.ActUndoMode, Kernel: ks[0].Name}).on(hosts))
 	case len(ks) == 1:
-		m.dlg = modeDialog(host, unit, ks[0], modes).on(hosts)
+		m.openDialog(modeDialog(host, unit, ks[0], modes).on(hosts))
 	default:
-		m.dlg = kernelDialog(host, unit, m.opts.Kernels).on(hosts)
-		m.dlg.undo = undo
+		d := kernelDialog(host, unit, m.opts.Kernels).on(hosts)
+		d.undo = undo
+		m.openDialog(d)
 	}
 	return nil
 }
@@ -847,7 +848,7 @@ func (m *Model) confirmModeOn(hosts []string, kernel, mode string) tea.Cmd {
 		return m.setStatus(why, true)
 	}
 	host, unit, _ := m.target(hosts)
-	m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts)
+	m.openDialog(confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts))
 	return nil
 }
 
@@ -875,11 +876,12 @@ func (m *Model) startRestartOn(hosts []string) tea.Cmd {
 				d.choices[i].label = fmt.Sprintf("set %s to %s on %s, then restart all %d", pe.Kernel, d.choices[i].value, who, len(hosts))
 			}
 		}
-		m.dlg = d
+		m.openDialog(d)
 		return nil
 	}
-	m.dlg = confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
-	m.dlg.note = m.startupNote(hosts)
+	d := confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
+	d.note = m.startupNote(hosts)
+	m.openDialog(d)
 	return nil
 }
 
@@ -968,7 +970,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 	case s == "backspace":
 		d.typed = d.typed[:max(0, len(d.typed)-1)]
 	case key.Matches(msg, k.Cancel):
-		m.dlg = nil
+		m.closeDialog()
 		return m.setStatus("cancelled", false)
 	case key.Matches(msg, k.Up):
 		d.move(-1)
@@ -976,7 +978,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		d.move(1)
 	case s == "enter" && d.cursor < len(d.choices):
 		mode := d.choices[d.cursor].value
-		m.dlg = nil
+		m.closeDialog()
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, d.kernel, mode, false)
 		}
@@ -985,7 +987,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		if !kernels.OverrideConfirmed(d.typed, d.hosts) {
 			return m.setStatus(fmt.Sprintf("type %d, the number of hosts, to go on anyway", d.hosts), true)
 		}
-		m.dlg = nil
+		m.closeDialog()
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, "", "", true)
 		}
@@ -1003,25 +1005,22 @@ func (m *Model) confirmOn(hosts []string, a remote.Action) tea.Cmd {
 		return m.setStatus(why, true)
 	}
 	host, unit, _ := m.target(hosts)
-	m.dlg = confirmDialog(host, unit, a).on(hosts)
+	m.openDialog(confirmDialog(host, unit, a).on(hosts))
 	return nil
 }
 
 func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	k, d := m.keys, m.dlg
-	switch d.kind {
-	case dlgPreflight:
+	if d.kind == dlgPreflight {
 		return m.preflightKey(msg)
-	case dlgRollout:
-		return m.rolloutFormKey(msg)
 	}
 	if key.Matches(msg, k.Cancel) {
-		m.dlg = nil
+		m.closeDialog()
 		return m.setStatus("cancelled", false)
 	}
 	if d.kind == dlgConfirm {
 		if key.Matches(msg, k.Confirm) {
-			m.dlg = nil
+			m.closeDialog()
 			if d.rollbackTo != "" {
 				return m.rollback(d.host)
 			}
@@ -1048,12 +1047,12 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 func (m *Model) choose() tea.Cmd {
 	d := m.dlg
 	if len(d.choices) == 0 {
-		m.dlg = nil
+		m.closeDialog()
 		return nil
 	}
 	c := d.choices[d.cursor]
 	if d.kind == dlgKernel && d.undo {
-		m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActUndoMode, Kernel: c.value}).on(d.targets)
+		m.openDialog(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActUndoMode, Kernel: c.value}).on(d.targets))
 		return nil
 	}
 	if d.kind == dlgKernel {
@@ -1062,9 +1061,9 @@ func (m *Model) choose() tea.Cmd {
 		if hs := m.hostState(d.host); hs != nil && len(d.targets) == 0 {
 			modes = hs.Modes
 		}
-		m.dlg = modeDialog(d.host, d.unit, k, modes).on(d.targets)
+		m.openDialog(modeDialog(d.host, d.unit, k, modes).on(d.targets))
 		return nil
 	}
-	m.dlg = confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets)
+	m.openDialog(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets))
 	return nil
 }

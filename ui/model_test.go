@@ -41,11 +41,11 @@ func TestSelectionMovesAndOpens(t *testing.T) {
 		t.Fatal("space did not mark gpu2")
 	}
 	press(m, "enter")
-	if m.view != viewHost || m.open != "gpu2" {
-		t.Fatalf("enter: view %v open %q, want host view of gpu2", m.view, m.open)
+	if m.focus.view() != focusHost || m.open != "gpu2" {
+		t.Fatalf("enter: view %v open %q, want host view of gpu2", m.focus.view(), m.open)
 	}
 	press(m, "esc")
-	if m.view != viewTable {
+	if m.focus.view() != focusTable {
 		t.Fatal("esc did not go back to the table")
 	}
 	if got := m.selectedName(); got != "gpu2" {
@@ -160,7 +160,7 @@ func TestReadOnlyRefuses(t *testing.T) {
 				press(m, "enter")
 			}
 			press(m, k, "y", "enter")
-			if m.dlg != nil || m.view == viewRollout {
+			if m.dlg != nil || m.focus.view() == focusRollout {
 				t.Errorf("%s (host view %v): opened a dialog or view in read-only mode", k, open)
 			}
 			if !strings.HasPrefix(m.status, "read-only: ") {
@@ -196,7 +196,7 @@ func TestActionResultsReachStatusAndLog(t *testing.T) {
 		t.Fatalf("@ does not list the action:\n%s", out)
 	}
 	press(m, "esc")
-	if m.overlay != overlayNone {
+	if m.focus.top() != focusTable {
 		t.Fatal("esc did not close the overlay")
 	}
 }
@@ -218,7 +218,7 @@ func TestStatusClearsItself(t *testing.T) {
 func TestFilterNextPrev(t *testing.T) {
 	m, _ := newTestModel(t, 80, 24)
 	press(m, "j", "j", "enter", "/")
-	if !m.typing {
+	if m.focus.top() != focusLogFilter {
 		t.Fatal("/ did not open the filter input")
 	}
 	press(m, "c", "a", "p", "t", "u", "r", "e", "q") // q is typed, not quit
@@ -227,8 +227,8 @@ func TestFilterNextPrev(t *testing.T) {
 	}
 	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	press(m, "enter")
-	if m.typing || m.lv.query != "capture" {
-		t.Fatalf("typing %v query %q", m.typing, m.lv.query)
+	if m.focus.top() == focusLogFilter || m.lv.query != "capture" {
+		t.Fatalf("typing %v query %q", m.focus.top() == focusLogFilter, m.lv.query)
 	}
 	if m.lv.matches != 2 { // "capturing" is not "capture"
 		t.Fatalf("%d matches, want 2", m.lv.matches)

@@ -331,7 +331,6 @@ const maxHistory = 100
 // cmdPalette is the `:` prompt: the line, its history, and the tab cycle
 // through the completions of its last word.
 type cmdPalette struct {
-	open  bool
 	input textinput.Model
 	hist  []string
 	pos   int    // the history entry shown; len(hist) is the line being typed
@@ -352,7 +351,7 @@ func newCmdPalette() cmdPalette {
 // env is the model's side of the palette's world right now.
 func (m *Model) paletteEnv() paletteEnv {
 	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
-		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.view == viewHost}
+		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.focus.view() == focusHost}
 	env.hidden = len(m.marked) - len(env.marked)
 	return env
 }
@@ -360,17 +359,18 @@ func (m *Model) paletteEnv() paletteEnv {
 // openPalette answers `:`.
 func (m *Model) openPalette() tea.Cmd {
 	p := &m.pal
-	p.open = true
+	m.focus.push(focusPalette)
 	p.input.SetValue("")
 	p.pos, p.draft = len(p.hist), ""
 	p.endCycle()
 	return p.input.Focus()
 }
 
-func (p *cmdPalette) close() {
-	p.open = false
-	p.input.Blur()
-	p.endCycle()
+// closePalette closes the palette, back to the view under it.
+func (m *Model) closePalette() {
+	m.focus.pop()
+	m.pal.input.Blur()
+	m.pal.endCycle()
 }
 
 func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
@@ -381,7 +381,7 @@ func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 	p := &m.pal
 	switch msg.String() {
 	case "esc":
-		p.close()
+		m.closePalette()
 		return nil
 	case "enter":
 		return m.runPaletteLine()
@@ -467,7 +467,7 @@ func (m *Model) runPaletteLine() tea.Cmd {
 	p := &m.pal
 	line := strings.TrimSpace(p.input.Value())
 	if line == "" {
-		p.close()
+		m.closePalette()
 		return nil
 	}
 	p.remember(line)
@@ -476,7 +476,7 @@ func (m *Model) runPaletteLine() tea.Cmd {
 		p.endCycle()
 		return m.setStatus(err.Error(), true)
 	}
-	p.close()
+	m.closePalette()
 	return m.runPalette(call)
 }
 
@@ -486,9 +486,6 @@ func (m *Model) runPaletteLine() tea.Cmd {
 func (m *Model) runPalette(c paletteCall) tea.Cmd {
 	switch c.cmd {
 	case "host":
-		if m.view != viewHost {
-			m.back = m.view
-		}
 		m.openHost(c.hosts[0])
 	case "restart":
 		return m.startRestartOn(c.hosts)
@@ -508,7 +505,7 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		if err := m.setHostFilter(c.text); err != nil {
 			return m.setStatus(err.Error(), true)
 		}
-		m.view = viewTable
+		m.showView(focusTable)
 		if !m.hf.active() {
 			return m.setStatus("filter cleared", false)
 		}
@@ -518,7 +515,7 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		m.lv.wrap = !m.lv.wrap
 		return m.setStatus("wrap "+onOff(m.lv.wrap), false)
 	case "help":
-		m.overlay = overlayCommands
+		m.focus.push(focusCommands)
 	case "quit":
 		return tea.Quit
 	}

@@ -243,7 +243,7 @@ func TestPaletteOpensTheKeysDialogs(t *testing.T) {
 			if byKey.dlg == nil || !reflect.DeepEqual(byKey.dlg, byLine.dlg) {
 				t.Fatalf("dialogs differ:\nkeys %+v\nline %+v", byKey.dlg, byLine.dlg)
 			}
-			if byLine.pal.open {
+			if byLine.focus.top() == focusPalette {
 				t.Fatal("the palette stayed open over the dialog")
 			}
 			drive(t, byKey, press(byKey, tc.confirm...))
@@ -354,8 +354,8 @@ func TestPaletteReadOnly(t *testing.T) {
 		if m.status != want || !strings.HasPrefix(want, "read-only: ") {
 			t.Errorf("%s: status %q, want %q", tc.line, m.status, want)
 		}
-		if m.dlg != nil || m.view == viewRollout || len(src.calls) != 0 {
-			t.Errorf("%s: dialog %+v, view %v, calls %v in read-only mode", tc.line, m.dlg, m.view, src.calls)
+		if m.dlg != nil || m.focus.view() == focusRollout || len(src.calls) != 0 {
+			t.Errorf("%s: dialog %+v, view %v, calls %v in read-only mode", tc.line, m.dlg, m.focus.view(), src.calls)
 		}
 	}
 }
@@ -363,8 +363,8 @@ func TestPaletteReadOnly(t *testing.T) {
 func TestPaletteErrorKeepsTheLine(t *testing.T) {
 	m, src := newTestModel(t, 80, 24)
 	runLine(m, "restart gpu9")
-	if !m.pal.open || m.pal.input.Value() != "restart gpu9" {
-		t.Fatalf("palette open %v with %q, want it open with the line", m.pal.open, m.pal.input.Value())
+	if m.focus.top() != focusPalette || m.pal.input.Value() != "restart gpu9" {
+		t.Fatalf("palette open %v with %q, want it open with the line", m.focus.top() == focusPalette, m.pal.input.Value())
 	}
 	if !m.statusErr || m.status != `unknown host "gpu9": gpu1, gpu2, gpu3, gpu4` {
 		t.Fatalf("status %q", m.status)
@@ -374,8 +374,8 @@ func TestPaletteErrorKeepsTheLine(t *testing.T) {
 		t.Fatalf("footer:\n%s", out)
 	}
 	press(m, "backspace", "4", "enter")
-	if m.dlg == nil || m.dlg.host != "gpu4" || m.pal.open {
-		t.Fatalf("fixed line: dialog %+v, palette open %v", m.dlg, m.pal.open)
+	if m.dlg == nil || m.dlg.host != "gpu4" || m.focus.top() == focusPalette {
+		t.Fatalf("fixed line: dialog %+v, palette open %v", m.dlg, m.focus.top() == focusPalette)
 	}
 	if len(src.calls) != 0 {
 		t.Fatal("Do called before the confirmation")
@@ -407,7 +407,7 @@ func TestPaletteTabCyclesAndHistory(t *testing.T) {
 		t.Fatalf("kernel completion: %q", value())
 	}
 	press(m, "esc")
-	if m.pal.open {
+	if m.focus.top() == focusPalette {
 		t.Fatal("esc did not close the palette")
 	}
 
@@ -431,8 +431,8 @@ func TestPaletteTabCyclesAndHistory(t *testing.T) {
 func TestPaletteOtherCommands(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	runLine(m, "host gpu2")
-	if m.view != viewHost || m.open != "gpu2" {
-		t.Fatalf(":host gpu2: view %v open %q", m.view, m.open)
+	if m.focus.view() != focusHost || m.open != "gpu2" {
+		t.Fatalf(":host gpu2: view %v open %q", m.focus.view(), m.open)
 	}
 	follow := m.lv.follow
 	runLine(m, "follow")
@@ -444,7 +444,7 @@ func TestPaletteOtherCommands(t *testing.T) {
 		t.Fatal(":wrap did not turn wrap on")
 	}
 	press(m, "esc")
-	if m.view != viewTable {
+	if m.focus.view() != focusTable {
 		t.Fatal("esc from a host opened with :host did not go back to the table")
 	}
 	runLine(m, "filter phase:failed")
@@ -473,22 +473,22 @@ func TestPaletteOtherCommands(t *testing.T) {
 func TestPaletteNotOverPrompts(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, "/", ":")
-	if m.pal.open || m.hfInput.Value() != ":" {
-		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.pal.open, m.hfInput.Value())
+	if m.focus.top() == focusPalette || m.hfInput.Value() != ":" {
+		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.focus.top() == focusPalette, m.hfInput.Value())
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "enter", "/", ":")
-	if m.pal.open || m.filter.Value() != ":" {
+	if m.focus.top() == focusPalette || m.filter.Value() != ":" {
 		t.Fatal("':' in the log filter opened the palette")
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "j", "j", "m", ":")
-	if m.pal.open || m.dlg == nil {
+	if m.focus.top() == focusPalette || m.dlg == nil {
 		t.Fatal("':' over a dialog opened the palette")
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "?", ":")
-	if !m.pal.open || m.overlay != overlayNone {
+	if m.focus.top() != focusPalette || slices.Contains(m.focus, focusHelp) {
 		t.Fatal("':' over the help did not open the palette")
 	}
 }

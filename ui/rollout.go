@@ -76,7 +76,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 		return m.setStatus("read-only: rollout is disabled", true)
 	}
 	if m.ro != nil && !m.ro.r.Settled() {
-		m.view = viewRollout
+		m.showView(focusRollout)
 		return nil
 	}
 	if len(hosts) == 0 {
@@ -93,7 +93,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if m.hf.active() {
 		f.filter = safe(m.hf.text)
 	}
-	m.dlg = &dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f}
+	m.openDialog(&dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f})
 	return nil
 }
 
@@ -104,7 +104,7 @@ func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
 	if f.confirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
-			m.dlg = nil
+			m.closeDialog()
 			return m.beginRollout(f, "", "", false)
 		case key.Matches(msg, k.Cancel):
 			f.confirming = false
@@ -113,7 +113,7 @@ func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch s := msg.String(); {
 	case key.Matches(msg, k.Back):
-		m.dlg = nil
+		m.closeDialog()
 		return m.setStatus("cancelled", false)
 	case key.Matches(msg, k.Up):
 		f.field = (f.field + numFields - 1) % numFields
@@ -127,7 +127,7 @@ func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
 		if pe := m.rolloutPreflight(f.plan()); pe != nil {
 			d := preflightDialog(pe.Host, f.unit, pe, len(f.hosts))
 			d.rollout = f
-			m.dlg = d
+			m.openDialog(d)
 			return nil
 		}
 		f.confirming = true
@@ -175,7 +175,7 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 		return m.setStatus(err.Error(), true)
 	}
 	m.ro = &rolloutRun{r: r}
-	m.view = viewRollout
+	m.showView(focusRollout)
 	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(r.Start(m.hosts)))
 }
 
@@ -243,7 +243,7 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 	lanes := ro.r.Lanes()
 	switch {
 	case key.Matches(msg, k.Back):
-		m.view = viewTable
+		m.focus.pop()
 	case key.Matches(msg, k.Up):
 		ro.cursor = max(0, ro.cursor-1)
 	case key.Matches(msg, k.Down):
@@ -251,7 +251,6 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Open):
 		if ro.cursor < len(lanes) {
 			m.openHost(lanes[ro.cursor].Host)
-			m.back = viewRollout
 		}
 	case key.Matches(msg, k.Abort):
 		if ro.r.State().Status != rollout.Running {
@@ -277,8 +276,8 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 		if hs := m.hostState(l.Host); hs != nil {
 			unit = hs.Unit
 		}
-		m.dlg = &dialog{kind: dlgConfirm, host: l.Host, unit: unit, kernel: ro.r.Plan().Mode.Kernel,
-			rollbackTo: l.PrevMode, action: remote.Action{Kind: remote.ActUndoMode, Kernel: ro.r.Plan().Mode.Kernel}}
+		m.openDialog(&dialog{kind: dlgConfirm, host: l.Host, unit: unit, kernel: ro.r.Plan().Mode.Kernel,
+			rollbackTo: l.PrevMode, action: remote.Action{Kind: remote.ActUndoMode, Kernel: ro.r.Plan().Mode.Kernel}})
 	}
 	return nil
 }

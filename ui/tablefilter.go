@@ -254,7 +254,8 @@ func (m *Model) setHostFilter(text string) error {
 // openHostFilter answers / on the table: the prompt, holding the filter
 // in force.
 func (m *Model) openHostFilter() tea.Cmd {
-	m.hfTyping, m.hfErr = true, ""
+	m.focus.push(focusHostFilter)
+	m.hfErr = ""
 	m.hfInput.SetValue(m.hf.text)
 	m.hfInput.CursorEnd()
 	return m.hfInput.Focus()
@@ -297,7 +298,8 @@ func (m *Model) editHostFilter(msg tea.Msg) tea.Cmd {
 }
 
 func (m *Model) closeHostFilter() {
-	m.hfTyping, m.hfErr = false, ""
+	m.focus.pop()
+	m.hfErr = ""
 	m.hfInput.Blur()
 }
 

@@ -70,7 +70,7 @@ func TestHostFilterTerms(t *testing.T) {
 func TestHostFilterKeys(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, "j", "j", "j", "/") // gpu4
-	if !m.hfTyping {
+	if m.focus.top() != focusHostFilter {
 		t.Fatal("/ on the table did not open the filter prompt")
 	}
 	press(m, typed("phase:")...)
@@ -92,7 +92,7 @@ func TestHostFilterKeys(t *testing.T) {
 		t.Fatalf("no prompt on the last line:\n%s", out)
 	}
 	press(m, "enter")
-	if m.hfTyping || !m.hf.active() {
+	if m.focus.top() == focusHostFilter || !m.hf.active() {
 		t.Fatal("enter did not keep the filter")
 	}
 	if rowOf(render(m), "gpu1") != "" || rowOf(render(m), "gpu3") == "" {
@@ -122,11 +122,11 @@ func TestHostFilterPromptEnterOnAMistakeKeepsIt(t *testing.T) {
 	press(m, "/")
 	press(m, typed("phse:failed")...)
 	press(m, "enter")
-	if !m.hfTyping || m.hfInput.Value() != "phse:failed" || !m.statusErr || !strings.Contains(m.status, `unknown filter term "phse:failed"`) {
-		t.Fatalf("typing %v, text %q, status %q", m.hfTyping, m.hfInput.Value(), m.status)
+	if m.focus.top() != focusHostFilter || m.hfInput.Value() != "phse:failed" || !m.statusErr || !strings.Contains(m.status, `unknown filter term "phse:failed"`) {
+		t.Fatalf("typing %v, text %q, status %q", m.focus.top() == focusHostFilter, m.hfInput.Value(), m.status)
 	}
 	press(m, "esc")
-	if m.hfTyping || m.hf.active() {
+	if m.focus.top() == focusHostFilter || m.hf.active() {
 		t.Fatal("esc in the prompt did not clear the filter")
 	}
 	press(m, "/")

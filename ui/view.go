@@ -30,28 +30,30 @@ func (m *Model) bodyHeight() int { return max(0, m.height-1-footerRows) }
 func (m *Model) render() string {
 	w, h := m.width, m.height
 	var body string
-	if hs := m.hostState(m.open); m.view == viewHost && hs != nil {
+	hs := m.hostState(m.open)
+	switch v := m.focus.view(); {
+	case v == focusHost && hs != nil:
 		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles,
 			local: m.local}
-		if m.typing {
+		if m.focus.top() == focusLogFilter {
 			hv.input = m.filter.View()
 		}
 		body = hv.Render(w, m.bodyHeight())
-	} else if m.view == viewRollout && m.ro != nil {
+	case v == focusRollout:
 		rv := rolloutView{ro: m.ro, now: m.now, styles: m.styles}
 		body = rv.Render(w, m.bodyHeight())
-	} else {
+	default:
 		body = m.renderTable(w, m.bodyHeight())
 	}
 	out := screen(m.header(w)+"\n"+screen(body, w, m.bodyHeight())+"\n"+m.footer(w), w, h)
-	switch {
-	case m.dlg != nil:
+	switch m.focus.top() {
+	case focusDialog, focusRolloutForm:
 		out = overlay(out, m.dlg.Render(w, m.styles), w, h)
-	case m.overlay == overlayHelp:
+	case focusHelp:
 		out = overlay(out, m.helpBox(w, h), w, h)
-	case m.overlay == overlayActions:
+	case focusActions:
 		out = overlay(out, m.actionsBox(w, h), w, h)
-	case m.overlay == overlayCommands:
+	case focusCommands:
 		out = overlay(out, m.commandsBox(w, h), w, h)
 	}
 	return screen(out, w, h)
@@ -122,10 +124,11 @@ func (m *Model) header(w int) string {
 
 // footer is the status line and the short help for the current state.
 func (m *Model) footer(w int) string {
-	switch {
-	case m.pal.open:
+	top := m.focus.top()
+	switch top {
+	case focusPalette:
 		return m.paletteFooter(w)
-	case m.hfTyping:
+	case focusHostFilter:
 		return m.hostFilterFooter(w)
 	}
 	status := m.statusText(w)
@@ -134,21 +137,26 @@ func (m *Model) footer(w int) string {
 	}
 	var hk helpKeys
 	switch {
-	case m.dlg != nil:
+	case top.isDialog():
 		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
-	case m.overlay == overlayActions:
+	case top == focusActions:
 		hk = m.keys.actionsHelp()
-	case m.view == viewHost:
-		hk = m.keys.hostHelp()
-	case m.view == viewRollout && m.ro != nil:
-		hk = m.keys.rolloutHelp()
 	default:
-		hk = m.keys.tableHelp()
-	}
-	if m.dlg == nil && m.overlay != overlayActions {
+		hk, _ = m.viewHelp()
 		hk = m.replayHelp(hk)
 	}
 	return status + "\n" + m.help.ShortHelpView(hk.ShortHelp())
+}
+
+// viewHelp is the keys of the view under any layer, and the view's name.
+func (m *Model) viewHelp() (helpKeys, string) {
+	switch m.focus.view() {
+	case focusHost:
+		return m.keys.hostHelp(), "host"
+	case focusRollout:
+		return m.keys.rolloutHelp(), "rollout"
+	}
+	return m.keys.tableHelp(), "fleet"
 }
 
 // replayHelp is hk with the replay's keys when there is a replay to
@@ -194,13 +202,7 @@ func (m *Model) renderTable(w, h int) string {
 
 // helpBox is the full help for the current view, from the key map.
 func (m *Model) helpBox(w, h int) string {
-	hk, what := m.keys.tableHelp(), "fleet"
-	switch {
-	case m.view == viewHost:
-		hk, what = m.keys.hostHelp(), "host"
-	case m.view == viewRollout && m.ro != nil:
-		hk, what = m.keys.rolloutHelp(), "rollout"
-	}
+	hk, what := m.viewHelp()
 	hk = m.replayHelp(hk)
 	hm := m.help
 	hm.SetWidth(0)
