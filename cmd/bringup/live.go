@@ -6,10 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/term"
 
@@ -20,7 +17,6 @@ import (
 	"bringup/remote/history"
 	"bringup/remote/live"
 	"bringup/remote/probe"
-	"bringup/remote/sshx"
 	"bringup/remote/startup"
 )
 
@@ -100,98 +96,35 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 		cfg.ReadOnly = true
 	}
 	if f.sshConfig != "" {
-		cfg.SSHConfig = f.sshConfig
-	} else if cfg.SSHConfig != "" && cfg.Path != "" && !filepath.IsAbs(cfg.SSHConfig) && !strings.HasPrefix(cfg.SSHConfig, "~") {
-		cfg.SSHConfig = filepath.Join(filepath.Dir(cfg.Path), cfg.SSHConfig)
+		cfg.SSHConfig = f.sshConfig // as given: relative to the working directory, like ssh -F
 	}
-	if strings.HasPrefix(cfg.SSHConfig, "~/") {
-		cfg.SSHConfig = filepath.Join(e.getenv("HOME"), cfg.SSHConfig[2:])
-	}
+	cfg.ExpandHome(e.getenv("HOME")) // Load made the config's own paths relative to its file
 	if len(cfg.Kernels.Kernels) == 0 {
 		cfg.Kernels = kernels.DefaultCatalog()
-	}
-	// A kernel's local build is relative to the config file, as written.
-	for i, k := range cfg.Kernels.Kernels {
-		if k.LocalDir != "" && !filepath.IsAbs(k.LocalDir) && cfg.Path != "" {
-			cfg.Kernels.Kernels[i].LocalDir = filepath.Join(filepath.Dir(cfg.Path), k.LocalDir)
-		}
 	}
 	hosts, err := cfg.Select(args)
 	if err != nil {
 		return nil, nil, err
 	}
-	f.groups = selectedGroups(cfg.Groups, hosts)
+	f.groups = cfg.GroupsOf(hosts)
 	return cfg, hosts, nil
 }
 
-// selectedGroups keeps, of each group, the hosts that were selected, and
-// drops the groups left empty.
-func selectedGroups(groups map[string][]string, hosts []config.Host) map[string][]string {
-	in := map[string]bool{}
-	for _, h := range hosts {
-		in[h.Name] = true
-	}
-	out := map[string][]string{}
-	for g, members := range groups {
-		var kept []string
-		for _, m := range members {
-			if in[m] {
-				kept = append(kept, m)
-			}
-		}
-		if len(kept) > 0 {
-			out[g] = kept
-		}
-	}
-	return out
+// target is the config's host h as the live package takes it.
+func target(h config.Host) live.Target {
+	t := h.Target()
+	return live.Target{Name: h.Name, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port, Unit: h.Unit, Engine: h.Engine,
+		Probe: probe.Options{Addr: h.Probe.Addr(), Path: h.Probe.Path, Completion: h.Probe.Completion}}
 }
 
-// resolved is one host ready to dial.
-type resolved struct {
-	host config.Host
-	ssh  sshx.Config
-	dial sshx.DialOptions
-}
-
-// resolve turns each host into a dialable configuration and loads the keys
-// it authenticates with, asking for passphrases on the terminal now,
-// before any TUI takes the screen.
-func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host) ([]resolved, func(), error) {
-	ask := passphrasePrompt(e)
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
+// resolve resolves the hosts and loads their keys, asking for passphrases
+// on the terminal now, before any TUI takes the screen.
+func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host) ([]live.Options, func(), error) {
+	targets := make([]live.Target, len(hosts))
+	for i, h := range hosts {
+		targets[i] = target(h)
 	}
-	out := make([]resolved, 0, len(hosts))
-	for _, h := range hosts {
-		t := h.Target()
-		sc, err := sshx.Resolve(ctx, t.Host, sshx.ResolveOptions{ConfigFile: cfg.SSHConfig})
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		if t.HostName != "" {
-			sc.HostName = t.HostName
-		}
-		if t.User != "" {
-			sc.User = t.User
-		}
-		if t.Port != 0 {
-			sc.Port = t.Port
-		}
-		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: cfg.SSHConfig}, Passphrase: ask}
-		signers, closeSigners, err := sshx.LoadSigners(sc, dial)
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		closers = append(closers, closeSigners)
-		dial.Signers = signers
-		out = append(out, resolved{host: h, ssh: sc, dial: dial})
-	}
-	return out, closeAll, nil
+	return live.Resolve(ctx, targets, cfg.SSHConfig, passphrasePrompt(e))
 }
 
 // passphrasePrompt asks on the terminal once per identity file.
@@ -220,16 +153,7 @@ func passphrasePrompt(e env) func(file string) ([]byte, error) {
 }
 
 // liveFleet builds the fleet over real hosts.
-func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
-	specs := make([]remote.HostSpec, len(hosts))
-	for i, r := range hosts {
-		d := live.New(live.Options{
-			Name: r.host.Name, SSH: r.ssh, Dial: r.dial, Unit: r.host.Unit,
-			Probe: probe.Options{Addr: r.host.Probe.Addr(), Path: r.host.Probe.Path, Completion: r.host.Probe.Completion},
-			Tail:  2000, FromStart: 2 * time.Hour, Kernels: cfg.Kernels, Engine: r.host.Engine,
-		})
-		specs[i] = remote.HostSpec{Driver: d, Unit: r.host.Unit, Engine: r.host.Engine}
-	}
+func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
 		LocalHashes: localHashes(cfg.Kernels)}
 	if len(cfg.Rules) > 0 {
@@ -239,6 +163,7 @@ func liveFleet(cfg *config.Config, hosts []resolved, hist remote.HistorySink, re
 		}
 		opts.Packs = packs
 	}
+	specs := live.Specs(hosts, opts)
 	if err := rec.start(specs, opts, 1, "live"); err != nil {
 		return nil, err
 	}

@@ -210,6 +210,28 @@ func FromFlags(hosts, unit string) (*Config, error) {
 	return c, nil
 }
 
+// GroupsOf keeps, of each group, the members among hosts, and drops the
+// groups left empty.
+func (c *Config) GroupsOf(hosts []Host) map[string][]string {
+	in := map[string]bool{}
+	for _, h := range hosts {
+		in[h.Name] = true
+	}
+	out := map[string][]string{}
+	for g, members := range c.Groups {
+		var kept []string
+		for _, m := range members {
+			if in[m] {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) > 0 {
+			out[g] = kept
+		}
+	}
+	return out
+}
+
 // Select returns the hosts that names (host or group names) pick, each
 // once, in the order named; no names picks every host.
 func (c *Config) Select(names []string) ([]Host, error) {

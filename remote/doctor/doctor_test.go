@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/cmd/bringup/config"
+	"bringup/remote/live"
 	"bringup/remote/sshx"
 )
 
@@ -14,50 +14,50 @@ import (
 // check that failed, with what the operator needs to see: a host that
 // answered is reachable even when its key or certificate is refused.
 func TestClassifyDialError(t *testing.T) {
-	r := resolved{host: config.Host{Name: "gpu1"}, ssh: sshx.Config{User: "deploy"}}
+	r := live.Options{Name: "gpu1", SSH: sshx.Config{User: "deploy"}}
 	certErr := &sshx.HostKeyError{Host: "gpu1", Addr: "gpu1:22", Err: &sshx.HostCertError{
 		Problem: sshx.CertExpired, Principal: "gpu1", KeyType: "ssh-ed25519", Fingerprint: "SHA256:host",
 	}}
 	cases := []struct {
 		name      string
 		err       error
-		reachable checkStatus
+		reachable Status
 		failed    string // the check that fails
 		detail    string // in its detail
 		fix       string // in its fix
 	}{
 		{"unknown", &sshx.UnknownHostError{Host: "gpu1", KeyType: "ssh-ed25519", Fingerprint: "SHA256:abc"},
-			checkOK, "host key", "not in known_hosts: ssh-ed25519 SHA256:abc", "bringup doctor --trust gpu1"},
+			OK, "host key", "not in known_hosts: ssh-ed25519 SHA256:abc", "bringup doctor --trust gpu1"},
 		{"unknown with a CA trusted elsewhere", &sshx.UnknownHostError{Host: "gpu1", KeyType: "ssh-ed25519", Fingerprint: "SHA256:abc",
 			CertCA: "SHA256:ca", CertCAAt: []string{"/k:3 (*.other)"}},
-			checkOK, "host key", "signed by CA SHA256:ca, trusted for other names at /k:3 (*.other)", "--trust gpu1"},
+			OK, "host key", "signed by CA SHA256:ca, trusted for other names at /k:3 (*.other)", "--trust gpu1"},
 		{"changed", &sshx.HostKeyChangedError{Host: "gpu1", NewKeyType: "ssh-ed25519", NewFingerprint: "SHA256:new",
 			Old: []sshx.KnownKey{{KeyType: "ssh-ed25519", Fingerprint: "SHA256:old", File: "/k", Line: 2}}},
-			checkOK, "host key", "CHANGED: now ssh-ed25519 SHA256:new, known_hosts has ssh-ed25519 SHA256:old (/k:2)", "confirm out of band"},
+			OK, "host key", "CHANGED: now ssh-ed25519 SHA256:new, known_hosts has ssh-ed25519 SHA256:old (/k:2)", "confirm out of band"},
 		{"revoked key", &sshx.RevokedHostKeyError{Host: "gpu1", File: "/k", Line: 4},
-			checkOK, "host key", "the host's key is @revoked in /k:4", ""},
+			OK, "host key", "the host's key is @revoked in /k:4", ""},
 		{"revoked CA", &sshx.RevokedHostKeyError{Host: "gpu1", CA: true, File: "/k", Line: 5},
-			checkOK, "host key", "signed by a CA that is @revoked in /k:5", ""},
+			OK, "host key", "signed by a CA that is @revoked in /k:5", ""},
 		{"bad certificate", fmt.Errorf("dial gpu1: %w", certErr),
-			checkOK, "host key", certErr.Error(), ""},
+			OK, "host key", certErr.Error(), ""},
 		{"auth", &sshx.AuthError{Host: "gpu1", Err: errors.New("no key accepted")},
-			checkOK, "auth", "", "~deploy/.ssh/authorized_keys"},
+			OK, "auth", "", "~deploy/.ssh/authorized_keys"},
 		{"network", errors.New("dial tcp 10.0.0.1:22: connect: no route to host"),
-			checkFail, "reachable", "no route to host", "check the address"},
+			Fail, "reachable", "no route to host", "check the address"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rep := &hostReport{name: "gpu1"}
+			rep := &Report{Host: "gpu1"}
 			classifyDialError(rep, r, c.err)
-			if len(rep.checks) == 0 || rep.checks[0].name != "reachable" || rep.checks[0].status != c.reachable {
-				t.Fatalf("first check %+v, want reachable %v", rep.checks, c.reachable)
+			if len(rep.Checks) == 0 || rep.Checks[0].Name != "reachable" || rep.Checks[0].Status != c.reachable {
+				t.Fatalf("first check %+v, want reachable %v", rep.Checks, c.reachable)
 			}
-			last := rep.checks[len(rep.checks)-1]
-			if last.name != c.failed || last.status != checkFail {
+			last := rep.Checks[len(rep.Checks)-1]
+			if last.Name != c.failed || last.Status != Fail {
 				t.Fatalf("last check %+v, want %s failed", last, c.failed)
 			}
-			if !strings.Contains(last.detail, c.detail) || !strings.Contains(last.fix, c.fix) {
-				t.Errorf("%s: detail %q fix %q; want %q in detail and %q in fix", c.failed, last.detail, last.fix, c.detail, c.fix)
+			if !strings.Contains(last.Detail, c.detail) || !strings.Contains(last.Fix, c.fix) {
+				t.Errorf("%s: detail %q fix %q; want %q in detail and %q in fix", c.failed, last.Detail, last.Fix, c.detail, c.fix)
 			}
 		})
 	}

@@ -1,0 +1,279 @@
+// Package doctor checks, host by host, what bringup needs to follow and
+// act on a host (ssh, host key, auth, sudo, systemd, journald, the unit,
+// nvidia-smi) and says how to fix what fails.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"bringup/remote/event"
+	"bringup/remote/live"
+	"bringup/remote/sshx"
+	"bringup/remote/systemd"
+)
+
+// Status is the outcome of one doctor check.
+type Status int
+
+const (
+	OK Status = iota
+	Warn
+	Fail
+	Skip
+)
+
+func (s Status) Mark() string {
+	return [...]string{"✓", "!", "✗", "·"}[s]
+}
+
+// Check is one line of `bringup doctor`.
+type Check struct {
+	Name   string
+	Status Status
+	Detail string
+	Fix    string
+}
+
+// Report is everything doctor found out about one host.
+type Report struct {
+	Host   string
+	Target string // user@address:port
+	Checks []Check
+}
+
+func (r *Report) add(name string, s Status, detail, fix string) {
+	r.Checks = append(r.Checks, Check{name, s, detail, fix})
+}
+
+// Failed reports whether a check failed.
+func (r *Report) Failed() bool {
+	for _, c := range r.Checks {
+		if c.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// doctorHost runs every check on one host, in order; a check that cannot
+// run because an earlier one failed is marked skipped.
+func Host(ctx context.Context, r live.Options) *Report {
+	rep := &Report{Host: r.Name, Target: fmt.Sprintf("%s@%s", r.SSH.User, r.SSH.Addr())}
+	src := r.SSH.Source
+	if src == "" {
+		src = "resolved"
+	}
+	jump := ""
+	if len(r.SSH.ProxyJump) > 0 {
+		jump = ", via " + strings.Join(r.SSH.ProxyJump, " → ")
+	}
+	rep.add("ssh config", OK, fmt.Sprintf("%s: HostName %s, User %s, Port %d%s", src, r.SSH.HostName, r.SSH.User, r.SSH.Port, jump), "")
+
+	start := time.Now()
+	client, err := sshx.Dial(ctx, r.SSH, r.Dial)
+	if err != nil {
+		classifyDialError(rep, r, err)
+		for _, n := range []string{"sudo", "systemd", "journald", "unit", "nvidia-smi"} {
+			rep.add(n, Skip, "not checked: no connection", "")
+		}
+		return rep
+	}
+	defer client.Close()
+	rep.add("reachable", OK, fmt.Sprintf("connected in %v", time.Since(start).Round(time.Millisecond)), "")
+	rep.add("host key", OK, "matches known_hosts", "")
+	rep.add("auth", OK, "publickey as "+r.SSH.User, "")
+
+	// The rest runs over a managed connection, as the console does.
+	conn := sshx.NewConn(r.SSH, sshx.ConnOptions{Dial: r.Dial})
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = conn.Run(cctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if _, err := conn.Client(ctx); err != nil {
+		rep.add("sudo", Skip, "not checked: "+err.Error(), "")
+		return rep
+	}
+	exec := func(cmd string) (string, string, int, error) {
+		out, errOut, code, err := conn.Exec(ctx, cmd)
+		return strings.TrimSpace(string(out)), strings.TrimSpace(string(errOut)), code, err
+	}
+	unit := r.Unit
+
+	uid, _, _, err := exec("id -u")
+	switch {
+	case err != nil:
+		rep.add("sudo", Fail, "id -u: "+err.Error(), "")
+	case uid == "0":
+		rep.add("sudo", OK, "root: actions need no sudo", "")
+	default:
+		_, serr, code, err := exec("sudo -n true")
+		switch {
+		case err == nil && code == 0:
+			rep.add("sudo", OK, fmt.Sprintf("%s has passwordless sudo: actions go through sudo -n", r.SSH.User), "")
+		case strings.Contains(serr, "password is required"):
+			rep.add("sudo", Warn, fmt.Sprintf("sudo on %s needs a password: actions (mode, redeploy, restart, reset-failed) will need sudo", r.Name),
+				"allow NOPASSWD for systemctl and the kernel directory, or connect as root")
+		default:
+			rep.add("sudo", Warn, fmt.Sprintf("%s may not use sudo: actions (mode, redeploy, restart, reset-failed) will need sudo", r.SSH.User),
+				"add a NOPASSWD sudoers rule for this user, or connect as root; watching works without it")
+		}
+	}
+
+	// Which way unit state can be read: the first state event says.
+	path, perr := unitPath(ctx, conn, r.Name, unit)
+	switch {
+	case perr != nil:
+		rep.add("systemd", Fail, "cannot read unit state: "+perr.Error(), "check that systemd runs on the host and the user may use D-Bus or systemctl")
+	case path == systemd.PathDBus:
+		rep.add("systemd", OK, "unit state over D-Bus (stream-local forwarding)", "")
+	case path == systemd.PathStdioBridge:
+		rep.add("systemd", Warn, "unit state over systemd-stdio-bridge (stream-local forwarding refused)", "set AllowStreamLocalForwarding yes in sshd_config for the direct path")
+	default:
+		rep.add("systemd", Warn, "unit state by polling systemctl show (no D-Bus path)", "allow stream-local forwarding or systemd-stdio-bridge for instant state changes")
+	}
+
+	groups, _, _, _ := exec("id -Gn")
+	journalGroup := uid == "0" || hasAnyField(groups, "systemd-journal", "adm", "wheel")
+	out, serr, code, err := exec("journalctl -q -u " + sshx.ShellQuote(unit) + " -n 1 -o json --no-pager")
+	switch {
+	case err != nil:
+		rep.add("journald", Fail, err.Error(), "")
+	case !journalGroup:
+		// journalctl succeeds but shows only the user's own messages: the
+		// service's lines are not among them.
+		rep.add("journald", Fail, fmt.Sprintf("%s is not in systemd-journal or adm: it cannot read %s's lines", r.SSH.User, unit),
+			fmt.Sprintf("usermod -aG systemd-journal %s on the host", r.SSH.User))
+	case code != 0 || strings.Contains(serr, "insufficient permissions") || strings.Contains(serr, "No journal files"):
+		rep.add("journald", Fail, fmt.Sprintf("journalctl -u %s: %s", unit, firstLine(serr)), "add the user to the systemd-journal group (or adm)")
+	case out == "":
+		rep.add("journald", OK, fmt.Sprintf("readable; no entries for %s yet", unit), "")
+	default:
+		rep.add("journald", OK, fmt.Sprintf("journalctl -u %s readable", unit), "")
+	}
+
+	out, _, _, err = exec("systemctl show " + sshx.ShellQuote(unit) + " -p LoadState -p ActiveState -p SubState --value")
+	if err != nil {
+		rep.add("unit", Fail, err.Error(), "")
+	} else {
+		f := strings.Fields(out)
+		switch {
+		case len(f) < 3:
+			rep.add("unit", Fail, fmt.Sprintf("unexpected answer from systemctl show: %q", out), "")
+		case f[0] != "loaded":
+			rep.add("unit", Fail, fmt.Sprintf("%s is %s", unit, f[0]), fmt.Sprintf("install %s on the host, or set unit: in the config / -u", unit))
+		default:
+			rep.add("unit", OK, fmt.Sprintf("%s loaded, %s/%s", unit, f[1], f[2]), "")
+		}
+	}
+
+	out, serr, code, err = exec("nvidia-smi -L")
+	switch {
+	case err != nil:
+		rep.add("nvidia-smi", Fail, err.Error(), "")
+	case code == 127:
+		rep.add("nvidia-smi", Warn, "not found on PATH: no GPU panel", "install the NVIDIA driver utilities, or put nvidia-smi on the login PATH")
+	case code != 0:
+		rep.add("nvidia-smi", Warn, fmt.Sprintf("exit %d: %s", code, firstLine(serr)), "")
+	default:
+		n := len(strings.Split(out, "\n"))
+		rep.add("nvidia-smi", OK, strconv.Itoa(n)+" GPUs", "")
+	}
+	return rep
+}
+
+// unitPath starts a unit watch and reports the path of its first event.
+func unitPath(ctx context.Context, conn *sshx.Conn, host, unit string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var path string
+	err := systemd.Watch(ctx, conn, systemd.WatchOptions{Host: host, Unit: unit}, func(ev event.Event) bool {
+		if ev.Unit != nil {
+			path = ev.Unit.Path
+		}
+		return false // one event is enough
+	})
+	if path != "" {
+		return path, nil
+	}
+	if err == nil {
+		err = errors.New("no state read")
+	}
+	return "", err
+}
+
+// classifyDialError turns a failed dial into the checks a person needs.
+func classifyDialError(rep *Report, r live.Options, err error) {
+	var unknown *sshx.UnknownHostError
+	var changed *sshx.HostKeyChangedError
+	var revoked *sshx.RevokedHostKeyError
+	var cert *sshx.HostCertError
+	var auth *sshx.AuthError
+	switch {
+	case errors.As(err, &unknown):
+		rep.add("reachable", OK, "sshd answered", "")
+		what := fmt.Sprintf("not in known_hosts: %s %s", unknown.KeyType, unknown.Fingerprint)
+		if unknown.CertCA != "" {
+			// A certificate from a CA known_hosts trusts only for other
+			// names: the operator needs to see which CA and where.
+			what += fmt.Sprintf(" (a certificate signed by CA %s", unknown.CertCA)
+			if len(unknown.CertCAAt) > 0 {
+				what += ", trusted for other names at " + strings.Join(unknown.CertCAAt, ", ")
+			}
+			what += ")"
+		}
+		rep.add("host key", Fail, what,
+			fmt.Sprintf("check the fingerprint, then: bringup doctor --trust %s (or StrictHostKeyChecking accept-new)", r.Name))
+	case errors.As(err, &cert):
+		rep.add("reachable", OK, "sshd answered", "")
+		rep.add("host key", Fail, err.Error(), "")
+	case errors.As(err, &changed):
+		rep.add("reachable", OK, "sshd answered", "")
+		var old []string
+		for _, k := range changed.Old {
+			old = append(old, fmt.Sprintf("%s %s (%s:%d)", k.KeyType, k.Fingerprint, k.File, k.Line))
+		}
+		rep.add("host key", Fail, fmt.Sprintf("CHANGED: now %s %s, known_hosts has %s", changed.NewKeyType, changed.NewFingerprint, strings.Join(old, ", ")),
+			"someone may be intercepting the connection, or the host was reinstalled: confirm out of band, then remove the old line")
+	case errors.As(err, &revoked):
+		rep.add("reachable", OK, "sshd answered", "")
+		what := "the host's key is @revoked in "
+		if revoked.CA {
+			what = "the host's certificate is signed by a CA that is @revoked in "
+		}
+		rep.add("host key", Fail, what+fmt.Sprintf("%s:%d", revoked.File, revoked.Line), "")
+	case errors.As(err, &auth):
+		rep.add("reachable", OK, "sshd answered", "")
+		rep.add("host key", OK, "matches known_hosts", "")
+		rep.add("auth", Fail, err.Error(), fmt.Sprintf("add your public key to ~%s/.ssh/authorized_keys on the host, or load the right key into ssh-agent", r.SSH.User))
+	default:
+		rep.add("reachable", Fail, err.Error(), "check the address, the network path (ProxyJump) and that sshd runs")
+	}
+}
+
+// hasAnyField reports whether the space-separated list has any of want.
+func hasAnyField(list string, want ...string) bool {
+	for _, f := range strings.Fields(list) {
+		for _, w := range want {
+			if f == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

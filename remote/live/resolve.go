@@ -1,0 +1,85 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/probe"
+	"bringup/remote/sshx"
+)
+
+// Target is one configured host before it is resolved: the ssh_config
+// name (or address) to dial, what the config overrides, and what to follow.
+type Target struct {
+	Name string // as the user wrote it
+	// Host is the ssh_config Host to look up; HostName, User and Port,
+	// when set, override what ssh_config says.
+	Host, HostName, User string
+	Port                 int
+	Unit, Engine         string
+	Probe                probe.Options
+}
+
+// Resolve turns each target into the Options of a host ready to dial:
+// ssh_config applied (from sshConfig, "" for ~/.ssh/config) and the keys
+// it authenticates with loaded now, asking for passphrases through ask,
+// before any TUI takes the screen. The returned func releases the keys.
+func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(file string) ([]byte, error)) ([]Options, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	out := make([]Options, 0, len(targets))
+	for _, t := range targets {
+		sc, err := ResolveSSH(ctx, t, sshConfig)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Passphrase: ask}
+		signers, closeSigners, err := sshx.LoadSigners(sc, dial)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
+		}
+		closers = append(closers, closeSigners)
+		dial.Signers = signers
+		out = append(out, Options{Name: t.Name, SSH: sc, Dial: dial, Unit: t.Unit, Engine: t.Engine, Probe: t.Probe,
+			Tail: 2000, FromStart: 2 * time.Hour})
+	}
+	return out, closeAll, nil
+}
+
+// ResolveSSH is t's connection configuration: ssh_config's answer for
+// t.Host with the target's own overrides applied.
+func ResolveSSH(ctx context.Context, t Target, sshConfig string) (sshx.Config, error) {
+	sc, err := sshx.Resolve(ctx, t.Host, sshx.ResolveOptions{ConfigFile: sshConfig})
+	if err != nil {
+		return sshx.Config{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if t.HostName != "" {
+		sc.HostName = t.HostName
+	}
+	if t.User != "" {
+		sc.User = t.User
+	}
+	if t.Port != 0 {
+		sc.Port = t.Port
+	}
+	return sc, nil
+}
+
+// Specs are the fleet's host specs over hosts, each with the fleet's
+// kernel catalog.
+func Specs(hosts []Options, opts remote.Options) []remote.HostSpec {
+	specs := make([]remote.HostSpec, len(hosts))
+	for i, o := range hosts {
+		o.Kernels = opts.Kernels
+		specs[i] = remote.HostSpec{Driver: New(o), Unit: o.Unit, Engine: o.Engine}
+	}
+	return specs
+}
