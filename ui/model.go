@@ -912,20 +912,29 @@ func (m *Model) startupNote(hosts []string) string {
 // preflight checks a restart of each of hosts: the first refusal, and the
 // hosts refused for the same kernel.
 func (m *Model) preflight(hosts []string) (*remote.PreflightError, []string) {
-	var first *remote.PreflightError
+	refusals := remote.PreflightAll(m.statesOf(hosts), m.opts.Kernels, nil)
+	if len(refusals) == 0 {
+		return nil, nil
+	}
+	first := refusals[0]
 	var refused []string
-	for _, h := range hosts {
-		hs := m.hostState(h)
-		pe := remote.Preflight(*hs, m.opts.Kernels, kernels.EngineAuto)
-		switch {
-		case pe == nil:
-		case first == nil:
-			first, refused = pe, []string{h}
-		case pe.Kernel == first.Kernel:
-			refused = append(refused, h)
+	for _, pe := range refusals {
+		if pe.Kernel == first.Kernel {
+			refused = append(refused, pe.Host)
 		}
 	}
 	return first, refused
+}
+
+// statesOf is the latest state of each of hosts the console knows.
+func (m *Model) statesOf(hosts []string) []remote.HostState {
+	out := make([]remote.HostState, 0, len(hosts))
+	for _, h := range hosts {
+		if hs := m.hostState(h); hs != nil {
+			out = append(out, *hs)
+		}
+	}
+	return out
 }
 
 // doOn issues a on each of hosts.

@@ -7,53 +7,33 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/rollout"
 )
 
-// rolloutRun is the rollout the console drives: the state machine, and
-// the batches that arrived while its steps were being issued, held back
-// so that it never sees an action's outcome before its id.
+// rolloutRun is the rollout the console drives: the state machine, its
+// driver (the loop `bringup rollout` runs too) and the lane under the
+// cursor.
 type rolloutRun struct {
-	r       *rollout.Rollout
-	issuing int            // step commands not answered yet
-	held    []remote.Batch // batches to observe once they are
-	cursor  int            // the lane under the cursor
+	r      *rollout.Rollout
+	d      *rollout.Driver
+	cursor int
 }
 
-// rolloutIssued is the answer of the Do calls for a rollout's steps.
+// rolloutIssued is the door's answer to a rollout's steps.
 type rolloutIssued struct {
-	r     *rollout.Rollout
-	steps []issuedStep
+	d   *rollout.Driver
+	res []rollout.Issued
 }
 
-type issuedStep struct {
-	step rollout.Step
-	id   int
-	err  error
-}
-
-// issueSteps issues a rollout's steps in order, in one command (a host's
-// actions must reach the fleet in order).
-func issueSteps(src Source, r *rollout.Rollout, steps []rollout.Step) tea.Cmd {
-	return func() tea.Msg {
-		out := rolloutIssued{r: r}
-		for _, s := range steps {
-			id, err := src.Do(s.Host, s.Action)
-			out.steps = append(out.steps, issuedStep{step: s, id: id, err: err})
-		}
-		return out
-	}
-}
-
-// issue hands steps to a command, counting it as outstanding.
+// issue hands steps to the door in one command (a host's actions must
+// reach the fleet in order); the driver counts them as outstanding.
 func (m *Model) issue(steps []rollout.Step) tea.Cmd {
 	if len(steps) == 0 || m.ro == nil {
 		return nil
 	}
-	m.ro.issuing++
-	return issueSteps(m.src, m.ro.r, steps)
+	src, d := m.src, m.ro.d
+	return func() tea.Msg { return rolloutIssued{d: d, res: rollout.DoSteps(src.Do, steps)} }
 }
 
 // rolloutHosts are the hosts R acts on: the marked ones, else all, in
@@ -139,23 +119,8 @@ func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
 // rule as it will start: in p's mode when p changes it, else in the mode
 // on disk.
 func (m *Model) rolloutPreflight(p rollout.Plan) *remote.PreflightError {
-	for _, name := range p.Hosts {
-		hs := m.hostState(name)
-		if hs == nil {
-			continue
-		}
-		h := *hs
-		if p.Mode != nil {
-			if k, ok := m.opts.Kernels.Kernel(p.Mode.Kernel); ok {
-				env, err := kernels.DropInEnv(k, p.Mode.Mode, hs.UnitState.Environment)
-				if err == nil {
-					h.UnitState.Environment = append(append([]string(nil), hs.UnitState.Environment...), env...)
-				}
-			}
-		}
-		if pe := remote.Preflight(h, m.opts.Kernels, kernels.EngineAuto); pe != nil {
-			return pe
-		}
+	if refused := remote.PreflightAll(m.statesOf(p.Hosts), m.opts.Kernels, p.Changes()); len(refused) > 0 {
+		return refused[0]
 	}
 	return nil
 }
@@ -174,50 +139,42 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}
-	m.ro = &rolloutRun{r: r}
+	m.ro = &rolloutRun{r: r, d: rollout.NewDriver(r)}
 	m.showView(focusRollout)
-	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(r.Start(m.hosts)))
+	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(m.ro.d.Start(m.hosts)))
 }
 
-// rolloutIssuedMsg feeds the ids of issued steps back, then the batches
-// held while they were out.
+// rolloutIssuedMsg feeds the door's answer back to the driver, which then
+// observes the batches it held meanwhile.
 func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
-	if m.ro == nil || m.ro.r != msg.r {
+	if m.ro == nil || m.ro.d != msg.d {
 		return nil // a rollout since replaced
 	}
 	cmds := []tea.Cmd{}
-	for _, s := range msg.steps {
-		m.ro.r.Issued(s.step, s.id, s.err)
-		cmds = append(cmds, m.issued(actionIssued{host: s.step.Host, action: s.step.Action, id: s.id, err: s.err}))
+	for _, s := range msg.res {
+		cmds = append(cmds, m.issued(actionIssued{host: s.Step.Host, action: s.Step.Action, id: s.ID, err: s.Err}))
 	}
-	m.ro.issuing = max(0, m.ro.issuing-1)
-	if m.ro.issuing == 0 {
-		held := m.ro.held
-		m.ro.held = nil
-		for _, b := range held {
-			cmds = append(cmds, m.observe(b))
-		}
-	}
-	return tea.Batch(cmds...)
+	before := m.ro.r.State().Status
+	steps := m.ro.d.Answer(msg.res)
+	return tea.Batch(append(cmds, m.statusChange(before), m.issue(steps))...)
 }
 
-// observe hands a batch to the running rollout, holding it while steps
-// are being issued.
+// observe hands a batch to the running rollout's driver.
 func (m *Model) observe(b remote.Batch) tea.Cmd {
 	if m.ro == nil || m.ro.r.Settled() {
 		return nil
 	}
-	if m.ro.issuing > 0 {
-		m.ro.held = append(m.ro.held, b)
-		return nil
-	}
 	before := m.ro.r.State().Status
-	steps := m.ro.r.Observe(b)
-	var cmd tea.Cmd
+	steps := m.ro.d.Observe(b)
+	return tea.Batch(m.statusChange(before), m.issue(steps))
+}
+
+// statusChange reports the rollout's state when it is no longer before.
+func (m *Model) statusChange(before rollout.Status) tea.Cmd {
 	if st := m.ro.r.State(); st.Status != before {
-		cmd = m.rolloutStatus(st)
+		return m.rolloutStatus(st)
 	}
-	return tea.Batch(cmd, m.issue(steps))
+	return nil
 }
 
 // rolloutStatus reports the rollout's end in the status line; a halt puts
@@ -287,7 +244,7 @@ func (m *Model) rollback(host string) tea.Cmd {
 	if m.ro == nil {
 		return nil
 	}
-	steps, err := m.ro.r.Rollback(host)
+	steps, err := m.ro.d.Rollback(host)
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}

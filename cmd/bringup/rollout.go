@@ -171,11 +171,7 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 	refused := func(why string) int {
 		return rep.summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
 	}
-	var actions []remote.Action
-	if m := plan.Mode; m != nil {
-		actions = append(actions, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
-	}
-	if pre := remote.PreflightAll(snap, fleet.Kernels(), actions); len(pre) > 0 {
+	if pre := remote.PreflightAll(snap, fleet.Kernels(), plan.Changes()); len(pre) > 0 {
 		explainPreflight(e.stdout, pre, len(plan.Hosts))
 		if !overridePreflight(e, "rollout", o.force, in, len(plan.Hosts)) {
 			return refused("refused by the capture-safety preflight on " + pre[0].Host)

@@ -62,6 +62,15 @@ type Plan struct {
 	Now func() time.Time `json:"-"`
 }
 
+// Changes are the mode changes the plan makes before each restart, as
+// actions: what the preflight applies to see each host as it will start.
+func (p Plan) Changes() []remote.Action {
+	if p.Mode == nil {
+		return nil
+	}
+	return []remote.Action{{Kind: remote.ActSetMode, Kernel: p.Mode.Kernel, Mode: p.Mode.Mode}}
+}
+
 // String says what the plan will do, for the confirmation prompt, e.g.
 // "set kdtree-verify=on, then restart, on gpu1, gpu2, gpu3 one at a time,
 // waiting for serving".
