@@ -13,10 +13,9 @@ import (
 
 	"golang.org/x/term"
 
+	"bringup/cmd/bringup/output"
 	"bringup/kernels"
 	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
 )
 
 // The changing commands: each names its hosts, says exactly what will
@@ -202,7 +201,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	if o.restart {
 		refused := remote.PreflightAll(inOrder(s.hosts, states), s.fleet.Kernels(), actions)
 		if len(refused) > 0 {
-			explainPreflight(e.stderr, refused, len(s.hosts))
+			output.Preflight(e.stderr, refused, len(s.hosts))
 			if !overridePreflight(e, c.name, o.force, in, len(s.hosts)) {
 				return exitUsage
 			}
@@ -213,7 +212,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 			}
 		}
 	}
-	printPlan(e.stdout, s.hosts, states, actions)
+	output.Plan(e.stdout, s.hosts, states, actions)
 	if !*yes {
 		if in == nil {
 			return fail("refused: no terminal to ask for confirmation; pass --yes to go ahead")
@@ -223,7 +222,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 			return exitUsage
 		}
 	}
-	done := fl.Apply(ctx, s.hosts, states, actions, actionPrinter{e.stdout})
+	done := fl.Apply(ctx, s.hosts, states, actions, output.Actions{W: e.stdout})
 	return appliedOutcome(e.stdout, done, ctx.Err())
 }
 
@@ -304,18 +303,6 @@ func splitArgs(c actionCmd, cat kernels.Catalog, args []string, isHost func(stri
 	return names, extra
 }
 
-// explainPreflight says why the restart was refused and what to do.
-func explainPreflight(w io.Writer, refused []*remote.PreflightError, hosts int) {
-	for _, pe := range refused {
-		fmt.Fprintf(w, "%s: refused by the capture-safety preflight: %s\n", pe.Host, pe.Reason)
-		if len(pe.SafeModes) > 0 {
-			fmt.Fprintf(w, "  capture-safe modes of %s: %s — e.g. `bringup mode %s %s=%s --restart`\n",
-				pe.Kernel, strings.Join(pe.SafeModes, ", "), pe.Host, pe.Kernel, pe.SafeModes[0])
-		}
-	}
-	fmt.Fprintf(w, "To go on anyway (it will fail at graph capture), confirm by typing the number of hosts (%d), or pass --force --yes.\n", hosts)
-}
-
 // overridePreflight asks for (or takes from --force) the confirmation to
 // restart against the preflight.
 func overridePreflight(e env, name string, force bool, in io.Reader, hosts int) bool {
@@ -347,55 +334,6 @@ func confirm(in io.Reader, w io.Writer, q string) bool {
 	return false
 }
 
-// printPlan says, host by host, exactly what will change.
-func printPlan(w io.Writer, hosts []string, states map[string]remote.HostState, actions []remote.Action) {
-	fmt.Fprintf(w, "This will change %d host(s):\n", len(hosts))
-	for _, name := range hosts {
-		unit := states[name].Unit
-		effects := make([]string, len(actions))
-		for i, a := range actions {
-			effects[i] = a.Effect(unit)
-			if a.Kind == remote.ActRestart && a.Force {
-				effects[i] += " AGAINST THE PREFLIGHT"
-			}
-		}
-		fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(effects, "; then "))
-	}
-}
-
-func diagSuffix(d *startup.Diagnosis) string {
-	if d == nil {
-		return ""
-	}
-	s := fmt.Sprintf(": %s [%s]", d.Summary, d.Cause)
-	if d.KernelMode != "" {
-		s += " under " + d.KernelMode
-	}
-	return s
-}
-
-// actionPrinter prints how the actions go, a line each.
-type actionPrinter struct{ w io.Writer }
-
-func (p actionPrinter) Refused(host string, a remote.Action, err error) {
-	fmt.Fprintf(p.w, "%s %-8s %s: refused: %v\n", stamp(), host, a, err)
-}
-
-func (p actionPrinter) Action(ev event.Event) { printAction(p.w, ev) }
-
-func (p actionPrinter) Change(c remote.HostChange, started time.Time) {
-	printChange(p.w, c, started, false)
-}
-
-func (p actionPrinter) Ended(h remote.HostState) {
-	st := h.Startup
-	if st.Phase == startup.Serving {
-		fmt.Fprintf(p.w, "%s %-8s serving (invocation %.8s)\n", st.PhaseSince.Format(timeLayout), h.Name, st.InvocationID)
-		return
-	}
-	fmt.Fprintf(p.w, "%s %-8s failed (invocation %.8s)%s\n", st.PhaseSince.Format(timeLayout), h.Name, st.InvocationID, diagSuffix(st.Diag))
-}
-
 // appliedOutcome prints the summary and returns the exit code.
 func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
 	var failed []string
@@ -404,7 +342,7 @@ func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
 		switch {
 		case !a.Finished:
 			timedOut = true
-			fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", stamp(), a.Host, ctxErr, a.Phase)
+			fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", output.Stamp(), a.Host, ctxErr, a.Phase)
 		case a.Failed:
 			failed = append(failed, a.Host)
 		}
@@ -419,21 +357,3 @@ func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
 	fmt.Fprintf(w, "done on %d host(s)\n", len(done))
 	return exitServing
 }
-
-// printAction prints one action outcome (its text was sanitised where it
-// entered the fleet).
-func printAction(w io.Writer, ev event.Event) {
-	a := ev.Action
-	line := fmt.Sprintf("%s %-8s %s: %s", ev.Time.Format(timeLayout), ev.Host, a.Name, a.Stage)
-	switch {
-	case a.Err != "":
-		line += ": " + a.Err
-	case a.Detail != "" && a.Percent > 0 && a.Percent < 100:
-		line += fmt.Sprintf(" %d%%: %s", a.Percent, a.Detail)
-	case a.Detail != "":
-		line += ": " + a.Detail
-	}
-	fmt.Fprintln(w, line)
-}
-
-func stamp() string { return time.Now().Format(timeLayout) }

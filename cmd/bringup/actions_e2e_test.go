@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/kernels"
 	"bringup/kernels/deploy"
 	"bringup/remote/testbed"
@@ -98,7 +99,7 @@ func (w *actWorld) seedStory(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("watch gpu1: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	var fail *watchLine
+	var fail *output.WatchLine
 	if l, ok := readWatch(t, out).failed["gpu1"]; ok {
 		fail = &l
 	}
@@ -191,7 +192,7 @@ func (w *actWorld) redeploy(t *testing.T) {
 		if code != exitServing {
 			t.Fatalf("status gpu1: exit %d\n%s%s", code, out, errOut)
 		}
-		var doc struct{ Hosts []statusHost }
+		var doc struct{ Hosts []output.StatusHost }
 		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Hosts) != 1 {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/startup/corpus"
 	"bringup/remote/testbed"
 )
@@ -67,7 +68,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 		batch := sample[start:min(start+hosts, len(sample))]
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		names := make([]string, len(batch))
-		want := map[string]explainSummary{}
+		want := map[string]output.ExplainSummary{}
 		for i, l := range batch {
 			host := fmt.Sprintf("gpu%d", i+1)
 			names[i] = host
@@ -77,7 +78,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 			}
 			code, out, errOut := w.bringup(ctx, "explain", "--json", file)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			var sum explainSummary
+			var sum output.ExplainSummary
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" {
 				t.Fatalf("%s: explain exit %d: no summary line (%v)\n%s%s", l.Name, code, err, out, errOut)
 			}
@@ -119,7 +120,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 					}
 					code, out, errOut := w.bringup(ctx, "explain", "--json", file)
 					lines := strings.Split(strings.TrimSpace(out), "\n")
-					var sum explainSummary
+					var sum output.ExplainSummary
 					if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != explainFailed || sum.Diag == nil {
 						t.Errorf("%s: explain of journalctl -o %s: exit %d (%v)\n%s", l.Name, format, code, err, errOut)
 						continue

@@ -3,24 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/doctor"
 	"bringup/remote/live"
 	"bringup/remote/sshx"
 )
-
-// printReport prints one host's checks, a fix under each that failed.
-func printReport(w io.Writer, r *doctor.Report) {
-	fmt.Fprintf(w, "%s (%s)\n", r.Host, r.Target)
-	for _, c := range r.Checks {
-		fmt.Fprintf(w, "  %s %-11s %s\n", c.Status.Mark(), c.Name, c.Detail)
-		if c.Fix != "" {
-			fmt.Fprintf(w, "    %-11s fix: %s\n", "", c.Fix)
-		}
-	}
-}
 
 func runDoctor(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]")
@@ -66,7 +55,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		hctx, cancel := context.WithTimeout(ctx, *timeout)
 		rep := doctor.Host(hctx, r)
 		cancel()
-		printReport(e.stdout, rep)
+		output.Doctor(e.stdout, rep)
 		if rep.Failed() {
 			code = 1
 		}

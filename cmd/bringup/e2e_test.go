@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/testbed"
 )
 
@@ -110,7 +111,7 @@ func TestCommandsOnTestbed(t *testing.T) {
 		}
 		story := readWatch(t, out.String())
 		phases := story.phases
-		var fail *watchLine
+		var fail *output.WatchLine
 		if l, ok := story.failed["gpu3"]; ok {
 			fail = &l
 		}
@@ -141,11 +142,11 @@ func TestCommandsOnTestbed(t *testing.T) {
 		if code != exitFailed {
 			t.Fatalf("status exit %d, want %d\n%s%s", code, exitFailed, out.String(), errOut.String())
 		}
-		var doc struct{ Hosts []statusHost }
+		var doc struct{ Hosts []output.StatusHost }
 		if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
 			t.Fatalf("status --json: %v\n%s", err, out.String())
 		}
-		got := map[string]statusHost{}
+		got := map[string]output.StatusHost{}
 		for _, h := range doc.Hosts {
 			got[h.Host] = h
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/startup/corpus"
 )
 
@@ -60,12 +61,12 @@ func TestExplainCorpusLogs(t *testing.T) {
 		// The same text on standard input, as JSON.
 		code, out, _ = runExplainArgs(t, l.Body, "--json", "-")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var sum explainSummary
+		var sum output.ExplainSummary
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" || code != tt.code {
 			t.Errorf("%s --json -: exit %d, summary %q (%v)", tt.name, code, lines[len(lines)-1], err)
 		}
 		for _, l := range lines[:len(lines)-1] {
-			var w watchLine
+			var w output.WatchLine
 			if err := json.Unmarshal([]byte(l), &w); err != nil || w.Host != "log" || w.Kind == "" {
 				t.Errorf("%s: line %q is not in watch's shape (%v)", tt.name, l, err)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote"
-	"bringup/remote/event"
 	"bringup/remote/rollout"
-	"bringup/remote/startup"
 )
 
 // exitAborted is `bringup rollout`'s exit code when the person stopped it
@@ -151,7 +149,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 // (the plan, prompts, the outcome) goes to stderr.
 func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
 	fleet := fl.Fleet()
-	rep := &rolloutReport{w: e.stdout, json: o.json, now: plan.Now, printed: map[string]string{}}
+	rep := output.NewRollout(e.stdout, o.json, plan.Now)
 	if o.json {
 		e.stdout = e.stderr
 	}
@@ -164,15 +162,15 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 		if ctx.Err() != nil {
 			code = exitAborted
 		}
-		return rep.summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
+		return rep.Summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
 	}
 	snap := inOrder(plan.Hosts, states)
 	fmt.Fprintf(e.stdout, "will %s\n", plan)
 	refused := func(why string) int {
-		return rep.summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
+		return rep.Summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
 	}
 	if pre := remote.PreflightAll(snap, fleet.Kernels(), plan.Changes()); len(pre) > 0 {
-		explainPreflight(e.stdout, pre, len(plan.Hosts))
+		output.Preflight(e.stdout, pre, len(plan.Hosts))
 		if !overridePreflight(e, "rollout", o.force, in, len(plan.Hosts)) {
 			return refused("refused by the capture-safety preflight on " + pre[0].Host)
 		}
@@ -199,11 +197,11 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 	hooks := rollout.Hooks{
 		Issued: func(res []rollout.Issued) {
 			for _, s := range res {
-				rep.step(s.Step, s.ID, s.Err)
+				rep.Step(s.Step, s.ID, s.Err)
 			}
 		},
-		Batch: func(b remote.Batch) { rep.actions(b.Events, d.Ours) },
-		Step:  func() { rep.lanes(r.Lanes()) },
+		Batch: func(b remote.Batch) { rep.Actions(b.Events, d.Ours) },
+		Step:  func() { rep.Lanes(r.Lanes()) },
 	}
 	steps := d.Start(snap)
 	offered := false
@@ -212,27 +210,27 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 		switch {
 		case errors.Is(err, remote.ErrFleetStopped):
 			r.Abort()
-			return rep.summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
+			return rep.Summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
 				string(rollout.Aborted), exitAborted)
 		case err != nil:
 			r.Abort()
-			rep.lanes(r.Lanes())
+			rep.Lanes(r.Lanes())
 			fmt.Fprintln(e.stdout, "aborted: hosts not reached are untouched; actions under way may still finish")
-			return rep.summary(plan, r.Lanes(), r.State(), string(rollout.Aborted), exitAborted)
+			return rep.Summary(plan, r.Lanes(), r.State(), string(rollout.Aborted), exitAborted)
 		}
 		st := r.State()
 		if st.Status != rollout.Halted || offered {
-			return rep.summary(plan, r.Lanes(), st, string(st.Status), rolloutExit(e, r))
+			return rep.Summary(plan, r.Lanes(), st, string(st.Status), rolloutExit(e, r))
 		}
 		offered = true
-		rep.halt(st, r.Lanes())
+		rep.Halt(st, r.Lanes())
 		steps = offerRollback(e, rep, d, st.Host, o, in)
 	}
 }
 
 // offerRollback rolls the failed host back when --rollback-on-failure says
 // so or the person answers yes, and returns the steps to issue.
-func offerRollback(e env, rep *rolloutReport, d *rollout.Driver, host string, o rolloutOptions, in io.Reader) []rollout.Step {
+func offerRollback(e env, rep *output.Rollout, d *rollout.Driver, host string, o rolloutOptions, in io.Reader) []rollout.Step {
 	r := d.Rollout()
 	var prev string
 	for _, l := range r.Lanes() {
@@ -248,22 +246,22 @@ func offerRollback(e env, rep *rolloutReport, d *rollout.Driver, host string, o 
 	yes := o.rollbackOnFailure
 	if !yes && in == nil {
 		fmt.Fprintf(e.stdout, "%s not rolled back (no terminal to ask on; pass --rollback-on-failure)\n", host)
-		rep.rollback(host, target, "not-asked", nil)
+		rep.Rollback(host, target, "not-asked", nil)
 		return nil
 	}
 	if !yes && !confirm(in, e.stdout, fmt.Sprintf("Roll back %s to %s? [y/N] ", host, target)) {
 		fmt.Fprintf(e.stdout, "%s not rolled back\n", host)
-		rep.rollback(host, target, "declined", nil)
+		rep.Rollback(host, target, "declined", nil)
 		return nil
 	}
 	steps, err := d.Rollback(host)
 	if err != nil {
 		fmt.Fprintf(e.stdout, "%v\n", err)
-		rep.rollback(host, target, "failed", err)
+		rep.Rollback(host, target, "failed", err)
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "rolling back %s to %s\n", host, target)
-	rep.rollback(host, target, "started", nil)
+	rep.Rollback(host, target, "started", nil)
 	return steps
 }
 
@@ -292,228 +290,4 @@ func rolloutExit(e env, r *rollout.Rollout) int {
 		return exitTimeout
 	}
 	return exitFailed
-}
-
-// rolloutReport prints the rollout's progress: lines of text, or with
-// --json one JSON object a line (see rolloutUsage), its failure in watch's
-// format.
-type rolloutReport struct {
-	w    io.Writer
-	json bool
-	now  func() time.Time // host time
-	// printed is, per host, the lane as last printed: a lane is printed
-	// again only when its stage, phase, action or error changed.
-	printed map[string]string
-	// issued are the step lines of the steps just issued, printed after
-	// the lanes whose change made the rollout issue them.
-	issued []rolloutLine
-}
-
-// rolloutLine is one line of `bringup rollout --json`: watch's line
-// (time, seen, host, kind, phase, elapsed) with the rollout's step, stage
-// or rollback.
-type rolloutLine struct {
-	watchLine
-	Stage    string `json:"stage,omitempty"`
-	Action   string `json:"action,omitempty"`
-	ID       int    `json:"id,omitempty"`
-	Outcome  string `json:"outcome,omitempty"`
-	Err      string `json:"err,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
-	To       string `json:"to,omitempty"` // the mode a rollback puts back
-}
-
-// rolloutSummary is the last line of `bringup rollout --json`.
-type rolloutSummary struct {
-	Time     string            `json:"time"`
-	Seen     string            `json:"seen"`
-	Kind     string            `json:"kind"`   // summary
-	Status   string            `json:"status"` // done, halted, aborted, refused, not-started
-	Exit     int               `json:"exit"`
-	Plan     string            `json:"plan"`
-	Host     string            `json:"host,omitempty"`  // the host it halted on
-	Cause    string            `json:"cause,omitempty"` // the halt's diagnosis
-	Err      string            `json:"err,omitempty"`
-	TimedOut bool              `json:"timed_out,omitempty"`
-	Hosts    []rolloutHostLine `json:"hosts"`
-}
-
-// rolloutHostLine is one host in the summary.
-type rolloutHostLine struct {
-	Host     string `json:"host"`
-	Stage    string `json:"stage"`
-	Phase    string `json:"phase,omitempty"`
-	PrevMode string `json:"prev_mode,omitempty"`
-	Cause    string `json:"cause,omitempty"`
-	Err      string `json:"err,omitempty"`
-}
-
-// line starts a JSON line about host at host time t.
-func (p *rolloutReport) line(t time.Time, host, kind string, phase startup.Phase) rolloutLine {
-	return rolloutLine{watchLine: watchLine{Time: t.Format(timeLayout), Seen: time.Now().Format(timeLayout),
-		Host: host, Kind: kind, Phase: string(phase)}}
-}
-
-// emit prints v as one JSON line.
-func (p *rolloutReport) emit(v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen for these types; say so rather than drop the line
-		b, _ = json.Marshal(map[string]string{"kind": "error", "err": err.Error()})
-	}
-	fmt.Fprintf(p.w, "%s\n", b)
-}
-
-// step reports an action the rollout issued, with the next lanes (JSON
-// only: the lane's line says it in text).
-func (p *rolloutReport) step(s rollout.Step, id int, err error) {
-	if !p.json {
-		return
-	}
-	l := p.line(p.now(), s.Host, "step", "")
-	l.Action, l.ID, l.Outcome = s.Action.String(), id, "issued"
-	if err != nil {
-		l.Outcome, l.Err = "refused", err.Error()
-	}
-	p.issued = append(p.issued, l)
-}
-
-// actions reports how the rollout's actions among evs ended (JSON only).
-func (p *rolloutReport) actions(evs []event.Event, ours func(id int) bool) {
-	if !p.json {
-		return
-	}
-	for _, ev := range evs {
-		a := ev.Action
-		if ev.Kind != event.KindAction || a == nil || !ours(a.ID) || (a.Stage != event.ActionDone && a.Stage != event.ActionFailed) {
-			continue
-		}
-		l := p.line(ev.Time, ev.Host, "step", "")
-		l.Seen = ev.Seen.Format(timeLayout)
-		l.Action, l.ID, l.Outcome, l.Err = a.Name, a.ID, string(a.Stage), a.Err
-		p.emit(l)
-	}
-}
-
-// lanes prints each lane whose stage, phase, action or error changed
-// since the last call, then the steps issued since.
-func (p *rolloutReport) lanes(lanes []rollout.Lane) {
-	defer func() {
-		for _, l := range p.issued {
-			p.emit(l)
-		}
-		p.issued = nil
-	}()
-	now := p.now()
-	for _, l := range lanes {
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s", l.Stage)
-		if l.Phase != "" && string(l.Phase) != string(l.Stage) {
-			fmt.Fprintf(&b, " · %s", l.Phase)
-		}
-		if l.Action != "" {
-			fmt.Fprintf(&b, " (%s)", l.Action)
-		}
-		if l.Err != "" {
-			fmt.Fprintf(&b, ": %s", l.Err)
-		}
-		text := b.String()
-		if p.printed[l.Host] == text {
-			continue
-		}
-		p.printed[l.Host] = text
-		var elapsed time.Duration
-		if !l.Since.IsZero() {
-			end := l.Until
-			if end.IsZero() {
-				end = now
-			}
-			elapsed = end.Sub(l.Since).Round(time.Second)
-			text += fmt.Sprintf(" at +%s", elapsed)
-		}
-		if !p.json {
-			fmt.Fprintf(p.w, "%s %-8s %s\n", now.Format(timeLayout), l.Host, text)
-			continue
-		}
-		j := p.line(now, l.Host, "stage", l.Phase)
-		j.Stage, j.Action, j.Err = string(l.Stage), l.Action, l.Err
-		if !l.Since.IsZero() {
-			j.Elapsed = elapsed.String()
-		}
-		if l.Stage.Final() {
-			j.Outcome = string(l.Stage)
-		}
-		p.emit(j)
-	}
-}
-
-// halt prints why the rollout halted, in watch's failure format.
-func (p *rolloutReport) halt(st rollout.State, lanes []rollout.Lane) {
-	now := p.now()
-	if st.Diag == nil {
-		if p.json {
-			l := p.line(now, st.Host, "halted", startup.Failed)
-			l.Err, l.TimedOut = st.Err, st.TimedOut
-			p.emit(l)
-			return
-		}
-		fmt.Fprintf(p.w, "%s %-8s HALTED: %s\n", now.Format(timeLayout), st.Host, st.Err)
-		return
-	}
-	var started time.Time
-	for _, l := range lanes {
-		if l.Host == st.Host && len(l.Phases) > 0 {
-			started = l.Phases[0].Start
-		}
-	}
-	c := remote.HostChange{Host: st.Host, Seen: time.Now(),
-		Change: startup.Change{Kind: startup.ChangeFail, Time: st.Diag.Time, Phase: startup.Failed, Diag: st.Diag}}
-	if c.Time.IsZero() {
-		c.Time = now
-	}
-	printChange(p.w, c, started, p.json)
-}
-
-// rollback reports what became of the rollback offered for host (JSON
-// only: the text is printed where it is decided).
-func (p *rolloutReport) rollback(host, to, outcome string, err error) {
-	if !p.json {
-		return
-	}
-	l := p.line(p.now(), host, "rollback", "")
-	l.To, l.Outcome = to, outcome
-	if err != nil {
-		l.Err = err.Error()
-	}
-	p.emit(l)
-}
-
-// summary prints the summary line (JSON only) and returns code. lanes is
-// nil when the rollout did not start: every host is untouched.
-func (p *rolloutReport) summary(plan rollout.Plan, lanes []rollout.Lane, st rollout.State, status string, code int) int {
-	if !p.json {
-		return code
-	}
-	s := rolloutSummary{Time: p.now().Format(timeLayout), Seen: time.Now().Format(timeLayout), Kind: "summary",
-		Status: status, Exit: code, Plan: plan.String(), Host: st.Host, Err: st.Err, TimedOut: st.TimedOut,
-		Hosts: []rolloutHostLine{}}
-	if lanes == nil {
-		for _, h := range plan.Hosts {
-			s.Hosts = append(s.Hosts, rolloutHostLine{Host: h, Stage: string(rollout.StageUntouched)})
-		}
-	}
-	for _, l := range lanes {
-		h := rolloutHostLine{Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), PrevMode: l.PrevMode, Err: l.Err}
-		if l.Diag != nil {
-			h.Cause = l.Diag.Cause
-		}
-		s.Hosts = append(s.Hosts, h)
-	}
-	if st.Diag != nil {
-		s.Cause = st.Diag.Cause
-		if s.Err == "" {
-			s.Err = st.Diag.Summary
-		}
-	}
-	p.emit(s)
-	return code
 }

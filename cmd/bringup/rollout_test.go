@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/testbed"
 )
 
@@ -256,12 +257,12 @@ func TestRolloutOnTestbed(t *testing.T) {
 // rolloutJSON is what the tests read from a line of `bringup rollout
 // --json`: any kind, the summary included.
 type rolloutJSON struct {
-	rolloutLine
-	Status string            `json:"status"`
-	Cause  string            `json:"cause"` // the summary's or a failure line's (it hides watchLine.Cause)
-	Exit   int               `json:"exit"`
-	Plan   string            `json:"plan"`
-	Hosts  []rolloutHostLine `json:"hosts"`
+	output.RolloutLine
+	Status string               `json:"status"`
+	Cause  string               `json:"cause"` // the summary's or a failure line's (it hides output.WatchLine.Cause)
+	Exit   int                  `json:"exit"`
+	Plan   string               `json:"plan"`
+	Hosts  []output.RolloutHost `json:"hosts"`
 }
 
 // rolloutLines runs `bringup rollout --demo --json args...` and decodes
@@ -278,7 +279,7 @@ func rolloutLines(t *testing.T, in string, args ...string) (int, []rolloutJSON, 
 		if l.Kind == "" || l.Time == "" || l.Seen == "" {
 			t.Errorf("line without kind, time or seen: %s", text)
 		}
-		if _, err := time.Parse(timeLayout, l.Time); err != nil {
+		if _, err := time.Parse(output.TimeLayout, l.Time); err != nil {
 			t.Errorf("line %s: time: %v", text, err)
 		}
 		lines = append(lines, l)
@@ -340,7 +341,7 @@ func TestRolloutDemoJSONHaltAndRollback(t *testing.T) {
 	f := lines[index(lines, func(l rolloutJSON) bool { return l.Kind == "failed" })]
 	if f.Cause != "graph-capture-host-sync" || f.Summary == "" || f.Hint == "" || len(f.Evidence) == 0 ||
 		f.FailedIn != "graph-capture" || f.Kernel != "kdtree-verify=validate" || f.Phase != "failed" {
-		t.Errorf("failure line %+v", f.watchLine)
+		t.Errorf("failure line %+v", f.WatchLine)
 	}
 	if l := lines[index(lines, stageLine("gpu1", "failed"))]; l.Outcome != "failed" || l.Elapsed == "" {
 		t.Errorf("gpu1's failed stage %+v", l)
@@ -352,7 +353,7 @@ func TestRolloutDemoJSONHaltAndRollback(t *testing.T) {
 	}
 	s := lines[len(lines)-1]
 	if s.Status != "halted" || s.Host != "gpu1" || s.Cause != "graph-capture-host-sync" || s.Err == "" || len(s.Hosts) != 2 ||
-		s.Hosts[0] != (rolloutHostLine{Host: "gpu1", Stage: "rolled-back", Phase: "serving", PrevMode: "on"}) ||
+		s.Hosts[0] != (output.RolloutHost{Host: "gpu1", Stage: "rolled-back", Phase: "serving", PrevMode: "on"}) ||
 		s.Hosts[1].Stage != "untouched" {
 		t.Errorf("summary %+v", s)
 	}

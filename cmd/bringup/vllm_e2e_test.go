@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/testbed"
 )
 
@@ -60,7 +61,7 @@ func vllmWatch(t *testing.T, w *actWorld) {
 	}
 	story := readWatch(t, out)
 	phases := story.phases
-	var fail *watchLine
+	var fail *output.WatchLine
 	if l, ok := story.failed["gpu2"]; ok {
 		fail = &l
 	}

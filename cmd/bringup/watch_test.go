@@ -10,18 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/startup"
 )
 
 // watchLines decodes watch --json output, a line each; a line that is not
 // a JSON object fails t.
-func watchLines(t *testing.T, out string) []watchLine {
+func watchLines(t *testing.T, out string) []output.WatchLine {
 	t.Helper()
-	var lines []watchLine
+	var lines []output.WatchLine
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var l watchLine
+		var l output.WatchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("watch line %q: %v", sc.Text(), err)
 		}
@@ -34,12 +35,12 @@ func watchLines(t *testing.T, out string) []watchLine {
 // and its failure.
 type watchStory struct {
 	phases map[string][]string
-	failed map[string]watchLine
+	failed map[string]output.WatchLine
 }
 
 func readWatch(t *testing.T, out string) watchStory {
 	t.Helper()
-	s := watchStory{phases: map[string][]string{}, failed: map[string]watchLine{}}
+	s := watchStory{phases: map[string][]string{}, failed: map[string]output.WatchLine{}}
 	for _, l := range watchLines(t, out) {
 		switch l.Kind {
 		case "phase":
@@ -63,7 +64,7 @@ func TestWatchDemoJSON(t *testing.T) {
 		t.Fatalf("exit code = %d, want %d (stderr %q)", code, exitFailed, errOut.String())
 	}
 	phases := map[string][]string{}
-	var failed *watchLine
+	var failed *output.WatchLine
 	for _, l := range watchLines(t, out.String()) {
 		for _, f := range []struct{ name, v string }{{"time", l.Time}, {"seen", l.Seen}, {"host", l.Host}, {"kind", l.Kind}, {"phase", l.Phase}} {
 			if f.v == "" {

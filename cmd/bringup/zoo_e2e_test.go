@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/testbed"
 )
 
@@ -66,7 +67,7 @@ func TestFailureCatalogueOnTestbed(t *testing.T) {
 		t.Fatalf("status exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
 	var st struct {
-		Hosts []statusHost `json:"hosts"`
+		Hosts []output.StatusHost `json:"hosts"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)

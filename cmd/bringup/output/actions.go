@@ -1,0 +1,91 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// Preflight says why the restart was refused and what to do.
+func Preflight(w io.Writer, refused []*remote.PreflightError, hosts int) {
+	for _, pe := range refused {
+		fmt.Fprintf(w, "%s: refused by the capture-safety preflight: %s\n", pe.Host, pe.Reason)
+		if len(pe.SafeModes) > 0 {
+			fmt.Fprintf(w, "  capture-safe modes of %s: %s — e.g. `bringup mode %s %s=%s --restart`\n",
+				pe.Kernel, strings.Join(pe.SafeModes, ", "), pe.Host, pe.Kernel, pe.SafeModes[0])
+		}
+	}
+	fmt.Fprintf(w, "To go on anyway (it will fail at graph capture), confirm by typing the number of hosts (%d), or pass --force --yes.\n", hosts)
+}
+
+// Plan says, host by host, exactly what will change.
+func Plan(w io.Writer, hosts []string, states map[string]remote.HostState, actions []remote.Action) {
+	fmt.Fprintf(w, "This will change %d host(s):\n", len(hosts))
+	for _, name := range hosts {
+		unit := states[name].Unit
+		effects := make([]string, len(actions))
+		for i, a := range actions {
+			effects[i] = a.Effect(unit)
+			if a.Kind == remote.ActRestart && a.Force {
+				effects[i] += " AGAINST THE PREFLIGHT"
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s\n", name, strings.Join(effects, "; then "))
+	}
+}
+
+func DiagSuffix(d *startup.Diagnosis) string {
+	if d == nil {
+		return ""
+	}
+	s := fmt.Sprintf(": %s [%s]", d.Summary, d.Cause)
+	if d.KernelMode != "" {
+		s += " under " + d.KernelMode
+	}
+	return s
+}
+
+// Actions prints how the actions go, a line each.
+type Actions struct{ W io.Writer }
+
+func (p Actions) Refused(host string, a remote.Action, err error) {
+	fmt.Fprintf(p.W, "%s %-8s %s: refused: %v\n", Stamp(), host, a, err)
+}
+
+func (p Actions) Action(ev event.Event) { Action(p.W, ev) }
+
+func (p Actions) Change(c remote.HostChange, started time.Time) {
+	Change(p.W, c, started, false)
+}
+
+func (p Actions) Ended(h remote.HostState) {
+	st := h.Startup
+	if st.Phase == startup.Serving {
+		fmt.Fprintf(p.W, "%s %-8s serving (invocation %.8s)\n", st.PhaseSince.Format(TimeLayout), h.Name, st.InvocationID)
+		return
+	}
+	fmt.Fprintf(p.W, "%s %-8s failed (invocation %.8s)%s\n", st.PhaseSince.Format(TimeLayout), h.Name, st.InvocationID, DiagSuffix(st.Diag))
+}
+
+// Action prints one action outcome (its text was sanitised where it
+// entered the fleet).
+func Action(w io.Writer, ev event.Event) {
+	a := ev.Action
+	line := fmt.Sprintf("%s %-8s %s: %s", ev.Time.Format(TimeLayout), ev.Host, a.Name, a.Stage)
+	switch {
+	case a.Err != "":
+		line += ": " + a.Err
+	case a.Detail != "" && a.Percent > 0 && a.Percent < 100:
+		line += fmt.Sprintf(" %d%%: %s", a.Percent, a.Detail)
+	case a.Detail != "":
+		line += ": " + a.Detail
+	}
+	fmt.Fprintln(w, line)
+}
+
+func Stamp() string { return time.Now().Format(TimeLayout) }

@@ -1,0 +1,19 @@
+package output
+
+import (
+	"fmt"
+	"io"
+
+	"bringup/remote/doctor"
+)
+
+// Doctor prints one host's checks, a fix under each that failed.
+func Doctor(w io.Writer, r *doctor.Report) {
+	fmt.Fprintf(w, "%s (%s)\n", r.Host, r.Target)
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "  %s %-11s %s\n", c.Status.Mark(), c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "    %-11s fix: %s\n", "", c.Fix)
+		}
+	}
+}

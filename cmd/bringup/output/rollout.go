@@ -1,0 +1,244 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/rollout"
+	"bringup/remote/startup"
+)
+
+// Rollout prints the rollout's progress: lines of text, or with
+// --json one JSON object a line (see rolloutUsage), its failure in watch's
+// format.
+type Rollout struct {
+	w    io.Writer
+	json bool
+	now  func() time.Time // host time
+	// printed is, per host, the lane as last printed: a lane is printed
+	// again only when its stage, phase, action or error changed.
+	printed map[string]string
+	// issued are the step lines of the steps just issued, printed after
+	// the lanes whose change made the rollout issue them.
+	issued []RolloutLine
+}
+
+// RolloutLine is one line of `bringup rollout --json`: watch's line
+// (time, seen, host, kind, phase, elapsed) with the rollout's step, stage
+// or rollback.
+type RolloutLine struct {
+	WatchLine
+	Stage    string `json:"stage,omitempty"`
+	Action   string `json:"action,omitempty"`
+	ID       int    `json:"id,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Err      string `json:"err,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	To       string `json:"to,omitempty"` // the mode a rollback puts back
+}
+
+// RolloutSummary is the last line of `bringup rollout --json`.
+type RolloutSummary struct {
+	Time     string        `json:"time"`
+	Seen     string        `json:"seen"`
+	Kind     string        `json:"kind"`   // summary
+	Status   string        `json:"status"` // done, halted, aborted, refused, not-started
+	Exit     int           `json:"exit"`
+	Plan     string        `json:"plan"`
+	Host     string        `json:"host,omitempty"`  // the host it halted on
+	Cause    string        `json:"cause,omitempty"` // the halt's diagnosis
+	Err      string        `json:"err,omitempty"`
+	TimedOut bool          `json:"timed_out,omitempty"`
+	Hosts    []RolloutHost `json:"hosts"`
+}
+
+// RolloutHost is one host in the summary.
+type RolloutHost struct {
+	Host     string `json:"host"`
+	Stage    string `json:"stage"`
+	Phase    string `json:"phase,omitempty"`
+	PrevMode string `json:"prev_mode,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+	Err      string `json:"err,omitempty"`
+}
+
+// line starts a JSON line about host at host time t.
+func (p *Rollout) line(t time.Time, host, kind string, phase startup.Phase) RolloutLine {
+	return RolloutLine{WatchLine: WatchLine{Time: t.Format(TimeLayout), Seen: time.Now().Format(TimeLayout),
+		Host: host, Kind: kind, Phase: string(phase)}}
+}
+
+// emit prints v as one JSON line.
+func (p *Rollout) emit(v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen for these types; say so rather than drop the line
+		b, _ = json.Marshal(map[string]string{"kind": "error", "err": err.Error()})
+	}
+	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+// step reports an action the rollout issued, with the next lanes (JSON
+// only: the lane's line says it in text).
+func (p *Rollout) Step(s rollout.Step, id int, err error) {
+	if !p.json {
+		return
+	}
+	l := p.line(p.now(), s.Host, "step", "")
+	l.Action, l.ID, l.Outcome = s.Action.String(), id, "issued"
+	if err != nil {
+		l.Outcome, l.Err = "refused", err.Error()
+	}
+	p.issued = append(p.issued, l)
+}
+
+// actions reports how the rollout's actions among evs ended (JSON only).
+func (p *Rollout) Actions(evs []event.Event, ours func(id int) bool) {
+	if !p.json {
+		return
+	}
+	for _, ev := range evs {
+		a := ev.Action
+		if ev.Kind != event.KindAction || a == nil || !ours(a.ID) || (a.Stage != event.ActionDone && a.Stage != event.ActionFailed) {
+			continue
+		}
+		l := p.line(ev.Time, ev.Host, "step", "")
+		l.Seen = ev.Seen.Format(TimeLayout)
+		l.Action, l.ID, l.Outcome, l.Err = a.Name, a.ID, string(a.Stage), a.Err
+		p.emit(l)
+	}
+}
+
+// lanes prints each lane whose stage, phase, action or error changed
+// since the last call, then the steps issued since.
+func (p *Rollout) Lanes(lanes []rollout.Lane) {
+	defer func() {
+		for _, l := range p.issued {
+			p.emit(l)
+		}
+		p.issued = nil
+	}()
+	now := p.now()
+	for _, l := range lanes {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s", l.Stage)
+		if l.Phase != "" && string(l.Phase) != string(l.Stage) {
+			fmt.Fprintf(&b, " · %s", l.Phase)
+		}
+		if l.Action != "" {
+			fmt.Fprintf(&b, " (%s)", l.Action)
+		}
+		if l.Err != "" {
+			fmt.Fprintf(&b, ": %s", l.Err)
+		}
+		text := b.String()
+		if p.printed[l.Host] == text {
+			continue
+		}
+		p.printed[l.Host] = text
+		var elapsed time.Duration
+		if !l.Since.IsZero() {
+			end := l.Until
+			if end.IsZero() {
+				end = now
+			}
+			elapsed = end.Sub(l.Since).Round(time.Second)
+			text += fmt.Sprintf(" at +%s", elapsed)
+		}
+		if !p.json {
+			fmt.Fprintf(p.w, "%s %-8s %s\n", now.Format(TimeLayout), l.Host, text)
+			continue
+		}
+		j := p.line(now, l.Host, "stage", l.Phase)
+		j.Stage, j.Action, j.Err = string(l.Stage), l.Action, l.Err
+		if !l.Since.IsZero() {
+			j.Elapsed = elapsed.String()
+		}
+		if l.Stage.Final() {
+			j.Outcome = string(l.Stage)
+		}
+		p.emit(j)
+	}
+}
+
+// halt prints why the rollout halted, in watch's failure format.
+func (p *Rollout) Halt(st rollout.State, lanes []rollout.Lane) {
+	now := p.now()
+	if st.Diag == nil {
+		if p.json {
+			l := p.line(now, st.Host, "halted", startup.Failed)
+			l.Err, l.TimedOut = st.Err, st.TimedOut
+			p.emit(l)
+			return
+		}
+		fmt.Fprintf(p.w, "%s %-8s HALTED: %s\n", now.Format(TimeLayout), st.Host, st.Err)
+		return
+	}
+	var started time.Time
+	for _, l := range lanes {
+		if l.Host == st.Host && len(l.Phases) > 0 {
+			started = l.Phases[0].Start
+		}
+	}
+	c := remote.HostChange{Host: st.Host, Seen: time.Now(),
+		Change: startup.Change{Kind: startup.ChangeFail, Time: st.Diag.Time, Phase: startup.Failed, Diag: st.Diag}}
+	if c.Time.IsZero() {
+		c.Time = now
+	}
+	Change(p.w, c, started, p.json)
+}
+
+// rollback reports what became of the rollback offered for host (JSON
+// only: the text is printed where it is decided).
+func (p *Rollout) Rollback(host, to, outcome string, err error) {
+	if !p.json {
+		return
+	}
+	l := p.line(p.now(), host, "rollback", "")
+	l.To, l.Outcome = to, outcome
+	if err != nil {
+		l.Err = err.Error()
+	}
+	p.emit(l)
+}
+
+// summary prints the summary line (JSON only) and returns code. lanes is
+// nil when the rollout did not start: every host is untouched.
+func (p *Rollout) Summary(plan rollout.Plan, lanes []rollout.Lane, st rollout.State, status string, code int) int {
+	if !p.json {
+		return code
+	}
+	s := RolloutSummary{Time: p.now().Format(TimeLayout), Seen: time.Now().Format(TimeLayout), Kind: "summary",
+		Status: status, Exit: code, Plan: plan.String(), Host: st.Host, Err: st.Err, TimedOut: st.TimedOut,
+		Hosts: []RolloutHost{}}
+	if lanes == nil {
+		for _, h := range plan.Hosts {
+			s.Hosts = append(s.Hosts, RolloutHost{Host: h, Stage: string(rollout.StageUntouched)})
+		}
+	}
+	for _, l := range lanes {
+		h := RolloutHost{Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), PrevMode: l.PrevMode, Err: l.Err}
+		if l.Diag != nil {
+			h.Cause = l.Diag.Cause
+		}
+		s.Hosts = append(s.Hosts, h)
+	}
+	if st.Diag != nil {
+		s.Cause = st.Diag.Cause
+		if s.Err == "" {
+			s.Err = st.Diag.Summary
+		}
+	}
+	p.emit(s)
+	return code
+}
+
+// NewRollout prints a rollout's progress to w, as JSON lines when asJSON;
+// now is the hosts' clock.
+func NewRollout(w io.Writer, asJSON bool, now func() time.Time) *Rollout {
+	return &Rollout{w: w, json: asJSON, now: now, printed: map[string]string{}}
+}

@@ -1,0 +1,109 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// StatusHost is one host in `bringup status --json`.
+type StatusHost struct {
+	Host       string             `json:"host"`
+	Conn       string             `json:"conn"`
+	ConnErr    string             `json:"conn_error,omitempty"`
+	Unit       string             `json:"unit"`
+	State      string             `json:"state"` // ActiveState/SubState
+	Phase      string             `json:"phase"`
+	Since      string             `json:"since,omitempty"` // host time the phase began
+	Progress   string             `json:"progress,omitempty"`
+	Modes      map[string]string  `json:"modes,omitempty"`
+	Probe      *event.Probe       `json:"probe,omitempty"`
+	Diagnosis  *startup.Diagnosis `json:"diagnosis,omitempty"`
+	Restarts   int                `json:"restarts"`
+	StatusPath string             `json:"state_path,omitempty"` // how unit state was read
+	// KernelHashes is, per kernel, the content hash the running service
+	// loaded: compare with the local build's (deploy.DirHash) for drift.
+	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
+}
+
+func StatusOf(h remote.HostState) StatusHost {
+	s := StatusHost{
+		Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
+		Phase: string(h.Startup.Phase), Diagnosis: h.Startup.Diag, Restarts: h.Startup.Restarts,
+		StatusPath: h.UnitState.Path, KernelHashes: h.KernelHashes,
+	}
+	if h.UnitState.ActiveState != "" {
+		s.State = h.UnitState.ActiveState + "/" + h.UnitState.SubState
+	}
+	if !h.Startup.PhaseSince.IsZero() {
+		s.Since = h.Startup.PhaseSince.Format(TimeLayout)
+	}
+	if p := h.Startup.Progress; p.Known() {
+		s.Progress = fmt.Sprintf("%d/%d %s", p.Done, p.Total, p.Label)
+	}
+	if len(h.Modes) > 0 {
+		s.Modes = map[string]string{}
+		for _, m := range h.Modes {
+			s.Modes[m.Kernel] = m.Mode
+		}
+	}
+	if h.Probe.Path != "" {
+		p := h.Probe
+		s.Probe = &p
+	}
+	return s
+}
+
+func StatusJSON(w io.Writer, hosts []remote.HostState) {
+	out := struct {
+		Hosts []StatusHost `json:"hosts"`
+	}{Hosts: []StatusHost{}}
+	for _, h := range hosts {
+		out.Hosts = append(out.Hosts, StatusOf(h))
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func StatusTable(w io.Writer, hosts []remote.HostState) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tCONN\tUNIT STATE\tPHASE\tPROBE\tMODES\tDIAGNOSIS")
+	for _, h := range hosts {
+		s := StatusOf(h)
+		probe := "-"
+		if s.Probe != nil {
+			if s.Probe.Status > 0 {
+				probe = fmt.Sprintf("%d %v", s.Probe.Status, s.Probe.Latency.Round(time.Millisecond))
+			} else {
+				probe = "no answer"
+			}
+		}
+		var modes []string
+		for _, m := range h.Modes {
+			modes = append(modes, m.Kernel+"="+m.Mode)
+		}
+		diag := ""
+		if s.Diagnosis != nil {
+			diag = s.Diagnosis.Summary + " [" + s.Diagnosis.Cause + "]"
+		}
+		if s.ConnErr != "" && s.Conn != string(event.ConnUp) {
+			diag = s.ConnErr
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Host, s.Conn, dash(s.State), s.Phase, probe, dash(strings.Join(modes, ",")), diag)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
