@@ -249,7 +249,7 @@ type actFleet struct {
 // in args, splitting off the command's own arguments.
 func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf simFlags, demo, all bool, args []string) (actFleet, error) {
 	if demo {
-		f, _, err := sf.simFleet(ff.readOnly, nil)
+		f, _, err := sf.simFleet(ff.ReadOnly, nil)
 		if err != nil {
 			return actFleet{}, err
 		}

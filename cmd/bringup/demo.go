@@ -12,7 +12,6 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
-	"bringup/remote/history"
 	"bringup/remote/sim"
 	"bringup/ui"
 )
@@ -29,37 +28,16 @@ func (s *simFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "simulated scenario: "+strings.Join(sim.Scenarios(), ", "))
 }
 
-// simFleet builds a fleet over the simulated hosts and returns it with the
-// simulation's clock (host time). rec, if not nil, records it. The fleet's
-// startup history is the hosts' earlier runs (sim.History), in memory: the
-// demo shows ETAs and leaves the user's real history alone.
+// simFleet builds the fleet over the simulated hosts and returns it with
+// the simulation's clock (host time); rec, if not nil, records it.
 func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.Clock, error) {
-	if s.speed <= 0 {
-		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", s.speed)
-	}
-	cat := kernels.DefaultCatalog()
-	hosts, clock, err := sim.NewHosts(s.scenario, sim.Options{Speed: s.speed, Kernels: cat})
-	if err != nil {
-		return nil, nil, fmt.Errorf("--scenario: %w", err)
-	}
-	specs := make([]remote.HostSpec, len(hosts))
-	for i, h := range hosts {
-		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
-	}
-	past, err := sim.History(s.scenario, sim.HistoryRuns, clock.Now(), sim.Options{Kernels: cat})
-	if err != nil {
-		return nil, nil, err
-	}
-	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: history.NewSink(history.NewMemoryStore(past))}
-	if err := rec.start(specs, opts, s.speed, "demo "+s.scenario); err != nil {
-		return nil, nil, err
-	}
-	f, err := remote.NewFleet(specs, opts)
+	f, clock, err := sim.DemoFleet(s.scenario, s.speed, readOnly, func(specs []remote.HostSpec, opts remote.Options) error {
+		return rec.start(specs, opts, s.speed, "demo "+s.scenario)
+	})
 	if err != nil {
 		rec.abort()
-		return nil, nil, err
 	}
-	return f, clock, nil
+	return f, clock, err
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
@@ -140,7 +118,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		}
 		fleet = f
 	default:
-		ff.readOnly = true // watching never changes a host
+		ff.ReadOnly = true // watching never changes a host
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)

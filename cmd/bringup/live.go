@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"sync"
-
-	"golang.org/x/term"
 
 	"bringup/cmd/bringup/config"
 	"bringup/kernels"
@@ -17,17 +12,14 @@ import (
 	"bringup/remote/history"
 	"bringup/remote/live"
 	"bringup/remote/probe"
+	"bringup/remote/sshx"
 	"bringup/remote/startup"
 )
 
 // fleetFlags are the flags of every command that talks to real hosts.
 type fleetFlags struct {
-	configPath string
-	hosts      string // -H gpu1,gpu2
-	unit       string // -u sglang.service
-	readOnly   bool
-	sshConfig  string // -F, like ssh
-	history    string // --history FILE, or "off"
+	config.Flags
+	history string // --history FILE, or "off"
 
 	// groups is what load found: the config's groups, each cut down to the
 	// hosts selected (the console's palette resolves group names with it).
@@ -35,11 +27,7 @@ type fleetFlags struct {
 }
 
 func (f *fleetFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/bringup/config.yaml)")
-	fs.StringVar(&f.hosts, "H", "", "hosts, comma-separated: ssh_config aliases or [user@]host[:port] (instead of a config file)")
-	fs.StringVar(&f.unit, "u", "", "the unit to watch with -H (default sglang.service)")
-	fs.BoolVar(&f.readOnly, "read-only", false, "refuse every action that would change a host")
-	fs.StringVar(&f.sshConfig, "F", "", "ssh_config file (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+	f.Flags.Register(fs)
 	fs.StringVar(&f.history, "history", "", `startup history for ETAs (default $XDG_STATE_HOME/bringup/history.jsonl; "off" = none)`)
 }
 
@@ -72,42 +60,11 @@ func (f *fleetFlags) openHistory(e env) remote.HistorySink {
 // load reads the configuration the flags name and selects the hosts
 // named in args (host or group names; none = all).
 func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, error) {
-	var cfg *config.Config
-	var err error
-	switch {
-	case f.hosts != "":
-		cfg, err = config.FromFlags(f.hosts, f.unit)
-	case f.configPath != "":
-		cfg, err = config.Load(f.configPath)
-	default:
-		path := config.DefaultPath(e.getenv)
-		if path == "" {
-			return nil, nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
-		}
-		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("no config at %s: write one (see README) or pass -H HOSTS; `bringup demo` needs none", path)
-		}
-		cfg, err = config.Load(path)
+	cfg, hosts, err := f.Open(e.getenv, args)
+	if err == nil {
+		f.groups = cfg.GroupsOf(hosts)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.readOnly {
-		cfg.ReadOnly = true
-	}
-	if f.sshConfig != "" {
-		cfg.SSHConfig = f.sshConfig // as given: relative to the working directory, like ssh -F
-	}
-	cfg.ExpandHome(e.getenv("HOME")) // Load made the config's own paths relative to its file
-	if len(cfg.Kernels.Kernels) == 0 {
-		cfg.Kernels = kernels.DefaultCatalog()
-	}
-	hosts, err := cfg.Select(args)
-	if err != nil {
-		return nil, nil, err
-	}
-	f.groups = cfg.GroupsOf(hosts)
-	return cfg, hosts, nil
+	return cfg, hosts, err
 }
 
 // target is the config's host h as the live package takes it.
@@ -124,32 +81,7 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 	for i, h := range hosts {
 		targets[i] = target(h)
 	}
-	return live.Resolve(ctx, targets, cfg.SSHConfig, passphrasePrompt(e))
-}
-
-// passphrasePrompt asks on the terminal once per identity file.
-func passphrasePrompt(e env) func(file string) ([]byte, error) {
-	var mu sync.Mutex
-	cache := map[string][]byte{}
-	return func(file string) ([]byte, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p, ok := cache[file]; ok {
-			return p, nil
-		}
-		fd := int(os.Stdin.Fd())
-		if !term.IsTerminal(fd) {
-			return nil, fmt.Errorf("%s is encrypted and there is no terminal to ask for its passphrase (load it into ssh-agent)", file)
-		}
-		fmt.Fprintf(e.stderr, "Passphrase for %s: ", file)
-		p, err := term.ReadPassword(fd)
-		fmt.Fprintln(e.stderr)
-		if err != nil {
-			return nil, fmt.Errorf("read passphrase for %s: %w", file, err)
-		}
-		cache[file] = p
-		return p, nil
-	}
+	return live.Resolve(ctx, targets, cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
 }
 
 // liveFleet builds the fleet over real hosts.

@@ -28,20 +28,9 @@ func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed f
 	if r == nil || r.path == "" {
 		return nil
 	}
-	h := record.Header{Speed: speed, Source: source, Kernels: opts.Kernels}
-	for _, s := range specs {
-		h.Hosts = append(h.Hosts, record.Host{Name: s.Driver.Name(), Unit: s.Unit, Engine: s.Engine})
-	}
-	clock := opts.Clock
-	if clock == nil {
-		clock = remote.RealClock{}
-	}
-	rec, err := record.Create(r.path, h, clock)
+	rec, err := record.Start(r.path, specs, opts, speed, source)
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
-	}
-	for i := range specs {
-		specs[i].Driver = rec.Wrap(specs[i].Driver)
 	}
 	r.rec = rec
 	return nil

@@ -28,23 +28,7 @@ failure with its diagnosis and offers to roll that host back to its previous
 mode. Exit codes: 0 every host serving, 1 halted on a failure (rolled back
 or not), 2 timeout, 3 usage or refused (nothing changed), 4 aborted.
 
---json prints one JSON object a line on stdout, with "time" (host time),
-"seen" (local time), "host", "kind" and "phase" as in bringup watch --json:
-  kind "step"     an action of the rollout: "action", "id", "outcome"
-                  issued, refused, done or failed (with "err")
-  kind "stage"    a host's lane changed: "stage" (pending, applying,
-                  restarting, starting, serving, failed, untouched, halted,
-                  rolling-back, rolled-back, rollback-failed), "action",
-                  "elapsed" since the rollout reached the host, "outcome"
-                  once the stage is final, "err"
-  kind "failed"   the failure the rollout halted on, in watch's format:
-                  "cause", "summary", "hint", "evidence", "failed_in", "fix"
-  kind "halted"   a halt without a diagnosis: "err", "timed_out"
-  kind "rollback" "outcome" started, declined, not-asked or failed, "to"
-                  the mode it puts back
-  kind "summary"  the last line: "status" (done, halted, aborted, refused,
-                  not-started), "exit", "plan", "host", "cause" and "err" of
-                  a halt, and "hosts" with each host's "stage"
+` + output.RolloutJSONHelp + `
 Prompts and messages go to stderr; a usage error prints no summary.`
 
 // rolloutOptions are the flags of `bringup rollout` beyond the fleet's.
@@ -100,7 +84,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 		hosts []string
 	)
 	if *demo {
-		f, clock, err := s.simFleet(ff.readOnly, nil)
+		f, clock, err := s.simFleet(ff.ReadOnly, nil)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -268,25 +252,13 @@ func offerRollback(e env, rep *output.Rollout, d *rollout.Driver, host string, o
 // rolloutExit prints the outcome and returns the exit code.
 func rolloutExit(e env, r *rollout.Rollout) int {
 	st := r.State()
-	switch st.Status {
-	case rollout.Done:
-		fmt.Fprintf(e.stdout, "done: %d host(s) serving\n", len(r.Lanes()))
+	output.RolloutOutcome(e.stdout, st, r.Lanes())
+	switch {
+	case st.Status == rollout.Done:
 		return exitServing
-	case rollout.Aborted:
+	case st.Status == rollout.Aborted:
 		return exitAborted
-	}
-	var untouched []string
-	for _, l := range r.Lanes() {
-		if l.Stage == rollout.StageUntouched {
-			untouched = append(untouched, l.Host)
-		}
-	}
-	if len(untouched) > 0 {
-		fmt.Fprintf(e.stdout, "halted on %s; untouched: %s\n", st.Host, strings.Join(untouched, ", "))
-	} else {
-		fmt.Fprintf(e.stdout, "halted on %s\n", st.Host)
-	}
-	if st.TimedOut {
+	case st.TimedOut:
 		return exitTimeout
 	}
 	return exitFailed

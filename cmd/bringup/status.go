@@ -18,7 +18,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	if code, stop := parseArgs(fs, args); stop {
 		return code
 	}
-	ff.readOnly = true
+	ff.ReadOnly = true
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup status: %v\n", err)

@@ -226,3 +226,25 @@ func (x recorded) Run(ctx context.Context, emit remote.Emit) error {
 func (x recorded) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
 	return x.d.Do(ctx, a, x.tap(emit))
 }
+
+// Start creates a recording at path of the fleet that specs and opts
+// describe (speed and source go into its header) and wraps each driver of
+// specs so that every event it emits is recorded.
+func Start(path string, specs []remote.HostSpec, opts remote.Options, speed float64, source string) (*Recorder, error) {
+	h := Header{Speed: speed, Source: source, Kernels: opts.Kernels}
+	for _, s := range specs {
+		h.Hosts = append(h.Hosts, Host{Name: s.Driver.Name(), Unit: s.Unit, Engine: s.Engine})
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = remote.RealClock{}
+	}
+	rec, err := Create(path, h, clock)
+	if err != nil {
+		return nil, err
+	}
+	for i := range specs {
+		specs[i].Driver = rec.Wrap(specs[i].Driver)
+	}
+	return rec, nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/sim/sglang"
 )
 
@@ -145,4 +146,36 @@ func NewFleet(scenario string, opts Options) ([]remote.Driver, Clock, error) {
 		drivers[i] = h
 	}
 	return drivers, clock, nil
+}
+
+// DemoFleet builds a fleet over scenario's hosts at speed and returns it
+// with the simulation's clock (host time). Its startup history is the
+// hosts' earlier runs (History), in memory: the demo shows ETAs and
+// leaves the user's real history alone. wrap, if not nil, may wrap the
+// drivers (a recording) before the fleet is built.
+func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]remote.HostSpec, remote.Options) error) (*remote.Fleet, Clock, error) {
+	if speed <= 0 {
+		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", speed)
+	}
+	cat := kernels.DefaultCatalog()
+	hosts, clock, err := NewHosts(scenario, Options{Speed: speed, Kernels: cat})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--scenario: %w", err)
+	}
+	specs := make([]remote.HostSpec, len(hosts))
+	for i, h := range hosts {
+		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
+	}
+	past, err := History(scenario, HistoryRuns, clock.Now(), Options{Kernels: cat})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: history.NewSink(history.NewMemoryStore(past))}
+	if wrap != nil {
+		if err := wrap(specs, opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := remote.NewFleet(specs, opts)
+	return f, clock, err
 }

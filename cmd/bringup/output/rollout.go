@@ -242,3 +242,46 @@ func (p *Rollout) Summary(plan rollout.Plan, lanes []rollout.Lane, st rollout.St
 func NewRollout(w io.Writer, asJSON bool, now func() time.Time) *Rollout {
 	return &Rollout{w: w, json: asJSON, now: now, printed: map[string]string{}}
 }
+
+// RolloutJSONHelp documents the JSON lines of `bringup rollout --json`
+// (Rollout, RolloutLine, RolloutSummary), for its usage text.
+const RolloutJSONHelp = `--json prints one JSON object a line on stdout, with "time" (host time),
+"seen" (local time), "host", "kind" and "phase" as in bringup watch --json:
+  kind "step"     an action of the rollout: "action", "id", "outcome"
+                  issued, refused, done or failed (with "err")
+  kind "stage"    a host's lane changed: "stage" (pending, applying,
+                  restarting, starting, serving, failed, untouched, halted,
+                  rolling-back, rolled-back, rollback-failed), "action",
+                  "elapsed" since the rollout reached the host, "outcome"
+                  once the stage is final, "err"
+  kind "failed"   the failure the rollout halted on, in watch's format:
+                  "cause", "summary", "hint", "evidence", "failed_in", "fix"
+  kind "halted"   a halt without a diagnosis: "err", "timed_out"
+  kind "rollback" "outcome" started, declined, not-asked or failed, "to"
+                  the mode it puts back
+  kind "summary"  the last line: "status" (done, halted, aborted, refused,
+                  not-started), "exit", "plan", "host", "cause" and "err" of
+                  a halt, and "hosts" with each host's "stage"`
+
+// RolloutOutcome prints how a rollout that stopped ended: done, or where
+// it halted and which hosts it left untouched (an abort was said already).
+func RolloutOutcome(w io.Writer, st rollout.State, lanes []rollout.Lane) {
+	switch st.Status {
+	case rollout.Done:
+		fmt.Fprintf(w, "done: %d host(s) serving\n", len(lanes))
+		return
+	case rollout.Aborted:
+		return
+	}
+	var untouched []string
+	for _, l := range lanes {
+		if l.Stage == rollout.StageUntouched {
+			untouched = append(untouched, l.Host)
+		}
+	}
+	if len(untouched) > 0 {
+		fmt.Fprintf(w, "halted on %s; untouched: %s\n", st.Host, strings.Join(untouched, ", "))
+	} else {
+		fmt.Fprintf(w, "halted on %s\n", st.Host)
+	}
+}
