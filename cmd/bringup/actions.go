@@ -155,10 +155,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 		return code
 	}
 	o.restart = o.restart || c.restarts
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "bringup %s: %s\n", c.name, fmt.Sprintf(format, a...))
-		return exitUsage
-	}
+	fail := func(format string, a ...any) int { return e.fail(c.name, format, a...) }
 	if o.force && !*yes {
 		return fail("--force needs --yes (interactively, the preflight asks you to type the host count instead)")
 	}
@@ -336,24 +333,11 @@ func confirm(in io.Reader, w io.Writer, q string) bool {
 
 // appliedOutcome prints the summary and returns the exit code.
 func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
-	var failed []string
-	timedOut := false
-	for _, a := range done {
-		switch {
-		case !a.Finished:
-			timedOut = true
-			fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", output.Stamp(), a.Host, ctxErr, a.Phase)
-		case a.Failed:
-			failed = append(failed, a.Host)
-		}
-	}
-	switch {
+	switch timedOut, failed := output.Applied(w, done, ctxErr); {
 	case timedOut:
 		return exitTimeout
-	case len(failed) > 0:
-		fmt.Fprintf(w, "failed on %s\n", strings.Join(failed, ", "))
+	case failed:
 		return exitFailed
 	}
-	fmt.Fprintf(w, "done on %d host(s)\n", len(done))
 	return exitServing
 }

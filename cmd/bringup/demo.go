@@ -52,8 +52,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	}
 	fleet, clock, err := s.simFleet(*readOnly, &rec)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup demo: %v\n", err)
-		return exitUsage
+		return e.fail("demo", "%v", err)
 	}
 	defer rec.finish(e)
 	title := fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed)
@@ -87,42 +86,33 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	var fleet *remote.Fleet
 	switch {
 	case *demo && *replay != "":
-		fmt.Fprintln(e.stderr, "bringup watch: --demo or --replay, not both")
-		return exitUsage
+		return e.fail("watch", "--demo or --replay, not both")
 	case (*demo || *replay != "") && fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "bringup watch: --demo and --replay take no host names (got %q)\n", fs.Arg(0))
-		return exitUsage
+		return e.fail("watch", "--demo and --replay take no host names (got %q)", fs.Arg(0))
 	case *replay != "":
 		speed := 0.0 // as recorded
 		if flagSet(fs, "speed") {
+			if s.speed <= 0 {
+				return e.fail("watch", "--speed %v: must be greater than 0", s.speed)
+			}
 			speed = s.speed
 		}
-		if speed < 0 || (speed == 0 && flagSet(fs, "speed")) {
-			fmt.Fprintf(e.stderr, "bringup watch: --speed %v: must be greater than 0\n", s.speed)
-			return exitUsage
-		}
-		f, rc, _, err := loadReplay(*replay, speed)
+		f, _, _, err := loadReplay(e, "watch", *replay, speed)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
-			return exitUsage
-		}
-		if rc.Truncated {
-			fmt.Fprintf(e.stderr, "bringup watch: %s: the last line was cut short (recording killed while writing); it is left out\n", rc.Path)
+			return e.fail("watch", "%v", err)
 		}
 		fleet = f
 	case *demo:
 		f, _, err := s.simFleet(true, &rec)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
-			return exitUsage
+			return e.fail("watch", "%v", err)
 		}
 		fleet = f
 	default:
 		ff.ReadOnly = true // watching never changes a host
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "bringup watch: %v\n", err)
-			return exitUsage
+			return e.fail("watch", "%v", err)
 		}
 		defer closeKeys()
 		fleet = f

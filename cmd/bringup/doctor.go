@@ -26,8 +26,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	}
 	cfg, hosts, err := ff.load(e, names)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup doctor: %v\n", err)
-		return exitUsage
+		return e.fail("doctor", "%v", err)
 	}
 	if *trust != "" {
 		h := hosts[0]
@@ -46,8 +45,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	}
 	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup doctor: %v\n", err)
-		return exitUsage
+		return e.fail("doctor", "%v", err)
 	}
 	defer closeKeys()
 	code := 0

@@ -26,6 +26,13 @@ type env struct {
 	getenv         func(string) string
 }
 
+// fail says what stopped command name, on stderr, and returns the usage
+// exit code: nothing was done.
+func (e env) fail(name string, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "bringup %s: %s\n", name, fmt.Sprintf(format, a...))
+	return exitUsage
+}
+
 // command is one subcommand.
 type command struct {
 	name, usage, summary string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"time"
 
 	"bringup/remote"
 	"bringup/remote/record"
@@ -68,11 +67,17 @@ func (r *recordFlag) titleNote() string {
 }
 
 // loadReplay loads a recording and builds a read-only fleet that plays it
-// at speed (≤ 0: as recorded).
-func loadReplay(path string, speed float64) (*remote.Fleet, *record.Recording, *record.Clock, error) {
+// at speed (0: as recorded); a cut last line is left out, with a warning.
+func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record.Recording, *record.Clock, error) {
+	if speed < 0 {
+		return nil, nil, nil, fmt.Errorf("--speed %v: must be greater than 0", speed)
+	}
 	rec, err := record.Load(path)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if rec.Truncated {
+		fmt.Fprintf(e.stderr, "bringup %s: %s: the last line was cut short (recording killed while writing); it is left out\n", name, rec.Path)
 	}
 	specs, clock := rec.Play(speed, nil)
 	f, err := remote.NewFleet(specs, remote.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
@@ -94,17 +99,9 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *speed < 0 {
-		fmt.Fprintf(e.stderr, "bringup replay: --speed %v: must be greater than 0\n", *speed)
-		return exitUsage
-	}
-	fleet, rec, clock, err := loadReplay(fs.Arg(0), *speed)
+	fleet, rec, clock, err := loadReplay(e, "replay", fs.Arg(0), *speed)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup replay: %v\n", err)
-		return exitUsage
-	}
-	if rec.Truncated {
-		fmt.Fprintf(e.stderr, "bringup replay: %s: the last line was cut short (recording killed while writing); it is left out\n", rec.Path)
+		return e.fail("replay", "%v", err)
 	}
 	title := fmt.Sprintf("bringup replay · %s", rec.Path)
 	if rec.Source != "" {
@@ -112,24 +109,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	}
 	// The speed is in the position: p, > and < change it as it plays.
 	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: replayPosition(clock, rec.End()), Replay: clock, NoColor: e.getenv("NO_COLOR") != ""})
-}
-
-// replayPosition is the header's word on where the replay stands: the
-// host time it shows and the recording's end, paused (⏸) or playing (▶)
-// and at what speed, or ended (■).
-func replayPosition(clock *record.Clock, end time.Time) func() string {
-	endText := end.Local().Format("15:04:05")
-	return func() string {
-		if clock.Ended() {
-			return "■ ended " + endText
-		}
-		mark := "▶"
-		if clock.Paused() {
-			mark = "⏸"
-		}
-		return fmt.Sprintf("%s %s of %s ×%g", mark, clock.Now().Local().Format("15:04:05"), endText, clock.Speed())
-	}
+		Position: clock.Position, Replay: clock, NoColor: e.getenv("NO_COLOR") != ""})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)

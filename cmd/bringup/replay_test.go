@@ -9,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"bringup/remote/event"
-	"bringup/remote/record"
-	"bringup/remote/sim"
 )
 
 // hostStories splits watch --json output into each host's lines, without
@@ -104,35 +100,5 @@ func TestReplayUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut.String(), exitUsage, c.want)
 			}
 		})
-	}
-}
-
-// TestReplayPosition checks the header's position text as the person
-// watching pauses the replay, changes its speed, and lets it end.
-func TestReplayPosition(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 5, 33, 0, 0, time.Local)
-	rec := &record.Recording{Header: record.Header{Format: record.Format, Started: t0, Speed: 10,
-		Hosts: []record.Host{{Name: "gpu1", Unit: "u.service"}}}}
-	rec.Entries = []record.Entry{{At: t0.Add(10 * time.Minute), Event: event.Event{Host: "gpu1", Kind: event.KindJournal,
-		Time: t0, Journal: &event.Journal{Message: "last"}}}}
-	real := sim.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	_, clock := rec.Play(0, real.Now)
-	pos := replayPosition(clock, rec.End())
-	steps := []struct {
-		do   func()
-		want string
-	}{
-		{func() { real.Advance(6 * time.Second) }, "▶ 05:34:00 of 05:43:00 ×10"},
-		{func() { clock.TogglePause(); real.Advance(time.Hour) }, "⏸ 05:34:00 of 05:43:00 ×10"},
-		{func() { clock.Faster() }, "⏸ 05:34:00 of 05:43:00 ×20"},
-		{func() { clock.TogglePause(); real.Advance(3 * time.Second) }, "▶ 05:35:00 of 05:43:00 ×20"},
-		{func() { clock.Slower(); clock.Slower(); real.Advance(12 * time.Second) }, "▶ 05:36:00 of 05:43:00 ×5"},
-		{func() { real.Advance(time.Hour) }, "■ ended 05:43:00"},
-	}
-	for i, s := range steps {
-		s.do()
-		if got := pos(); got != s.want {
-			t.Fatalf("step %d: position %q, want %q", i, got, s.want)
-		}
 	}
 }

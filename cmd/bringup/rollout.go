@@ -68,10 +68,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	if code, stop := parseArgs(fs, args); stop {
 		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "bringup rollout: "+format+"\n", a...)
-		return exitUsage
-	}
+	fail := func(format string, a ...any) int { return e.fail("rollout", format, a...) }
 	if o.force && !o.yes {
 		return fail("--force overrides the preflight only with --yes")
 	}
@@ -112,7 +109,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	if o.mode != "" {
 		k, m, err := fleet.Kernels().ParseAssignment(o.mode)
 		if err != nil {
-			return fail("--mode %w", err)
+			return fail("--mode %v", err)
 		}
 		plan.Mode = &rollout.ModeChange{Kernel: k.Name, Mode: m.Name}
 	}

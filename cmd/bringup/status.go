@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"bringup/cmd/bringup/output"
@@ -21,8 +20,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	ff.ReadOnly = true
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup status: %v\n", err)
-		return exitUsage
+		return e.fail("status", "%v", err)
 	}
 	defer closeKeys()
 	fl, stop := follow(ctx, e, "status", fleet)

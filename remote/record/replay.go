@@ -458,3 +458,18 @@ func (p *player) Run(ctx context.Context, emit remote.Emit) error {
 func (p *player) Do(_ context.Context, a remote.Action, _ remote.Emit) error {
 	return fmt.Errorf("%s on %s: %w", a, p.name, ErrReplay)
 }
+
+// Position is the console header's word on where the replay stands: the
+// host time it shows and the recording's end, paused (⏸) or playing (▶)
+// and at what speed, or ended (■).
+func (c *Clock) Position() string {
+	endText := c.end.Local().Format("15:04:05")
+	if c.Ended() {
+		return "■ ended " + endText
+	}
+	mark := "▶"
+	if c.Paused() {
+		mark = "⏸"
+	}
+	return fmt.Sprintf("%s %s of %s ×%g", mark, c.Now().Local().Format("15:04:05"), endText, c.Speed())
+}

@@ -89,3 +89,27 @@ func Action(w io.Writer, ev event.Event) {
 }
 
 func Stamp() string { return time.Now().Format(TimeLayout) }
+
+// Applied prints how the actions ended: a timeout line per host still
+// under way when ctx ended (ctxErr), then the hosts that failed or that
+// all is done. It reports which it was.
+func Applied(w io.Writer, done []remote.Applied, ctxErr error) (timedOut, failed bool) {
+	var failedOn []string
+	for _, a := range done {
+		switch {
+		case !a.Finished:
+			timedOut = true
+			fmt.Fprintf(w, "%s %-8s timeout (%v) in %s\n", Stamp(), a.Host, ctxErr, a.Phase)
+		case a.Failed:
+			failedOn = append(failedOn, a.Host)
+		}
+	}
+	switch {
+	case timedOut:
+	case len(failedOn) > 0:
+		fmt.Fprintf(w, "failed on %s\n", strings.Join(failedOn, ", "))
+	default:
+		fmt.Fprintf(w, "done on %d host(s)\n", len(done))
+	}
+	return timedOut, len(failedOn) > 0
+}
