@@ -250,19 +250,9 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 		if err != nil {
 			return actFleet{}, err
 		}
-		known := f.Hosts()
-		isHost := func(s string) bool { return slices.Contains(known, s) }
-		names, extra := splitArgs(c, f.Kernels(), args, isHost)
-		if all {
-			names = known
-		}
-		for _, n := range names {
-			if !isHost(n) {
-				return actFleet{}, fmt.Errorf("unknown host %q (simulated hosts: %s)", n, strings.Join(known, ", "))
-			}
-		}
-		if len(names) == 0 {
-			return actFleet{}, errors.New("name the hosts to act on (or --all)")
+		names, extra := splitArgs(c, f.Kernels(), args, func(s string) bool { return slices.Contains(f.Hosts(), s) })
+		if names, err = simHosts(f, names, all); err != nil {
+			return actFleet{}, err
 		}
 		return actFleet{fleet: f, hosts: names, extra: extra, close: func() {}}, nil
 	}
@@ -285,6 +275,24 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 		return actFleet{}, err
 	}
 	return actFleet{fleet: f, hosts: f.Hosts(), extra: extra, close: closeKeys}, nil
+}
+
+// simHosts checks names against the simulated fleet's hosts; all names
+// every host.
+func simHosts(f *remote.Fleet, names []string, all bool) ([]string, error) {
+	known := f.Hosts()
+	if all {
+		return known, nil
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown host %q (simulated hosts: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	if len(names) == 0 {
+		return nil, errors.New("name the hosts to act on (or --all)")
+	}
+	return names, nil
 }
 
 // splitArgs separates host and group names from the command's own

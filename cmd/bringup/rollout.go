@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"bringup/cmd/bringup/output"
@@ -85,15 +83,10 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 		if err != nil {
 			return fail("%v", err)
 		}
-		fleet, now, hosts = f, clock.Now, fs.Args()
-		for _, h := range hosts {
-			if !slices.Contains(f.Hosts(), h) {
-				return fail("--demo: unknown host %q (hosts: %s)", h, strings.Join(f.Hosts(), ", "))
-			}
+		if hosts, err = simHosts(f, fs.Args(), fs.NArg() == 0); err != nil {
+			return fail("--demo: %v", err)
 		}
-		if len(hosts) == 0 {
-			hosts = f.Hosts()
-		}
+		fleet, now = f, clock.Now
 	} else {
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
