@@ -196,28 +196,17 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 		return fail("%v", err)
 	}
 	if o.restart {
-		refused := remote.PreflightAll(inOrder(s.hosts, states), s.fleet.Kernels(), actions)
-		if len(refused) > 0 {
-			output.Preflight(e.stderr, refused, len(s.hosts))
-			if !overridePreflight(e, c.name, o.force, in, len(s.hosts)) {
-				return exitUsage
-			}
-			for i := range actions {
-				if actions[i].Kind == remote.ActRestart {
-					actions[i].Force = true
-				}
-			}
+		force, ok := passPreflight(e, c.name, e.stderr, inOrder(s.hosts, states), s.fleet.Kernels(), actions, o.force, in)
+		if !ok {
+			return exitUsage
+		}
+		for i := range actions {
+			actions[i].Force = actions[i].Kind == remote.ActRestart && force
 		}
 	}
 	output.Plan(e.stdout, s.hosts, states, actions)
-	if !*yes {
-		if in == nil {
-			return fail("refused: no terminal to ask for confirmation; pass --yes to go ahead")
-		}
-		if !confirm(in, e.stdout, "Go ahead? [y/N] ") {
-			fmt.Fprintln(e.stdout, "Nothing changed.")
-			return exitUsage
-		}
+	if ok, _ := proceed(e, c.name, *yes, in, "Go ahead? [y/N] "); !ok {
+		return exitUsage
 	}
 	done := fl.Apply(ctx, s.hosts, states, actions, output.Actions{W: e.stdout})
 	return appliedOutcome(e.stdout, done, ctx.Err())
@@ -308,24 +297,47 @@ func splitArgs(c actionCmd, cat kernels.Catalog, args []string, isHost func(stri
 	return names, extra
 }
 
-// overridePreflight asks for (or takes from --force) the confirmation to
-// restart against the preflight.
-func overridePreflight(e env, name string, force bool, in io.Reader, hosts int) bool {
-	if force {
+// passPreflight runs the one preflight planner over hosts as they will
+// start after changes; on a refusal it explains why (on w) and asks for
+// the override, or takes it from --force. It reports whether the
+// restarts must be forced, and whether to go on at all.
+func passPreflight(e env, name string, w io.Writer, hosts []remote.HostState, cat kernels.Catalog, changes []remote.Action, force bool, in io.Reader) (forced, ok bool) {
+	refused := remote.PreflightAll(hosts, cat, changes)
+	if len(refused) == 0 {
+		return false, true
+	}
+	output.Preflight(w, refused, len(hosts))
+	switch {
+	case force:
 		fmt.Fprintf(e.stderr, "bringup %s: WARNING: --force: restarting against the preflight\n", name)
-		return true
-	}
-	if in == nil {
+		return true, true
+	case in == nil:
 		fmt.Fprintf(e.stderr, "bringup %s: refused: no terminal to confirm on, and no --force --yes\n", name)
-		return false
+		return false, false
 	}
-	fmt.Fprintf(e.stdout, "Type the number of hosts (%d) to go on anyway: ", hosts)
+	fmt.Fprintf(e.stdout, "Type the number of hosts (%d) to go on anyway: ", len(hosts))
 	line, _ := bufio.NewReader(in).ReadString('\n')
-	if !kernels.OverrideConfirmed(line, hosts) {
+	if !kernels.OverrideConfirmed(line, len(hosts)) {
 		fmt.Fprintln(e.stdout, "Not confirmed: nothing changed.")
-		return false
+		return false, false
 	}
-	return true
+	return true, true
+}
+
+// proceed asks question unless --yes answered it; there is no going ahead
+// without a terminal to ask on. why says what stopped it.
+func proceed(e env, name string, yes bool, in io.Reader, question string) (ok bool, why string) {
+	switch {
+	case yes:
+		return true, ""
+	case in == nil:
+		fmt.Fprintf(e.stderr, "bringup %s: refused: no terminal to confirm on; pass --yes to go ahead (nothing changed)\n", name)
+		return false, "no terminal to confirm on, and no --yes"
+	case !confirm(in, e.stdout, question):
+		fmt.Fprintln(e.stdout, "Not confirmed: nothing changed.")
+		return false, "not confirmed"
+	}
+	return true, ""
 }
 
 // confirm asks a yes/no question; only y or yes goes ahead.

@@ -123,7 +123,7 @@ func TestConfirmation(t *testing.T) {
 	}
 	code, out, _ = runAct(t, t.Context(), "stop", strings.NewReader("n\n"), "--demo", "gpu1", "gpu2")
 	if code != exitUsage || !strings.Contains(out, "gpu1: stop sglang.service") || !strings.Contains(out, "gpu2: stop sglang.service") ||
-		!strings.Contains(out, "Nothing changed") || strings.Contains(out, "stop: started") {
+		!strings.Contains(out, "nothing changed") || strings.Contains(out, "stop: started") {
 		t.Errorf("answered n: exit %d\n%s", code, out)
 	}
 	code, out, _ = runAct(t, t.Context(), "stop", strings.NewReader("y\n"), "--demo", "gpu1")

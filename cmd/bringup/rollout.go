@@ -143,28 +143,19 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 	refused := func(why string) int {
 		return rep.Summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
 	}
-	if pre := remote.PreflightAll(snap, fleet.Kernels(), plan.Changes()); len(pre) > 0 {
-		output.Preflight(e.stdout, pre, len(plan.Hosts))
-		if !overridePreflight(e, "rollout", o.force, in, len(plan.Hosts)) {
-			return refused("refused by the capture-safety preflight on " + pre[0].Host)
-		}
-		plan.Force = true // the person confirmed: the rollout's restarts override the preflight
+	forced, ok := passPreflight(e, "rollout", e.stdout, snap, fleet.Kernels(), plan.Changes(), o.force, in)
+	if !ok {
+		return refused("refused by the capture-safety preflight")
 	}
+	plan.Force = plan.Force || forced // the person confirmed: the rollout's restarts override the preflight
 	r, err := rollout.New(plan, fleet.Kernels())
 	if err != nil { // checked before the fleet started; cannot change since
 		fmt.Fprintf(e.stderr, "bringup rollout: %v\n", err)
 		return refused(err.Error())
 	}
 	plan = r.Plan()
-	if !o.yes {
-		if in == nil {
-			fmt.Fprintln(e.stderr, "bringup rollout: refused: no terminal to confirm on, and no --yes; nothing changed")
-			return refused("no terminal to confirm on, and no --yes")
-		}
-		if !confirm(in, e.stdout, "Proceed? [y/N] ") {
-			fmt.Fprintln(e.stdout, "Not confirmed: nothing changed.")
-			return refused("not confirmed")
-		}
+	if ok, why := proceed(e, "rollout", o.yes, in, "Proceed? [y/N] "); !ok {
+		return refused(why)
 	}
 
 	d := rollout.NewDriver(r)
