@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"golang.org/x/term"
 
+	"bringup/cmd/bringup/config"
 	"bringup/cmd/bringup/output"
 	"bringup/kernels"
 	"bringup/remote/logfile"
@@ -44,28 +44,20 @@ func runExplain(_ context.Context, e env, args []string) int {
 		return code
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(e.stderr, "explain: one log at a time (got %d)\n", fs.NArg())
-		return exitUsage
+		return e.fail("explain", "one log at a time (got %d)", fs.NArg())
 	}
 	switch *engine {
 	case "auto", "sglang", "vllm":
 	default:
-		fmt.Fprintf(e.stderr, "explain: --engine %q: want sglang, vllm or auto\n", *engine)
-		return exitUsage
+		return e.fail("explain", "--engine %q: want sglang, vllm or auto", *engine)
 	}
 	opts := startup.Options{Engine: *engine, Kernels: kernels.DefaultCatalog()}
 	if len(rules) > 0 {
 		var user []startup.RulePack
 		for _, r := range rules {
-			b, err := os.ReadFile(r)
+			packs, err := config.ReadRules(r)
 			if err != nil {
-				fmt.Fprintf(e.stderr, "explain: --rules: %v\n", err)
-				return exitUsage
-			}
-			packs, err := startup.ParsePacks(r, b)
-			if err != nil {
-				fmt.Fprintf(e.stderr, "explain: --rules: %v\n", err)
-				return exitUsage
+				return e.fail("explain", "--rules: %v", err)
 			}
 			user = append(user, packs...)
 		}
@@ -79,16 +71,14 @@ func runExplain(_ context.Context, e env, args []string) int {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "explain: %v\n", err)
-			return exitUsage
+			return e.fail("explain", "%v", err)
 		}
 		defer f.Close()
 		in = f
 	} else if in == nil || fs.NArg() == 0 && isTerminal(in) {
 		// `bringup explain` alone at a prompt would wait for a paste
 		// with no word of it: say what it wants instead.
-		fmt.Fprintln(e.stderr, "explain: name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
-		return exitUsage
+		return e.fail("explain", "name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
 	}
 	logName := name
 	if name == "-" {
@@ -96,12 +86,10 @@ func runExplain(_ context.Context, e env, args []string) int {
 	}
 	lg, err := logfile.Read(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "explain: %v\n", err)
-		return exitUsage
+		return e.fail("explain", "%v", err)
 	}
 	if len(lg.Events) == 0 {
-		fmt.Fprintf(e.stderr, "explain: %s holds no log lines\n", logName)
-		return exitUsage
+		return e.fail("explain", "%s holds no log lines", logName)
 	}
 	x := startup.Explain(lg.Events, opts)
 	if *asJSON {

@@ -359,13 +359,7 @@ func (d *decoder) rules(n *yaml.Node, dir string) []startup.RulePack {
 		if !ok {
 			return
 		}
-		path := relTo(dir, p)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			d.errorf(item, field, "%v", err)
-			return
-		}
-		packs, err := startup.ParsePacks(path, b)
+		packs, err := ReadRules(relTo(dir, p))
 		if err != nil {
 			d.errorf(item, field, "%v", err)
 			return
@@ -373,6 +367,16 @@ func (d *decoder) rules(n *yaml.Node, dir string) []startup.RulePack {
 		out = append(out, packs...)
 	})
 	return out
+}
+
+// ReadRules reads the rule packs of a YAML rule file; an error names the
+// file and its line.
+func ReadRules(path string) ([]startup.RulePack, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return startup.ParsePacks(path, b)
 }
 
 // relTo makes a relative path relative to dir; ~ paths and absolute ones
