@@ -54,18 +54,8 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return e.fail("demo", "%v", err)
 	}
-	defer rec.finish(e)
-	title := fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed)
-	if *readOnly {
-		title += " · read-only"
-	}
-	title += rec.titleNote()
-	return runTUI(ctx, e, fleet, ui.Options{
-		Title:   title,
-		Kernels: kernels.DefaultCatalog(),
-		Now:     clock.Now,
-		NoColor: e.getenv("NO_COLOR") != "",
-	})
+	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
+		Kernels: kernels.DefaultCatalog(), Now: clock.Now})
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
@@ -170,17 +160,18 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer closeKeys()
-	defer rec.finish(e)
-	title := "bringup · " + strings.Join(fleet.Hosts(), ",")
-	if fleet.ReadOnly() {
-		title += " · read-only"
-	}
-	title += rec.titleNote()
-	return runTUI(ctx, e, fleet, ui.Options{Title: title, Groups: ff.groups, NoColor: e.getenv("NO_COLOR") != ""})
+	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups})
 }
 
-// runTUI runs the console over a fleet until the user quits.
-func runTUI(ctx context.Context, e env, fleet *remote.Fleet, opts ui.Options) int {
+// runTUI runs the console over a fleet until the user quits, then closes
+// its recording (rec, if any). The title says read-only and recording.
+func runTUI(ctx context.Context, e env, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+	defer rec.finish(e)
+	if fleet.ReadOnly() && opts.Replay == nil {
+		opts.Title += " · read-only"
+	}
+	opts.Title += rec.titleNote()
+	opts.NoColor = e.getenv("NO_COLOR") != ""
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself

@@ -108,8 +108,8 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		title += " · " + rec.Source
 	}
 	// The speed is in the position: p, > and < change it as it plays.
-	return runTUI(ctx, e, fleet, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: clock.Position, Replay: clock, NoColor: e.getenv("NO_COLOR") != ""})
+	return runTUI(ctx, e, fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
+		Position: clock.Position, Replay: clock})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)
