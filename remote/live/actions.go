@@ -11,8 +11,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/kernels/deploy"
-	"bringup/kernels/dropin"
 	"bringup/remote"
+	"bringup/remote/dropin"
 	"bringup/remote/event"
 	"bringup/remote/systemd"
 )
