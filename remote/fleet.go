@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"bringup/kernels"
-	"bringup/kernels/deploy"
 	"bringup/remote/event"
 	"bringup/remote/gpu"
 	"bringup/remote/history"
@@ -545,7 +544,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		}
 	case event.KindJournal:
 		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
-			if l, ok := deploy.ParseLoaded(ev.Journal.Message); ok {
+			if l, ok := ParseLoadedKernel(ev.Journal.Message); ok {
 				if h.state.KernelHashes == nil {
 					h.state.KernelHashes = map[string]string{}
 				}

@@ -7,7 +7,7 @@ import (
 
 	"bringup/cmd/bringup/config"
 	"bringup/kernels"
-	"bringup/kernels/deploy"
+	"bringup/kernels/bundle"
 	"bringup/remote"
 	"bringup/remote/history"
 	"bringup/remote/live"
@@ -115,7 +115,7 @@ func localHashes(cat kernels.Catalog) map[string]string {
 		if k.LocalDir == "" {
 			continue
 		}
-		if h, err := deploy.DirHash(k.LocalDir); err == nil {
+		if h, err := bundle.DirHash(k.LocalDir); err == nil {
 			out[k.Name] = h
 		}
 	}

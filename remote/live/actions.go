@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/kernels/deploy"
 	"bringup/remote"
+	"bringup/remote/deploy"
 	"bringup/remote/dropin"
 	"bringup/remote/event"
 	"bringup/remote/systemd"
