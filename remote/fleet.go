@@ -66,7 +66,7 @@ type Options struct {
 	Settle time.Duration
 	// History supplies expectations (ETA, the memory weights reach) and
 	// keeps a record of every startup that reaches serving; nil: none.
-	// history.NewSink(store) is one.
+	// store.NewSink (remote/history/store) is one.
 	History HistorySink
 }
 
