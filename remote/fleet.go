@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"bringup/kernels"
-	"bringup/kernels/deploy"
 	"bringup/remote/event"
 	"bringup/remote/gpu"
 	"bringup/remote/history"
@@ -67,7 +66,7 @@ type Options struct {
 	Settle time.Duration
 	// History supplies expectations (ETA, the memory weights reach) and
 	// keeps a record of every startup that reaches serving; nil: none.
-	// history.NewSink(store) is one.
+	// store.NewSink (remote/history/store) is one.
 	History HistorySink
 }
 
@@ -545,7 +544,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		}
 	case event.KindJournal:
 		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
-			if l, ok := deploy.ParseLoaded(ev.Journal.Message); ok {
+			if l, ok := ParseLoadedKernel(ev.Journal.Message); ok {
 				if h.state.KernelHashes == nil {
 					h.state.KernelHashes = map[string]string{}
 				}
@@ -589,21 +588,31 @@ func dropJournal(evs []event.Event, n int, counted func(host string)) []event.Ev
 	return out
 }
 
-// sanitizeEvent passes every remote string of ev through the sanitiser.
+// sanitizeEvent passes every remote string of ev through the sanitiser:
+// the UI and every other reader trust what the fleet hands out, so a field
+// missed here reaches the terminal raw (a replayed recording can put
+// anything in any field). Only the journal cursor is left byte-exact: it
+// is an opaque token for journald, never shown.
 func sanitizeEvent(ev *event.Event) {
 	if j := ev.Journal; j != nil {
 		var cut bool
 		j.Message, cut = sanitize.Line(j.Message, sanitize.DefaultMax)
 		j.Truncated = j.Truncated || cut
+		j.Unit = sanitize.String(j.Unit)
+		j.InvocationID = sanitize.String(j.InvocationID)
+		j.MessageID = sanitize.String(j.MessageID)
 		for k, v := range j.Fields {
 			j.Fields[k] = sanitize.String(v)
 		}
 	}
 	if u := ev.Unit; u != nil {
+		u.Name = sanitize.String(u.Name)
 		u.ActiveState = sanitize.String(u.ActiveState)
 		u.SubState = sanitize.String(u.SubState)
 		u.Result = sanitize.String(u.Result)
+		u.InvocationID = sanitize.String(u.InvocationID)
 		u.ExecStart = sanitize.String(u.ExecStart)
+		u.Path = sanitize.String(u.Path)
 		for i, v := range u.Environment {
 			u.Environment[i] = sanitize.String(v)
 		}
@@ -612,19 +621,25 @@ func sanitizeEvent(ev *event.Event) {
 		}
 	}
 	if c := ev.Conn; c != nil {
+		c.State = event.ConnState(sanitize.String(string(c.State)))
 		c.Err = sanitize.String(c.Err)
 	}
 	if p := ev.Probe; p != nil {
+		p.Path = sanitize.String(p.Path)
 		p.Err = sanitize.String(p.Err)
 	}
 	if a := ev.Action; a != nil {
+		a.Name = sanitize.String(a.Name)
+		a.Stage = event.ActionStage(sanitize.String(string(a.Stage)))
 		a.Detail = sanitize.String(a.Detail)
 		a.Err = sanitize.String(a.Err)
 	}
 	if g := ev.Gap; g != nil {
+		g.Reason = sanitize.String(g.Reason)
 		g.Message = sanitize.String(g.Message)
 	}
 	if c := ev.Command; c != nil {
+		c.Via = sanitize.String(c.Via)
 		c.Text = sanitize.String(c.Text)
 		c.Result = sanitize.String(c.Result)
 		c.Err = sanitize.String(c.Err)

@@ -14,6 +14,7 @@ import (
 	"bringup/kernels"
 	"bringup/remote/event"
 	"bringup/remote/history"
+	"bringup/remote/history/store"
 	"bringup/remote/startup"
 )
 
@@ -350,7 +351,7 @@ func feed(t *testing.T, d *feedDriver, evs []event.Event) {
 
 func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bringup", "history.jsonl")
-	store, err := history.Open(path)
+	hs, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	clock := &setClock{t: t0}
 	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond,
-		History: history.NewSink(store)}, d)
+		History: store.NewSink(hs)}, d)
 
 	for i, inv := range []string{"inv-1", "inv-2"} {
 		start := t0.Add(time.Duration(i) * time.Hour)
@@ -375,7 +376,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 			}
 		}
 	}
-	again, err := history.Open(path)
+	again, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"strings"
 
-	"bringup/kernels/deploy"
+	"bringup/kernels"
 	"bringup/remote/event"
 )
 
 // drifts compares, per kernel of the catalog, the build each host's
 // service loaded with the local build and with each other; kernels no
 // host reports a hash for are left out.
-func (m *Model) drifts() map[string]deploy.Drift {
-	out := map[string]deploy.Drift{}
+func (m *Model) drifts() map[string]kernels.Drift {
+	out := map[string]kernels.Drift{}
 	for _, k := range m.opts.Kernels.Kernels {
 		hashes := make(map[string]string, len(m.hosts))
 		any := false
@@ -22,7 +22,7 @@ func (m *Model) drifts() map[string]deploy.Drift {
 			any = any || h != ""
 		}
 		if any {
-			out[k.Name] = deploy.CompareHashes(m.local[k.Name], hashes)
+			out[k.Name] = kernels.CompareHashes(m.local[k.Name], hashes)
 		}
 	}
 	return out

@@ -357,9 +357,6 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		m.local = lh.LocalHashes()
 	}
 	m.hosts = b.Hosts
-	for i := range m.hosts {
-		scrubHost(&m.hosts[i])
-	}
 	m.refilter(sel, cur)
 	var statusCmd tea.Cmd
 	for _, ev := range b.Events {
@@ -373,7 +370,7 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		}
 		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.inv[ev.Host] {
 			if m.inv[ev.Host] != "" {
-				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + safe(shortID(j.InvocationID)), Kind: lineMark})
+				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + shortID(j.InvocationID), Kind: lineMark})
 				m.newInvocation(ev.Host)
 			}
 			m.inv[ev.Host] = j.InvocationID

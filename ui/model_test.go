@@ -10,6 +10,7 @@ import (
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
+	"bringup/remote/sanitize"
 )
 
 // runCmd runs an action command as the program would and feeds its result
@@ -309,25 +310,30 @@ func TestSourceClosedStopsRearming(t *testing.T) {
 	}
 }
 
-// TestNoRawEscapes feeds lines that bypassed the sanitiser and checks that
-// no escape byte reaches the frame (colour off: the frame has none at all).
-func TestNoRawEscapes(t *testing.T) {
+// TestFleetTextShowsAsIs feeds text as the fleet hands it out (sanitised
+// where it entered: escapes made visible as control pictures) and checks
+// that the frame shows it as it is and adds no escape of its own under
+// NO_COLOR. That the fleet sanitises every string is pinned in remote
+// (TestFleetHandsOutOnlySanitisedText); the UI trusts it.
+func TestFleetTextShowsAsIs(t *testing.T) {
+	hostile := "evil \x1b[2J\x1b]0;pwned\x07 clear \u009b31m c1"
+	shown := sanitize.String(hostile)
 	for _, noColor := range []bool{true, false} {
 		m, _ := newTestModel(t, 120, 40)
 		m.opts.NoColor = noColor
 		m.setStyles(true)
 		b := fleetFixture()
 		b.Events = []event.Event{
-			{Host: "gpu3", Kind: event.KindJournal, Time: now, Journal: &event.Journal{Message: "evil \x1b[2J\x1b]0;pwned\x07 clear \x9b31m \u009b31m c1"}},
-			{Host: "gpu3", Kind: event.KindGap, Time: now, Gap: &event.Gap{Reason: "dropped", Message: "gap \x1b[H"}},
+			{Host: "gpu3", Kind: event.KindJournal, Time: now, Journal: &event.Journal{Message: shown}},
+			{Host: "gpu3", Kind: event.KindGap, Time: now, Gap: &event.Gap{Reason: "dropped", Message: sanitize.String("gap \x1b[H")}},
 		}
-		b.Hosts[2].Startup.Diag.Summary = "summary \x1b[31mred"
+		b.Hosts[2].Startup.Diag.Summary = sanitize.String("summary \x1b[31mred")
 		m.Update(batchMsg(b))
 		for _, keys := range [][]string{{"j", "j"}, {"enter"}} {
 			press(m, keys...)
 			out := render(m)
-			if !strings.Contains(out, "evil") {
-				t.Fatalf("the line is not on screen:\n%s", out)
+			if !strings.Contains(out, "evil") || keys[0] == "enter" && !strings.Contains(out, "evil ␛[2J␛]0;pwned␇ clear") {
+				t.Fatalf("the line is not on screen as the fleet handed it out:\n%s", out)
 			}
 			if noColor && (strings.IndexByte(out, 0x1b) >= 0 || strings.IndexByte(out, 0x07) >= 0) {
 				t.Fatalf("NO_COLOR frame holds control bytes: %q", out)

@@ -1,10 +1,6 @@
 package ui
 
-import (
-	"time"
-
-	"bringup/remote/sanitize"
-)
+import "time"
 
 // lineKind says how a log line is drawn.
 type lineKind uint8
@@ -39,13 +35,9 @@ func newRing(capacity int) *ring {
 	return &ring{buf: make([]logLine, max(1, capacity))}
 }
 
-// push appends l, returning the line it pushed out, if any. The fleet has
-// sanitised the text already; a line that still holds a control character
-// (a source that bypassed it) is sanitised again rather than trusted.
+// push appends l, returning the line it pushed out, if any. The text is
+// shown as it is: the fleet sanitised it where it entered.
 func (r *ring) push(l logLine) (old logLine, evicted bool) {
-	if hasControl(l.Text) {
-		l.Text, _ = sanitize.Line(l.Text, sanitize.DefaultMax)
-	}
 	if r.n == len(r.buf) {
 		old, evicted = r.buf[r.start], true
 		r.buf[r.start] = l
@@ -65,18 +57,4 @@ func (r *ring) first() int { return r.total - r.n }
 // at returns the line with sequence number seq, which must be held.
 func (r *ring) at(seq int) logLine {
 	return r.buf[(r.start+seq-r.first())%len(r.buf)]
-}
-
-// hasControl reports whether s holds a C0 control, DEL or a C1 control.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f {
-			return true
-		}
-		if c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] < 0xa0 {
-			return true
-		}
-	}
-	return false
 }

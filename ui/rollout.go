@@ -71,7 +71,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 		f.mode = i
 	}
 	if m.hf.active() {
-		f.filter = safe(m.hf.text)
+		f.filter = m.hf.text
 	}
 	m.openDialog(&dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f})
 	return nil

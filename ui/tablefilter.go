@@ -309,7 +309,7 @@ func (m *Model) filterBadge() string {
 	if !m.hf.active() {
 		return ""
 	}
-	return fmt.Sprintf("filter: %s  %d/%d hosts", safe(m.hf.text), len(m.rows), len(m.hosts))
+	return fmt.Sprintf("filter: %s  %d/%d hosts", m.hf.text, len(m.rows), len(m.hosts))
 }
 
 // hostFilterFooter is the footer while the filter prompt is open: the

@@ -174,3 +174,19 @@ func TestHostFilterPaste(t *testing.T) {
 		t.Fatalf("pasted state:failed shows %q", got)
 	}
 }
+
+// TestHostFilterPasteDropsControls pins why the filter text, shown in the
+// header and the rollout form, needs no sanitiser of the UI's own: the
+// input drops control characters as they are typed or pasted.
+func TestHostFilterPasteDropsControls(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	press(m, "/")
+	m.Update(tea.PasteMsg{Content: "gpu\x1b]0;pwned\x07\u009b3"})
+	press(m, "enter")
+	if m.hf.text != "gpu]0;pwned3" {
+		t.Fatalf("filter text %q, want the pasted text without its control characters", m.hf.text)
+	}
+	if h := lines(render(m))[0]; !strings.Contains(h, `filter: gpu]0;pwned3`) {
+		t.Fatalf("header %q", h)
+	}
+}

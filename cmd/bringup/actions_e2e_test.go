@@ -11,7 +11,7 @@ import (
 
 	"bringup/cmd/bringup/output"
 	"bringup/kernels"
-	"bringup/kernels/deploy"
+	"bringup/kernels/bundle"
 	"bringup/remote/testbed"
 )
 
@@ -210,7 +210,7 @@ func (w *actWorld) redeploy(t *testing.T) {
 
 	// The host's files are the testbed's, not this build.
 	localHash := func() string {
-		h, err := deploy.DirHash(build)
+		h, err := bundle.DirHash(build)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,9 @@ import (
 
 	"bringup/cmd/bringup/config"
 	"bringup/kernels"
-	"bringup/kernels/deploy"
+	"bringup/kernels/bundle"
 	"bringup/remote"
-	"bringup/remote/history"
+	"bringup/remote/history/store"
 	"bringup/remote/live"
 	"bringup/remote/probe"
 	"bringup/remote/sshx"
@@ -39,22 +39,22 @@ func (f *fleetFlags) openHistory(e env) remote.HistorySink {
 	}
 	path := f.history
 	if path == "" {
-		p, err := history.DefaultPath(e.getenv)
+		p, err := store.DefaultPath(e.getenv)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
 			return nil
 		}
 		path = p
 	}
-	store, err := history.Open(path)
+	hs, err := store.Open(path)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
 		return nil
 	}
-	if n := store.Skipped(); n > 0 {
-		fmt.Fprintf(e.stderr, "bringup: %d unreadable lines in %s skipped (first: %v)\n", n, path, store.Problems()[0])
+	if n := hs.Skipped(); n > 0 {
+		fmt.Fprintf(e.stderr, "bringup: %d unreadable lines in %s skipped (first: %v)\n", n, path, hs.Problems()[0])
 	}
-	return history.NewSink(store)
+	return store.NewSink(hs)
 }
 
 // load reads the configuration the flags name and selects the hosts
@@ -115,7 +115,7 @@ func localHashes(cat kernels.Catalog) map[string]string {
 		if k.LocalDir == "" {
 			continue
 		}
-		if h, err := deploy.DirHash(k.LocalDir); err == nil {
+		if h, err := bundle.DirHash(k.LocalDir); err == nil {
 			out[k.Name] = h
 		}
 	}

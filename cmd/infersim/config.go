@@ -157,7 +157,7 @@ func dirHash(dir string) (string, error) {
 		}
 		if d.IsDir() && d.Name() == "__pycache__" {
 			// Byte-code caches Python writes at import are not part of
-			// the deployed build (kernels/deploy leaves them out too).
+			// the deployed build (kernels/bundle leaves them out too).
 			return filepath.SkipDir
 		}
 		if !d.Type().IsRegular() {

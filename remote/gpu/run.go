@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bringup/remote/backoff"
 	"bringup/remote/event"
-	"bringup/remote/sshx"
 )
 
 // Streamer starts a long-running command on the host. *sshx.Conn is one.
@@ -57,7 +57,7 @@ func Run(ctx context.Context, s Streamer, host string, interval time.Duration, e
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	bo := sshx.NewBackoff(nil)
+	bo := backoff.New(nil)
 	for {
 		delivered, err := stream(ctx, s, host, interval, emit)
 		switch {

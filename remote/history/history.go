@@ -1,10 +1,10 @@
-// Package history keeps the record of earlier successful startups (one JSON
-// line each, in $XDG_STATE_HOME/bringup/history.jsonl) and turns it into
-// expectations: the median duration of each phase for a host, unit and
+// Package history is the record of earlier successful startups and what
+// it predicts: the median duration of each phase for a host, unit and
 // kernel modes, the memory the weights reached, and from those an ETA for
 // a startup under way.
 //
-// Estimation (Estimate, ETA) is pure; Store is the only part that does IO.
+// It is pure: no IO, no clock but the times it is handed. The records are
+// kept on disk by the history/store package.
 package history
 
 import (

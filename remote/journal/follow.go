@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"bringup/remote/backoff"
 	"bringup/remote/event"
 	"bringup/remote/sshx"
 )
@@ -189,7 +190,7 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		f.seqID, f.seq, _ = seqOf(opts.Cursor)
 		f.realtime = cursorTime(opts.Cursor)
 	}
-	bo := &sshx.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: time.Second, Jitter: 0.2, Rand: opts.Rand}
+	bo := &backoff.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: time.Second, Jitter: 0.2, Rand: opts.Rand}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/kernels/deploy"
-	"bringup/kernels/dropin"
 	"bringup/remote"
+	"bringup/remote/deploy"
+	"bringup/remote/dropin"
 	"bringup/remote/event"
 	"bringup/remote/systemd"
 )

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"bringup/kernels"
-	"bringup/kernels/dropin"
 	"bringup/remote"
+	"bringup/remote/dropin"
 	"bringup/remote/event"
 	"bringup/remote/gpu"
 	"bringup/remote/journal"

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
 )
@@ -127,16 +129,24 @@ func (rec *Recording) readHeader(path string, line []byte, hosts map[string]bool
 		if err := checkName(host.Unit); err != nil {
 			return bad(fmt.Sprintf("hosts[%d].unit", i), err)
 		}
+		if host.Engine != "" {
+			if err := checkName(host.Engine); err != nil {
+				return bad(fmt.Sprintf("hosts[%d].engine", i), err)
+			}
+		}
 		if hosts[host.Name] {
 			return bad(fmt.Sprintf("hosts[%d].name", i), fmt.Errorf("%q listed twice", host.Name))
 		}
 		hosts[host.Name] = true
 	}
-	if i := strings.IndexFunc(h.Source, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(h.Source) > 200 {
-		return bad("source", fmt.Errorf("%q: not a short line of printable text", h.Source))
+	if err := checkText(h.Source, 200); err != nil {
+		return bad("source", err)
 	}
 	if err := h.Kernels.Validate(); err != nil {
 		return bad("kernels", err)
+	}
+	if field, err := checkCatalog(h.Kernels); err != nil {
+		return bad(field, err)
 	}
 	rec.Header = h
 	return nil
@@ -152,9 +162,48 @@ func checkName(s string) error {
 		return fmt.Errorf("%d bytes long (at most 255)", len(s))
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }); i >= 0 {
-		return fmt.Errorf("%q: character %q at byte %d is not allowed in a name", s, s[i], i)
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%q: character %q at byte %d is not allowed in a name", s, r, i)
 	}
 	return nil
+}
+
+// checkText accepts a short line of printable text (no control or
+// format characters), shown as it is.
+func checkText(s string, max int) error {
+	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(s) > max {
+		return fmt.Errorf("%q: not a short line of printable text", s)
+	}
+	return nil
+}
+
+// checkCatalog holds the recording's kernel catalog to what a config file
+// may say: the console shows its names, modes and descriptions as they
+// are, outside the events the fleet sanitises. It returns the field at
+// fault.
+func checkCatalog(cat kernels.Catalog) (field string, err error) {
+	type value struct {
+		field, s string
+		check    func(string) error
+	}
+	// A config sets no length on these; the bound only stops a crafted
+	// file from handing the console megabytes.
+	text := func(s string) error { return checkText(s, 4096) }
+	for i, k := range cat.Kernels {
+		f := fmt.Sprintf("kernels[%d]", i)
+		vals := []value{{f + ".name", k.Name, checkName}, {f + ".env_var", k.EnvVar, checkName},
+			{f + ".pythonpath", k.PythonPath, text}, {f + ".local_dir", k.LocalDir, text}, {f + ".remote_dir", k.RemoteDir, text}}
+		for j, m := range k.Modes {
+			mf := fmt.Sprintf("%s.modes[%d]", f, j)
+			vals = append(vals, value{mf + ".name", m.Name, checkName}, value{mf + ".description", m.Description, text})
+		}
+		for _, v := range vals {
+			if err := v.check(v.s); err != nil {
+				return v.field, err
+			}
+		}
+	}
+	return "", nil
 }
 
 func (rec *Recording) readEntry(path string, n int, line []byte, hosts map[string]bool) error {

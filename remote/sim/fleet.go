@@ -13,7 +13,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote"
-	"bringup/remote/history"
+	"bringup/remote/history/store"
 	"bringup/remote/sim/sglang"
 )
 
@@ -170,7 +170,7 @@ func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]remote
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: history.NewSink(history.NewMemoryStore(past))}
+	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: store.NewSink(store.NewMemoryStore(past))}
 	if wrap != nil {
 		if err := wrap(specs, opts); err != nil {
 			return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/history"
+	"bringup/remote/history/store"
 	"bringup/remote/startup"
 )
 
@@ -141,7 +142,7 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := history.NewSink(history.NewMemoryStore(recs))
+	sink := store.NewSink(store.NewMemoryStore(recs))
 	clock := NewManualClock(t0)
 	hosts, _, err := NewHosts("seed", Options{Clock: clock, Kernels: cat, Seen: func() time.Time { return t0 }})
 	if err != nil {

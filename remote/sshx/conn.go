@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/backoff"
 )
 
 // State is the connection state of one host.
@@ -134,7 +136,7 @@ func (c *Conn) finish(err error) {
 // StateUnreachable and are never retried. Run returns ctx's error or the
 // permanent one.
 func (c *Conn) Run(ctx context.Context) error {
-	bo := NewBackoff(c.opts.Rand)
+	bo := backoff.New(c.opts.Rand)
 	dopts := c.opts.Dial
 	var closeAgent func()
 	defer func() {
@@ -194,7 +196,7 @@ func (c *Conn) Run(ctx context.Context) error {
 }
 
 // backoff reports down and sleeps until the next attempt.
-func (c *Conn) backoff(ctx context.Context, bo *Backoff, cause error) error {
+func (c *Conn) backoff(ctx context.Context, bo *backoff.Backoff, cause error) error {
 	d := bo.Next()
 	c.report(StateDown, cause, c.opts.Now().Add(d))
 	return c.opts.Sleep(ctx, d)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels/deploy"
+	"bringup/remote"
 	"bringup/remote/sim/sglang"
 )
 
@@ -48,8 +48,8 @@ func TestKernelLineBothEngines(t *testing.T) {
 			break
 		}
 	}
-	sl, sok := deploy.ParseLoaded(sLine)
-	vl, vok := deploy.ParseLoaded(vLine)
+	sl, sok := remote.ParseLoadedKernel(sLine)
+	vl, vok := remote.ParseLoadedKernel(vLine)
 	if !sok || !vok || sl != vl || sAt != vAt || vl.Hash != strings.Repeat("ab", 32) || vl.Kernel != "kdtree-verify" {
 		t.Errorf("SGLang %v %q (%+v)\nvLLM   %v %q (%+v)", sAt, sLine, sl, vAt, vLine, vl)
 	}

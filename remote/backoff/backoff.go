@@ -1,4 +1,8 @@
-package sshx
+// Package backoff is bringup's retry pacing: a jittered exponential
+// backoff shared by everything that reconnects or restarts a remote stream
+// (the SSH connection, the journal follower, the GPU sampler). It is a
+// leaf: pure arithmetic over an injected random source.
+package backoff
 
 import (
 	"math"
@@ -18,8 +22,8 @@ type Backoff struct {
 	n      int
 }
 
-// NewBackoff returns bringup's reconnect backoff: 1 s × 1.6, cap 2 min, ±20 %.
-func NewBackoff(random func() float64) *Backoff {
+// New returns bringup's reconnect backoff: 1 s × 1.6, cap 2 min, ±20 %.
+func New(random func() float64) *Backoff {
 	return &Backoff{Base: time.Second, Factor: 1.6, Max: 2 * time.Minute, Jitter: 0.2, Rand: random}
 }
 

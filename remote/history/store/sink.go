@@ -1,7 +1,9 @@
-package history
+package store
 
 import (
 	"sync"
+
+	"bringup/remote/history"
 )
 
 // Sink connects a Store to the fleet: Expect answers from memory (with a
@@ -11,7 +13,7 @@ type Sink struct {
 	store *Store
 
 	mu    sync.Mutex // guards cache and gen
-	cache map[expectKey]Expectation
+	cache map[expectKey]history.Expectation
 	gen   uint64
 }
 
@@ -19,13 +21,13 @@ type expectKey struct{ host, unit, modes string }
 
 // NewSink returns a sink over store.
 func NewSink(store *Store) *Sink {
-	return &Sink{store: store, cache: map[expectKey]Expectation{}}
+	return &Sink{store: store, cache: map[expectKey]history.Expectation{}}
 }
 
 // Expect is the expectation for host, unit and modes; ok is false when
 // there is no history for them on any host. It does no IO.
-func (k *Sink) Expect(host, unit string, modes map[string]string) (Expectation, bool) {
-	key := expectKey{host, unit, ModesKey(modes)}
+func (k *Sink) Expect(host, unit string, modes map[string]string) (history.Expectation, bool) {
+	key := expectKey{host, unit, history.ModesKey(modes)}
 	gen := k.store.generation()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -35,11 +37,11 @@ func (k *Sink) Expect(host, unit string, modes map[string]string) (Expectation, 
 	}
 	e, hit := k.cache[key]
 	if !hit {
-		e = Estimate(k.store.Records(unit, modes), host, unit, modes)
+		e = history.Estimate(k.store.Records(unit, modes), host, unit, modes)
 		k.cache[key] = e
 	}
 	return e, e.Known()
 }
 
 // Record appends r to the history (the file, or memory for a memory store).
-func (k *Sink) Record(r Record) error { return k.store.Append(r) }
+func (k *Sink) Record(r history.Record) error { return k.store.Append(r) }

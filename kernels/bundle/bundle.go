@@ -1,4 +1,10 @@
-package deploy
+// Package bundle hashes a kernel's build tree: the local build a redeploy
+// sends, and (through any fs.FS, such as a host's directory read over
+// SFTP) the tree a host has. The content hash is the one infersim logs
+// for the directory it loads, so a build and a running service can be
+// compared. It reads files and nothing else: sending a bundle to a host is
+// remote/deploy's job.
+package bundle
 
 import (
 	"crypto/sha256"
@@ -26,11 +32,11 @@ import (
 // walk order is not the order of sorted full paths: "a/b" comes before
 // "a.txt" because the directory "a" sorts before the name "a.txt".
 func ContentHash(fsys fs.FS) (string, error) {
-	t, err := walkTree(fsTree{fsys})
+	t, err := Walk(fsys)
 	if err != nil {
 		return "", err
 	}
-	return t.hash, nil
+	return t.Hash, nil
 }
 
 // DirHash is ContentHash of the local directory dir.
@@ -42,49 +48,43 @@ func DirHash(dir string) (string, error) {
 	return h, nil
 }
 
-// entry is one directory entry as a tree source reports it.
+// entry is one directory entry as the walker sees it.
 type entry struct {
 	name string
 	mode fs.FileMode // type bits and permissions
 	size int64
 }
 
-// treeSource is a tree the walker can read: the local file system or a
-// host over SFTP. Paths are slash paths relative to the root ("" is the
-// root itself).
-type treeSource interface {
-	readDir(rel string) ([]entry, error)
-	open(rel string) (io.ReadCloser, error)
+// File is one regular file of a tree.
+type File struct {
+	Path string      // slash path relative to the root
+	Mode fs.FileMode // permission bits only
+	Size int64
+	Sum  string // sha256 of the content, hex
 }
 
-// file is one regular file of a tree.
-type file struct {
-	rel  string
-	mode fs.FileMode // permission bits only
-	size int64
-	sum  string // sha256 of the content, hex
-}
+// PyCache is the directory of Python's byte-code caches, left out of the
+// tree everywhere (hash, deploy plan, deletions).
+const PyCache = "__pycache__"
 
-// pyCache is the directory of Python's byte-code caches, left out of the
-// tree everywhere (hash, plan, deletions).
-const pyCache = "__pycache__"
-
-// tree is a walked tree: its regular files in walk order, its directories
+// Tree is a walked tree: its regular files in walk order, its directories
 // (without the root) and its content hash.
-type tree struct {
-	files []file
-	dirs  []string
-	// other are entries that are neither regular files nor directories
+type Tree struct {
+	Files []File
+	Dirs  []string
+	// Other are entries that are neither regular files nor directories
 	// (symlinks, sockets): the hash skips them, as infersim does.
-	other []string
-	hash  string
-	bytes int64
+	Other []string
+	Hash  string // ContentHash
+	Bytes int64  // the files' sizes added up
 }
 
-// walkTree reads every regular file of src once, computing each file's
-// sha256 and the tree's content hash together.
-func walkTree(src treeSource) (tree, error) {
-	var t tree
+// Walk reads every regular file of the tree rooted at fsys's "." once,
+// computing each file's sha256 and the tree's content hash (ContentHash)
+// together.
+func Walk(fsys fs.FS) (Tree, error) {
+	src := fsTree{fsys}
+	var t Tree
 	th := sha256.New()
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -99,13 +99,13 @@ func walkTree(src treeSource) (tree, error) {
 			}
 			rel := path.Join(dir, e.name)
 			switch {
-			case e.mode.IsDir() && e.name == pyCache:
+			case e.mode.IsDir() && e.name == PyCache:
 				// Python writes its byte-code caches into a writable
 				// PYTHONPATH directory at the first import: they are not
 				// part of the build, and counting them would show every
 				// host drifting after its first start.
 			case e.mode.IsDir():
-				t.dirs = append(t.dirs, rel)
+				t.Dirs = append(t.Dirs, rel)
 				if err := walk(rel); err != nil {
 					return err
 				}
@@ -114,18 +114,18 @@ func walkTree(src treeSource) (tree, error) {
 				if err != nil {
 					return err
 				}
-				t.files = append(t.files, file{rel: rel, mode: e.mode.Perm(), size: e.size, sum: sum})
-				t.bytes += e.size
+				t.Files = append(t.Files, File{Path: rel, Mode: e.mode.Perm(), Size: e.size, Sum: sum})
+				t.Bytes += e.size
 			default:
-				t.other = append(t.other, rel)
+				t.Other = append(t.Other, rel)
 			}
 		}
 		return nil
 	}
 	if err := walk(""); err != nil {
-		return tree{}, err
+		return Tree{}, err
 	}
-	t.hash = hex.EncodeToString(th.Sum(nil))
+	t.Hash = hex.EncodeToString(th.Sum(nil))
 	return t, nil
 }
 
@@ -133,7 +133,7 @@ func walkTree(src treeSource) (tree, error) {
 // returns its own sha256. The header needs the length before the content,
 // so a file that changes size while it is read is an error rather than a
 // wrong hash.
-func hashFile(src treeSource, rel string, size int64, th hash.Hash) (string, error) {
+func hashFile(src fsTree, rel string, size int64, th hash.Hash) (string, error) {
 	r, err := src.open(rel)
 	if err != nil {
 		return "", err

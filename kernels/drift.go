@@ -1,4 +1,4 @@
-package deploy
+package kernels
 
 import (
 	"fmt"
@@ -39,8 +39,8 @@ type Drift struct {
 
 // CompareHashes computes the drift of hosts (name → content hash, "" when
 // unknown) against the local build's hash (local, "" when unknown). It is
-// pure: the fleet view gets the hashes (Sync's Record, DeployedHash,
-// RemoteHash or infersim's log line) and shows Badge.
+// pure: the fleet view gets the hashes (remote/deploy's Record,
+// DeployedHash or RemoteHash, or infersim's log line) and shows Badge.
 func CompareHashes(local string, hosts map[string]string) Drift {
 	d := Drift{Hosts: make(map[string]DriftState, len(hosts))}
 	seen := map[string]bool{}

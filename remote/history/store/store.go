@@ -1,4 +1,9 @@
-package history
+// Package store is the startup history's file: one JSON line per record
+// in $XDG_STATE_HOME/bringup/history.jsonl, read once at start and
+// appended to as startups reach serving, and the Sink that connects it to
+// the fleet. It is the only part of the history that does IO; the records
+// and what they predict (history.Estimate, history.ETA) are pure.
+package store
 
 import (
 	"bufio"
@@ -9,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"bringup/remote/history"
 )
 
 // MaxPerKey is how many records a Store keeps in memory for each host,
@@ -44,7 +51,7 @@ type Store struct {
 	wmu sync.Mutex // serialises appends to the file
 
 	mu       sync.Mutex // guards the fields below
-	recs     map[storeKey][]Record
+	recs     map[storeKey][]history.Record
 	skipped  int
 	problems []error
 	gen      uint64 // bumps on every change of recs
@@ -55,7 +62,7 @@ type Store struct {
 // Problems, whose errors name path:line); only a file that cannot be read
 // is an error.
 func Open(path string) (*Store, error) {
-	s := &Store{path: path, recs: map[storeKey][]Record{}}
+	s := &Store{path: path, recs: map[storeKey][]history.Record{}}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -73,7 +80,7 @@ func Open(path string) (*Store, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var r Record
+		var r history.Record
 		if err := json.Unmarshal(b, &r); err != nil {
 			s.problem(fmt.Errorf("%s:%d: %w", path, line, err))
 			continue
@@ -99,8 +106,8 @@ func Open(path string) (*Store, error) {
 // keeps a file's lines) and whose Append keeps new records in memory and
 // writes no file: a history for a simulated fleet, which must leave the
 // user's real history alone. Its Path is empty.
-func NewMemoryStore(records []Record) *Store {
-	s := &Store{memory: true, recs: map[storeKey][]Record{}}
+func NewMemoryStore(records []history.Record) *Store {
+	s := &Store{memory: true, recs: map[storeKey][]history.Record{}}
 	for _, r := range records {
 		s.add(r)
 	}
@@ -116,8 +123,8 @@ func (s *Store) problem(err error) {
 
 // add keeps r in memory, dropping the oldest record of its key beyond
 // MaxPerKey. The caller holds mu or owns s exclusively.
-func (s *Store) add(r Record) {
-	k := storeKey{r.Host, r.Unit, ModesKey(r.Modes)}
+func (s *Store) add(r history.Record) {
+	k := storeKey{r.Host, r.Unit, history.ModesKey(r.Modes)}
 	l := append(s.recs[k], r)
 	if n := len(l) - MaxPerKey; n > 0 {
 		l = append(l[:0], l[n:]...)
@@ -146,7 +153,7 @@ func (s *Store) Problems() []error {
 // Append writes r as one line at the end of the file and syncs it, creating
 // the directory (0700) and the file (0600) when needed, then keeps it in
 // memory. A memory store only keeps it.
-func (s *Store) Append(r Record) error {
+func (s *Store) Append(r history.Record) error {
 	if s.memory {
 		s.mu.Lock()
 		s.add(r)
@@ -193,11 +200,11 @@ func (s *Store) write(line []byte) error {
 
 // Records returns a copy of the records in memory for unit and modes, on
 // every host, oldest first within each host.
-func (s *Store) Records(unit string, modes map[string]string) []Record {
-	key := ModesKey(modes)
+func (s *Store) Records(unit string, modes map[string]string) []history.Record {
+	key := history.ModesKey(modes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Record
+	var out []history.Record
 	for k, l := range s.recs {
 		if k.unit == unit && k.modes == key {
 			out = append(out, l...)

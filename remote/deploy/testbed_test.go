@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"bringup/kernels"
+	"bringup/kernels/bundle"
+	"bringup/remote"
 	"bringup/remote/sshx"
 	"bringup/remote/testbed"
 )
@@ -81,7 +84,7 @@ func (w *world) run(t *testing.T, ctx context.Context, host, cmd string) string 
 
 func (w *world) localHash(t *testing.T) string {
 	t.Helper()
-	h, err := DirHash(w.build)
+	h, err := bundle.DirHash(w.build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func (w *world) serviceHash(t *testing.T, ctx context.Context, host string) stri
 	for {
 		out := w.run(t, ctx, host, "journalctl -u sglang --no-pager -o cat --since=@"+since)
 		for _, line := range strings.Split(out, "\n") {
-			if l, ok := ParseLoaded(line); ok && l.Dir == site && l.Kernel == "kdtree-verify" {
+			if l, ok := remote.ParseLoadedKernel(line); ok && l.Dir == site && l.Kernel == "kdtree-verify" {
 				return l.Hash
 			}
 		}
@@ -155,8 +158,8 @@ func (w *world) changedFile(t *testing.T) {
 
 	writeTree(t, w.build, map[string]string{"kdtree_verify/__init__.py": "VERSION = '1.1'\n"})
 	local := w.localHash(t)
-	before := CompareHashes(local, map[string]string{"gpu1": running, "gpu2": gpu2Hash})
-	if before.Hosts["gpu1"] != DriftDiffers || before.Badge() != "drift 2/2" || before.Versions != 2 {
+	before := kernels.CompareHashes(local, map[string]string{"gpu1": running, "gpu2": gpu2Hash})
+	if before.Hosts["gpu1"] != kernels.DriftDiffers || before.Badge() != "drift 2/2" || before.Versions != 2 {
 		t.Fatalf("drift before redeploy: %+v %q", before, before.Badge())
 	}
 	p, err := Check(ctx, conn, w.build, site)
@@ -182,12 +185,12 @@ func (w *world) changedFile(t *testing.T) {
 		t.Fatalf("infersim logs content sha256=%s after restart, want %s", got, local)
 	}
 	t.Logf("infersim on gpu1 after restart: content sha256=%s", got)
-	after := CompareHashes(local, map[string]string{"gpu1": got})
-	if after.Hosts["gpu1"] != DriftSame || after.Badge() != "" {
+	after := kernels.CompareHashes(local, map[string]string{"gpu1": got})
+	if after.Hosts["gpu1"] != kernels.DriftSame || after.Badge() != "" {
 		t.Fatalf("drift after redeploy: %+v %q", after, after.Badge())
 	}
 	// gpu2 still has the image's tree: the fleet still drifts there.
-	if fleet := CompareHashes(local, map[string]string{"gpu1": got, "gpu2": gpu2Hash}); fleet.Badge() != "drift 1/2" || !slices.Equal(fleet.Differing(), []string{"gpu2"}) {
+	if fleet := kernels.CompareHashes(local, map[string]string{"gpu1": got, "gpu2": gpu2Hash}); fleet.Badge() != "drift 1/2" || !slices.Equal(fleet.Differing(), []string{"gpu2"}) {
 		t.Fatalf("fleet drift: %+v %q", fleet, fleet.Badge())
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/kernels"
-	"bringup/kernels/dropin"
+	"bringup/remote/dropin"
 	"bringup/remote/sshx"
 	"bringup/remote/systemd"
 	"bringup/remote/testbed"

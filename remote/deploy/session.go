@@ -15,6 +15,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"bringup/kernels/bundle"
 	"bringup/remote/sshx"
 )
 
@@ -210,7 +211,7 @@ func (s *session) syncDirect(ctx context.Context, localDir string, tg target, pl
 	for _, rel := range plan.RemoveDir {
 		// The byte-code cache of code the build no longer has goes with
 		// it; a directory with any other foreign entry inside stays.
-		_ = s.c.RemoveAll(path.Join(tg.dir, rel, pyCache))
+		_ = s.c.RemoveAll(path.Join(tg.dir, rel, bundle.PyCache))
 		_ = s.c.RemoveDirectory(path.Join(tg.dir, rel))
 	}
 	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+sshx.ShellQuote(tg.stage)); err != nil {
@@ -333,7 +334,7 @@ func installScript(tg target, stage string, plan Plan, run string, rec Record, r
 		w("rm -f -- %s", q(path.Join(tg.dir, rel)))
 	}
 	for _, rel := range plan.RemoveDir {
-		w("rm -rf -- %s", q(path.Join(tg.dir, rel, pyCache)))
+		w("rm -rf -- %s", q(path.Join(tg.dir, rel, bundle.PyCache)))
 		w("rmdir -- %s 2>/dev/null || true", q(path.Join(tg.dir, rel)))
 	}
 	w("rm -rf -- %s", q(tg.stage))
@@ -351,7 +352,7 @@ func installScript(tg target, stage string, plan Plan, run string, rec Record, r
 
 // Record is what Sync leaves on the host about a deployed directory.
 type Record struct {
-	Hash  string    `json:"hash"` // ContentHash of the deployed tree
+	Hash  string    `json:"hash"` // bundle.ContentHash of the deployed tree
 	Dir   string    `json:"dir"`  // the remote directory
 	Files int       `json:"files"`
 	Bytes int64     `json:"bytes"`

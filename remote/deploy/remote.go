@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,6 +14,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"bringup/kernels/bundle"
 	"bringup/remote/sanitize"
 	"bringup/remote/sshx"
 )
@@ -82,20 +82,20 @@ func listScript(dir string) string {
 	q := sshx.ShellQuote(dir)
 	return "export LC_ALL=C; [ -e " + q + " ] || exit " + strconv.Itoa(listMissing) +
 		"; [ -d " + q + " ] || exit " + strconv.Itoa(listNotDir) +
-		"; cd -- " + q + " && find . -mindepth 1 -name " + pyCache + " -prune -o \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +
-		" && printf -- '--\\0' && find . -name " + pyCache + " -prune -o -type f -print0 | xargs -0 -r sha256sum -z --"
+		"; cd -- " + q + " && find . -mindepth 1 -name " + bundle.PyCache + " -prune -o \\( -type d -printf 'd %m %P\\0' \\) -o \\( -type f -printf 'f %m %s %P\\0' \\) -o -printf 'o %m %P\\0'" +
+		" && printf -- '--\\0' && find . -name " + bundle.PyCache + " -prune -o -type f -print0 | xargs -0 -r sha256sum -z --"
 }
 
 // remoteTree is a remote directory as listScript reports it.
 type remoteTree struct {
-	files map[string]file
+	files map[string]bundle.File
 	dirs  map[string]bool
 	other map[string]bool
 }
 
 // parseListing decodes listScript's output.
 func parseListing(out []byte) (remoteTree, error) {
-	t := remoteTree{files: map[string]file{}, dirs: map[string]bool{}, other: map[string]bool{}}
+	t := remoteTree{files: map[string]bundle.File{}, dirs: map[string]bool{}, other: map[string]bool{}}
 	recs := bytes.Split(out, []byte{0})
 	if len(recs) > 0 && len(recs[len(recs)-1]) == 0 {
 		recs = recs[:len(recs)-1]
@@ -141,7 +141,7 @@ func parseListing(out []byte) (remoteTree, error) {
 			if err := checkRel(rel); err != nil {
 				return remoteTree{}, fmt.Errorf("listing record %d: %w", i, err)
 			}
-			t.files[rel] = file{rel: rel, mode: fs.FileMode(mode) & fs.ModePerm, size: size}
+			t.files[rel] = bundle.File{Path: rel, Mode: fs.FileMode(mode) & fs.ModePerm, Size: size}
 		default:
 			return remoteTree{}, fmt.Errorf("listing record %d %q: unknown kind %q", i, r, kind)
 		}
@@ -160,11 +160,11 @@ func parseListing(out []byte) (remoteTree, error) {
 		if !ok {
 			return remoteTree{}, fmt.Errorf("listing: checksum for unlisted file %q", rel)
 		}
-		f.sum = r[:64]
+		f.Sum = r[:64]
 		t.files[rel] = f
 	}
 	for rel, f := range t.files {
-		if f.sum == "" {
+		if f.Sum == "" {
 			// Listed but gone before sha256sum read it: treat as
 			// absent rather than guess.
 			delete(t.files, rel)
@@ -191,30 +191,55 @@ func isHex(s string) bool {
 	return true
 }
 
-// sftpTree reads a remote tree over SFTP.
-type sftpTree struct {
+// sftpFS is the directory root on a host as an fs.FS read over SFTP, so
+// that bundle.Walk hashes a host's tree exactly as it hashes a local build.
+type sftpFS struct {
 	c    *sftp.Client
 	root string
 }
 
-func (t sftpTree) readDir(rel string) ([]entry, error) {
-	fis, err := t.c.ReadDir(path.Join(t.root, rel))
+func (f sftpFS) path(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return path.Join(f.root, name), nil
+}
+
+// Open opens a file for reading; *sftp.File is an fs.File.
+func (f sftpFS) Open(name string) (fs.File, error) {
+	p, err := f.path("open", name)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]entry, 0, len(fis))
-	for _, fi := range fis {
-		out = append(out, entry{name: fi.Name(), mode: fi.Mode(), size: fi.Size()})
+	file, err := f.c.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+// ReadDir lists a directory from one SFTP readdir (lstat information:
+// a symlink is listed as a symlink, not followed).
+func (f sftpFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := f.path("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	fis, err := f.c.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, len(fis))
+	for i, fi := range fis {
+		out[i] = fs.FileInfoToDirEntry(fi)
 	}
 	return out, nil
 }
 
-func (t sftpTree) open(rel string) (io.ReadCloser, error) { return t.c.Open(path.Join(t.root, rel)) }
-
-// RemoteHash is ContentHash of the directory dir on conn's host, read over
-// SFTP: the truth of what a service started now would load. It reads
-// every file, so it costs the tree's size in transfer; DeployedHash is the
-// cheap answer.
+// RemoteHash is bundle.ContentHash of the directory dir on conn's host,
+// read over SFTP: the truth of what a service started now would load. It
+// reads every file, so it costs the tree's size in transfer; DeployedHash
+// is the cheap answer.
 func RemoteHash(ctx context.Context, conn Conn, dir string) (string, error) {
 	host := hostOf(conn)
 	c, err := openSFTP(ctx, conn)
@@ -231,14 +256,14 @@ func RemoteHash(ctx context.Context, conn Conn, dir string) (string, error) {
 	if !fi.IsDir() {
 		return "", fmt.Errorf("%s: hash %s: not a directory", host, dir)
 	}
-	t, err := walkTree(sftpTree{c: c, root: dir})
+	t, err := bundle.Walk(sftpFS{c: c, root: dir})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return "", fmt.Errorf("%s: hash %s: %w", host, dir, err)
 	}
-	return t.hash, nil
+	return t.Hash, nil
 }
 
 // isNotExist is true for a missing remote path.

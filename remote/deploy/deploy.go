@@ -12,10 +12,10 @@
 // installs through one `sudo -n` script; a sudo that wants a password is
 // an error within seconds, never a prompt.
 //
-// The content hash (ContentHash) is the one infersim logs for the
+// The content hash (bundle.ContentHash) is the one infersim logs for the
 // directory it loads, and each Sync records it on the host
 // (/var/lib/bringup/deployed), so a fleet view can show drift between the
-// local build and the hosts, and between hosts (CompareHashes).
+// local build and the hosts, and between hosts (kernels.CompareHashes).
 package deploy
 
 import (
@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"bringup/kernels/bundle"
 	"bringup/remote/sshx"
 )
 
@@ -176,27 +177,27 @@ func newTarget(dir string) (target, error) {
 }
 
 // readLocal walks the local build and refuses what Sync cannot mirror.
-func readLocal(localDir string) (tree, error) {
-	t, err := walkTree(fsTree{os.DirFS(localDir)})
+func readLocal(localDir string) (bundle.Tree, error) {
+	t, err := bundle.Walk(os.DirFS(localDir))
 	if err != nil {
-		return tree{}, fmt.Errorf("local build %s: %w", localDir, err)
+		return bundle.Tree{}, fmt.Errorf("local build %s: %w", localDir, err)
 	}
-	if len(t.other) > 0 {
-		return tree{}, fmt.Errorf("local build %s: %s is not a regular file or directory (symlinks are not deployed)", localDir, t.other[0])
+	if len(t.Other) > 0 {
+		return bundle.Tree{}, fmt.Errorf("local build %s: %s is not a regular file or directory (symlinks are not deployed)", localDir, t.Other[0])
 	}
-	if len(t.files) == 0 {
+	if len(t.Files) == 0 {
 		// An empty build would delete everything on the host: far more
 		// likely a wrong path than a wish.
-		return tree{}, fmt.Errorf("local build %s: no files", localDir)
+		return bundle.Tree{}, fmt.Errorf("local build %s: no files", localDir)
 	}
 	return t, nil
 }
 
 // prepare checks the remote directory and reads the local build.
-func prepare(localDir, remoteDir string) (target, tree, error) {
+func prepare(localDir, remoteDir string) (target, bundle.Tree, error) {
 	tg, err := newTarget(remoteDir)
 	if err != nil {
-		return target{}, tree{}, err
+		return target{}, bundle.Tree{}, err
 	}
 	local, err := readLocal(localDir)
 	return tg, local, err
@@ -212,7 +213,7 @@ func listRemote(ctx context.Context, conn Conn, dir string) (remoteTree, bool, e
 	switch code {
 	case 0:
 	case listMissing:
-		return remoteTree{files: map[string]file{}, dirs: map[string]bool{}, other: map[string]bool{}}, true, nil
+		return remoteTree{files: map[string]bundle.File{}, dirs: map[string]bool{}, other: map[string]bool{}}, true, nil
 	case listNotDir:
 		return remoteTree{}, false, fmt.Errorf("%s: %s exists and is not a directory", host, dir)
 	default:
@@ -226,25 +227,25 @@ func listRemote(ctx context.Context, conn Conn, dir string) (remoteTree, bool, e
 }
 
 // diff plans the changes that make remote equal to local.
-func diff(local tree, remote remoteTree, missing bool) Plan {
-	p := Plan{Hash: local.hash, Missing: missing}
+func diff(local bundle.Tree, remote remoteTree, missing bool) Plan {
+	p := Plan{Hash: local.Hash, Missing: missing}
 	want := map[string]bool{}
-	for _, f := range local.files {
-		want[f.rel] = true
-		c := Change{Path: f.rel, Size: f.size, Mode: f.mode, Sum: f.sum}
-		r, ok := remote.files[f.rel]
+	for _, f := range local.Files {
+		want[f.Path] = true
+		c := Change{Path: f.Path, Size: f.Size, Mode: f.Mode, Sum: f.Sum}
+		r, ok := remote.files[f.Path]
 		switch {
-		case !ok || r.sum != f.sum:
+		case !ok || r.Sum != f.Sum:
 			p.Upload = append(p.Upload, c)
-			p.Bytes += f.size
-		case r.mode != f.mode:
+			p.Bytes += f.Size
+		case r.Mode != f.Mode:
 			p.Chmod = append(p.Chmod, c)
 		default:
 			p.Unchanged++
 		}
 	}
 	wantDir := map[string]bool{}
-	for _, d := range local.dirs {
+	for _, d := range local.Dirs {
 		wantDir[d] = true
 	}
 	for rel := range remote.files {
@@ -322,8 +323,8 @@ func Sync(ctx context.Context, conn Conn, localDir, remoteDir string, opts Optio
 	plan := diff(local, rt, missing)
 
 	run := runID()
-	rec := Record{Hash: local.hash, Dir: tg.dir, Files: len(local.files), Bytes: local.bytes, At: opts.Now().UTC(), By: who.name}
-	res := Result{Hash: local.hash, Unchanged: plan.Unchanged, Bytes: plan.Bytes, Sudo: sudo, Record: rec}
+	rec := Record{Hash: local.Hash, Dir: tg.dir, Files: len(local.Files), Bytes: local.Bytes, At: opts.Now().UTC(), By: who.name}
+	res := Result{Hash: local.Hash, Unchanged: plan.Unchanged, Bytes: plan.Bytes, Sudo: sudo, Record: rec}
 	for _, c := range plan.Upload {
 		res.Uploaded = append(res.Uploaded, c.Path)
 	}

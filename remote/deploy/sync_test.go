@@ -14,41 +14,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
-)
 
-// TestContentHashDefinition pins the hash to infersim's definition: walk
-// order (the directory "a" before the file "a.txt", unlike sorted full
-// paths), "path NUL length NUL content" per regular file, nothing for
-// directories or modes.
-func TestContentHashDefinition(t *testing.T) {
-	fsys := fstest.MapFS{
-		"a.txt":       {Data: []byte("x"), Mode: 0o600},
-		"a/b":         {Data: []byte("yy")},
-		"a/c/d.py":    {Data: []byte("")},
-		"empty":       {Mode: os.ModeDir | 0o755},
-		"link-to-a.t": {Data: []byte("a.txt"), Mode: os.ModeSymlink},
-	}
-	got, err := ContentHash(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := sha256.Sum256([]byte("a/b\x002\x00yy" + "a/c/d.py\x000\x00" + "a.txt\x001\x00x"))
-	if got != hex.EncodeToString(want[:]) {
-		t.Fatalf("ContentHash = %s, want %x", got, want)
-	}
-	// Python's byte-code caches are not part of the build.
-	fsys["__pycache__/sitecustomize.cpython-312.pyc"] = &fstest.MapFile{Data: []byte("bytecode")}
-	fsys["a/__pycache__/x.pyc"] = &fstest.MapFile{Data: []byte("bytecode")}
-	if again, err := ContentHash(fsys); err != nil || again != got {
-		t.Fatalf("with __pycache__: %s, %v; want %s", again, err, got)
-	}
-	empty := sha256.Sum256(nil)
-	if got, err := ContentHash(fstest.MapFS{}); err != nil || got != hex.EncodeToString(empty[:]) {
-		t.Fatalf("empty tree: %s, %v", got, err)
-	}
-}
+	"bringup/kernels/bundle"
+)
 
 // newBuild makes a local kernel build like the demo's.
 func newBuild(t *testing.T) string {
@@ -81,7 +50,7 @@ func newFixture(t *testing.T) (conn *localConn, build, base, remote, records str
 
 func TestSyncLocal(t *testing.T) {
 	conn, build, base, remote, records := newFixture(t)
-	localHash, err := DirHash(build)
+	localHash, err := bundle.DirHash(build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +129,8 @@ func TestSyncLocal(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(remote, "sitecustomize.py")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Fatalf("mode: %v, %v", fi, err)
 	}
-	newHash, _ := DirHash(build)
-	if got, _ := DirHash(remote); got != newHash || newHash == localHash {
+	newHash, _ := bundle.DirHash(build)
+	if got, _ := bundle.DirHash(remote); got != newHash || newHash == localHash {
 		t.Fatalf("remote hash %s, local %s (old %s)", got, newHash, localHash)
 	}
 }
@@ -184,7 +153,7 @@ func TestSyncSudo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(conn.home, userStage)); !os.IsNotExist(err) {
 		t.Fatalf("user staging left behind: %v", err)
 	}
-	before, _ := DirHash(remote)
+	before, _ := bundle.DirHash(remote)
 
 	writeTree(t, build, map[string]string{"sitecustomize.py": "# changed\n"})
 	conn.sudo = "password"
@@ -193,7 +162,7 @@ func TestSyncSudo(t *testing.T) {
 		t.Fatalf("sync with password sudo: %v, want ErrSudo naming the fix", err)
 	}
 	t.Logf("error: %v", err)
-	if after, _ := DirHash(remote); after != before {
+	if after, _ := bundle.DirHash(remote); after != before {
 		t.Fatal("failed sudo sync changed the target")
 	}
 }
@@ -288,7 +257,7 @@ func TestListingOfAwkwardNames(t *testing.T) {
 	}
 	for rel, content := range files {
 		sum := sha256.Sum256([]byte(content))
-		if f := rt.files[rel]; f.sum != hex.EncodeToString(sum[:]) || f.size != int64(len(content)) || f.mode != 0o644 {
+		if f := rt.files[rel]; f.Sum != hex.EncodeToString(sum[:]) || f.Size != int64(len(content)) || f.Mode != 0o644 {
 			t.Errorf("%q: %+v", rel, f)
 		}
 	}
@@ -316,7 +285,7 @@ func TestParseListingRejects(t *testing.T) {
 		}
 	}
 	rt, err := parseListing([]byte("f 644 1 a\x00f 600 2 gone\x00--\x00" + h + "  ./a\x00"))
-	if err != nil || rt.files["a"].sum != h || len(rt.files) != 1 {
+	if err != nil || rt.files["a"].Sum != h || len(rt.files) != 1 {
 		t.Errorf("file gone before its checksum: %+v, %v", rt, err)
 	}
 }
@@ -331,7 +300,7 @@ func FuzzParseListing(f *testing.F) {
 			return
 		}
 		for rel, fl := range rt.files {
-			if checkRel(rel) != nil || len(fl.sum) != 64 || fl.mode&^0o777 != 0 {
+			if checkRel(rel) != nil || len(fl.Sum) != 64 || fl.Mode&^0o777 != 0 {
 				t.Fatalf("accepted %q: %+v", rel, fl)
 			}
 		}
