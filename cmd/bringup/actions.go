@@ -226,16 +226,18 @@ func inOrder(hosts []string, states map[string]remote.HostState) []remote.HostSt
 // actFleet is the fleet a changing command acts through and what it acts on.
 type actFleet struct {
 	fleet *remote.Fleet
-	hosts []string // the named hosts, in order
-	extra []string // the command's own positional arguments
+	hosts []string         // the named hosts, in order
+	extra []string         // the command's own positional arguments
+	now   func() time.Time // the hosts' clock
 	close func()
 }
 
 // openActFleet builds the live (or simulated) fleet over the hosts named
-// in args, splitting off the command's own arguments.
+// in args, or every host with all, splitting off the command's own
+// arguments.
 func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf simFlags, demo, all bool, args []string) (actFleet, error) {
 	if demo {
-		f, _, err := sf.simFleet(ff.ReadOnly, nil)
+		f, clock, err := sf.simFleet(ff.ReadOnly, nil)
 		if err != nil {
 			return actFleet{}, err
 		}
@@ -243,7 +245,7 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 		if names, err = simHosts(f, names, all); err != nil {
 			return actFleet{}, err
 		}
-		return actFleet{fleet: f, hosts: names, extra: extra, close: func() {}}, nil
+		return actFleet{fleet: f, hosts: names, extra: extra, now: clock.Now, close: func() {}}, nil
 	}
 	// The catalog and the host names come from the config: load it once
 	// to tell hosts from the command's own arguments.
@@ -263,7 +265,7 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 	if err != nil {
 		return actFleet{}, err
 	}
-	return actFleet{fleet: f, hosts: f.Hosts(), extra: extra, close: closeKeys}, nil
+	return actFleet{fleet: f, hosts: f.Hosts(), extra: extra, now: time.Now, close: closeKeys}, nil
 }
 
 // simHosts checks names against the simulated fleet's hosts; all names

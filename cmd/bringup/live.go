@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"bringup/cmd/bringup/config"
-	"bringup/kernels"
 	"bringup/kernels/bundle"
 	"bringup/remote"
 	"bringup/remote/history/store"
@@ -34,27 +33,17 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 // openHistory opens the startup history the flags name; a history that
 // cannot be opened is a warning, not a reason to refuse to watch.
 func (f *fleetFlags) openHistory(e env) remote.HistorySink {
-	if f.history == "off" {
-		return nil
+	sink, warning, err := store.OpenSink(f.history, e.getenv)
+	if warning != "" {
+		fmt.Fprintf(e.stderr, "bringup: %s\n", warning)
 	}
-	path := f.history
-	if path == "" {
-		p, err := store.DefaultPath(e.getenv)
+	if err != nil || sink == nil { // a nil *Sink is not a nil HistorySink
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
-			return nil
 		}
-		path = p
-	}
-	hs, err := store.Open(path)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
 		return nil
 	}
-	if n := hs.Skipped(); n > 0 {
-		fmt.Fprintf(e.stderr, "bringup: %d unreadable lines in %s skipped (first: %v)\n", n, path, hs.Problems()[0])
-	}
-	return store.NewSink(hs)
+	return sink
 }
 
 // load reads the configuration the flags name and selects the hosts
@@ -87,7 +76,7 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 // liveFleet builds the fleet over real hosts.
 func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: localHashes(cfg.Kernels)}
+		LocalHashes: bundle.LocalHashes(cfg.Kernels)}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
 		if err != nil { // ParsePacks compiled each one already
@@ -105,19 +94,4 @@ func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink
 		return nil, err
 	}
 	return f, nil
-}
-
-// localHashes hashes each kernel's local build that exists, for the drift
-// badge. A kernel without a readable build has no entry (no badge).
-func localHashes(cat kernels.Catalog) map[string]string {
-	out := map[string]string{}
-	for _, k := range cat.Kernels {
-		if k.LocalDir == "" {
-			continue
-		}
-		if h, err := bundle.DirHash(k.LocalDir); err == nil {
-			out[k.Name] = h
-		}
-	}
-	return out
 }

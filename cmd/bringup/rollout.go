@@ -73,28 +73,12 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	if o.mode == "" && o.redeploy == "" {
 		fmt.Fprintln(e.stderr, "bringup rollout: no --mode or --redeploy: a rolling restart")
 	}
-	var (
-		fleet *remote.Fleet
-		now   = time.Now
-		hosts []string
-	)
-	if *demo {
-		f, clock, err := s.simFleet(ff.ReadOnly, nil)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if hosts, err = simHosts(f, fs.Args(), fs.NArg() == 0); err != nil {
-			return fail("--demo: %v", err)
-		}
-		fleet, now = f, clock.Now
-	} else {
-		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer closeKeys()
-		fleet, hosts = f, f.Hosts()
+	t, err := openActFleet(ctx, e, actionCmd{name: "rollout"}, &ff, s, *demo, fs.NArg() == 0, fs.Args())
+	if err != nil {
+		return fail("%v", err)
 	}
+	defer t.close()
+	fleet, hosts, now := t.fleet, t.hosts, t.now
 	if fleet.ReadOnly() {
 		return fail("%v", remote.ErrReadOnly)
 	}

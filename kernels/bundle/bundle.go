@@ -17,6 +17,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"bringup/kernels"
 )
 
 // ContentHash is the content hash of the tree rooted at fsys's ".", in hex:
@@ -182,3 +184,19 @@ func (t fsTree) readDir(rel string) ([]entry, error) {
 }
 
 func (t fsTree) open(rel string) (io.ReadCloser, error) { return t.fsys.Open(t.name(rel)) }
+
+// LocalHashes hashes the local build (LocalDir) of each kernel of cat that
+// has a readable one: what the hosts should be running, for the drift
+// badge. A kernel without a readable build has no entry (no badge).
+func LocalHashes(cat kernels.Catalog) map[string]string {
+	out := map[string]string{}
+	for _, k := range cat.Kernels {
+		if k.LocalDir == "" {
+			continue
+		}
+		if h, err := DirHash(k.LocalDir); err == nil {
+			out[k.Name] = h
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"sync"
 
 	"bringup/remote/history"
@@ -45,3 +46,24 @@ func (k *Sink) Expect(host, unit string, modes map[string]string) (history.Expec
 
 // Record appends r to the history (the file, or memory for a memory store).
 func (k *Sink) Record(r history.Record) error { return k.store.Append(r) }
+
+// OpenSink opens the history at path for a fleet: "" is DefaultPath, "off"
+// is none (nil). warning says how many unreadable lines were skipped.
+func OpenSink(path string, getenv func(string) string) (sink *Sink, warning string, err error) {
+	if path == "off" {
+		return nil, "", nil
+	}
+	if path == "" {
+		if path, err = DefaultPath(getenv); err != nil {
+			return nil, "", err
+		}
+	}
+	s, err := Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if n := s.Skipped(); n > 0 {
+		warning = fmt.Sprintf("%d unreadable lines in %s skipped (first: %v)", n, path, s.Problems()[0])
+	}
+	return NewSink(s), warning, nil
+}
