@@ -226,15 +226,16 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 		if ro.r.State().Status == rollout.Running {
 			return m.setStatus("rollback: the rollout is still running (a aborts it)", true)
 		}
-		if l.PrevMode == "" || ro.r.Plan().Mode == nil {
+		to := ro.r.RollbackTo(l.Host)
+		if to == nil {
 			return m.setStatus("rollback "+l.Host+": the rollout changed no mode on it", true)
 		}
 		unit := "the unit"
 		if hs := m.hostState(l.Host); hs != nil {
 			unit = hs.Unit
 		}
-		m.openDialog(&dialog{kind: dlgConfirm, host: l.Host, unit: unit, kernel: ro.r.Plan().Mode.Kernel,
-			rollbackTo: l.PrevMode, action: remote.Action{Kind: remote.ActUndoMode, Kernel: ro.r.Plan().Mode.Kernel}})
+		m.openDialog(&dialog{kind: dlgConfirm, host: l.Host, unit: unit, kernel: to.Kernel,
+			rollbackTo: to.Mode, action: remote.Action{Kind: remote.ActUndoMode, Kernel: to.Kernel}})
 	}
 	return nil
 }

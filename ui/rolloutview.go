@@ -168,8 +168,8 @@ func (v *rolloutView) haltBox(w int, st rollout.State, lanes []rollout.Lane) str
 	}
 	offer := "[a] nothing more is issued"
 	if v.ro.cursor < len(lanes) {
-		if l := lanes[v.ro.cursor]; l.PrevMode != "" && v.ro.r.Plan().Mode != nil {
-			offer = fmt.Sprintf("[b] roll %s back to %s=%s", l.Host, v.ro.r.Plan().Mode.Kernel, l.PrevMode)
+		if l := lanes[v.ro.cursor]; v.ro.r.RollbackTo(l.Host) != nil {
+			offer = fmt.Sprintf("[b] roll %s back to %s", l.Host, v.ro.r.RollbackTo(l.Host))
 		} else {
 			offer = "no mode change to roll back on " + l.Host
 		}

@@ -180,18 +180,11 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 // offerRollback rolls the failed host back when --rollback-on-failure says
 // so or the person answers yes, and returns the steps to issue.
 func offerRollback(e env, rep *output.Rollout, d *rollout.Driver, host string, o rolloutOptions, in io.Reader) []rollout.Step {
-	r := d.Rollout()
-	var prev string
-	for _, l := range r.Lanes() {
-		if l.Host == host {
-			prev = l.PrevMode
-		}
-	}
-	m := r.Plan().Mode
-	if m == nil || prev == "" {
+	to := d.Rollout().RollbackTo(host)
+	if to == nil {
 		return nil // nothing to put back
 	}
-	target := m.Kernel + "=" + prev
+	target := to.String()
 	yes := o.rollbackOnFailure
 	if !yes && in == nil {
 		fmt.Fprintf(e.stdout, "%s not rolled back (no terminal to ask on; pass --rollback-on-failure)\n", host)

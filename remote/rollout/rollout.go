@@ -357,6 +357,16 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 	return r.next(l), nil
 }
 
+// RollbackTo is the mode a rollback of host puts back, as a change
+// (KERNEL=MODE); nil when the rollout changed no mode there.
+func (r *Rollout) RollbackTo(host string) *ModeChange {
+	l, ok := r.byHost[host]
+	if !ok || l.PrevMode == "" || r.plan.Mode == nil {
+		return nil
+	}
+	return &ModeChange{Kernel: r.plan.Mode.Kernel, Mode: l.PrevMode}
+}
+
 // Abort stops the rollout: nothing more is issued, hosts not reached stay
 // untouched, actions already under way run to their end.
 func (r *Rollout) Abort() {
