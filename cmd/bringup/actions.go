@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/kernels"
 	"bringup/remote"
@@ -132,7 +133,7 @@ const answerTimeout = 30 * time.Second
 // act is the flow every changing command shares. in is where answers to
 // prompts come from; nil means there is nobody to ask.
 func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) int {
-	fs := newFlags(e, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
+	fs := cli.NewFlags(e.stderr, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
 	var ff fleetFlags
 	ff.register(fs)
 	var sf simFlags
@@ -151,7 +152,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	if c.restarts || c.restartFlag {
 		fs.BoolVar(&o.force, "force", false, "restart even if the capture-safety preflight refuses (needs --yes)")
 	}
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	o.restart = o.restart || c.restarts

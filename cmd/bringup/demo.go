@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/sim"
@@ -41,13 +42,13 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
+	fs := cli.NewFlags(e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
 	rec.register(fs)
 	readOnly := fs.Bool("read-only", false, "refuse every action that would change a host")
-	if code, stop := parse(fs, args); stop {
+	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
 	fleet, clock, err := s.simFleet(*readOnly, &rec)
@@ -59,7 +60,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
+	fs := cli.NewFlags(e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
@@ -70,7 +71,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	replay := fs.String("replay", "", "watch a recording made with --record (at the speed it was recorded, or --speed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	timeout := fs.Duration("timeout", 0, "give up after this long (exit 2); 0 waits for ever")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	var fleet *remote.Fleet
@@ -81,7 +82,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		return e.fail("watch", "--demo and --replay take no host names (got %q)", fs.Arg(0))
 	case *replay != "":
 		speed := 0.0 // as recorded
-		if flagSet(fs, "speed") {
+		if cli.Given(fs, "speed") {
 			if s.speed <= 0 {
 				return e.fail("watch", "--speed %v: must be greater than 0", s.speed)
 			}
@@ -146,12 +147,12 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
 func runConsole(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	var rec recordFlag
 	rec.register(fs)
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/remote/doctor"
 	"bringup/remote/live"
@@ -12,12 +13,12 @@ import (
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	trust := fs.String("trust", "", "fetch HOST's key and add it to known_hosts (check the fingerprint it prints)")
 	timeout := fs.Duration("timeout", 20*time.Second, "time allowed for each host's checks")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	names := fs.Args()

@@ -4,11 +4,11 @@ import (
 	"context"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/config"
 	"bringup/cmd/bringup/output"
 	"bringup/kernels"
@@ -23,24 +23,17 @@ const (
 	explainUndecided = 2
 )
 
-// stringsFlag collects a repeatable flag.
-type stringsFlag []string
-
-func (s *stringsFlag) String() string { return strings.Join(*s, ",") }
-
-func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
-
 // runExplain diagnoses a saved log offline with the console's own phase
 // engine: a paste from a ticket, `journalctl -u UNIT` output (short,
 // short-iso, short-precise, cat or json), or a file of engine output.
 func runExplain(_ context.Context, e env, args []string) int {
 	usageLine := "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]"
-	fs := newFlags(e, "explain", usageLine)
+	fs := cli.NewFlags(e.stderr, "explain", usageLine)
 	asJSON := fs.Bool("json", false, "print watch's JSON lines, then a summary line")
 	engine := fs.String("engine", "auto", "the engine that wrote the log: sglang, vllm or auto")
-	var rules stringsFlag
+	var rules cli.Strings
 	fs.Var(&rules, "rules", "a YAML rule pack file to try with the built-in packs (repeatable)")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	if fs.NArg() > 1 {

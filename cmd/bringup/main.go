@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"bringup/cmd/bringup/cli"
 )
 
 // env is the slice of the process environment the commands read, so tests
@@ -102,57 +102,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run `bringup help COMMAND` for a command's flags. In the console, press ? for keys.")
 }
 
-// newFlags returns a flag set that prints its usage to e.stderr and never
-// exits the process.
-func newFlags(e env, name, usageLine string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: %s\n\nFlags:\n", usageLine)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses args, which must be flags only, and returns the exit code
-// to stop with, if any.
-func parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if code, stop := parseArgs(fs, args); stop {
-		return code, true
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return exitUsage, true
-	}
-	return 0, false
-}
-
-// parseArgs parses flags that may be followed by positional arguments
-// (host and group names), and flags after them too, as people type them.
-func parseArgs(fs *flag.FlagSet, args []string) (int, bool) {
-	var positional []string
-	for {
-		err := fs.Parse(args)
-		switch {
-		case errors.Is(err, flag.ErrHelp):
-			return 0, true
-		case err != nil:
-			return exitUsage, true
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	// Leave the positional arguments where fs.Args finds them.
-	_ = fs.Parse(append([]string{"--"}, positional...))
-	return 0, false
-}
-
 func runVersion(_ context.Context, e env, args []string) int {
-	fs := newFlags(e, "version", "bringup version")
-	if code, stop := parse(fs, args); stop {
+	fs := cli.NewFlags(e.stderr, "version", "bringup version")
+	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
 	v := "devel"

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/remote"
 	"bringup/remote/record"
 	"bringup/ui"
@@ -89,9 +90,9 @@ func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record
 
 // runReplay is `bringup replay FILE`: the console over a recording.
 func runReplay(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "replay", "bringup replay [--speed N] FILE")
+	fs := cli.NewFlags(e.stderr, "replay", "bringup replay [--speed N] FILE")
 	speed := fs.Float64("speed", 0, "host seconds per real second (default: the speed it was recorded at)")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	if fs.NArg() != 1 {
@@ -113,10 +114,3 @@ func runReplay(ctx context.Context, e env, args []string) int {
 }
 
 var _ ui.Replay = (*record.Clock)(nil)
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/remote"
 	"bringup/remote/rollout"
@@ -47,7 +48,7 @@ func runRollout(ctx context.Context, e env, args []string) int {
 // rolloutCmd is `bringup rollout`; in is where answers to prompts come
 // from (nil: nobody to ask).
 func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
-	fs := newFlags(e, "rollout", rolloutUsage)
+	fs := cli.NewFlags(e.stderr, "rollout", rolloutUsage)
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
@@ -63,7 +64,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per step and host transition, then a summary (see above)")
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long each host may take to serve before the rollout halts (exit 2)")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait for every host's unit state before starting")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	fail := func(format string, a ...any) int { return e.fail("rollout", format, a...) }

@@ -4,17 +4,18 @@ import (
 	"context"
 	"time"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/remote"
 )
 
 func runStatus(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stderr, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for every host to answer")
-	if code, stop := parseArgs(fs, args); stop {
+	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	ff.ReadOnly = true

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/remote"
 	"bringup/remote/startup"
@@ -14,10 +14,10 @@ import (
 
 // Exit codes of `bringup watch`, for scripts.
 const (
-	exitServing = 0 // every watched host is serving
-	exitFailed  = 1 // at least one host failed
-	exitTimeout = 2 // --timeout passed first
-	exitUsage   = 3 // bad flags, config or hosts: nothing was watched
+	exitServing = 0             // every watched host is serving
+	exitFailed  = 1             // at least one host failed
+	exitTimeout = 2             // --timeout passed first
+	exitUsage   = cli.ExitUsage // bad flags, config or hosts: nothing was watched
 )
 
 // watchOptions configures runWatch.
@@ -51,12 +51,7 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 	})
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
-		if opts.JSON {
-			// Every line of --json output is JSON, the timeout too.
-			fmt.Fprintf(w, "{\"time\":%q,\"kind\":\"timeout\",\"detail\":\"timeout after %s\"}\n", time.Now().Format(output.TimeLayout), opts.Timeout)
-		} else {
-			fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(output.TimeLayout), opts.Timeout)
-		}
+		output.Timeout(w, opts.Timeout, opts.JSON)
 		return exitTimeout
 	case err != nil:
 		return exitTimeout

@@ -39,6 +39,8 @@ func Plan(w io.Writer, hosts []string, states map[string]remote.HostState, actio
 	}
 }
 
+// DiagSuffix is a diagnosis at the end of a line: ": summary [cause]"
+// and the kernel mode in force.
 func DiagSuffix(d *startup.Diagnosis) string {
 	if d == nil {
 		return ""
@@ -53,16 +55,20 @@ func DiagSuffix(d *startup.Diagnosis) string {
 // Actions prints how the actions go, a line each.
 type Actions struct{ W io.Writer }
 
+// Refused prints a refusal at the door.
 func (p Actions) Refused(host string, a remote.Action, err error) {
 	fmt.Fprintf(p.W, "%s %-8s %s: refused: %v\n", Stamp(), host, a, err)
 }
 
+// Action prints an outcome of an action.
 func (p Actions) Action(ev event.Event) { Action(p.W, ev) }
 
+// Change prints a startup change of a host being restarted.
 func (p Actions) Change(c remote.HostChange, started time.Time) {
 	Change(p.W, c, started, false)
 }
 
+// Ended prints how the restart's new invocation ended.
 func (p Actions) Ended(h remote.HostState) {
 	st := h.Startup
 	if st.Phase == startup.Serving {
@@ -88,6 +94,7 @@ func Action(w io.Writer, ev event.Event) {
 	fmt.Fprintln(w, line)
 }
 
+// Stamp is the local time now, as lines print it.
 func Stamp() string { return time.Now().Format(TimeLayout) }
 
 // Applied prints how the actions ended: a timeout line per host still

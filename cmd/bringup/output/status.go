@@ -33,6 +33,7 @@ type StatusHost struct {
 	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
 }
 
+// StatusOf is h as `bringup status --json` prints it.
 func StatusOf(h remote.HostState) StatusHost {
 	s := StatusHost{
 		Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
@@ -61,6 +62,7 @@ func StatusOf(h remote.HostState) StatusHost {
 	return s
 }
 
+// StatusJSON prints hosts as one JSON document.
 func StatusJSON(w io.Writer, hosts []remote.HostState) {
 	out := struct {
 		Hosts []StatusHost `json:"hosts"`
@@ -72,6 +74,7 @@ func StatusJSON(w io.Writer, hosts []remote.HostState) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
+// StatusTable prints hosts as a table, a row each.
 func StatusTable(w io.Writer, hosts []remote.HostState) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tCONN\tUNIT STATE\tPHASE\tPROBE\tMODES\tDIAGNOSIS")

@@ -40,6 +40,18 @@ type WatchLine struct {
 	Elapsed string `json:"elapsed,omitempty"`
 }
 
+// Timeout is the line that ends a watch when its --timeout d passed: JSON
+// too under --json, where every line is JSON.
+func Timeout(w io.Writer, d time.Duration, asJSON bool) {
+	if asJSON {
+		fmt.Fprintf(w, "{\"time\":%q,\"kind\":\"timeout\",\"detail\":\"timeout after %s\"}\n", time.Now().Format(TimeLayout), d)
+		return
+	}
+	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
+}
+
+// Change prints one startup change of a host (started: when its startup
+// began, for the elapsed time) as a text line or a JSON line (WatchLine).
 func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 	l := WatchLine{
 		Time:  c.Time.Format(TimeLayout),

@@ -1,0 +1,76 @@
+package output
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/startup"
+)
+
+// TestChange pins watch's two formats for a phase change and a failure:
+// the text line people read and the JSON line scripts parse.
+func TestChange(t *testing.T) {
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	phase := remote.HostChange{Host: "gpu1", Seen: start.Add(201 * time.Second),
+		Change: startup.Change{Kind: startup.ChangePhase, Time: start.Add(200 * time.Second), Phase: startup.Weights, From: startup.Init,
+			Progress: startup.Progress{Done: 3, Total: 8, Label: "shards"}}}
+	fail := remote.HostChange{Host: "gpu3", Seen: start.Add(631 * time.Second),
+		Change: startup.Change{Kind: startup.ChangeFail, Time: start.Add(630 * time.Second), Phase: startup.Failed,
+			Diag: &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "a host sync during CUDA graph capture",
+				Hint: "set a capture-safe mode", Phase: startup.GraphCapture, KernelMode: "kdtree-verify=validate",
+				Evidence: []string{"RuntimeError: CUDA error: operation not permitted when stream is capturing"},
+				Fix:      &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}}}
+
+	var text bytes.Buffer
+	Change(&text, phase, start, false)
+	Change(&text, fail, start, false)
+	want := "2026-11-30T10:03:20.000000Z gpu1     weights at +3m20s (3/8 shards)\n" +
+		"2026-11-30T10:10:30.000000Z gpu3     FAILED in graph-capture at +10m30s: a host sync during CUDA graph capture [graph-capture-host-sync]\n" +
+		strings.Repeat(" ", len(TimeLayout)+9) + " hint: set a capture-safe mode\n" +
+		strings.Repeat(" ", len(TimeLayout)+9) + " evidence: RuntimeError: CUDA error: operation not permitted when stream is capturing\n" +
+		strings.Repeat(" ", len(TimeLayout)+9) + " fix: bringup mode gpu3 kdtree-verify=on --restart\n"
+	if text.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", text.String(), want)
+	}
+
+	var js bytes.Buffer
+	Change(&js, phase, start, true)
+	Change(&js, fail, start, true)
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("JSON: %d lines, want 2:\n%s", len(lines), js.String())
+	}
+	var p, f WatchLine
+	if err := json.Unmarshal([]byte(lines[0]), &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &f); err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind != "phase" || p.Phase != "weights" || p.From != "init" || p.Progress != "3/8 shards" || p.Elapsed != "3m20s" ||
+		p.Time != "2026-11-30T10:03:20.000000Z" || p.Seen != "2026-11-30T10:03:21.000000Z" {
+		t.Errorf("phase line %+v", p)
+	}
+	if f.Kind != "failed" || f.Cause != "graph-capture-host-sync" || f.FailedIn != "graph-capture" || f.Kernel != "kdtree-verify=validate" ||
+		f.Fix != "bringup mode gpu3 kdtree-verify=on --restart" || len(f.Evidence) != 1 {
+		t.Errorf("failure line %+v", f)
+	}
+}
+
+// TestTimeout: under --json the timeout line is JSON too.
+func TestTimeout(t *testing.T) {
+	var js, text bytes.Buffer
+	Timeout(&js, 90*time.Second, true)
+	Timeout(&text, 90*time.Second, false)
+	var l struct{ Kind, Detail string }
+	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "timeout" || l.Detail != "timeout after 1m30s" {
+		t.Errorf("JSON timeout %q: %+v %v", js.String(), l, err)
+	}
+	if !strings.HasSuffix(text.String(), " timeout after 1m30s\n") {
+		t.Errorf("text timeout %q", text.String())
+	}
+}
