@@ -24,6 +24,10 @@ type config struct {
 	params   sglang.Params
 	stateDir string
 	engine   engine
+	// flood is how many numbered lines a second the server writes once it
+	// serves (INFERSIM_FLOOD; 0: none): load for soak tests, whose lines
+	// the follower must deliver each once, in order.
+	flood int
 }
 
 // engines are the servers infersim stands in for, by INFERSIM_ENGINE.
@@ -91,7 +95,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	p.PID = os.Getpid()
 	p.Seed = int64(p.PID)
 	p.Kernel = kernelFromEnv(getenv, *kernelEnv)
-	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng}, nil
+	flood, err := strconv.Atoi(envOr(getenv, "INFERSIM_FLOOD", "0"))
+	if err != nil || flood < 0 {
+		return config{}, fmt.Errorf("INFERSIM_FLOOD %q: want a number of lines a second", getenv("INFERSIM_FLOOD"))
+	}
+	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng, flood: flood}, nil
 }
 
 // engineArg takes --engine NAME (or --engine=NAME) out of args; without

@@ -517,3 +517,29 @@ func TestNvidiaSMILoop(t *testing.T) {
 		t.Errorf("loop output:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestFlood: INFERSIM_FLOOD numbers its lines from 1, in order, at about
+// the rate asked; a rate that is not a count is refused.
+func TestFlood(t *testing.T) {
+	if _, err := parseConfig(nil, func(k string) string {
+		if k == "INFERSIM_FLOOD" {
+			return "lots"
+		}
+		return ""
+	}); err == nil || !strings.Contains(err.Error(), "INFERSIM_FLOOD") {
+		t.Fatalf("INFERSIM_FLOOD=lots: err = %v", err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	flood(ctx, 1000, &logWriter{stdout: &out, stderr: io.Discard})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 100 {
+		t.Fatalf("%d lines in 300 ms at 1000/s", len(lines))
+	}
+	for i, l := range lines {
+		if want := fmt.Sprintf("soak flood seq=%d", i+1); l != want {
+			t.Fatalf("line %d = %q, want %q", i, l, want)
+		}
+	}
+}

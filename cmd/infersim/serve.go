@@ -106,9 +106,32 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		return pl.exitCode
 	}
 	// Serving, or hung: run until stopped.
+	if cfg.flood > 0 && srv.ready.Load() {
+		flood(ctx, cfg.flood, logs)
+	}
 	<-ctx.Done()
 	logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
 	return 0
+}
+
+// flood writes "soak flood seq=N" lines, perSecond a second in bursts
+// every 10 ms, numbered from 1, until ctx ends.
+func flood(ctx context.Context, perSecond int, logs *logWriter) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start, seq := time.Now(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			for due := int(now.Sub(start).Seconds() * float64(perSecond)); seq < due; {
+				seq++
+				n := seq
+				logs.write(line{stdout: true, text: func(time.Time) string { return fmt.Sprintf("soak flood seq=%d", n) }}, now)
+			}
+		}
+	}
 }
 
 // wait sleeps until t and reports false if ctx ended first.
