@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"bringup/remote/sim/sglang"
+	"bringup/remote/testbed/e2e"
 )
 
 func TestHandlers(t *testing.T) {
@@ -133,10 +134,14 @@ func TestConfig(t *testing.T) {
 }
 
 // binDir holds the infersim binary and its nvidia-smi symlink, built once
-// by TestMain for the tests that run the real process.
+// by TestMain for the end-to-end tests, which run the real process; the
+// unit tier (no BRINGUP_E2E) builds nothing.
 var binDir string
 
 func TestMain(m *testing.M) {
+	if !e2e.Enabled() {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "infersim-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -158,9 +163,11 @@ func TestMain(m *testing.M) {
 }
 
 // build returns a fresh directory with the binaries, so each test has its
-// own state directory beside them.
+// own state directory beside them. A test that calls it runs the real
+// process: it is an end-to-end test (see package e2e).
 func build(t *testing.T) string {
 	t.Helper()
+	e2e.Require(t)
 	dir := t.TempDir()
 	for _, name := range []string{"infersim", "nvidia-smi"} {
 		if err := os.Symlink(filepath.Join(binDir, "infersim"), filepath.Join(dir, name)); err != nil {

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"bringup/remote/testbed/e2e"
 )
 
 func execEcho(t *testing.T, c *ssh.Client) {
@@ -277,12 +279,7 @@ Host *
 func TestProxyCommandSocat(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("took %s", time.Since(start)) }()
-	if _, err := exec.LookPath("socat"); err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("socat not installed")
-		}
-		t.Skip("socat not installed")
-	}
+	e2e.Require(t, e2e.Command("socat"))
 	key := newClientKey(t)
 	d := startSSHD(t, false, key.signer.PublicKey())
 	cfg := d.config(t, key, d.knownHostsLine(0))
