@@ -22,8 +22,10 @@ import (
 )
 
 // rolloutSpeed is the simulated fleet's speed in these tests: a startup of
-// ~11 virtual minutes takes ~2 real seconds.
-const rolloutSpeed = 300
+// ~11 virtual minutes takes about half a real second, and the shortest
+// state the tests wait for (a lane starting) lasts that long, well above
+// the 20 ms the probe polls at.
+const rolloutSpeed = 1200
 
 // rolloutProbe is a probe that also publishes the rollout's lanes and each
 // host's kdtree-verify mode and invocation, and keeps every lane's stage
@@ -133,9 +135,6 @@ func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernel
 // serving.
 func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the simulated fleet for several seconds")
-	}
 	fleet, clock, cat := runSeedFleet(t, rolloutSpeed)
 	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
 		last: map[string]rollout.Stage{}}
