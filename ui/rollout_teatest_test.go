@@ -51,7 +51,7 @@ type rolloutFacts struct {
 func (p *rolloutProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := p.probe.Update(msg)
 	f := &rolloutFacts{lanes: map[string]rollout.Lane{}, mode: map[string]string{}, inv: map[string]string{}}
-	for _, h := range p.Model.hosts {
+	for _, h := range p.hosts {
 		f.inv[h.Name] = h.Startup.InvocationID
 		for _, md := range h.Modes {
 			if md.Kernel == "kdtree-verify" {
@@ -301,7 +301,7 @@ func TestRolloutHostByHostOnSimulatedFleet(t *testing.T) {
 	// The hosts' own clock says the same: gpu4's new run started after
 	// gpu3's began serving.
 	var gpu3Serving, gpu4Started time.Time
-	for _, h := range final.Model.hosts {
+	for _, h := range final.hosts {
 		switch h.Name {
 		case "gpu3":
 			if sp := h.Startup.Spans; len(sp) > 0 && sp[len(sp)-1].Phase == startup.Serving {

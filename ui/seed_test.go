@@ -31,8 +31,8 @@ type probeFacts struct {
 
 func (p *probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := p.Model.Update(msg)
-	f := &probeFacts{frame: p.Model.render(), phase: map[string]startup.Phase{}, action: map[string]event.ActionResult{}}
-	for _, h := range p.Model.hosts {
+	f := &probeFacts{frame: p.render(), phase: map[string]startup.Phase{}, action: map[string]event.ActionResult{}}
+	for _, h := range p.hosts {
 		f.phase[h.Name] = h.Startup.Phase
 		if h.Action != nil {
 			f.action[h.Name] = *h.Action

@@ -141,7 +141,7 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 
 func TestParserKeepsOtherFields(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "cfg")
-	os.WriteFile(f, []byte(`Host h
+	mustWrite(t, f, []byte(`Host h
   HostName 127.0.0.1
   IdentitiesOnly yes
   StrictHostKeyChecking accept-new

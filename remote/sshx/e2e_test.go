@@ -233,9 +233,9 @@ func TestProxyJumpTwoHops(t *testing.T) {
 	target := startSSHD(t, false, key.signer.PublicKey())
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, []byte(hop.knownHostsLine(0)+target.knownHostsLine(0)), 0o600)
+	mustWrite(t, kh, []byte(hop.knownHostsLine(0)+target.knownHostsLine(0)), 0o600)
 	cfgFile := filepath.Join(dir, "config")
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`Host hop1
+	mustWrite(t, cfgFile, []byte(fmt.Sprintf(`Host hop1
   HostName 127.0.0.1
   Port %d
 Host target
@@ -265,7 +265,7 @@ Host *
 		c.Close()
 	}
 	// The jump host's key is checked too.
-	os.WriteFile(kh, []byte(target.knownHostsLine(0)), 0o600)
+	mustWrite(t, kh, []byte(target.knownHostsLine(0)), 0o600)
 	cfg, _ := Resolve(context.Background(), "target", ResolveOptions{ConfigFile: cfgFile, SSHPath: "-"})
 	opts := dialOpts()
 	opts.Resolve = ResolveOptions{ConfigFile: cfgFile, SSHPath: "-"}

@@ -71,6 +71,14 @@ func newEd25519(t *testing.T) ed25519.PrivateKey {
 	return priv
 }
 
+// mustWrite writes a file the test needs, failing t when it cannot.
+func mustWrite(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // clientKey is the user key every test sshd accepts.
 type clientKey struct {
 	path   string
