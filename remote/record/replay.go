@@ -170,8 +170,8 @@ func checkName(s string) error {
 
 // checkText accepts a short line of printable text (no control or
 // format characters), shown as it is.
-func checkText(s string, max int) error {
-	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(s) > max {
+func checkText(s string, limit int) error {
+	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(s) > limit {
 		return fmt.Errorf("%q: not a short line of printable text", s)
 	}
 	return nil
