@@ -22,6 +22,7 @@ func (s DriftState) String() string {
 		return "same"
 	case DriftDiffers:
 		return "differs"
+	case DriftUnknown:
 	}
 	return "unknown"
 }

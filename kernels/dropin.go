@@ -224,7 +224,7 @@ func quoteAssignment(kv string) (string, error) {
 // later assignment to a name replaces the earlier one in place. Other %
 // specifiers are refused: bringup cannot expand them faithfully.
 func ParseEnv(content []byte) ([]string, error) {
-	opts, err := unit.Deserialize(bytes.NewReader(content))
+	opts, err := unit.DeserializeOptions(bytes.NewReader(content))
 	if err != nil {
 		return nil, fmt.Errorf("parse drop-in: %w", err)
 	}

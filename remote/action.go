@@ -58,6 +58,7 @@ func (a Action) String() string {
 		if a.Force {
 			return "restart (preflight overridden)"
 		}
+	case ActStop, ActResetFailed: // the kind says it all
 	}
 	return string(a.Kind)
 }

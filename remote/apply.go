@@ -100,6 +100,7 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 					r.current = 0
 					r.following = r.following || a.Kind == ActRestart
 					issue(r)
+				case event.ActionProgress: // the step goes on
 				}
 			}
 			started := map[string]time.Time{}

@@ -125,7 +125,7 @@ func TestAwaitUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	qf := Follow(ctx, quiet)
-	defer qf.Stop(0)
+	defer func() { _ = qf.Stop(0) }() // the test is about AwaitUnits and Until
 	_, err = qf.AwaitUnits(ctx, []string{"gpu9"}, 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "no unit state after 300ms from gpu9 (connecting)") {
 		t.Fatalf("err = %v", err)

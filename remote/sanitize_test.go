@@ -45,6 +45,7 @@ func fillStrings(v reflect.Value, s string) {
 		}
 	case reflect.String:
 		v.SetString(s)
+	default: // no string inside
 	}
 }
 
@@ -78,6 +79,7 @@ func unsanitised(v reflect.Value, path string, skip map[string]bool, out *[]stri
 		if s := v.String(); sanitize.String(s) != s {
 			*out = append(*out, path+": "+s)
 		}
+	default: // no string inside
 	}
 }
 

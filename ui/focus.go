@@ -123,5 +123,6 @@ func (m *Model) showView(v focus) {
 			m.focus.pop()
 		}
 		m.focus.push(focusHost)
+	default: // not a view: prompts and overlays are pushed, not shown
 	}
 }

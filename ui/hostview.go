@@ -194,10 +194,10 @@ func (v *hostView) modeRows() []string {
 			}
 		}
 		if h := hs.KernelHashes[disk.Kernel]; h != "" {
-			switch local := v.local[disk.Kernel]; {
-			case local == "":
+			switch local := v.local[disk.Kernel]; local {
+			case "":
 				line += " · build " + shortHash(h)
-			case local == h:
+			case h:
 				line += " · build " + shortHash(h) + " = local"
 			default:
 				line += " · " + s.Warn.Render("build "+shortHash(h)+" ≠ local "+shortHash(local))

@@ -181,6 +181,7 @@ func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []stri
 		text, style = "▶ "+text, k.action
 	case lineMark:
 		text, style = "── "+text+" ──", k.mark
+	case lineJournal: // the terminal's own colour
 	}
 	if !v.wrap {
 		return []string{prefix + v.highlight(clip(precut(text, bw), bw), style, k.match)}

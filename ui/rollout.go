@@ -190,6 +190,7 @@ func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
 		return m.setStatus("rollout halted on "+st.Host+": b rolls it back, a ends the rollout", true)
 	case rollout.Done:
 		return m.setStatus("rollout done: every host serves", false)
+	case rollout.Running, rollout.Aborted: // nothing to announce
 	}
 	return nil
 }

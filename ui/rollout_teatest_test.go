@@ -22,8 +22,10 @@ import (
 )
 
 // rolloutSpeed is the simulated fleet's speed in these tests: a startup of
-// ~11 virtual minutes takes ~2 real seconds.
-const rolloutSpeed = 300
+// ~11 virtual minutes takes about half a real second, and the shortest
+// state the tests wait for (a lane starting) lasts that long, well above
+// the 20 ms the probe polls at.
+const rolloutSpeed = 1200
 
 // rolloutProbe is a probe that also publishes the rollout's lanes and each
 // host's kdtree-verify mode and invocation, and keeps every lane's stage
@@ -49,7 +51,7 @@ type rolloutFacts struct {
 func (p *rolloutProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := p.probe.Update(msg)
 	f := &rolloutFacts{lanes: map[string]rollout.Lane{}, mode: map[string]string{}, inv: map[string]string{}}
-	for _, h := range p.Model.hosts {
+	for _, h := range p.hosts {
 		f.inv[h.Name] = h.Startup.InvocationID
 		for _, md := range h.Modes {
 			if md.Kernel == "kdtree-verify" {
@@ -133,9 +135,6 @@ func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernel
 // serving.
 func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the simulated fleet for several seconds")
-	}
 	fleet, clock, cat := runSeedFleet(t, rolloutSpeed)
 	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
 		last: map[string]rollout.Stage{}}
@@ -302,7 +301,7 @@ func TestRolloutHostByHostOnSimulatedFleet(t *testing.T) {
 	// The hosts' own clock says the same: gpu4's new run started after
 	// gpu3's began serving.
 	var gpu3Serving, gpu4Started time.Time
-	for _, h := range final.Model.hosts {
+	for _, h := range final.hosts {
 		switch h.Name {
 		case "gpu3":
 			if sp := h.Startup.Spans; len(sp) > 0 && sp[len(sp)-1].Phase == startup.Serving {

@@ -31,8 +31,8 @@ type probeFacts struct {
 
 func (p *probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := p.Model.Update(msg)
-	f := &probeFacts{frame: p.Model.render(), phase: map[string]startup.Phase{}, action: map[string]event.ActionResult{}}
-	for _, h := range p.Model.hosts {
+	f := &probeFacts{frame: p.render(), phase: map[string]startup.Phase{}, action: map[string]event.ActionResult{}}
+	for _, h := range p.hosts {
 		f.phase[h.Name] = h.Startup.Phase
 		if h.Action != nil {
 			f.action[h.Name] = *h.Action
@@ -66,14 +66,11 @@ func rowOf(frame, host string) string {
 }
 
 // TestSeedFailureAndRecovery runs the seed scenario on simulated hosts at
-// 300× through the real fleet and tracker, and recovers gpu3 with keys the
-// way an operator would: select it, m → on → confirm, r → confirm.
+// rolloutSpeed through the real fleet and tracker, and recovers gpu3 with
+// keys the way an operator would: select it, m → on → confirm, r → confirm.
 func TestSeedFailureAndRecovery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the simulated fleet for several seconds")
-	}
-	fleet, clock, cat := runSeedFleet(t, 300)
-	p := &probe{Model: New(fleet, Options{Title: "bringup demo · seed ×300", Kernels: cat, Now: clock.Now})}
+	fleet, clock, cat := runSeedFleet(t, rolloutSpeed)
+	p := &probe{Model: New(fleet, Options{Title: "bringup demo · seed ×1200", Kernels: cat, Now: clock.Now})}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(120, 40),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 

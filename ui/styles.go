@@ -173,6 +173,7 @@ func (s Styles) Phase(p startup.Phase) lipgloss.Style {
 		return s.PhaseStopped
 	case startup.Restarting:
 		return s.PhaseRestarting
+	default: // the startup path
 	}
 	return s.PhaseActive
 }

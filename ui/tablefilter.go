@@ -78,7 +78,7 @@ func parseFilterTerm(w string, names []string, cat kernels.Catalog) (filterTerm,
 	key, value, ok := strings.Cut(lw, ":")
 	if !ok || !slices.Contains(filterKeys(), key) {
 		if ok && !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(strings.ToLower(n), lw) }) {
-			return filterTerm{}, fmt.Errorf("unknown filter term %q: use a host name, phase:, mode: or state:", w)
+			return filterTerm{}, fmt.Errorf("unknown filter term %q: use a host name or a phase:, mode: or state: term", w)
 		}
 		return filterTerm{value: lw}, nil
 	}

@@ -43,7 +43,7 @@ func TestHostFilterTerms(t *testing.T) {
 		{"mode:fast", nil, `unknown mode "fast": off, validate, on`},
 		{"mode:kdtree-verify=fast", nil, `kernel kdtree-verify has no mode "fast"`},
 		{"state:", nil, "state: needs a unit state: failed, active"},
-		{"phse:failed", nil, `unknown filter term "phse:failed": use a host name, phase:, mode: or state:`},
+		{"phse:failed", nil, `unknown filter term "phse:failed": use a host name or a phase:, mode: or state: term`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {

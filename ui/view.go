@@ -55,6 +55,7 @@ func (m *Model) render() string {
 		out = overlay(out, m.actionsBox(w, h), w, h)
 	case focusCommands:
 		out = overlay(out, m.commandsBox(w, h), w, h)
+	default: // a view or a prompt: no overlay
 	}
 	return screen(out, w, h)
 }
@@ -130,6 +131,7 @@ func (m *Model) footer(w int) string {
 		return m.paletteFooter(w)
 	case focusHostFilter:
 		return m.hostFilterFooter(w)
+	default: // the status line
 	}
 	status := m.statusText(w)
 	if m.status == "" {
@@ -155,6 +157,7 @@ func (m *Model) viewHelp() (helpKeys, string) {
 		return m.keys.hostHelp(), "host"
 	case focusRollout:
 		return m.keys.rolloutHelp(), "rollout"
+	default: // the table's
 	}
 	return m.keys.tableHelp(), "fleet"
 }

@@ -160,7 +160,7 @@ func TestActionUsageErrors(t *testing.T) {
 func TestRestartFollowsTheNewRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	code, out, errOut := runAct(t, ctx, "restart", nil, "--demo", "--speed", "300", "--yes", "gpu1", "--timeout", "50s")
+	code, out, errOut := runAct(t, ctx, "restart", nil, "--demo", "--speed", "1200", "--yes", "gpu1", "--timeout", "50s")
 	if code != exitServing {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -182,7 +182,7 @@ func TestRestartFollowsTheNewRun(t *testing.T) {
 func TestModeRestartFailureExit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	code, out, errOut := runAct(t, ctx, "mode", nil, "--demo", "--speed", "300", "--yes", "--force", "gpu1", "kdtree-verify=validate", "--restart")
+	code, out, errOut := runAct(t, ctx, "mode", nil, "--demo", "--speed", "1200", "--yes", "--force", "gpu1", "kdtree-verify=validate", "--restart")
 	if code != exitFailed || !strings.Contains(errOut, "WARNING: --force") || !strings.Contains(out, "AGAINST THE PREFLIGHT") ||
 		!strings.Contains(out, "failed (invocation") || !strings.Contains(out, "kdtree-verify=validate") {
 		t.Fatalf("exit %d, want %d\n%s%s", code, exitFailed, out, errOut)

@@ -58,7 +58,7 @@ func TestWatchReplaysRecordedDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var out, errOut syncBuffer
-	code := run(ctx, testEnv(&out, &errOut), []string{"watch", "--demo", "--json", "--speed", "300", "--record", path})
+	code := run(ctx, testEnv(&out, &errOut), []string{"watch", "--demo", "--json", "--speed", "1200", "--record", path})
 	if code != exitFailed {
 		t.Fatalf("watch --demo exit %d, want %d: %s", code, exitFailed, errOut.String())
 	}

@@ -15,7 +15,7 @@ import (
 	"bringup/remote/testbed"
 )
 
-// rolloutDemo runs `bringup rollout --demo --speed 400 args...` with in as
+// rolloutDemo runs `bringup rollout --demo --speed 1600 args...` with in as
 // the terminal (nil: none) and returns its exit code and output.
 func rolloutDemo(t *testing.T, in string, args ...string) (int, string) {
 	t.Helper()
@@ -35,7 +35,7 @@ func rolloutDemoStreams(t *testing.T, in string, args ...string) (int, string, s
 		// prompt reads its own answer.
 		r = iotest.OneByteReader(strings.NewReader(in))
 	}
-	argv := append([]string{"--demo", "--speed", "400"}, args...)
+	argv := append([]string{"--demo", "--speed", "1600"}, args...)
 	code := rolloutCmd(ctx, testEnv(&out, &errOut), argv, r)
 	return code, out.String(), errOut.String()
 }

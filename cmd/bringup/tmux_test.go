@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"bringup/remote/testbed/e2e"
 )
 
 // tmuxPane drives the real binary in a detached tmux session, the way a
@@ -19,14 +20,10 @@ type tmuxPane struct {
 	name   string
 }
 
+// startTmux starts command in a width×height pane. It needs tmux: its
+// callers are end-to-end tests, gated with e2e.Require.
 func startTmux(t *testing.T, width, height int, command string) *tmuxPane {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("BRINGUP_E2E") == "1" {
-			t.Fatal("tmux is not installed (BRINGUP_E2E=1 requires it; run .ci/deps)")
-		}
-		t.Skip("tmux is not installed")
-	}
 	p := &tmuxPane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock"), name: "bringup"}
 	p.tmux("new-session", "-d", "-s", p.name, "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
 		"env", "TERM=xterm-256color", "sh", "-c", command)
@@ -72,9 +69,7 @@ func (p *tmuxPane) waitFor(what string, re *regexp.Regexp, timeout time.Duration
 // progress, gpu3 fails at graph capture, and m → on → confirm, r → confirm
 // brings it to serving.
 func TestDemoInTmux(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	e2e.Require(t, e2e.Command("tmux")) // builds and runs the binary
 	bin := filepath.Join(t.TempDir(), "bringup")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

@@ -52,14 +52,14 @@ func readWatch(t *testing.T, out string) watchStory {
 	return s
 }
 
-// TestWatchDemoJSON runs `bringup watch --demo --json --speed 200` in
+// TestWatchDemoJSON runs `bringup watch --demo --json --speed 800` in
 // process and checks the seed story as the issue states it.
 func TestWatchDemoJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	code := run(ctx, env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }},
-		[]string{"watch", "--demo", "--json", "--speed", "200"})
+		[]string{"watch", "--demo", "--json", "--speed", "800"})
 	if code != exitFailed {
 		t.Fatalf("exit code = %d, want %d (stderr %q)", code, exitFailed, errOut.String())
 	}

@@ -50,11 +50,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return config{}, fmt.Errorf("engine %q: infersim simulates sglang and vllm", name)
 	}
 	eng := newEngine()
-	fs := flag.NewFlagSet("infersim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	flags := flag.NewFlagSet("infersim", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
 	p := sglang.Defaults()
-	kernelEnv := fs.String("kernel-env", envOr(getenv, "INFERSIM_KERNEL_ENV", "KDTREE_MODE"), "variable that selects the kernel mode")
-	if err := eng.parse(fs, args, &p); err != nil {
+	kernelEnv := flags.String("kernel-env", envOr(getenv, "INFERSIM_KERNEL_ENV", "KDTREE_MODE"), "variable that selects the kernel mode")
+	if err := eng.parse(flags, args, &p); err != nil {
 		return config{}, fmt.Errorf("parse %s arguments: %w", name, err)
 	}
 	// Short defaults: a full startup in about a minute unless told otherwise.
@@ -155,8 +155,8 @@ func kernelFromEnv(getenv func(string) string, modeVar string) sglang.Kernel {
 func dirHash(dir string) (string, error) {
 	// A release directory behind a symlink (site -> releases/v3) is the
 	// build: WalkDir would not descend into a symlinked root.
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
 	}
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"bringup/remote/sim/sglang"
+	"bringup/remote/testbed/e2e"
 )
 
 func TestHandlers(t *testing.T) {
@@ -76,7 +77,9 @@ func call(t *testing.T, base, method, path, ct, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
+	if _, err := b.ReadFrom(resp.Body); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
 	return resp.StatusCode, b.String()
 }
 
@@ -96,7 +99,7 @@ func TestBindError(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.py"), []byte("x"), 0o644)
+	mustWrite(t, filepath.Join(dir, "a.py"), []byte("x"), 0o644)
 	env := map[string]string{"PYTHONPATH": dir + ":/other", "MY_MODE": "check", "INFERSIM_UNSAFE_MODES": "validate,check", "INFERSIM_WEIGHTS_SECONDS": "0.5"}
 	cfg, err := parseConfig([]string{"--model-path", "/m", "--tp", "8", "--kernel-env", "MY_MODE"}, func(k string) string { return env[k] })
 	if err != nil {
@@ -107,14 +110,16 @@ func TestConfig(t *testing.T) {
 		t.Errorf("config %+v", cfg.params)
 	}
 	h1 := k.Hash
-	os.WriteFile(filepath.Join(dir, "a.py"), []byte("y"), 0o644)
+	mustWrite(t, filepath.Join(dir, "a.py"), []byte("y"), 0o644)
 	h2, _ := dirHash(dir)
 	if h2 == h1 {
 		t.Error("hash did not change with the content")
 	}
 	// Python's byte-code caches are not part of the build.
-	os.MkdirAll(filepath.Join(dir, "__pycache__"), 0o755)
-	os.WriteFile(filepath.Join(dir, "__pycache__", "a.cpython-312.pyc"), []byte("bytecode"), 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, "__pycache__"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, "__pycache__", "a.cpython-312.pyc"), []byte("bytecode"), 0o644)
 	if h3, _ := dirHash(dir); h3 != h2 {
 		t.Error("__pycache__ changed the hash")
 	}
@@ -133,10 +138,14 @@ func TestConfig(t *testing.T) {
 }
 
 // binDir holds the infersim binary and its nvidia-smi symlink, built once
-// by TestMain for the tests that run the real process.
+// by TestMain for the end-to-end tests, which run the real process; the
+// unit tier (no BRINGUP_E2E) builds nothing.
 var binDir string
 
 func TestMain(m *testing.M) {
+	if !e2e.Enabled() {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "infersim-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -158,9 +167,11 @@ func TestMain(m *testing.M) {
 }
 
 // build returns a fresh directory with the binaries, so each test has its
-// own state directory beside them.
+// own state directory beside them. A test that calls it runs the real
+// process: it is an end-to-end test (see package e2e).
 func build(t *testing.T) string {
 	t.Helper()
+	e2e.Require(t)
 	dir := t.TempDir()
 	for _, name := range []string{"infersim", "nvidia-smi"} {
 		if err := os.Symlink(filepath.Join(binDir, "infersim"), filepath.Join(dir, name)); err != nil {
@@ -168,6 +179,14 @@ func build(t *testing.T) string {
 		}
 	}
 	return dir
+}
+
+// mustWrite writes a file the test needs, failing t when it cannot.
+func mustWrite(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -227,8 +246,10 @@ func start(t *testing.T, dir string, port int, env []string, args ...string) *pr
 func launch(t *testing.T, dir string, env, args []string) *proc {
 	t.Helper()
 	site := filepath.Join(t.TempDir(), "site")
-	os.MkdirAll(filepath.Join(site, "kdtree_verify"), 0o755)
-	os.WriteFile(filepath.Join(site, "kdtree_verify", "validate.py"), []byte("def checked_forward(): pass\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(site, "kdtree_verify"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(site, "kdtree_verify", "validate.py"), []byte("def checked_forward(): pass\n"), 0o644)
 	cmd := exec.Command(filepath.Join(dir, "infersim"), args...)
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "PYTHONPATH=" + site, "INFERSIM_STATE_DIR=" + filepath.Join(dir, "state"),
@@ -264,9 +285,9 @@ func launch(t *testing.T, dir string, env, args []string) *proc {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // it may have ended already
 		<-p.done
-		cmd.Wait()
+		_ = cmd.Wait() // its status is the kill's, or was read by exit
 	})
 	return p
 }
@@ -327,7 +348,9 @@ func TestBinaryServes(t *testing.T) {
 	if !sawBusy {
 		t.Error("nvidia-smi never showed memory in use while infersim ran")
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("SIGTERM: %v", err)
+	}
 	if code := p.exit(t, 5*time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0", code)
 	}
@@ -443,7 +466,9 @@ func TestBinaryScriptedFailures(t *testing.T) {
 		if !strings.Contains(log, "Capture target decode CUDA graph begin.") || strings.Contains(log, "CUDA graph end") {
 			t.Errorf("hang: log\n%s", log)
 		}
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Errorf("SIGTERM: %v", err)
+		}
 		if code := p.exit(t, 5*time.Second); code != 0 {
 			t.Errorf("hung process exit %d after SIGTERM, want 0", code)
 		}
@@ -511,8 +536,8 @@ func TestNvidiaSMILoop(t *testing.T) {
 	for len(got) < 1+3*8 && sc.Scan() {
 		got = append(got, sc.Text())
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	_ = cmd.Process.Kill() // it loops until stopped
+	_ = cmd.Wait()
 	if len(got) != 25 || got[0] != "index, memory.used [MiB]" || got[9] != "0, 0 MiB" || strings.Count(strings.Join(got, "\n"), "index,") != 1 {
 		t.Errorf("loop output:\n%s", strings.Join(got, "\n"))
 	}

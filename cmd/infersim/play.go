@@ -83,7 +83,7 @@ func (w *logWriter) write(l line, t time.Time) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	io.WriteString(out, s)
+	_, _ = io.WriteString(out, s) // as a print: a closed stdout has no one to tell
 }
 
 // writeAll writes lines at t.

@@ -67,8 +67,10 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		if hs != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			hs.Shutdown(sctx)
-			<-httpDone
+			// The process is ending: a shutdown cut short by its
+			// deadline, and the server's own return, change nothing.
+			_ = hs.Shutdown(sctx)
+			_ = <-httpDone
 		}
 		port.close()
 	}()
@@ -280,7 +282,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // a client gone away is no error of the server's
 }
 
 // cannedText is the completion every request gets.
@@ -302,7 +304,7 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	fail := func(msg string) bool {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, s.badRequest(msg))
+		_, _ = io.WriteString(w, s.badRequest(msg)) // as writeJSON
 		return false
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -421,8 +423,10 @@ func (g *gpuState) follow(ctx context.Context, elapsed func() time.Duration, s *
 		}
 		if b, err := json.Marshal(st); err == nil {
 			tmp := g.path + ".tmp"
+			// Best effort: a sample that is not written is replaced by the
+			// next one.
 			if os.WriteFile(tmp, b, 0o644) == nil {
-				os.Rename(tmp, g.path)
+				_ = os.Rename(tmp, g.path)
 			}
 		}
 		select {

@@ -167,7 +167,9 @@ func runVLLM(t *testing.T, tp int, env []string, args ...string) vllmRun {
 		pr.err = err
 		run.probes = append(run.probes, pr)
 		if pr.status == 200 {
-			p.cmd.Process.Signal(syscall.SIGTERM)
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("SIGTERM: %v", err)
+			}
 			break
 		}
 	}
@@ -404,7 +406,9 @@ func TestVLLMStaysUp(t *testing.T) {
 			if !strings.Contains(last, tc.lastLine) || !strings.Contains(p.lines(), tc.want) {
 				t.Errorf("last line %q, want %q (and %q in the log)\n%s", last, tc.lastLine, tc.want, tail(p.lines()))
 			}
-			p.cmd.Process.Signal(syscall.SIGTERM)
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("SIGTERM: %v", err)
+			}
 			if code := p.exit(t, 5*time.Second); code != 0 {
 				t.Errorf("exit %d after SIGTERM, want 0", code)
 			}

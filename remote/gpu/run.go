@@ -66,7 +66,8 @@ func Run(ctx context.Context, s Streamer, host string, interval time.Duration, e
 		case errors.Is(err, errStopped):
 			return nil
 		case err != nil && missing(err):
-			return fmt.Errorf("%s: %w (%v)", host, ErrNoNvidiaSMI, err)
+			// Callers classify by the sentinel; the cause is its text only.
+			return fmt.Errorf("%s: %w (%s)", host, ErrNoNvidiaSMI, err.Error())
 		}
 		if delivered {
 			bo.Reset()

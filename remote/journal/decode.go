@@ -222,18 +222,18 @@ func trimQuote(s string) string {
 	return s
 }
 
-// cut shortens s to at most max bytes, backing up to a rune start when the
+// cut shortens s to at most limit bytes, backing up to a rune start when the
 // cut would split a multi-byte UTF-8 sequence.
-func cut(s string, max int, already bool) (string, bool) {
-	if len(s) <= max {
+func cut(s string, limit int, already bool) (string, bool) {
+	if len(s) <= limit {
 		return s, already
 	}
-	i := max
+	i := limit
 	for k := 0; k < utf8.UTFMax && i > 0 && !utf8.RuneStart(s[i]); k++ {
 		i--
 	}
 	if i == 0 || !utf8.RuneStart(s[i]) {
-		i = max
+		i = limit
 	}
 	return s[:i], true
 }

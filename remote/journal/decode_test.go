@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -164,10 +165,10 @@ func TestReaderLongLines(t *testing.T) {
 	var got []string
 	for {
 		line, tail, over, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err == io.ErrUnexpectedEOF {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
 			got = append(got, "partial:"+string(line))
 			continue
 		}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -98,7 +99,7 @@ func follow(ctx context.Context, src Source, opts Options, r *recorder) (stop fu
 	return func() error {
 		cancel()
 		err := <-errc
-		if err == context.Canceled {
+		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err

@@ -218,6 +218,7 @@ func lines(evs []event.Event) (msgs, gaps []string) {
 			msgs = append(msgs, ev.Journal.Message)
 		case event.KindGap:
 			gaps = append(gaps, ev.Gap.Reason)
+		default: // a follower emits journal entries and gaps only
 		}
 	}
 	return msgs, gaps

@@ -206,6 +206,7 @@ func connState(s sshx.State) event.ConnState {
 		return event.ConnDown
 	case sshx.StateUnreachable:
 		return event.ConnUnreachable
+	case sshx.StateConnecting:
 	}
 	return event.ConnConnecting
 }

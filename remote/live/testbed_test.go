@@ -67,7 +67,7 @@ func TestFleetOnTestbed(t *testing.T) {
 	go func() { done <- f.Run(runCtx) }()
 	defer func() {
 		stop()
-		<-done
+		_ = <-done // Run's end after the stop
 	}()
 
 	// Wait until every host's unit state has been read, then start them.
@@ -100,6 +100,7 @@ func TestFleetOnTestbed(t *testing.T) {
 		case startup.ChangeFail:
 			cc := c
 			fail = &cc
+		case startup.ChangeUnit: // the unit's state is not part of the story
 		}
 	})
 	t.Logf("gpu1, gpu2 serving and gpu3 failed %v after the start", time.Since(began).Round(time.Millisecond))
@@ -223,7 +224,7 @@ func TestUnreachableHostKeepsLastState(t *testing.T) {
 	go func() { done <- f.Run(runCtx) }()
 	defer func() {
 		stop()
-		<-done
+		_ = <-done // Run's end after the stop
 	}()
 	phaseOf := func(b remote.Batch, host string) (remote.HostState, bool) {
 		for _, h := range b.Hosts {

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestProbeOnTestbed(t *testing.T) {
 		}
 	}
 	stopRun()
-	if err := <-runDone; err != context.Canceled {
+	if err := <-runDone; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
 	if !seen503 {

@@ -32,7 +32,7 @@ func watchUntilSettled(t *testing.T, fleet *remote.Fleet) story {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	done := make(chan error, 1)
 	go func() { done <- fleet.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); _ = <-done }()
 	s := story{phases: map[string][]startup.Phase{}, causes: map[string]string{}}
 	for {
 		select {

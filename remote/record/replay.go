@@ -170,8 +170,8 @@ func checkName(s string) error {
 
 // checkText accepts a short line of printable text (no control or
 // format characters), shown as it is.
-func checkText(s string, max int) error {
-	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(s) > max {
+func checkText(s string, limit int) error {
+	if i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 || len(s) > limit {
 		return fmt.Errorf("%q: not a short line of printable text", s)
 	}
 	return nil
@@ -435,15 +435,15 @@ func (rec *Recording) End() time.Time {
 // Play returns the recording's hosts as fleet specs whose drivers emit the
 // recorded events on the returned clock, which starts now at the
 // recording's start and runs speed times real time (speed ≤ 0: the speed
-// it was recorded at). real is the source of real time (nil: time.Now).
-func (rec *Recording) Play(speed float64, real func() time.Time) ([]remote.HostSpec, *Clock) {
+// it was recorded at). realNow is the source of real time (nil: time.Now).
+func (rec *Recording) Play(speed float64, realNow func() time.Time) ([]remote.HostSpec, *Clock) {
 	if speed <= 0 {
 		speed = rec.Speed
 	}
-	if real == nil {
-		real = time.Now
+	if realNow == nil {
+		realNow = time.Now
 	}
-	clock := &Clock{base: rec.Started, end: rec.End(), start: real(), speed: speed, real: real, changed: make(chan struct{})}
+	clock := &Clock{base: rec.Started, end: rec.End(), start: realNow(), speed: speed, real: realNow, changed: make(chan struct{})}
 	byHost := map[string][]Entry{}
 	for _, e := range rec.Entries {
 		byHost[e.Host] = append(byHost[e.Host], e)

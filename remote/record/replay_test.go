@@ -208,18 +208,18 @@ func TestReplayPosition(t *testing.T) {
 		Hosts: []Host{{Name: "gpu1", Unit: "u.service"}}}}
 	rec.Entries = []Entry{{At: t0.Add(10 * time.Minute), Event: event.Event{Host: "gpu1", Kind: event.KindJournal,
 		Time: t0, Journal: &event.Journal{Message: "last"}}}}
-	real := sim.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	_, clock := rec.Play(0, real.Now)
+	wall := sim.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, clock := rec.Play(0, wall.Now)
 	steps := []struct {
 		do   func()
 		want string
 	}{
-		{func() { real.Advance(6 * time.Second) }, "▶ 05:34:00 of 05:43:00 ×10"},
-		{func() { clock.TogglePause(); real.Advance(time.Hour) }, "⏸ 05:34:00 of 05:43:00 ×10"},
+		{func() { wall.Advance(6 * time.Second) }, "▶ 05:34:00 of 05:43:00 ×10"},
+		{func() { clock.TogglePause(); wall.Advance(time.Hour) }, "⏸ 05:34:00 of 05:43:00 ×10"},
 		{func() { clock.Faster() }, "⏸ 05:34:00 of 05:43:00 ×20"},
-		{func() { clock.TogglePause(); real.Advance(3 * time.Second) }, "▶ 05:35:00 of 05:43:00 ×20"},
-		{func() { clock.Slower(); clock.Slower(); real.Advance(12 * time.Second) }, "▶ 05:36:00 of 05:43:00 ×5"},
-		{func() { real.Advance(time.Hour) }, "■ ended 05:43:00"},
+		{func() { clock.TogglePause(); wall.Advance(3 * time.Second) }, "▶ 05:35:00 of 05:43:00 ×20"},
+		{func() { clock.Slower(); clock.Slower(); wall.Advance(12 * time.Second) }, "▶ 05:36:00 of 05:43:00 ×5"},
+		{func() { wall.Advance(time.Hour) }, "■ ended 05:43:00"},
 	}
 	for i, s := range steps {
 		s.do()

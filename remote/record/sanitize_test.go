@@ -55,7 +55,7 @@ func TestReplayedHostileRecordComesOutSanitised(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	done := make(chan error, 1)
 	go func() { done <- fleet.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); _ = <-done }()
 
 	var got []event.Event
 	var last remote.Batch

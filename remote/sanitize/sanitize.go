@@ -25,23 +25,23 @@ const TruncMark = " …[cut]"
 //   - every other control character (C0, DEL, C1, including ESC starting any
 //     other sequence) becomes a visible Unicode control picture or ␛;
 //   - invalid UTF-8 becomes U+FFFD; tabs become spaces; newlines become ⏎;
-//   - the result is cut at max bytes (on a rune boundary) and marked.
-func Line(s string, max int) (string, bool) {
-	if max <= 0 {
-		max = DefaultMax
+//   - the result is cut at limit bytes (on a rune boundary) and marked.
+func Line(s string, limit int) (string, bool) {
+	if limit <= 0 {
+		limit = DefaultMax
 	}
 	s = strings.TrimRight(s, "\r\n")
 	if i := strings.LastIndexByte(s, '\r'); i >= 0 {
 		s = s[i+1:]
 	}
-	if isPlain(s) && len(s) <= max {
+	if isPlain(s) && len(s) <= limit {
 		return s, false
 	}
 	var b strings.Builder
-	b.Grow(min(len(s), max) + len(TruncMark))
+	b.Grow(min(len(s), limit) + len(TruncMark))
 	cut := false
 	for i := 0; i < len(s); {
-		if b.Len() >= max {
+		if b.Len() >= limit {
 			cut = true
 			break
 		}
@@ -80,8 +80,8 @@ func Line(s string, max int) (string, bool) {
 	}
 	out := b.String()
 	if cut {
-		// Trim to a rune boundary at or below max before marking.
-		for len(out) > max {
+		// Trim to a rune boundary at or below limit before marking.
+		for len(out) > limit {
 			_, size := utf8.DecodeLastRuneInString(out)
 			out = out[:len(out)-size]
 		}

@@ -28,15 +28,15 @@ type ScaledClock struct {
 }
 
 // NewScaledClock returns a clock that starts now and runs speed times as
-// fast as real time; real is the source of real time (nil: time.Now).
-func NewScaledClock(speed float64, real func() time.Time) *ScaledClock {
-	if real == nil {
-		real = time.Now
+// fast as real time; realNow is the source of real time (nil: time.Now).
+func NewScaledClock(speed float64, realNow func() time.Time) *ScaledClock {
+	if realNow == nil {
+		realNow = time.Now
 	}
 	if speed <= 0 {
 		speed = 1
 	}
-	return &ScaledClock{base: real(), speed: speed, real: real}
+	return &ScaledClock{base: realNow(), speed: speed, real: realNow}
 }
 
 // Now returns the virtual time.

@@ -30,11 +30,11 @@ const (
 
 // Timings of the simulated host, in virtual time.
 const (
-	gpuEvery   = 5 * time.Second  // GPU sample interval
-	probeEvery = 10 * time.Second // readiness probe interval
-	stopTime   = 1500 * time.Millisecond
-	restartSec = 10 * time.Second // RestartSec= of a crash-looping unit
-	devices    = 8
+	gpuEvery     = 5 * time.Second  // GPU sample interval
+	probeEvery   = 10 * time.Second // readiness probe interval
+	stopTime     = 1500 * time.Millisecond
+	restartDelay = 10 * time.Second // RestartSec= of a crash-looping unit
+	devices      = 8
 )
 
 // HostSpec is one simulated host of a scenario.
@@ -389,7 +389,7 @@ func (h *Host) exit(t time.Time) []event.Event {
 	if h.spec.Restart {
 		h.nRestarts++
 		h.setState("activating", "auto-restart")
-		h.startAt, h.autoStart = t.Add(restartSec), true
+		h.startAt, h.autoStart = t.Add(restartDelay), true
 	} else {
 		h.setState("failed", "failed")
 	}

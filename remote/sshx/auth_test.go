@@ -4,7 +4,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -80,7 +79,7 @@ func TestEncryptedIdentityFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "id_enc")
-	os.WriteFile(path, pem.EncodeToMemory(block), 0o600)
+	mustWrite(t, path, pem.EncodeToMemory(block), 0o600)
 	signer, _ := ssh.NewSignerFromKey(priv)
 	d := startSSHD(t, false, signer.PublicKey())
 	cfg := d.config(t, clientKey{path: path}, d.knownHostsLine(0))

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"bringup/remote/testbed/e2e"
 )
 
 // These tests run a real OpenSSH sshd presenting a host certificate made by
@@ -26,12 +28,7 @@ import (
 // sshKeygen runs ssh-keygen with args.
 func sshKeygen(t *testing.T, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("BRINGUP_E2E set but ssh-keygen is not installed")
-		}
-		t.Skip("ssh-keygen not installed")
-	}
+	e2e.Require(t, e2e.Command("ssh-keygen"))
 	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen %s: %v: %s", strings.Join(args, " "), err, out)
 	}
@@ -108,12 +105,7 @@ func (d *testSSHD) hostPort() string { return fmt.Sprintf("[127.0.0.1]:%d", d.po
 // known_hosts file kh, and returns its failure.
 func opensshDial(t *testing.T, d *testSSHD, key clientKey, kh string) error {
 	t.Helper()
-	if _, err := exec.LookPath("ssh"); err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("BRINGUP_E2E set but the ssh client is not installed")
-		}
-		t.Skip("ssh client not installed: no control")
-	}
+	e2e.Require(t, e2e.Command("ssh")) // the control
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ssh", "-F", "/dev/null",

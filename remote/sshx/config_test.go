@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"bringup/remote/testbed/e2e"
 )
 
 // copyCorpus copies testdata/ssh_config to a temp dir, replacing @DIR@ with
@@ -70,12 +72,10 @@ func dropLegacy(files []string) []string {
 // fallback parser and with `ssh -G -F file alias` and compares HostName,
 // User, Port, IdentityFile and ProxyJump.
 func TestCorpusMatchesSSHG(t *testing.T) {
+	e2e.Require(t, e2e.Command("ssh"))
 	sshPath, err := exec.LookPath("ssh")
 	if err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("ssh not installed")
-		}
-		t.Skip("ssh not installed")
+		t.Fatal(err)
 	}
 	dir := copyCorpus(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.conf"))
@@ -141,7 +141,7 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 
 func TestParserKeepsOtherFields(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "cfg")
-	os.WriteFile(f, []byte(`Host h
+	mustWrite(t, f, []byte(`Host h
   HostName 127.0.0.1
   IdentitiesOnly yes
   StrictHostKeyChecking accept-new

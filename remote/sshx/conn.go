@@ -215,7 +215,7 @@ func (c *Conn) hold(ctx context.Context, cl *ssh.Client) error {
 	select {
 	case <-ctx.Done():
 		cl.Close()
-		<-waitDone
+		_ = <-waitDone // the Close's doing: the cause is the context's
 		cause = ctx.Err()
 	case err := <-waitDone:
 		cause = err

@@ -195,11 +195,14 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 			}
 			return nil, err
 		}
+		// A handshake cut short is the context's doing: only that is
+		// wrapped (an auth error it interrupted must not read as
+		// permanent); the handshake's own error is text.
 		if interrupted || ctx.Err() != nil {
-			return nil, fmt.Errorf("ssh handshake with %s: %w (%v)", cfg.Addr(), context.Cause(ctx), err)
+			return nil, fmt.Errorf("ssh handshake with %s: %w (%s)", cfg.Addr(), context.Cause(ctx), err.Error())
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline fired just before ctx's
-			return nil, fmt.Errorf("ssh handshake with %s: %w (%v)", cfg.Addr(), context.DeadlineExceeded, err)
+			return nil, fmt.Errorf("ssh handshake with %s: %w (%s)", cfg.Addr(), context.DeadlineExceeded, err.Error())
 		}
 		if pc, ok := nc.(*cmdConn); ok {
 			if s := pc.stderrText(); s != "" {

@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"bringup/remote/testbed/e2e"
 )
 
 func execEcho(t *testing.T, c *ssh.Client) {
@@ -231,9 +233,9 @@ func TestProxyJumpTwoHops(t *testing.T) {
 	target := startSSHD(t, false, key.signer.PublicKey())
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, []byte(hop.knownHostsLine(0)+target.knownHostsLine(0)), 0o600)
+	mustWrite(t, kh, []byte(hop.knownHostsLine(0)+target.knownHostsLine(0)), 0o600)
 	cfgFile := filepath.Join(dir, "config")
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`Host hop1
+	mustWrite(t, cfgFile, []byte(fmt.Sprintf(`Host hop1
   HostName 127.0.0.1
   Port %d
 Host target
@@ -263,7 +265,7 @@ Host *
 		c.Close()
 	}
 	// The jump host's key is checked too.
-	os.WriteFile(kh, []byte(target.knownHostsLine(0)), 0o600)
+	mustWrite(t, kh, []byte(target.knownHostsLine(0)), 0o600)
 	cfg, _ := Resolve(context.Background(), "target", ResolveOptions{ConfigFile: cfgFile, SSHPath: "-"})
 	opts := dialOpts()
 	opts.Resolve = ResolveOptions{ConfigFile: cfgFile, SSHPath: "-"}
@@ -277,12 +279,7 @@ Host *
 func TestProxyCommandSocat(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("took %s", time.Since(start)) }()
-	if _, err := exec.LookPath("socat"); err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("socat not installed")
-		}
-		t.Skip("socat not installed")
-	}
+	e2e.Require(t, e2e.Command("socat"))
 	key := newClientKey(t)
 	d := startSSHD(t, false, key.signer.PublicKey())
 	cfg := d.config(t, key, d.knownHostsLine(0))

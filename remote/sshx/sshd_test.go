@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/testbed/e2e"
 )
 
 // testSSHD is a real OpenSSH sshd on 127.0.0.1 run from a temp dir.
@@ -69,6 +71,14 @@ func newEd25519(t *testing.T) ed25519.PrivateKey {
 	return priv
 }
 
+// mustWrite writes a file the test needs, failing t when it cannot.
+func mustWrite(t testing.TB, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // clientKey is the user key every test sshd accepts.
 type clientKey struct {
 	path   string
@@ -81,22 +91,12 @@ func newClientKey(t *testing.T) clientKey {
 }
 
 // startSSHD starts sshd with an ed25519 host key (and an ECDSA one when
-// withECDSA), accepting the given client keys. It skips when sshd is not
-// installed, unless BRINGUP_E2E is set.
+// withECDSA), accepting the given client keys. Every test that starts it
+// is an end-to-end test (see package e2e).
 func startSSHD(t *testing.T, withECDSA bool, accept ...ssh.PublicKey) *testSSHD {
 	t.Helper()
-	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatalf("BRINGUP_E2E set but /usr/sbin/sshd missing: %v", err)
-		}
-		t.Skip("/usr/sbin/sshd not installed")
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("BRINGUP_E2E") != "" {
-			t.Fatal("BRINGUP_E2E set but not root (sshd needs root here)")
-		}
-		t.Skip("sshd tests need root")
-	}
+	// sshd runs as root here: its privilege separation needs it.
+	e2e.Require(t, e2e.Root(), e2e.File("/usr/sbin/sshd"))
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // privilege separation dir
 		t.Fatal(err)
 	}

@@ -158,7 +158,9 @@ func TestTestbedProxyJumpAndHostKeys(t *testing.T) {
 	authLines := func() int {
 		out := runOn(t, admin, "journalctl -u ssh -o cat --no-pager | grep -cE 'Accepted|Failed publickey|Postponed' || true")
 		var n int
-		fmt.Sscan(out, &n)
+		if _, err := fmt.Sscan(out, &n); err != nil {
+			t.Fatalf("count of auth lines %q: %v", out, err)
+		}
 		return n
 	}
 	// counting signer: proves no authentication was attempted.

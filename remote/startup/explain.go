@@ -43,11 +43,12 @@ func Explain(evs []event.Event, opts Options) Explanation {
 	out = append(out, tr.End(last)...)
 	st := tr.State()
 	x := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: out}
-	switch {
-	case st.Phase == Failed:
+	switch st.Phase {
+	case Failed:
 		x.Outcome = OutcomeFailed
-	case st.Phase == Serving:
+	case Serving:
 		x.Outcome = OutcomeServed
+	default: // undecided
 	}
 	return x
 }

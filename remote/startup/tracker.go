@@ -241,6 +241,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		if ev.Conn != nil {
 			t.applyConn(ev.Conn.State, ev.Time, &out)
 		}
+	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
 	}
 	t.checkServing(ev.Time, &out)
 	return out
@@ -595,6 +596,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		if framePhase != "" && len(t.tbEnds) < maxCands {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
 		}
+	case tbNone: // not part of a traceback
 	}
 	// A line inside an open traceback that is neither frame, source nor
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is
@@ -971,6 +973,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		} else if !t.failed && t.under != Restarting {
 			t.enter(Stopped, at, out)
 		}
+	case sysNone: // not one of systemd's messages
 	}
 }
 

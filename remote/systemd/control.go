@@ -51,6 +51,7 @@ func outcomeErr(o Outcome) error {
 		return ErrJobDependency
 	case OutcomeSkipped:
 		return ErrJobSkipped
+	case OutcomeNone, OutcomeFailed: // no result is a failure too
 	}
 	return ErrJobFailed
 }
@@ -87,10 +88,10 @@ type SudoError struct {
 }
 
 func (e *SudoError) Error() string {
-	switch e.Err {
-	case ErrSudoPassword:
+	switch {
+	case errors.Is(e.Err, ErrSudoPassword):
 		return fmt.Sprintf("sudo needs a password on %s: actions need NOPASSWD sudo for systemctl (or polkit)", e.Host)
-	case ErrSudoTTY:
+	case errors.Is(e.Err, ErrSudoTTY):
 		return fmt.Sprintf("sudo requires a terminal on %s (requiretty): actions need sudo without requiretty for systemctl", e.Host)
 	}
 	return fmt.Sprintf("sudo refused systemctl on %s: %s", e.Host, e.Stderr)

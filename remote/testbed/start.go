@@ -2,14 +2,11 @@ package testbed
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
-)
 
-// EnvE2E set to 1 makes Start fail rather than skip: CI sets it, so that a
-// testbed that cannot come up is a failure, never a silent skip.
-const EnvE2E = "BRINGUP_E2E"
+	"bringup/remote/testbed/e2e"
+)
 
 // Start boots n hosts with default options for the test t and removes
 // them when t ends. See StartWith.
@@ -19,12 +16,12 @@ func Start(t testing.TB, n int) *Testbed {
 }
 
 // StartWith boots a testbed for t and registers its Down as a cleanup.
-// Without root it skips, and in -short mode too, unless BRINGUP_E2E=1: then
-// it fails. Any other problem fails the test. The inventory goes to a
+// It is an end-to-end test: without BRINGUP_E2E=1 it skips t (see package
+// e2e); with it, not being root, or any other problem, fails t. The inventory goes to a
 // temporary directory of t; progress goes to t.Logf.
 func StartWith(t testing.TB, o Options) *Testbed {
 	t.Helper()
-	skipUnlessE2E(t)
+	e2e.Require(t, e2e.Root())
 	if o.InventoryDir == "" {
 		o.InventoryDir = t.TempDir()
 	}
@@ -50,19 +47,4 @@ func StartWith(t testing.TB, o Options) *Testbed {
 		}
 	})
 	return tb
-}
-
-// skipUnlessE2E skips t where the testbed cannot or should not run, except
-// under BRINGUP_E2E=1, where it fails t instead.
-func skipUnlessE2E(t testing.TB) {
-	t.Helper()
-	e2e := os.Getenv(EnvE2E) == "1"
-	switch {
-	case os.Geteuid() != 0 && e2e:
-		t.Fatalf("testbed: %s=1 but not root: the testbed needs root", EnvE2E)
-	case os.Geteuid() != 0:
-		t.Skipf("testbed: needs root (set %s=1 to make this a failure)", EnvE2E)
-	case testing.Short() && !e2e:
-		t.Skip("testbed: skipped in -short mode")
-	}
 }

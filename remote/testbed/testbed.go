@@ -587,7 +587,7 @@ func runOn(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 	case err = <-done:
 	case <-ctx.Done():
 		s.Close()
-		<-done
+		_ = <-done // the Close's doing: the error is the context's
 		err = ctx.Err()
 	}
 	if err != nil {

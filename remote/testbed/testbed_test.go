@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"bringup/remote/testbed/e2e"
 )
 
 // startupWait bounds a startup of sglang.service with the testbed's phase
@@ -164,7 +166,7 @@ func TestUpSweepsKilledRun(t *testing.T) {
 		helperRun()
 		return
 	}
-	skipUnlessE2E(t)
+	e2e.Require(t, e2e.Root())
 	inv := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestUpSweepsKilledRun$", "-test.v")
 	cmd.Env = append(os.Environ(), "BRINGUP_TESTBED_HELPER=1", "BRINGUP_TESTBED_HELPER_INV="+inv)

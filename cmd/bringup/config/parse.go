@@ -171,6 +171,7 @@ func describe(n *yaml.Node) string {
 			return strconv.Quote(n.Value)
 		}
 		return fmt.Sprintf("%s %s", strings.TrimPrefix(n.ShortTag(), "!!"), n.Value)
+	case yaml.DocumentNode, yaml.AliasNode: // resolved before a value is described
 	}
 	return "something else"
 }

@@ -272,6 +272,7 @@ func RolloutOutcome(w io.Writer, st rollout.State, lanes []rollout.Lane) {
 		return
 	case rollout.Aborted:
 		return
+	case rollout.Running, rollout.Halted: // the lanes below say where it stands
 	}
 	var untouched []string
 	for _, l := range lanes {

@@ -181,6 +181,7 @@ func (l Line) Render(t time.Time) string {
 		return "[" + t.Format(TimeLayout) + l.Tag + "] " + l.Text
 	case PrefixGlog:
 		return "[rank3]:[E" + t.Format("0102 15:04:05.000000000") + " " + l.Text
+	case PrefixNone:
 	}
 	return l.Text
 }
@@ -358,6 +359,7 @@ func New(p Params) *Script {
 			s.Exit = end + 700*time.Millisecond
 			s.ExitCode = 1
 			return s
+		case FailNone, FailOOM, FailPort, FailCrashLoop: // capture succeeds
 		}
 		s.captureBar(b, t, bs)
 		t += p.Capture

@@ -362,8 +362,10 @@ func (b *vbuilder) capture(pl *Startup, fail time.Duration) bool {
 			b.captureFailed(fail, tqdmBar(bar.desc, 0, bar.n, fail-bar.from), pl)
 		case sglang.FailNCCL:
 			b.collectiveTimeout(fail, pl)
+		default: // a hang: the bar stays at 0 %
 		}
 		return false
+	case sglang.FailNone, sglang.FailOOM, sglang.FailPort, sglang.FailCrashLoop: // capture succeeds
 	}
 	for i, bar := range bars {
 		end := m.CaptureEnd - 50*time.Millisecond
