@@ -141,8 +141,9 @@ func (h HostState) Settled() bool {
 		return true
 	case startup.Failed:
 		return !h.Provisional
+	default:
+		return false
 	}
-	return false
 }
 
 // HostChange is a startup change on one host.
@@ -551,6 +552,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 				h.state.KernelHashes[l.Kernel] = l.Hash
 			}
 		}
+	default: // gaps and commands are only passed on
 	}
 	changes := h.tracker.Apply(ev)
 	for _, c := range changes {

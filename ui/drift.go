@@ -15,13 +15,13 @@ func (m *Model) drifts() map[string]kernels.Drift {
 	out := map[string]kernels.Drift{}
 	for _, k := range m.opts.Kernels.Kernels {
 		hashes := make(map[string]string, len(m.hosts))
-		any := false
+		seen := false
 		for i := range m.hosts {
 			h := m.hosts[i].KernelHashes[k.Name]
 			hashes[m.hosts[i].Name] = h
-			any = any || h != ""
+			seen = seen || h != ""
 		}
-		if any {
+		if seen {
 			out[k.Name] = kernels.CompareHashes(m.local[k.Name], hashes)
 		}
 	}

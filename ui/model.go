@@ -319,6 +319,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			cmd = m.editHostFilter(msg)
 		case focusPalette:
 			m.pal.input, cmd = m.pal.input.Update(msg)
+		default: // the other layers take only keys
 		}
 		return m, cmd
 	}
@@ -463,6 +464,7 @@ func (m *Model) selectedName() string {
 		if lanes := m.ro.r.Lanes(); m.ro.cursor < len(lanes) {
 			return lanes[m.ro.cursor].Host
 		}
+	default: // the table: its cursor row
 	}
 	return m.cursorHost()
 }

@@ -35,6 +35,7 @@ func (v *rolloutView) Render(w, h int) string {
 		status = s.PhaseServing.Render("done")
 	case rollout.Aborted:
 		status = s.PhaseStuck.Render("aborted")
+	default: // running: its name as it is
 	}
 	serving := 0
 	for _, l := range lanes {
@@ -141,8 +142,9 @@ func (v *rolloutView) stageStyle(st rollout.Stage) lipgloss.Style {
 		return s.PhaseStuck
 	case rollout.StagePending, rollout.StageUntouched:
 		return s.Dim
+	default: // under way
+		return s.PhaseActive
 	}
-	return s.PhaseActive
 }
 
 // haltBox is why the rollout stopped and what can be done about it.

@@ -53,7 +53,7 @@ func TestHostileLogLineOnTestbed(t *testing.T) {
 	go func() { done <- fleet.Run(fctx) }()
 	defer func() {
 		stop()
-		<-done
+		_ = <-done
 	}()
 
 	m := ui.New(fleet, ui.Options{Title: "escape test", Kernels: kernels.DefaultCatalog()})

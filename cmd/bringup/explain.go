@@ -60,7 +60,7 @@ func runExplain(_ context.Context, e env, args []string) int {
 	if fs.NArg() == 1 {
 		name = fs.Arg(0)
 	}
-	var in io.Reader = e.stdin
+	in := e.stdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
@@ -95,8 +95,9 @@ func runExplain(_ context.Context, e env, args []string) int {
 		return explainServed
 	case startup.OutcomeFailed:
 		return explainFailed
+	default:
+		return explainUndecided
 	}
-	return explainUndecided
 }
 
 // isTerminal reports whether r is a terminal.

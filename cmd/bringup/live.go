@@ -26,7 +26,7 @@ type fleetFlags struct {
 }
 
 func (f *fleetFlags) register(fs *flag.FlagSet) {
-	f.Flags.Register(fs)
+	f.Register(fs)
 	fs.StringVar(&f.history, "history", "", `startup history for ETAs (default $XDG_STATE_HOME/bringup/history.jsonl; "off" = none)`)
 }
 

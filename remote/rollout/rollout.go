@@ -145,8 +145,9 @@ func (s Stage) Final() bool {
 	switch s {
 	case StageServing, StageFailed, StageUntouched, StageHalted, StageRolledBack, StageRollbackFailed:
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
 // Lane is one host's part of the rollout, for display.

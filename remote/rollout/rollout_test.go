@@ -105,6 +105,7 @@ func (f *fleet) done(host string) {
 		h.UnitState.Environment = []string{"KDTREE_MODE=" + s.Action.Mode}
 	case remote.ActUndoMode:
 		h.UnitState.Environment = []string{"KDTREE_MODE=validate"}
+	default: // the other actions leave the environment as it is
 	}
 	h.Modes = f.cat.ModesIn(h.UnitState.Environment)
 	f.observe(f.action(host, event.ActionDone, ""))
