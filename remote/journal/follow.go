@@ -31,6 +31,7 @@ const (
 	GapCursorLost = "cursor-lost" // the last cursor is gone (vacuum, other boot or machine): lines may be missing
 	GapSuppressed = "suppressed"  // journald dropped Count lines of the unit under its rate limit
 	GapDropped    = "dropped"     // a line journalctl printed could not be decoded
+	GapReboot     = "reboot"      // the host booted again (a new _BOOT_ID) since the last line
 )
 
 // Options configure Follow.
@@ -153,6 +154,7 @@ type follower struct {
 	seqID    string    // its cursor's s= (seqnum id) and i= (seqnum)
 	seq      uint64    //
 	realtime time.Time // its timestamp
+	boot     string    // its _BOOT_ID
 	seekLost bool      // journalctl refused the cursor: resume by time
 }
 
@@ -397,6 +399,15 @@ func (f *follower) duplicate(cursor string) bool {
 // deliver emits e (as a journal event, or a Gap for journald's suppression
 // notice about the unit) and records it as the resume point.
 func (f *follower) deliver(e Entry) bool {
+	if e.BootID != "" {
+		if f.boot != "" && e.BootID != f.boot {
+			msg := fmt.Sprintf("host rebooted (boot %.8s → %.8s): what ran before it ended there", f.boot, e.BootID)
+			if !f.gap(event.Gap{Reason: GapReboot, Message: msg}) {
+				return false
+			}
+		}
+		f.boot = e.BootID
+	}
 	if e.Cursor != "" {
 		f.cursor = e.Cursor
 		if s, i, ok := seqOf(e.Cursor); ok {

@@ -419,3 +419,22 @@ func TestCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowMarksAReboot: a line from a new boot (another _BOOT_ID) comes
+// after a "reboot" gap saying so; lines of one boot carry none.
+func TestFollowMarksAReboot(t *testing.T) {
+	j := newFakeJournal(t, 0, step{send: -1})
+	withBoot := func(i int, boot, msg string) string {
+		return strings.Replace(entryLine(i, msg), `"PRIORITY"`, `"_BOOT_ID":"`+boot+`","PRIORITY"`, 1)
+	}
+	next := strings.Repeat("b", 32)
+	j.entries = append(j.entries, withBoot(1, testBoot, "before"), withBoot(2, testBoot, "still"), withBoot(3, next, "after"))
+	evs := collect(t, j, Options{}, untilMessage("after"))
+	msgs, gaps := lines(evs)
+	if strings.Join(msgs, ",") != "before,still,after" || strings.Join(gaps, ",") != GapReboot {
+		t.Fatalf("messages %v gaps %v", msgs, gaps)
+	}
+	if g := evs[2]; g.Kind != event.KindGap || !strings.Contains(g.Gap.Message, "host rebooted (boot "+testBoot[:8]+" → bbbbbbbb)") {
+		t.Errorf("third event %+v, want the reboot gap before the new boot's line", g.Gap)
+	}
+}

@@ -23,7 +23,7 @@ import (
 )
 
 // The soak: N real hosts (SOAK_HOSTS, default 32) followed for a while
-// (SOAK_MINUTES, default 20) under random link cuts and restarts while
+// (SOAK_MINUTES, default 20) under random link cuts, restarts and a reboot while
 // every host floods its journal (SOAK_FLOOD lines a second each, default
 // 20). At the end: every flood line of every invocation delivered once
 // and in order (none lost, none twice), no journalctl left on a host
@@ -41,7 +41,8 @@ func TestSoak(t *testing.T) {
 		env[k] = v
 	}
 	tb := testbed.StartWith(t, testbed.Options{Hosts: hosts, Host: func(int) testbed.HostOptions {
-		return testbed.HostOptions{Env: env, KernelMode: "on"}
+		// Enabled: a rebooted host comes back serving by itself.
+		return testbed.HostOptions{Env: env, KernelMode: "on", Enable: true}
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(minutes)*time.Minute+15*time.Minute)
 	defer cancel()
@@ -97,9 +98,19 @@ func TestSoak(t *testing.T) {
 	// Faults until the deadline, one every few seconds, then quiet.
 	deadline := time.Now().Add(time.Duration(minutes) * time.Minute)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	var cuts, restarts int
+	var cuts, restarts, reboots int
 	var faults sync.WaitGroup
+	rebootAt := time.Now().Add(time.Until(deadline) / 2)
 	for time.Now().Before(deadline) {
+		if reboots == 0 && time.Now().After(rebootAt) {
+			reboots++
+			h := tb.Hosts()[rng.IntN(hosts)]
+			if err := tb.Reboot(ctx, h.Name); err != nil {
+				t.Fatalf("reboot: %v", err)
+			}
+			t.Logf("%s rebooted", h.Name)
+			continue
+		}
 		h := tb.Hosts()[rng.IntN(hosts)]
 		switch rng.IntN(3) {
 		case 0, 1: // a link cut of 2-20 s, in the background
@@ -123,7 +134,7 @@ func TestSoak(t *testing.T) {
 	read(func(hs []remote.HostState) bool { return all(hs, serving) && all(hs, connected) }, 5*time.Minute, "every host back and serving")
 	soakFor(time.Minute) // the cool-down
 	after := measure()
-	t.Logf("%d link cuts, %d restarts over %d min on %d hosts, %d lines a second each", cuts, restarts, minutes, hosts, flood)
+	t.Logf("%d link cuts, %d restarts, %d reboot over %d min on %d hosts, %d lines a second each", cuts, restarts, reboots, minutes, hosts, flood)
 	t.Logf("after cool-down: %s", after)
 
 	lost, dup, lines := 0, 0, 0

@@ -290,3 +290,71 @@ func TestUnreachableHostKeepsLastState(t *testing.T) {
 		return h2.Startup.Phase == startup.Serving && h2.Conn.State == event.ConnUp
 	}, nil)
 }
+
+// TestFollowAcrossReboot reboots a followed test host: the fleet marks the
+// reboot in the host's log (a "reboot" gap: a new boot ID), reconnects by
+// itself, reads the unit's state again (not started after the boot), and
+// follows the next start to serving, a new invocation.
+func TestFollowAcrossReboot(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 1, Host: func(int) testbed.HostOptions {
+		return testbed.HostOptions{Env: fastEnv, KernelMode: "on"}
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	f := liveFleet(t, ctx, tb)
+	fl := remote.Follow(ctx, f)
+	defer func() {
+		if err := fl.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	wait := func(what string, cond func(remote.HostState) bool, each func(remote.Batch)) remote.HostState {
+		t.Helper()
+		c, stop := context.WithTimeout(ctx, 2*time.Minute)
+		defer stop()
+		if err := fl.Until(c, 0, func(b remote.Batch) bool {
+			if each != nil {
+				each(b)
+			}
+			return len(b.Hosts) == 1 && cond(b.Hosts[0])
+		}); err != nil {
+			t.Fatalf("waiting for %s: %v (%s)", what, err, summary(fl.Last()))
+		}
+		return fl.Last()[0]
+	}
+	wait("the unit state", unitKnown, nil)
+	if out, err := tb.Run(ctx, "gpu1", "systemctl start "+testbed.UnitName); err != nil {
+		t.Fatalf("start: %v: %s", err, out)
+	}
+	first := wait("serving", serving, nil).Startup.InvocationID
+
+	if err := tb.Reboot(ctx, "gpu1"); err != nil {
+		t.Fatal(err)
+	}
+	var reboot *event.Gap
+	back := wait("the host back, its unit not running", func(h remote.HostState) bool {
+		return connected(h) && h.UnitState.ActiveState == "inactive"
+	}, func(b remote.Batch) {
+		for _, ev := range b.Events {
+			if ev.Kind == event.KindGap && ev.Gap.Reason == "reboot" {
+				reboot = ev.Gap
+			}
+		}
+	})
+	if out, err := tb.Run(ctx, "gpu1", "systemctl start "+testbed.UnitName); err != nil {
+		t.Fatalf("start after the reboot: %v: %s", err, out)
+	}
+	again := wait("serving after the reboot", func(h remote.HostState) bool {
+		return serving(h) && h.Startup.InvocationID != first
+	}, func(b remote.Batch) {
+		for _, ev := range b.Events {
+			if ev.Kind == event.KindGap && ev.Gap.Reason == "reboot" {
+				reboot = ev.Gap
+			}
+		}
+	})
+	if reboot == nil || !strings.Contains(reboot.Message, "host rebooted") {
+		t.Errorf("no reboot marker in the host's log (unit %s/%s after the boot)", back.UnitState.ActiveState, back.UnitState.SubState)
+	}
+	t.Logf("invocation %.8s before the reboot, %.8s after; marker: %v", first, again.Startup.InvocationID, reboot)
+}

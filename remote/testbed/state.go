@@ -33,6 +33,9 @@ type hostState struct {
 	Leader    proc        `json:"leader"` // the container's PID 1
 	Options   HostOptions `json:"options"`
 	Console   string      `json:"console"`
+	// Argv is the systemd-nspawn command line that boots the host, kept
+	// to boot it again after a reboot.
+	Argv []string `json:"argv,omitempty"`
 }
 
 // runState is one run of Up: its hosts and who owns it.

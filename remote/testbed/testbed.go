@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -372,13 +373,20 @@ func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, host
 	for _, b := range binds {
 		args = append(args, "--bind-ro="+b.Src+":"+b.Dest)
 	}
-	console, err := os.OpenFile(h.Console, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	h.Argv = nspawnCommand(args)
+	return tb.launch(i, h, os.O_TRUNC)
+}
+
+// launch starts systemd-nspawn for host i with its recorded command line,
+// its console (opened with flag: truncated at the first boot, appended to
+// after a reboot) taking the output, and records the process.
+func (tb *Testbed) launch(i int, h hostState, flag int) error {
+	console, err := os.OpenFile(h.Console, os.O_WRONLY|os.O_CREATE|flag, 0o644)
 	if err != nil {
 		return fmt.Errorf("host %s console: %w", h.Name, err)
 	}
 	defer console.Close() // the child has its own copy
-	argv := nspawnCommand(args)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(h.Argv[0], h.Argv[1:]...)
 	cmd.Env = append(os.Environ(), "BRTB_MACHINE="+h.Machine)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own session: the host must not get the terminal's signals, and
@@ -400,6 +408,45 @@ func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, host
 		defer tb.reapers.Done()
 		_ = cmd.Wait() // exit is seen through /proc; this only reaps
 	}()
+	return tb.save()
+}
+
+// Reboot reboots host name as a person would (systemctl reboot), boots it
+// again from the same image with the same identity (machine id, keys,
+// address) once systemd-nspawn has let it go, and waits until it runs. A
+// host booted with --volatile=overlay comes back with a fresh journal and
+// a new boot ID, its unit not started (unless HostOptions.Enable).
+func (tb *Testbed) Reboot(ctx context.Context, name string) error {
+	h, err := tb.Host(name)
+	if err != nil {
+		return err
+	}
+	tb.mu.Lock()
+	i := slices.IndexFunc(tb.st.Hosts, func(s hostState) bool { return s.Name == name })
+	hs := tb.st.Hosts[i]
+	tb.mu.Unlock()
+	// The connection ends with the host: an error here is the reboot.
+	_, _ = tb.Run(ctx, name, "systemctl reboot")
+	for hs.Nspawn.alive() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("host %s: still up after systemctl reboot: %w", name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := tb.launch(i, hs, os.O_APPEND); err != nil {
+		return err
+	}
+	if _, err := tb.waitBooted(ctx, h); err != nil {
+		return fmt.Errorf("host %s after reboot: %w", name, err)
+	}
+	tb.mu.Lock()
+	hs = tb.st.Hosts[i]
+	tb.mu.Unlock()
+	if leader, err := childOf(hs.Nspawn.PID); err == nil {
+		hs.Leader = leader
+		tb.setHost(i, hs)
+	}
 	return tb.save()
 }
 
