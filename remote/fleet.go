@@ -125,10 +125,12 @@ type HostState struct {
 	// weights phase while the logs give no count (journald sees a tqdm bar
 	// only when its line ends).
 	MemProgress startup.Progress `json:"mem_progress,omitzero"`
-	// Provisional marks a failure that only the unit's state (or a
-	// wrapper's line) explains yet, seen less than Options.Settle ago:
-	// systemd's signal can beat the journal lines that name the cause, so
-	// a reader that wants the cause waits until this clears (Settled).
+	// Provisional marks a failure seen less than Options.Settle ago whose
+	// cause may still change: only the unit's state (or a wrapper's line)
+	// explains it yet, or the journal has not yet shown the process's end
+	// (startup.Startup.LogEnded), so traceback lines that place it may
+	// still come. systemd's D-Bus signal beats the journal follow; a
+	// reader that wants the cause waits until this clears (Settled).
 	Provisional bool `json:"provisional,omitempty"`
 }
 
@@ -490,11 +492,12 @@ func snapshot(hosts []*hostFold, now, wall time.Time, settle time.Duration) []Ho
 	return out
 }
 
-// provisionalAt says whether st's failure is provisional at wall: not
-// settled, and first seen less than settle ago.
+// provisionalAt says whether st's failure is provisional at wall: its
+// cause not settled or the journal not read to the process's end, and
+// first seen less than settle ago.
 func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time.Duration) bool {
 	h.provisional = false
-	if st.Phase != startup.Failed || st.Diag.Settled() {
+	if st.Phase != startup.Failed || st.Diag.Settled() && st.LogEnded {
 		return false
 	}
 	key := st.InvocationID + "|" + st.PhaseSince.String()

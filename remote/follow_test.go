@@ -15,7 +15,7 @@ import (
 // lateLogHost is a host whose unit fails before the journal line that
 // explains it arrives (after lag; never when lag is 0), as when systemd's
 // D-Bus signal beats the journal follow.
-type lateLogHost struct{ lag time.Duration }
+type lateLogHost struct{ lag, endLag time.Duration }
 
 func (lateLogHost) Name() string { return "gpu1" }
 
@@ -35,6 +35,15 @@ func (h lateLogHost) Run(ctx context.Context, emit Emit) error {
 		}
 		emit(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: t0.Add(5*time.Second - time.Millisecond),
 			Journal: &event.Journal{InvocationID: "inv", Priority: 3, Message: "[2026-11-30 10:00:04] ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"}})
+		// systemd's record of the end, after the process's last line.
+		select {
+		case <-time.After(h.endLag):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		emit(event.Event{Host: "gpu1", Kind: event.KindJournal, Time: t0.Add(5 * time.Second),
+			Journal: &event.Journal{Unit: "sglang.service", InvocationID: "inv", Priority: 5, MessageID: "98e322203f7a4ed290d09fe03c09fe15",
+				Message: "sglang.service: Main process exited, code=exited, status=1/FAILURE"}})
 	}
 	<-ctx.Done()
 	return ctx.Err()
@@ -44,7 +53,12 @@ func (lateLogHost) Do(context.Context, Action, Emit) error { return nil }
 
 func followLate(t *testing.T, lag, settle time.Duration) (*Follower, context.Context) {
 	t.Helper()
-	f, err := NewFleet([]HostSpec{{Driver: lateLogHost{lag: lag}, Unit: "sglang.service", Engine: "sglang"}},
+	return followHost(t, lateLogHost{lag: lag}, settle)
+}
+
+func followHost(t *testing.T, h lateLogHost, settle time.Duration) (*Follower, context.Context) {
+	t.Helper()
+	f, err := NewFleet([]HostSpec{{Driver: h, Unit: "sglang.service", Engine: "sglang"}},
 		Options{Kernels: kernels.DefaultCatalog(), Settle: settle})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +79,7 @@ func followLate(t *testing.T, lag, settle time.Duration) (*Follower, context.Con
 // arrives; Watch ends on the cause, not on "unit-failed".
 func TestProvisionalFailureSettlesOnTheLog(t *testing.T) {
 	fl, ctx := followLate(t, 300*time.Millisecond, 10*time.Second)
+	began := time.Now()
 	sawProvisional := false
 	hosts, err := fl.Watch(ctx, func(b Batch) {
 		for _, h := range b.Hosts {
@@ -84,6 +99,37 @@ func TestProvisionalFailureSettlesOnTheLog(t *testing.T) {
 	}
 	if d := hosts[0].Startup.Diag; d == nil || d.Cause != "port-in-use" || hosts[0].Provisional {
 		t.Fatalf("settled on %+v (provisional %v), want port-in-use", d, hosts[0].Provisional)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("settled after %v: the journal's record of the end should settle it, not the 10 s wait", took)
+	}
+}
+
+// TestProvisionalUntilTheLogEnds: a failure whose cause a specific line
+// names stays provisional until the journal shows the process's end, so
+// the traceback lines between (which may place it in another phase) are
+// read first.
+func TestProvisionalUntilTheLogEnds(t *testing.T) {
+	fl, ctx := followHost(t, lateLogHost{lag: 100 * time.Millisecond, endLag: 400 * time.Millisecond}, 10*time.Second)
+	namedButOpen := false
+	hosts, err := fl.Watch(ctx, func(b Batch) {
+		for _, h := range b.Hosts {
+			if d := h.Startup.Diag; d != nil && d.Cause == "port-in-use" && !h.Startup.LogEnded {
+				namedButOpen = true
+				if !h.Provisional {
+					t.Errorf("cause named but the log not ended: not provisional")
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !namedButOpen {
+		t.Error("never saw the named cause before the log's end")
+	}
+	if !hosts[0].Startup.LogEnded || hosts[0].Provisional {
+		t.Errorf("settled with log ended %v, provisional %v", hosts[0].Startup.LogEnded, hosts[0].Provisional)
 	}
 }
 

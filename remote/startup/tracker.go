@@ -391,7 +391,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.closeSpan(at)
 	t.st.InvocationID, t.st.StartedAt = id, at
 	t.st.Spans, t.st.Diag, t.st.Progress = nil, nil, Progress{}
-	t.st.ReadySeen, t.st.ProbeOK = false, false
+	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
 	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg = false, "", "", "", false
@@ -934,6 +934,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.enter(Starting, at, out)
 		}
 	case sysExited:
+		t.st.LogEnded = true
 		t.addExit(msg)
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
@@ -941,6 +942,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.fail(at, out)
 		}
 	case sysResult, sysFailedStart:
+		t.st.LogEnded = true
 		t.addExit(msg)
 		t.st.UnitActive = false
 		switch r := unitResult(msg, j.Fields); r {
@@ -954,6 +956,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		}
 		t.fail(at, out)
 	case sysStartLimit:
+		t.st.LogEnded = true
 		t.addExit(msg)
 		t.unitCause = "start-limit-hit"
 		t.fail(at, out)

@@ -134,6 +134,12 @@ type Startup struct {
 	Diag     *Diagnosis `json:"diagnosis,omitempty"`
 	Engine   string     `json:"engine,omitempty"` // "sglang", "vllm" or "" while unknown
 
+	// LogEnded says the journal holds systemd's record of the run's end
+	// (the main process exited, the unit's result): every line the
+	// process wrote before it ended has been read, so a diagnosis made
+	// now has seen the whole traceback.
+	LogEnded bool `json:"log_ended,omitempty"`
+
 	// Evidence for serving: all three must hold.
 	UnitActive bool `json:"unit_active"`
 	ReadySeen  bool `json:"ready_seen"`
