@@ -101,8 +101,15 @@ func (e *DeadlineError) Error() string {
 		if unit == "" {
 			unit = "the unit"
 		}
-		msg = fmt.Sprintf("%s on %s: no answer from systemd after %s; check `systemctl list-jobs` on %s (a job hung in ExecStartPre or ExecStop, or waiting for another unit's job: `systemctl status %s`) and its D-Bus connection (`systemctl status dbus`, `bringup doctor %s`)",
-			e.Action, e.Host, seconds(e.After), e.Host, unit, e.Host)
+		// What holds systemd up: a unit's job (hung in ExecStartPre or
+		// ExecStop, or behind another unit's job), or for a mode change
+		// its daemon-reload (a slow generator or unit file).
+		held := fmt.Sprintf("a job hung in ExecStartPre or ExecStop, or waiting for another unit's job: `systemctl status %s`", unit)
+		if e.Action.Kind == ActSetMode || e.Action.Kind == ActUndoMode {
+			held = "a daemon-reload still running: `systemctl status` says reloading; a slow generator holds it"
+		}
+		msg = fmt.Sprintf("%s on %s: no answer from systemd after %s; check `systemctl list-jobs` on %s (%s) and its D-Bus connection (`systemctl status dbus`, `bringup doctor %s`)",
+			e.Action, e.Host, seconds(e.After), e.Host, held, e.Host)
 	}
 	if e.Err == nil {
 		return msg + "; the driver had not returned " + seconds(e.Grace) + " after its cancel"

@@ -174,6 +174,9 @@ func (h *Host) redeploy(ctx context.Context, au audited, a remote.Action, emit r
 		if p.Total <= 0 {
 			return
 		}
+		// The deadline grows with what is sent (once: ExpectBytes keeps
+		// the largest count it was told).
+		remote.ExpectBytes(ctx, p.Total)
 		pct := int(p.Done * 100 / p.Total)
 		mu.Lock()
 		defer mu.Unlock()

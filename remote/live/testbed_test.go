@@ -25,8 +25,9 @@ var fastEnv = map[string]string{
 	"INFERSIM_HTTP_SECONDS": "0.3", "INFERSIM_WARMUP_SECONDS": "0.5",
 }
 
-// liveFleet builds a fleet of live hosts over the testbed's hosts.
-func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {
+// liveFleet builds a fleet of live hosts over the testbed's hosts, with
+// the default catalog and opts.
+func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts remote.Options) *remote.Fleet {
 	t.Helper()
 	var specs []remote.HostSpec
 	for _, h := range tb.Hosts() {
@@ -35,11 +36,12 @@ func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.F
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
 		specs = append(specs, remote.HostSpec{
-			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1}),
+			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: kernels.DefaultCatalog(), Engine: "sglang"}),
 			Unit:   testbed.UnitName, Engine: "sglang",
 		})
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	opts.Kernels = kernels.DefaultCatalog()
+	f, err := remote.NewFleet(specs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestFleetOnTestbed(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	f := liveFleet(t, ctx, tb)
+	f := liveFleet(t, ctx, tb, remote.Options{})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()

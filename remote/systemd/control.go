@@ -242,25 +242,26 @@ func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, lost <-chan stru
 	default:
 		return OutcomeNone, fmt.Errorf("%s: unknown action %q", c.host, verb)
 	}
+	what := strings.TrimSpace(verb + " " + unit)
 	if err != nil {
-		return OutcomeNone, fmt.Errorf("%s: %s %s: %w", c.host, verb, unit, err)
+		return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, what, err)
 	}
 	select {
 	case r := <-ch:
 		return c.jobResult(Outcome(r), verb, unit)
 	case <-ctx.Done():
-		return OutcomeNone, fmt.Errorf("%s: %s %s: waiting for job %d: %w", c.host, verb, unit, job, ctx.Err())
+		return OutcomeNone, fmt.Errorf("%s: %s: waiting for job %d: %w", c.host, what, job, ctx.Err())
 	case <-lost:
 		if ctx.Err() != nil {
-			return OutcomeNone, fmt.Errorf("%s: %s %s: waiting for job %d: %w", c.host, verb, unit, job, ctx.Err())
+			return OutcomeNone, fmt.Errorf("%s: %s: waiting for job %d: %w", c.host, what, job, ctx.Err())
 		}
 		select {
 		case r := <-ch: // the result and the close came together
 			return c.jobResult(Outcome(r), verb, unit)
 		default:
 		}
-		return OutcomeNone, fmt.Errorf("%s: %s %s: job %d: %w; it may still run: check `systemctl list-jobs` on the host",
-			c.host, verb, unit, job, ErrBusLost)
+		return OutcomeNone, fmt.Errorf("%s: %s: job %d: %w; it may still run: check `systemctl list-jobs` on the host",
+			c.host, what, job, ErrBusLost)
 	}
 }
 
