@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +52,8 @@ func (d *cutDialer) cut() int {
 // ExecStartPre) ends when its ctx does, over D-Bus and through sudo
 // systemctl, leaving no waiting systemctl behind on the host; a bus cut
 // mid-job ends the wait at once (ErrBusLost) instead of at the deadline;
-// and a stop afterwards goes through (it replaces the hung job).
+// and a stop afterwards goes through (it replaces the hung job). No
+// goroutine is left behind here either.
 func TestE2EJobNeverAnswers(t *testing.T) {
 	tb := testbed.StartWith(t, testbed.Options{Hosts: 1})
 	h := "gpu1"
@@ -60,6 +62,26 @@ func TestE2EJobNeverAnswers(t *testing.T) {
 	conn := connect(t, tb, h)
 	c := NewController(conn, h)
 	unit := testbed.UnitName
+	// Nothing an ended wait started may stay behind: each part ends
+	// with no more goroutines than before it. The count is taken once
+	// the connection has run a command and settled (its own goroutines
+	// start as it is first used).
+	if _, err := c.UID(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tb, h, "true")
+	time.Sleep(500 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	noneLeft := func(t *testing.T) {
+		n := runtime.NumGoroutine()
+		for end := time.Now().Add(3 * time.Second); n > base && time.Now().Before(end); n = runtime.NumGoroutine() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n > base {
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines, %d before: left behind:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		}
+	}
 	hungJob := func(t *testing.T) string {
 		t.Helper()
 		jobs := run(t, tb, h, "systemctl list-jobs --no-legend --no-pager")
@@ -100,6 +122,7 @@ func TestE2EJobNeverAnswers(t *testing.T) {
 		t.Logf("hung restart ended after %v: %v; the host's jobs: %s", took.Round(time.Millisecond), err, hungJob(t))
 		stop(t, c)
 	})
+	noneLeft(t)
 
 	t.Run("bus cut mid-job", func(t *testing.T) {
 		cd := &cutDialer{Dialer: conn}
@@ -141,6 +164,7 @@ func TestE2EJobNeverAnswers(t *testing.T) {
 		hungJob(t)
 		stop(t, NewController(conn, h))
 	})
+	noneLeft(t)
 
 	t.Run("deadline through sudo", func(t *testing.T) {
 		dep := connect(t, tb, h+"-deploy")
@@ -169,4 +193,5 @@ func TestE2EJobNeverAnswers(t *testing.T) {
 		}
 		stop(t, c)
 	})
+	noneLeft(t)
 }
