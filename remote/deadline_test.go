@@ -235,6 +235,23 @@ func TestDoBeforeRunRefusesAndLeavesNoQueue(t *testing.T) {
 	})
 }
 
+// TestFollowAcceptsActionsAtOnce: Follow returns once the fleet takes
+// actions, so a Do right after it is not refused.
+func TestFollowAcceptsActionsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, err := NewFleet([]HostSpec{{Driver: &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}}, Unit: "sglang.service"}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := Follow(t.Context(), f)
+		defer fl.Stop(0)
+		id := do(t, f, "gpu1", Action{Kind: ActStop})
+		if o := outcomes(t, f, id)[id]; o.stage != event.ActionDone {
+			t.Fatalf("stop right after Follow: %+v, want done", o)
+		}
+	})
+}
+
 // TestDeafDriverDoesNotHoldTheQueue: a driver that does not return once
 // its action is cancelled holds the host's queue for the grace only; the
 // fleet still waits for it before Run returns.

@@ -187,9 +187,10 @@ type Fleet struct {
 	// except that a stop or reset-failed cancels the restarts before it.
 	queues map[int][]*queued
 	// actx is Run's context while Run runs (nil otherwise): actions are
-	// accepted only then.
-	actx    context.Context
-	actions sync.WaitGroup
+	// accepted only then. accepting is closed once Run has set it.
+	actx      context.Context
+	accepting chan struct{}
+	actions   sync.WaitGroup
 
 	// hist is the history writer's queue, set by Run before the fold loop
 	// starts and used only by it; nil without a History sink.
@@ -222,6 +223,8 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 		byName: map[string]int{},
 		in:     make(chan event.Event, 1024),
 		out:    make(chan Batch),
+
+		accepting: make(chan struct{}),
 	}
 	for i, h := range hosts {
 		name := h.Driver.Name()
@@ -256,13 +259,15 @@ func (f *Fleet) Kernels() kernels.Catalog { return f.opts.Kernels }
 func (f *Fleet) ReadOnly() bool { return f.opts.ReadOnly }
 
 // Run starts every host's driver and folds their events until ctx ends.
-// It returns after every driver and action it started has stopped.
+// It returns after every driver and action it started has stopped. A
+// fleet runs once.
 func (f *Fleet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f.mu.Lock()
 	f.actx = ctx
 	f.mu.Unlock()
+	close(f.accepting)
 
 	var drivers sync.WaitGroup
 	for _, h := range f.specs {
