@@ -459,10 +459,11 @@ func (f *Fleet) runAction(ctx, actx context.Context, i int, q *queued, ahead []*
 		case <-time.After(dl.Grace):
 			// The driver has not returned: the outcome is reported and the
 			// host's queue moves on; the driver is still waited for, so
-			// that Run returns only after it.
+			// that Run returns only after it (its late error changes
+			// nothing: the failure is out).
 			report(event.ActionFailed, f.actionErr(actx, host, spec.Unit, a, clock, nil))
 			release()
-			<-result
+			_ = <-result
 			return
 		}
 	}

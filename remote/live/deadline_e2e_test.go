@@ -68,14 +68,13 @@ func TestFleetActionsNeverStuckOnTestbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const h, deadline = "gpu1", 4 * time.Second
-	f := liveFleet(t, ctx, tb, remote.Options{Deadlines: remote.Deadlines{Systemd: deadline}})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
+	f := liveFleetWith(t, ctx, tb, remote.Options{Deadlines: remote.Deadlines{Systemd: deadline}})
+	fl := remote.Follow(ctx, f)
+	defer func() {
+		if err := fl.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
 	waitBatch(t, ctx, f, "the unit's state", func(b remote.Batch) bool { return b.Hosts[0].UnitState.ActiveState != "" }, nil)
 	run := func(cmd string) {
 		t.Helper()

@@ -25,9 +25,14 @@ var fastEnv = map[string]string{
 	"INFERSIM_HTTP_SECONDS": "0.3", "INFERSIM_WARMUP_SECONDS": "0.5",
 }
 
-// liveFleet builds a fleet of live hosts over the testbed's hosts, with
-// the default catalog and opts.
-func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts remote.Options) *remote.Fleet {
+// liveFleet builds a fleet of live hosts over the testbed's hosts.
+func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {
+	t.Helper()
+	return liveFleetWith(t, ctx, tb, remote.Options{})
+}
+
+// liveFleetWith is liveFleet with opts (its catalog is the default).
+func liveFleetWith(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts remote.Options) *remote.Fleet {
 	t.Helper()
 	var specs []remote.HostSpec
 	for _, h := range tb.Hosts() {
@@ -63,7 +68,7 @@ func TestFleetOnTestbed(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	f := liveFleet(t, ctx, tb, remote.Options{})
+	f := liveFleet(t, ctx, tb)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.Run(runCtx) }()
