@@ -140,7 +140,10 @@ type Driver interface {
 	// goroutine it starts; it returns after they have stopped.
 	Run(ctx context.Context, emit Emit) error
 	// Do performs a on the host. Progress may be reported through emit;
-	// the returned error is the outcome.
+	// the returned error is the outcome. It must return soon after ctx
+	// ends, and stop what it waits for on the host: the fleet ends ctx
+	// at the action's deadline, when a later action preempts it, and
+	// when it stops (Fleet.Do says when).
 	Do(ctx context.Context, a Action, emit Emit) error
 }
 

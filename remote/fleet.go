@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,8 @@ type Options struct {
 	// keeps a record of every startup that reaches serving; nil: none.
 	// store.NewSink (remote/history/store) is one.
 	History HistorySink
+	// Deadlines bound each action (zero fields: the defaults).
+	Deadlines Deadlines
 }
 
 // HistorySink is the fleet's door to the startup history. Expect is
@@ -177,13 +180,17 @@ type Fleet struct {
 	in     chan event.Event
 	out    chan Batch
 	nextID int
-	mu     sync.Mutex // guards nextID, actx and lastAction
-	// lastAction[i] is closed when host i's latest action ends; the next
-	// action waits for it, so one host's actions run in the order given
-	// (a mode change, then the restart that picks it up).
-	lastAction map[int]chan struct{}
-	actx       context.Context
-	actions    sync.WaitGroup
+	mu     sync.Mutex // guards nextID, actx and queues
+	// queues[i] are host i's actions that have not ended, in the order
+	// given: each waits for those before it, so one host's actions run in
+	// that order (a mode change, then the restart that picks it up),
+	// except that a stop or reset-failed cancels the restarts before it.
+	queues map[int][]*queued
+	// actx is Run's context while Run runs (nil otherwise): actions are
+	// accepted only then. accepting is closed once Run has set it.
+	actx      context.Context
+	accepting chan struct{}
+	actions   sync.WaitGroup
 
 	// hist is the history writer's queue, set by Run before the fold loop
 	// starts and used only by it; nil without a History sink.
@@ -209,12 +216,15 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 	if opts.Settle <= 0 {
 		opts.Settle = DefaultSettle
 	}
+	opts.Deadlines = opts.Deadlines.withDefaults()
 	f := &Fleet{
 		opts:   opts,
 		specs:  hosts,
 		byName: map[string]int{},
 		in:     make(chan event.Event, 1024),
 		out:    make(chan Batch),
+
+		accepting: make(chan struct{}),
 	}
 	for i, h := range hosts {
 		name := h.Driver.Name()
@@ -249,13 +259,15 @@ func (f *Fleet) Kernels() kernels.Catalog { return f.opts.Kernels }
 func (f *Fleet) ReadOnly() bool { return f.opts.ReadOnly }
 
 // Run starts every host's driver and folds their events until ctx ends.
-// It returns after every driver and action it started has stopped.
+// It returns after every driver and action it started has stopped. A
+// fleet runs once.
 func (f *Fleet) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f.mu.Lock()
 	f.actx = ctx
 	f.mu.Unlock()
+	close(f.accepting)
 
 	var drivers sync.WaitGroup
 	for _, h := range f.specs {
@@ -279,6 +291,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}()
 	}
 	f.fold(ctx)
+	// No action is accepted from here on, so none is added while Wait
+	// below waits.
+	f.mu.Lock()
+	f.actx = nil
+	f.mu.Unlock()
 	if f.hist != nil {
 		close(f.hist) // the writer finishes what is queued, then stops
 	}
@@ -324,7 +341,15 @@ func (f *Fleet) emitter(ctx context.Context) Emit {
 }
 
 // Do starts action a on host and returns its id at once; the outcome comes
-// back as KindAction events. Changing actions are refused in read-only mode.
+// back as KindAction events. Changing actions are refused in read-only
+// mode, and every action while the fleet is not running (ErrNotRunning).
+//
+// A host's actions run one at a time in the order given, except that a
+// stop or reset-failed cancels the restarts still pending on the host and
+// runs instead of waiting for them. Each action has a deadline
+// (Options.Deadlines, counted from its start): past it the action is
+// cancelled and ends as failed (*DeadlineError), and the host's next
+// action goes ahead.
 func (f *Fleet) Do(host string, a Action) (int, error) {
 	i, ok := f.byName[host]
 	if !ok {
@@ -334,59 +359,147 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 		return 0, fmt.Errorf("%s on %s: %w", a, host, ErrReadOnly)
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	ctx := f.actx
-	f.nextID++
-	id := f.nextID
-	if f.lastAction == nil {
-		f.lastAction = map[int]chan struct{}{}
-	}
-	prev, done := f.lastAction[i], make(chan struct{})
-	f.lastAction[i] = done
-	f.mu.Unlock()
 	if ctx == nil || ctx.Err() != nil {
-		return 0, fmt.Errorf("%s on %s: fleet is not running", a, host)
+		return 0, fmt.Errorf("%s on %s: %w", a, host, ErrNotRunning)
 	}
-	emit := f.emitter(ctx)
-	d := f.specs[i].Driver
+	f.nextID++
+	actx, cancel := context.WithCancelCause(ctx)
+	q := &queued{id: f.nextID, action: a, cancel: cancel, done: make(chan struct{})}
+	ahead := slices.Clone(f.queues[i])
+	if preempts(a.Kind) {
+		for _, p := range ahead {
+			if p.action.Kind == ActRestart {
+				p.cancel(&PreemptedError{Host: host, Action: p.action, By: a, ByID: q.id})
+			}
+		}
+	}
+	if f.queues == nil {
+		f.queues = map[int][]*queued{}
+	}
+	f.queues[i] = append(f.queues[i], q)
 	f.actions.Add(1)
-	go func() {
-		defer f.actions.Done()
-		defer close(done)
-		if prev != nil {
-			select {
-			case <-prev:
-			case <-ctx.Done():
-				return
-			}
+	go f.runAction(ctx, actx, i, q, ahead)
+	return q.id, nil
+}
+
+// queued is one accepted action that has not ended.
+type queued struct {
+	id     int
+	action Action
+	cancel context.CancelCauseFunc // ends it, queued or running
+	done   chan struct{}           // closed when the host's queue moves past it
+}
+
+// errPastDeadline is the cause an action is cancelled with when its
+// deadline passes.
+var errPastDeadline = errors.New("past its deadline")
+
+// runAction waits for the actions ahead of q on host i, runs q under
+// actx (which its deadline, a preempting action or the fleet's end
+// cancel) and reports its outcome. Events go out under the fleet's ctx,
+// so that an action's cancellation is still reported.
+func (f *Fleet) runAction(ctx, actx context.Context, i int, q *queued, ahead []*queued) {
+	defer f.actions.Done()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			f.dequeue(i, q)
 		}
-		report := func(stage event.ActionStage, err error) {
-			r := &event.ActionResult{ID: id, Name: a.String(), Stage: stage}
-			if err != nil {
-				r.Err = err.Error()
-			}
-			emit(event.Event{Host: host, Kind: event.KindAction, Time: f.opts.Clock.Now(), Action: r})
+	}
+	defer release()
+	defer q.cancel(nil)
+	spec, a := f.specs[i], q.action
+	host := spec.Driver.Name()
+	emit := f.emitter(ctx)
+	report := func(stage event.ActionStage, err error) {
+		r := &event.ActionResult{ID: q.id, Name: a.String(), Stage: stage}
+		if err != nil {
+			r.Err = err.Error()
 		}
-		report(event.ActionStarted, nil)
-		// Progress a driver reports belongs to this action: give it the id
-		// the driver does not know.
-		progress := func(ev event.Event) bool {
-			if ev.Kind == event.KindAction && ev.Action != nil && ev.Action.ID == 0 {
-				r := *ev.Action
-				r.ID = id
-				if r.Name == "" {
-					r.Name = a.String()
-				}
-				ev.Action = &r
-			}
-			return emit(ev)
-		}
-		if err := d.Do(ctx, a, progress); err != nil {
-			report(event.ActionFailed, err)
+		emit(event.Event{Host: host, Kind: event.KindAction, Time: f.opts.Clock.Now(), Action: r})
+	}
+	for _, p := range ahead {
+		select {
+		case <-p.done:
+		case <-actx.Done():
+			// Preempted before it started (or the fleet stopped: then
+			// nothing is reported, as nobody listens).
+			report(event.ActionFailed, f.actionErr(actx, host, spec.Unit, a, nil, nil))
 			return
 		}
-		report(event.ActionDone, nil)
-	}()
-	return id, nil
+	}
+	report(event.ActionStarted, nil)
+	// Progress a driver reports belongs to this action: give it the id
+	// the driver does not know.
+	progress := func(ev event.Event) bool {
+		if ev.Kind == event.KindAction && ev.Action != nil && ev.Action.ID == 0 {
+			r := *ev.Action
+			r.ID = q.id
+			if r.Name == "" {
+				r.Name = a.String()
+			}
+			ev.Action = &r
+		}
+		return emit(ev)
+	}
+	dl := f.opts.Deadlines
+	clock := startClock(dl.For(a.Kind), dl.RedeployRate, func() { q.cancel(errPastDeadline) })
+	defer clock.stop()
+	result := make(chan error, 1)
+	go func() { result <- spec.Driver.Do(context.WithValue(actx, clockKey{}, clock), a, progress) }()
+	var err error
+	select {
+	case err = <-result:
+	case <-actx.Done():
+		select {
+		case err = <-result:
+		case <-time.After(dl.Grace):
+			// The driver has not returned: the outcome is reported and the
+			// host's queue moves on; the driver is still waited for, so
+			// that Run returns only after it (its late error changes
+			// nothing: the failure is out).
+			report(event.ActionFailed, f.actionErr(actx, host, spec.Unit, a, clock, nil))
+			release()
+			_ = <-result
+			return
+		}
+	}
+	if err != nil {
+		report(event.ActionFailed, f.actionErr(actx, host, spec.Unit, a, clock, err))
+		return
+	}
+	report(event.ActionDone, nil)
+}
+
+// actionErr is the error an action ended with: what cancelled it (its
+// deadline, a preempting action), with what the driver returned (err; nil
+// when it had not returned), or err alone.
+func (f *Fleet) actionErr(actx context.Context, host, unit string, a Action, clock *actionClock, err error) error {
+	cause := context.Cause(actx)
+	var pe *PreemptedError
+	switch {
+	case errors.Is(cause, errPastDeadline) && clock != nil:
+		after, bytes := clock.limit()
+		return &DeadlineError{Host: host, Action: a, Unit: unit, After: after, Bytes: bytes, Err: err, Grace: f.opts.Deadlines.Grace}
+	case errors.As(cause, &pe):
+		e := *pe
+		e.Err = err
+		return &e
+	case err == nil:
+		return cause
+	}
+	return err
+}
+
+// dequeue takes q off host i's queue and lets the actions behind it go.
+func (f *Fleet) dequeue(i int, q *queued) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queues[i] = slices.DeleteFunc(f.queues[i], func(p *queued) bool { return p == q })
+	close(q.done)
 }
 
 // hostFold is the fold loop's state for one host.

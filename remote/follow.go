@@ -28,7 +28,8 @@ type Follower struct {
 	last   []HostState
 }
 
-// Follow starts f under ctx and returns its follower. Call Stop when done.
+// Follow starts f under ctx and returns its follower once f accepts
+// actions (Do). Call Stop when done.
 func Follow(ctx context.Context, f *Fleet) *Follower {
 	ctx, cancel := context.WithCancel(ctx)
 	fl := &Follower{fleet: f, cancel: cancel, done: make(chan struct{})}
@@ -36,6 +37,7 @@ func Follow(ctx context.Context, f *Fleet) *Follower {
 		defer close(fl.done)
 		_ = f.Run(ctx) // Run reports what goes wrong on a host as events
 	}()
+	<-f.accepting
 	return fl
 }
 

@@ -31,8 +31,21 @@ func (a audited) report(c *event.Command) {
 
 // Exec runs cmd over the connection and reports it.
 func (a audited) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+	return a.exec(ctx, cmd, a.h.conn.Exec)
+}
+
+// ExecTerm runs cmd the way systemd.ExecTerm does (a command cut short
+// gets SIGTERM, which sudo relays) and reports it.
+func (a audited) ExecTerm(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+	return a.exec(ctx, cmd, func(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+		return systemd.ExecTerm(ctx, a.h.conn, cmd)
+	})
+}
+
+// exec runs cmd with run and reports it.
+func (a audited) exec(ctx context.Context, cmd string, run func(context.Context, string) ([]byte, []byte, int, error)) ([]byte, []byte, int, error) {
 	start := time.Now()
-	out, errOut, code, err := a.h.conn.Exec(ctx, cmd)
+	out, errOut, code, err := run(ctx, cmd)
 	c := &event.Command{Via: "exec", Text: cmd, Exit: code, Duration: time.Since(start)}
 	if err != nil {
 		c.Err = err.Error()
@@ -161,6 +174,9 @@ func (h *Host) redeploy(ctx context.Context, au audited, a remote.Action, emit r
 		if p.Total <= 0 {
 			return
 		}
+		// The deadline grows with what is sent (once: ExpectBytes keeps
+		// the largest count it was told).
+		remote.ExpectBytes(ctx, p.Total)
 		pct := int(p.Done * 100 / p.Total)
 		mu.Lock()
 		defer mu.Unlock()

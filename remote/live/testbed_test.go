@@ -28,6 +28,12 @@ var fastEnv = map[string]string{
 // liveFleet builds a fleet of live hosts over the testbed's hosts.
 func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {
 	t.Helper()
+	return liveFleetWith(t, ctx, tb, remote.Options{})
+}
+
+// liveFleetWith is liveFleet with opts (its catalog is the default).
+func liveFleetWith(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts remote.Options) *remote.Fleet {
+	t.Helper()
 	var specs []remote.HostSpec
 	for _, h := range tb.Hosts() {
 		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
@@ -35,11 +41,12 @@ func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.F
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
 		specs = append(specs, remote.HostSpec{
-			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1}),
+			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: kernels.DefaultCatalog(), Engine: "sglang"}),
 			Unit:   testbed.UnitName, Engine: "sglang",
 		})
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	opts.Kernels = kernels.DefaultCatalog()
+	f, err := remote.NewFleet(specs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,10 +57,21 @@ type Plan struct {
 	// Timeout is how long one host may take from its first action to
 	// serving before the rollout halts on it; 0 means no limit.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// StepTimeout is how long a step may go without word from its action
+	// (the door's answer, its start, its progress, its end) before the
+	// rollout halts on it, naming the step; 0 means DefaultStepTimeout.
+	// The fleet ends every action at its own deadline, so this is the
+	// backstop for an answer that never comes back at all.
+	StepTimeout time.Duration `json:"step_timeout,omitempty"`
 	// Now is the clock for lane times and the timeout (a simulated fleet
 	// passes its host-time clock); nil means time.Now.
 	Now func() time.Time `json:"-"`
 }
+
+// DefaultStepTimeout is Plan.StepTimeout's default: well past the fleet's
+// deadline for systemd's answer (remote.DefaultSystemdDeadline) and its
+// grace, and past the silence between a redeploy's progress reports.
+const DefaultStepTimeout = 2 * time.Minute
 
 // Changes are the mode changes the plan makes before each restart, as
 // actions: what the preflight applies to see each host as it will start.
@@ -115,9 +126,10 @@ type State struct {
 	Host string `json:"host,omitempty"`
 	// Diag is the halted host's diagnosis when its startup failed.
 	Diag *startup.Diagnosis `json:"diagnosis,omitempty"`
-	// Err is the action error or timeout that halted the rollout.
+	// Err is the action error or timeout that halted the rollout (a step
+	// that never answered is named there).
 	Err string `json:"err,omitempty"`
-	// TimedOut says the halt was the per-host timeout.
+	// TimedOut says the halt was the per-host timeout (Plan.Timeout).
 	TimedOut bool `json:"timed_out,omitempty"`
 }
 
@@ -190,6 +202,10 @@ type lane struct {
 	issuing  bool            // a step was handed out and not reported yet
 	inflight int             // id of the action awaited; 0 for none
 	kind     remote.ActionKind
+	// The step under way: its number in the lane's sequence (from 1), how
+	// many the sequence has, and when its action last gave word.
+	step, steps int
+	heard       time.Time
 	// The restart being awaited: done, and the invocation that ran when
 	// it was issued (which must not count).
 	awaiting    bool
@@ -234,6 +250,12 @@ func New(p Plan, cat kernels.Catalog) (*Rollout, error) {
 	}
 	if p.Timeout < 0 {
 		return nil, fmt.Errorf("rollout: timeout %s: must not be negative", p.Timeout)
+	}
+	if p.StepTimeout < 0 {
+		return nil, fmt.Errorf("rollout: step timeout %s: must not be negative", p.StepTimeout)
+	}
+	if p.StepTimeout == 0 {
+		p.StepTimeout = DefaultStepTimeout
 	}
 	if p.Mode != nil {
 		if _, _, err := cat.ParseAssignment(p.Mode.String()); err != nil {
@@ -293,7 +315,7 @@ func (r *Rollout) Issued(s Step, id int, err error) {
 		r.fail(l, nil, fmt.Sprintf("%s on %s: %v", s.Action, s.Host, err), false)
 		return
 	}
-	l.inflight, l.kind = id, s.Action.Kind
+	l.inflight, l.kind, l.heard = id, s.Action.Kind, r.plan.Now()
 	r.ids[id] = l
 	if s.Action.Kind == remote.ActRestart {
 		st := r.snap[l.Host].Startup
@@ -351,6 +373,7 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 	if l.wasRunning {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart})
 	}
+	l.step, l.steps = 0, len(l.queue)
 	l.awaiting, l.restartDone, l.inflight, l.failSeen = false, false, 0, time.Time{}
 	l.Stage, l.Err, l.Diag = StageRollingBack, "", nil
 	l.Phase, l.Phases, l.Progress = "", nil, startup.Progress{}
@@ -461,6 +484,7 @@ func (r *Rollout) begin(l *lane) []Step {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActRedeploy, Kernel: r.plan.Redeploy})
 	}
 	l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force})
+	l.step, l.steps = 0, len(l.queue)
 	return r.next(l)
 }
 
@@ -472,6 +496,8 @@ func (r *Rollout) next(l *lane) []Step {
 	a := l.queue[0]
 	l.queue = l.queue[1:]
 	l.issuing = true
+	l.step++
+	l.heard = r.plan.Now()
 	l.Action, l.Detail, l.Percent = a.String(), "", 0
 	switch {
 	case l.rollback:
@@ -495,6 +521,7 @@ func (r *Rollout) onAction(a event.ActionResult) []Step {
 	}
 	switch a.Stage {
 	case event.ActionStarted, event.ActionProgress:
+		l.heard = r.plan.Now()
 		if a.Detail != "" {
 			l.Detail = a.Detail
 		}
@@ -585,13 +612,21 @@ func processGone(u event.Unit) bool {
 	return u.SubState == "auto-restart"
 }
 
-// checkTimeouts fails every lane that has been under way for longer than
-// the plan allows.
+// checkTimeouts fails every lane whose step has had no word from its
+// action for longer than the plan allows, or that has been under way for
+// longer than the plan allows.
 func (r *Rollout) checkTimeouts() {
+	now := r.plan.Now()
+	for _, l := range r.lanes {
+		if (l.issuing || l.inflight != 0) && now.Sub(l.heard) > r.plan.StepTimeout {
+			what := l.Action
+			l.issuing, l.inflight, l.awaiting = false, 0, false
+			r.fail(l, nil, fmt.Sprintf("%s: step %d of %d (%s): no answer from its action after %s", l.Host, l.step, l.steps, what, r.plan.StepTimeout), false)
+		}
+	}
 	if r.plan.Timeout <= 0 {
 		return
 	}
-	now := r.plan.Now()
 	for _, l := range r.lanes {
 		if l.Since.IsZero() || l.Stage.Final() || l.Stage == StagePending || now.Sub(l.Since) <= r.plan.Timeout {
 			continue

@@ -174,7 +174,7 @@ func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error
 	if uid != 0 {
 		return c.systemctl(ctx, "sudo -n ", verb, unit)
 	}
-	conn, err := c.systemd(ctx, uid)
+	conn, lost, err := c.systemd(ctx, uid)
 	if err != nil {
 		if ctx.Err() != nil {
 			return OutcomeNone, fmt.Errorf("%s %s: %w", verb, unit, err)
@@ -183,36 +183,56 @@ func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error
 		return c.systemctl(ctx, "", verb, unit)
 	}
 	defer conn.Close()
-	return c.busJob(ctx, conn, verb, unit)
+	return c.busJob(ctx, conn, lost, verb, unit)
 }
+
+// ErrBusLost is a job whose result can no longer come: the D-Bus
+// connection it was to come on closed first.
+var ErrBusLost = errors.New("the D-Bus connection closed before systemd answered")
 
 // systemd connects go-systemd to the host's bus (two connections: calls
-// and signals), by the first path that works.
-func (c *Controller) systemd(ctx context.Context, uid int) (*sd.Conn, error) {
+// and signals), by the first path that works. lost is closed once either
+// connection has closed (the bus daemon or the SSH channel went away):
+// go-systemd then never delivers a job's result.
+func (c *Controller) systemd(ctx context.Context, uid int) (conn *sd.Conn, lost <-chan struct{}, err error) {
 	path := ""
-	return sd.NewConnection(func() (*dbus.Conn, error) {
+	gone := make(chan struct{})
+	var once sync.Once
+	conn, err = sd.NewConnection(func() (*dbus.Conn, error) {
+		var bus *dbus.Conn
+		var err error
 		if path == "" {
-			conn, p, _, err := openBusAuto(ctx, c.d, c.host, uid)
-			path = p
-			return conn, err
+			bus, path, _, err = openBusAuto(ctx, c.d, c.host, uid)
+		} else {
+			bus, err = openBus(ctx, c.d, c.host, uid, path)
 		}
-		return openBus(ctx, c.d, c.host, uid, path)
+		if err == nil {
+			// The connection closes with ctx at the latest, which ends
+			// this wait.
+			context.AfterFunc(bus.Context(), func() { once.Do(func() { close(gone) }) })
+		}
+		return bus, err
 	})
+	return conn, gone, err
 }
 
-// busJob runs verb over D-Bus and waits for the job's result.
-func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, verb, unit string) (Outcome, error) {
+// busJob runs verb over D-Bus and waits for the job's result, until ctx
+// ends or lost says that it can no longer come.
+func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, lost <-chan struct{}, verb, unit string) (Outcome, error) {
 	// Buffered: go-systemd delivers results under a lock that blocks its
 	// signal dispatch until the result is taken.
 	ch := make(chan string, 1)
-	var err error
+	var (
+		err error
+		job int
+	)
 	switch verb {
 	case "restart":
-		_, err = conn.RestartUnitContext(ctx, unit, "replace", ch)
+		job, err = conn.RestartUnitContext(ctx, unit, "replace", ch)
 	case "start":
-		_, err = conn.StartUnitContext(ctx, unit, "replace", ch)
+		job, err = conn.StartUnitContext(ctx, unit, "replace", ch)
 	case "stop":
-		_, err = conn.StopUnitContext(ctx, unit, "replace", ch)
+		job, err = conn.StopUnitContext(ctx, unit, "replace", ch)
 	case "reset-failed":
 		err = conn.ResetFailedUnitContext(ctx, unit)
 		ch <- string(OutcomeDone)
@@ -222,29 +242,47 @@ func (c *Controller) busJob(ctx context.Context, conn *sd.Conn, verb, unit strin
 	default:
 		return OutcomeNone, fmt.Errorf("%s: unknown action %q", c.host, verb)
 	}
+	what := strings.TrimSpace(verb + " " + unit)
 	if err != nil {
-		return OutcomeNone, fmt.Errorf("%s: %s %s: %w", c.host, verb, unit, err)
+		return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, what, err)
 	}
 	select {
 	case r := <-ch:
-		o := Outcome(r)
-		if o == OutcomeDone {
-			return o, nil
-		}
-		return o, &JobError{Host: c.host, Op: verb, Unit: unit, Outcome: o}
+		return c.jobResult(Outcome(r), verb, unit)
 	case <-ctx.Done():
-		return OutcomeNone, fmt.Errorf("%s: %s %s: waiting for the job: %w", c.host, verb, unit, ctx.Err())
+		return OutcomeNone, fmt.Errorf("%s: %s: waiting for job %d: %w", c.host, what, job, ctx.Err())
+	case <-lost:
+		if ctx.Err() != nil {
+			return OutcomeNone, fmt.Errorf("%s: %s: waiting for job %d: %w", c.host, what, job, ctx.Err())
+		}
+		select {
+		case r := <-ch: // the result and the close came together
+			return c.jobResult(Outcome(r), verb, unit)
+		default:
+		}
+		return OutcomeNone, fmt.Errorf("%s: %s: job %d: %w; it may still run: check `systemctl list-jobs` on the host",
+			c.host, what, job, ErrBusLost)
 	}
 }
 
+// jobResult is the outcome of a job that ended, and its error.
+func (c *Controller) jobResult(o Outcome, verb, unit string) (Outcome, error) {
+	if o == OutcomeDone {
+		return o, nil
+	}
+	return o, &JobError{Host: c.host, Op: verb, Unit: unit, Outcome: o}
+}
+
 // systemctl runs verb with systemctl over exec, prefixed by sudo (or not),
-// and maps its failure messages to job outcomes and sudo refusals.
+// and maps its failure messages to job outcomes and sudo refusals. It runs
+// under ExecTerm: systemctl waits for its job, and when ctx ends first it
+// must stop waiting on the host too.
 func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Outcome, error) {
 	cmd := sudo + "systemctl --no-ask-password " + verb
 	if unit != "" {
 		cmd += " -- " + sshx.ShellQuote(unit)
 	}
-	_, errOut, code, err := c.d.Exec(ctx, cmd)
+	_, errOut, code, err := execTerm(ctx, c.d, cmd)
 	if err != nil {
 		return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, cmd, err)
 	}

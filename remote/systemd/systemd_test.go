@@ -274,6 +274,11 @@ func (f *fakeHost) DialUnix(context.Context, string) (net.Conn, error) {
 	return nil, errors.New("administratively prohibited")
 }
 func (f *fakeHost) Client(context.Context) (*ssh.Client, error) { return nil, errors.New("no client") }
+
+// ExecTerm is Exec: the table has nothing to stop.
+func (f *fakeHost) ExecTerm(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+	return f.Exec(ctx, cmd)
+}
 func (f *fakeHost) Exec(_ context.Context, cmd string) ([]byte, []byte, int, error) {
 	f.cmds = append(f.cmds, cmd)
 	if cmd == "id -u" {
