@@ -219,7 +219,7 @@ func ProcessEnv(ctx context.Context, r Runner, pid int, o SetOptions) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	out, err := h.run(ctx, fmt.Sprintf("read the environment of pid %d", pid), fmt.Sprintf("cat /proc/%d/environ", pid))
+	out, err := h.root(ctx, fmt.Sprintf("read the environment of pid %d", pid), sshx.EnvironCmd(pid))
 	if err != nil {
 		return nil, err
 	}

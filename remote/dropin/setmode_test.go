@@ -2,6 +2,7 @@ package dropin
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ type fakeHost struct {
 	uid     string
 	file    string // current drop-in; "" = none
 	sudoErr string // stderr of every sudo command, with exit 1
+	temp    []byte // what the install step wrote to the temp file
 	cmds    []string
 }
 
@@ -26,6 +28,15 @@ func (f *fakeHost) Exec(_ context.Context, cmd string) ([]byte, []byte, int, err
 		return []byte(f.uid + "\n"), nil, 0, nil
 	case strings.HasPrefix(cmd, "sudo ") && f.sudoErr != "":
 		return nil, []byte(f.sudoErr), 1, nil
+	case strings.Contains(cmd, " | base64 -d | "):
+		word, _, _ := strings.Cut(strings.TrimPrefix(cmd, "printf %s "), " ")
+		b, err := base64.StdEncoding.DecodeString(word)
+		if err != nil {
+			return nil, []byte(err.Error()), 1, nil
+		}
+		f.temp = b
+	case strings.HasPrefix(cmd, "sync -- ") && strings.Contains(cmd, "&& cat -- "):
+		return f.temp, nil, 0, nil
 	case strings.Contains(cmd, "NeedDaemonReload"):
 		return []byte("no\n"), nil, 0, nil
 	case strings.Contains(cmd, "printf 1"):
@@ -94,12 +105,27 @@ func TestSetModeSteps(t *testing.T) {
 			if c.Host != "gpu9" || c.Path != "/etc/systemd/system/sglang.service.d/60-bringup-kdtree-verify.conf" {
 				t.Errorf("change %+v", c)
 			}
-			for _, cmd := range h.cmds[1:] {
-				if (h.uid != "0") != strings.HasPrefix(cmd, "sudo -n sh -c '") && !strings.Contains(cmd, "systemctl show") {
-					t.Errorf("uid %s ran %q", h.uid, cmd)
-				}
-			}
+			checkPrivileged(t, h.uid != "0", h.cmds)
 		})
+	}
+}
+
+// checkPrivileged checks that each step that needs root is one of sshx's
+// fixed commands, through `sudo -n --` exactly when sudo is true, and that
+// no command hands a script to a root shell.
+func checkPrivileged(t *testing.T, sudo bool, cmds []string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if strings.Contains(cmd, "sh -c") {
+			t.Errorf("a shell script as root: %q", cmd)
+		}
+		for _, seg := range strings.FieldsFunc(strings.NewReplacer(" && ", "\x00", " | ", "\x00").Replace(cmd), func(r rune) bool { return r == 0 }) {
+			tool, _, _ := strings.Cut(strings.TrimPrefix(seg, "sudo -n -- "), " ")
+			root := tool == "mkdir" || tool == "rm" || tool == "install" || tool == "mv" || tool == "cat" && strings.Contains(seg, "/proc/")
+			if root && sudo != strings.HasPrefix(seg, "sudo -n -- ") || !root && strings.HasPrefix(seg, "sudo") {
+				t.Errorf("sudo %v: step %q of %q", sudo, seg, cmd)
+			}
+		}
 	}
 }
 

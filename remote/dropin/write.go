@@ -9,9 +9,7 @@ package dropin
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -60,8 +58,10 @@ type File struct {
 	Content []byte
 }
 
-// host runs the steps of one change: as the login when it is root,
-// through `sudo -n sh -c` otherwise.
+// host runs the steps of one change. What needs root runs as one of
+// sshx's fixed commands (sshx.DropIn…Cmd), through `sudo -n` for a
+// non-root login, so that a sudoers rule can allow exactly those; what
+// does not (reading the drop-in, fsync) runs as the login.
 type host struct {
 	r    Runner
 	name string
@@ -96,12 +96,19 @@ func (h *host) step(s Step) {
 	}
 }
 
-// run runs script as root and returns its stdout.
-func (h *host) run(ctx context.Context, what, script string) ([]byte, error) {
-	cmd := script
-	if h.sudo {
-		cmd = "sudo -n sh -c " + sshx.ShellQuote(script)
+// root runs privileged commands, in order, each only if the one before
+// succeeded; the login's shell joins them, sudo runs each alone.
+func (h *host) root(ctx context.Context, what string, cmds ...sshx.RootCmd) ([]byte, error) {
+	lines := make([]string, len(cmds))
+	for i, c := range cmds {
+		lines[i] = c.Line(h.sudo)
 	}
+	return h.exec(ctx, what, strings.Join(lines, " && "))
+}
+
+// exec runs cmd as the login and returns its stdout; a failure names the
+// step, and a sudo refusal inside it is classified.
+func (h *host) exec(ctx context.Context, what, cmd string) ([]byte, error) {
 	out, errOut, code, err := h.r.Exec(ctx, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", h.name, what, err)
@@ -117,15 +124,16 @@ func (h *host) run(ctx context.Context, what, script string) ([]byte, error) {
 	return out, nil
 }
 
-// prepare makes dst's directory, removes the temp files earlier runs of
-// this writer left there (a run cut short between its temp write and its
-// rename), and reads dst.
+// prepare makes dst's directory, removes the temp file an earlier run cut
+// short between its temp write and its rename left there, and reads dst
+// (as the login: drop-ins are world-readable).
 func (h *host) prepare(ctx context.Context, dst string) (File, error) {
 	h.step(StepPrepare)
-	dir, base := path.Split(dst)
-	script := fmt.Sprintf("umask 022 && mkdir -p -- %s && find %s -maxdepth 1 -type f -name %s -delete && if [ -e %s ]; then printf 1 && cat -- %s; else printf 0; fi",
-		sshx.ShellQuote(dir), sshx.ShellQuote(dir), sshx.ShellQuote(tempPrefix(base)+"*.tmp"), sshx.ShellQuote(dst), sshx.ShellQuote(dst))
-	out, err := h.run(ctx, "read "+dst, script)
+	if _, err := h.root(ctx, "prepare "+path.Dir(dst), sshx.DropInMkdirCmd(dst), sshx.DropInCleanCmd(dst)); err != nil {
+		return File{}, err
+	}
+	q := sshx.ShellQuote(dst)
+	out, err := h.exec(ctx, "read "+dst, "if [ -e "+q+" ]; then printf 1 && cat -- "+q+"; else printf 0; fi")
 	if err != nil {
 		return File{}, err
 	}
@@ -135,50 +143,50 @@ func (h *host) prepare(ctx context.Context, dst string) (File, error) {
 	return File{Exists: out[0] == '1', Content: out[1:]}, nil
 }
 
-// tempPrefix is the name prefix of dst's temp files: hidden, and marked
-// as bringup's so that the clean-up touches nothing else.
-func tempPrefix(base string) string { return ".bringup-" + base + "-" }
-
-// write replaces dst with content: a temp file in the same directory,
-// fsync, rename over dst, fsync of the directory. A cut at any point
-// leaves dst old or new, never partial; a temp file left behind is
-// removed by the next prepare.
+// write replaces dst with content: its temp file in the same directory
+// (installed from stdin, read back), fsync, rename over dst, fsync of
+// the directory. A cut at any point leaves dst old or new, never
+// partial; a temp file left behind is removed by the next prepare.
 func (h *host) write(ctx context.Context, dst string, content []byte) error {
-	dir, base := path.Split(dst)
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("temp name: %w", err)
-	}
-	tmp := path.Join(dir, tempPrefix(base)+hex.EncodeToString(rnd[:])+".tmp")
+	tmp := sshx.DropInTemp(dst)
 	h.step(StepTemp)
-	// base64 keeps the content one shell word whatever bytes it holds.
-	if _, err := h.run(ctx, "write "+tmp, fmt.Sprintf("umask 022 && printf %%s %s | base64 -d > %s",
-		base64.StdEncoding.EncodeToString(content), sshx.ShellQuote(tmp))); err != nil {
+	// The content reaches the privileged install on stdin, through the
+	// login's own pipe: base64 keeps it one shell word whatever bytes it
+	// holds. A drop-in is a few hundred bytes, far below any argument
+	// limit; reading it back catches a pipe that broke on the way.
+	feed := "printf %s " + base64.StdEncoding.EncodeToString(content) + " | base64 -d | "
+	if _, err := h.exec(ctx, "write "+tmp, feed+sshx.DropInInstallCmd(dst).Line(h.sudo)); err != nil {
 		return err
 	}
 	h.step(StepSyncTemp)
-	if _, err := h.run(ctx, "fsync "+tmp, "sync -- "+sshx.ShellQuote(tmp)); err != nil {
+	got, err := h.exec(ctx, "fsync "+tmp, "sync -- "+sshx.ShellQuote(tmp)+" && cat -- "+sshx.ShellQuote(tmp))
+	if err != nil {
 		return err
 	}
-	h.step(StepRename)
-	if _, err := h.run(ctx, "rename "+tmp, fmt.Sprintf("mv -f -T -- %s %s", sshx.ShellQuote(tmp), sshx.ShellQuote(dst))); err != nil {
-		return err
+	if !bytes.Equal(got, content) {
+		return fmt.Errorf("%s: write %s: %d bytes on disk differ from the %d written", h.name, tmp, len(got), len(content))
 	}
-	return h.syncDir(ctx, dir)
-}
-
-// remove deletes dst and makes the removal durable.
-func (h *host) remove(ctx context.Context, dst string) error {
 	h.step(StepRename)
-	if _, err := h.run(ctx, "remove "+dst, "rm -f -- "+sshx.ShellQuote(dst)); err != nil {
+	if _, err := h.root(ctx, "rename "+tmp, sshx.DropInRenameCmd(dst)); err != nil {
 		return err
 	}
 	return h.syncDir(ctx, path.Dir(dst))
 }
 
+// remove deletes dst and makes the removal durable.
+func (h *host) remove(ctx context.Context, dst string) error {
+	h.step(StepRename)
+	if _, err := h.root(ctx, "remove "+dst, sshx.DropInRemoveCmd(dst)); err != nil {
+		return err
+	}
+	return h.syncDir(ctx, path.Dir(dst))
+}
+
+// syncDir flushes dir (a rename or an unlink in it) as the login: fsync
+// needs no more than read access.
 func (h *host) syncDir(ctx context.Context, dir string) error {
 	h.step(StepSyncDir)
-	_, err := h.run(ctx, "fsync "+dir, "sync -- "+sshx.ShellQuote(dir))
+	_, err := h.exec(ctx, "fsync "+dir, "sync -- "+sshx.ShellQuote(dir))
 	return err
 }
 

@@ -90,17 +90,17 @@ type SudoError struct {
 func (e *SudoError) Error() string {
 	switch {
 	case errors.Is(e.Err, ErrSudoPassword):
-		return fmt.Sprintf("sudo needs a password on %s: actions need NOPASSWD sudo for systemctl (or polkit)", e.Host)
+		return fmt.Sprintf("sudo needs a password on %s: actions need the NOPASSWD sudoers rule that `bringup doctor %s` prints (or a root login)", e.Host, e.Host)
 	case errors.Is(e.Err, ErrSudoTTY):
-		return fmt.Sprintf("sudo requires a terminal on %s (requiretty): actions need sudo without requiretty for systemctl", e.Host)
+		return fmt.Sprintf("sudo requires a terminal on %s (requiretty): actions need sudo without requiretty, and the rule `bringup doctor %s` prints", e.Host, e.Host)
 	}
-	return fmt.Sprintf("sudo refused systemctl on %s: %s", e.Host, e.Stderr)
+	return fmt.Sprintf("sudo refused the command on %s: %s (`bringup doctor %s` prints the sudoers rule actions need)", e.Host, e.Stderr, e.Host)
 }
 
 func (e *SudoError) Unwrap() error { return e.Err }
 
 // Controller acts on units of one host: through D-Bus when the login is
-// root, through `sudo -n systemctl` otherwise (D-Bus would need a polkit
+// root, through `sudo -n -- systemctl` (sshx.UnitCmd) otherwise (D-Bus would need a polkit
 // rule for a non-root login, and polkit prompts). Every action is bounded
 // by its ctx. Its methods are safe for concurrent use.
 type Controller struct {
@@ -172,7 +172,7 @@ func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error
 		return OutcomeNone, fmt.Errorf("%s %s: %w", verb, unit, err)
 	}
 	if uid != 0 {
-		return c.systemctl(ctx, "sudo -n ", verb, unit)
+		return c.systemctl(ctx, true, verb, unit)
 	}
 	conn, lost, err := c.systemd(ctx, uid)
 	if err != nil {
@@ -180,7 +180,7 @@ func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error
 			return OutcomeNone, fmt.Errorf("%s %s: %w", verb, unit, err)
 		}
 		// No usable bus: root's systemctl talks to PID 1 directly.
-		return c.systemctl(ctx, "", verb, unit)
+		return c.systemctl(ctx, false, verb, unit)
 	}
 	defer conn.Close()
 	return c.busJob(ctx, conn, lost, verb, unit)
@@ -273,15 +273,17 @@ func (c *Controller) jobResult(o Outcome, verb, unit string) (Outcome, error) {
 	return o, &JobError{Host: c.host, Op: verb, Unit: unit, Outcome: o}
 }
 
-// systemctl runs verb with systemctl over exec, prefixed by sudo (or not),
-// and maps its failure messages to job outcomes and sudo refusals. It runs
-// under ExecTerm: systemctl waits for its job, and when ctx ends first it
-// must stop waiting on the host too.
-func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Outcome, error) {
-	cmd := sudo + "systemctl --no-ask-password " + verb
-	if unit != "" {
-		cmd += " -- " + sshx.ShellQuote(unit)
+// systemctl runs verb with systemctl over exec, through sudo (or not),
+// and maps its failure messages to job outcomes and sudo refusals. The
+// command lines are sshx's (UnitCmd, DaemonReloadCmd), the ones the
+// sudoers rule allows. It runs under ExecTerm: systemctl waits for its
+// job, and when ctx ends first it must stop waiting on the host too.
+func (c *Controller) systemctl(ctx context.Context, sudo bool, verb, unit string) (Outcome, error) {
+	rc := sshx.UnitCmd(verb, unit)
+	if verb == "daemon-reload" {
+		rc = sshx.DaemonReloadCmd()
 	}
+	cmd := rc.Line(sudo)
 	_, errOut, code, err := execTerm(ctx, c.d, cmd)
 	if err != nil {
 		return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, cmd, err)
@@ -290,7 +292,7 @@ func (c *Controller) systemctl(ctx context.Context, sudo, verb, unit string) (Ou
 		return OutcomeDone, nil
 	}
 	msg := string(errOut)
-	if sudo != "" {
+	if sudo {
 		if serr := SudoRefusal(c.host, msg); serr != nil {
 			return OutcomeNone, serr
 		}

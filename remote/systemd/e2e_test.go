@@ -434,7 +434,7 @@ func testDeploy(t *testing.T, tb *testbed.Testbed, host string) {
 		}
 		return
 	}
-	want := "sudo needs a password on gpu2: actions need NOPASSWD sudo for systemctl (or polkit)"
+	want := "sudo needs a password on gpu2: actions need the NOPASSWD sudoers rule that `bringup doctor gpu2` prints (or a root login)"
 	if !errors.Is(err, ErrSudoPassword) || err.Error() != want || o != OutcomeNone {
 		t.Errorf("%s: restart as deploy without sudo: %q, %v; want %q", host, o, err, want)
 	}

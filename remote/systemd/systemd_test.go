@@ -296,9 +296,9 @@ func TestControllerSudo(t *testing.T) {
 		want   error
 		msg    string
 	}{
-		{"sudo: a password is required\n", 1, ErrSudoPassword, "sudo needs a password on gpu2: actions need NOPASSWD sudo for systemctl (or polkit)"},
+		{"sudo: a password is required\n", 1, ErrSudoPassword, "sudo needs a password on gpu2: actions need the NOPASSWD sudoers rule that `bringup doctor gpu2` prints (or a root login)"},
 		{"sudo: sorry, you must have a tty to run sudo\n", 1, ErrSudoTTY, "sudo requires a terminal on gpu2"},
-		{"deploy is not in the sudoers file.  This incident will be reported.\n", 1, ErrSudoDenied, "sudo refused systemctl on gpu2"},
+		{"deploy is not in the sudoers file.  This incident will be reported.\n", 1, ErrSudoDenied, "sudo refused the command on gpu2"},
 		{"Job for sglang.service failed because the control process exited with error code.\n", 1, ErrJobFailed, "gpu2: restart sglang.service: job failed"},
 		{"", 0, nil, ""},
 	} {
@@ -307,7 +307,7 @@ func TestControllerSudo(t *testing.T) {
 		if !errors.Is(err, c.want) || (err != nil && !strings.HasPrefix(err.Error(), c.msg)) {
 			t.Errorf("stderr %q: %q, %v; want %v %q", c.stderr, o, err, c.want, c.msg)
 		}
-		if got := h.cmds[len(h.cmds)-1]; got != "sudo -n systemctl --no-ask-password restart -- 'sglang.service'" {
+		if got := h.cmds[len(h.cmds)-1]; got != "sudo -n -- systemctl --no-ask-password restart -- sglang.service" {
 			t.Errorf("command %q", got)
 		}
 	}
@@ -323,7 +323,7 @@ func TestControllerRootWithoutBus(t *testing.T) {
 	if o, err := c.Stop(ctx, "sglang.service"); o != OutcomeDone || err != nil {
 		t.Fatalf("stop: %q, %v", o, err)
 	}
-	want := []string{"id -u", "systemctl --no-ask-password daemon-reload", "systemctl --no-ask-password stop -- 'sglang.service'"}
+	want := []string{"id -u", "systemctl --no-ask-password daemon-reload", "systemctl --no-ask-password stop -- sglang.service"}
 	if !slices.Equal(h.cmds, want) {
 		t.Errorf("commands %q, want %q (uid asked once, no sudo for root)", h.cmds, want)
 	}
