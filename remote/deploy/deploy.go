@@ -8,9 +8,11 @@
 // target atomically: a cut connection leaves every file old or new, never
 // partial, and the next Sync removes the stale staging files. Files the
 // local build no longer has are deleted, but only inside the remote
-// directory. A non-root login uploads to a staging directory it owns and
-// installs through one `sudo -n` script; a sudo that wants a password is
-// an error within seconds, never a prompt.
+// directory. A non-root login streams the changed files into a root-owned
+// staging directory and installs them with a few fixed commands through
+// `sudo -n` (sshx.DeployUnpackCmd and friends: what a sudoers rule can
+// allow one by one; the data goes on stdin, never in an argument); a sudo
+// that wants a password is an error within seconds, never a prompt.
 //
 // The content hash (bundle.ContentHash) is the one infersim logs for the
 // directory it loads, and each Sync records it on the host
@@ -149,7 +151,10 @@ type Result struct {
 	Bytes     int64 // bytes sent
 	Sudo      bool  // the install step ran through sudo -n
 	// Fsynced is true when the host supports fsync@openssh.com and each
-	// file was flushed before its rename (with sudo: `sync FILE` ran).
+	// file was flushed before its rename; with sudo, when the staged
+	// copies were flushed before rsync copied them into place and the
+	// target's file system after (`sync -f`: rsync older than 3.2.4 has
+	// no --fsync).
 	Fsynced bool
 	Record  Record // what was recorded on the host
 }
@@ -173,7 +178,7 @@ func newTarget(dir string) (target, error) {
 	if strings.Count(dir, "/") < 2 {
 		return target{}, fmt.Errorf("remote dir %q: refusing a directory less than two levels deep", dir)
 	}
-	return target{dir: dir, stage: path.Join(path.Dir(dir), "."+path.Base(dir)+".bringup-stage")}, nil
+	return target{dir: dir, stage: sshx.DeployStage(dir)}, nil
 }
 
 // readLocal walks the local build and refuses what Sync cannot mirror.
@@ -312,7 +317,7 @@ func Sync(ctx context.Context, conn Conn, localDir, remoteDir string, opts Optio
 	}
 	sudo := opts.Privilege == PrivSudo || opts.Privilege == PrivAuto && who.uid != 0
 	if sudo {
-		if err := checkSudo(ctx, conn, who.name, opts.SudoTimeout); err != nil {
+		if err := checkSudo(ctx, conn, who.name, tg.dir, opts); err != nil {
 			return Result{}, err
 		}
 	}
@@ -339,7 +344,7 @@ func Sync(ctx context.Context, conn Conn, localDir, remoteDir string, opts Optio
 	}
 	defer s.close()
 	if sudo {
-		res.Fsynced, err = s.syncSudo(ctx, localDir, tg, plan, run, rec, opts)
+		res.Fsynced, err = s.syncSudo(ctx, localDir, tg, plan, rec, opts)
 	} else {
 		res.Fsynced, err = s.syncDirect(ctx, localDir, tg, plan, run, rec, opts)
 	}
@@ -405,19 +410,26 @@ func whoami(ctx context.Context, conn Conn) (login, error) {
 	return login{uid: uid, name: f[1]}, nil
 }
 
-// checkSudo proves sudo -n works before anything is uploaded, so that a
-// login without passwordless sudo fails fast and leaves the host alone.
-func checkSudo(ctx context.Context, conn Conn, user string, timeout time.Duration) error {
+// checkSudo proves, before anything is sent, that sudo -n lets the
+// login run each privileged step of a deploy to dir (`sudo -n -l`, which
+// runs nothing), so that a login without them fails fast and leaves the
+// host alone.
+func checkSudo(ctx context.Context, conn Conn, user, dir string, opts Options) error {
 	host := hostOf(conn)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, opts.SudoTimeout)
 	defer cancel()
-	_, errOut, code, err := conn.Exec(ctx, "sudo -n true")
+	cmds := sshx.Scope{KernelDirs: []string{dir}, RecordDir: opts.RecordDir}.DeployCommands()
+	out, errOut, code, err := conn.Exec(ctx, sudoCheckLine(cmds))
 	if err != nil {
-		return fmt.Errorf("%s: sudo -n true (as %s): %w", host, user, err)
+		return fmt.Errorf("%s: sudo -n -l (as %s): %w", host, user, err)
 	}
 	if code != 0 {
-		return fmt.Errorf("%s: %w as %s (%s): redeploy as a non-root user needs passwordless sudo (NOPASSWD) for the install step, or deploy as root",
-			host, ErrSudo, user, remoteErr(errOut, code))
+		what := "its install commands"
+		if i, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil && i >= 0 && i < len(cmds) {
+			what = cmds[i].String()
+		}
+		return fmt.Errorf("%s: %w as %s (%s): redeploy as a non-root user needs passwordless sudo (NOPASSWD) for %s; `bringup doctor %s` prints the sudoers rule, or deploy as root",
+			host, ErrSudo, user, remoteErr(errOut, code), what, host)
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ import (
 type localConn struct {
 	t    *testing.T
 	home string
-	// sudo emulates the host's sudo: "nopasswd" strips "sudo -n ",
-	// anything else fails it as a sudo that wants a password does.
+	// sudo emulates the host's sudo (sudoAs): "nopasswd" runs the
+	// command, anything else fails it as a sudo that wants a password does.
 	sudo string
 	uid  string // what id -u prints; "0" unless set
 
@@ -43,18 +43,33 @@ func newLocalConn(t *testing.T) *localConn {
 func (c *localConn) Host() string { return "local" }
 
 func (c *localConn) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
-	switch {
-	case cmd == "id -u; id -un":
+	return c.ExecInput(ctx, cmd, nil)
+}
+
+// sudoAs is a shell function standing in for the host's sudo: with
+// NOPASSWD it runs the command (or, with -l, allows it), otherwise it
+// refuses as sudo -n does when it wants a password.
+func sudoAs(nopasswd bool) string {
+	if !nopasswd {
+		return "sudo() { echo 'sudo: a password is required' >&2; return 1; }\n"
+	}
+	return `sudo() {
+  [ "$1" = -n ] && shift
+  if [ "$1" = -l ]; then shift; [ "$1" = -- ] && shift; command -v "$1"; return; fi
+  [ "$1" = -- ] && shift
+  "$@"
+}
+`
+}
+
+// ExecInput runs cmd under sh with stdin, as the host's sshd would.
+func (c *localConn) ExecInput(ctx context.Context, cmd string, stdin io.Reader) ([]byte, []byte, int, error) {
+	if cmd == "id -u; id -un" {
 		return []byte(c.uid + "\ntester\n"), nil, 0, nil
-	case strings.HasPrefix(cmd, "sudo -n "):
-		if c.sudo != "nopasswd" {
-			return nil, []byte("sudo: a password is required\n"), 1, nil
-		}
-		cmd = strings.TrimPrefix(cmd, "sudo -n ")
 	}
 	var out, errOut strings.Builder
-	x := exec.CommandContext(ctx, "sh", "-c", cmd)
-	x.Stdout, x.Stderr = &out, &errOut
+	x := exec.CommandContext(ctx, "sh", "-c", sudoAs(c.sudo == "nopasswd")+cmd)
+	x.Stdin, x.Stdout, x.Stderr = stdin, &out, &errOut
 	err := x.Run()
 	var ee *exec.ExitError
 	switch {

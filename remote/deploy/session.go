@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -259,97 +258,6 @@ func (s *session) writeRecord(dir, run string, rec Record) error {
 	return nil
 }
 
-// userStage is where a non-root login stages uploads: a directory it owns
-// in its home, cleared at the start of every run.
-const userStage = ".cache/bringup/stage"
-
-// syncSudo applies plan as a login that needs sudo to write the target:
-// uploads go to a staging directory the login owns, then one sudo -n
-// script copies them beside the target as root, flushes and verifies the
-// copies by sha256, and only then moves them into place.
-func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan Plan, run string, rec Record, opts Options) (bool, error) {
-	home, err := s.c.Getwd()
-	if err != nil {
-		return false, fmt.Errorf("%s: sftp home: %w", s.host, err)
-	}
-	stageRoot := path.Join(home, userStage)
-	if err := s.exec(ctx, "remove stale staging files", "rm -rf -- "+sshx.ShellQuote(stageRoot)); err != nil {
-		return false, err
-	}
-	stage := path.Join(stageRoot, run)
-	if len(plan.Upload) > 0 {
-		if err := s.c.MkdirAll(stage); err != nil {
-			return false, fmt.Errorf("%s: create %s: %w", s.host, stage, err)
-		}
-		if err := s.c.Chmod(stage, 0o700); err != nil {
-			return false, fmt.Errorf("%s: chmod %s: %w", s.host, stage, err)
-		}
-		if err := s.upload(ctx, localDir, stage, plan, opts); err != nil {
-			return false, err
-		}
-	}
-	script, err := installScript(tg, stage, plan, run, rec, opts.RecordDir)
-	if err != nil {
-		return false, err
-	}
-	if err := s.exec(ctx, "install as root (sudo -n)", "sudo -n sh -c "+sshx.ShellQuote(script)); err != nil {
-		return false, err
-	}
-	if err := s.exec(ctx, "remove staging files", "rm -rf -- "+sshx.ShellQuote(stageRoot)); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// installScript is the root half of a sudo Sync. Exit code 5 means a
-// copy failed its checksum; nothing has been moved into place then.
-func installScript(tg target, stage string, plan Plan, run string, rec Record, recordDir string) (string, error) {
-	q := sshx.ShellQuote
-	root := path.Join(tg.stage, run)
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("set -eu")
-	w("umask 022")
-	w("rm -rf -- %s", q(tg.stage))
-	w("mkdir -p -- %s %s", q(root), q(tg.dir))
-	for i, c := range plan.Upload {
-		dst := path.Join(root, stagedName(i))
-		w("install -m %04o -- %s %s", c.Mode, q(path.Join(stage, stagedName(i))), q(dst))
-	}
-	if len(plan.Upload) > 0 {
-		w("sync -- %s/*", q(root))
-		for i, c := range plan.Upload {
-			w("printf '%%s  %%s\\n' %s %s | sha256sum -c --status - || { echo %s >&2; exit 5; }",
-				c.Sum, q(path.Join(root, stagedName(i))), q("checksum mismatch after copy: "+c.Path))
-		}
-	}
-	for i, c := range plan.Upload {
-		dst := path.Join(tg.dir, c.Path)
-		w("mkdir -p -- %s && mv -f -- %s %s", q(path.Dir(dst)), q(path.Join(root, stagedName(i))), q(dst))
-	}
-	for _, c := range plan.Chmod {
-		w("chmod %04o -- %s", c.Mode, q(path.Join(tg.dir, c.Path)))
-	}
-	for _, rel := range plan.Delete {
-		w("rm -f -- %s", q(path.Join(tg.dir, rel)))
-	}
-	for _, rel := range plan.RemoveDir {
-		w("rm -rf -- %s", q(path.Join(tg.dir, rel, bundle.PyCache)))
-		w("rmdir -- %s 2>/dev/null || true", q(path.Join(tg.dir, rel)))
-	}
-	w("rm -rf -- %s", q(tg.stage))
-	js, err := json.Marshal(rec)
-	if err != nil {
-		return "", fmt.Errorf("record: %w", err)
-	}
-	final := recordPath(recordDir, rec.Dir)
-	tmp := final + ".tmp-" + run
-	w("mkdir -p -- %s", q(recordDir))
-	w("printf '%%s\\n' %s > %s", q(string(js)), q(tmp))
-	w("chmod 0644 -- %s && sync -- %s && mv -f -- %s %s", q(tmp), q(tmp), q(tmp), q(final))
-	return b.String(), nil
-}
-
 // Record is what Sync leaves on the host about a deployed directory.
 type Record struct {
 	Hash  string    `json:"hash"` // bundle.ContentHash of the deployed tree
@@ -363,28 +271,10 @@ type Record struct {
 // ErrNoRecord means nothing was ever deployed to the directory with Sync.
 var ErrNoRecord = errors.New("no deploy record")
 
-// recordPath is the record file of remote directory dir: its path
-// escaped as systemd does for unit names ("/opt/kdtree/site" →
-// "opt-kdtree-site.json"), so that distinct directories get distinct files.
+// recordPath is the record file of remote directory dir in recordDir
+// (sshx.DeployRecordFile: the sudoers rule names the same file).
 func recordPath(recordDir, dir string) string {
-	return path.Join(recordDir, escapePath(dir)+".json")
-}
-
-func escapePath(p string) string {
-	p = strings.Trim(p, "/")
-	var b strings.Builder
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case c == '/':
-			b.WriteByte('-')
-		case c == '_' || c == '.' && i > 0 || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		}
-	}
-	return b.String()
+	return sshx.DeployRecordFile(recordDir, dir)
 }
 
 // ReadRecord reads the deploy record of remoteDir from recordDir on the

@@ -1,12 +1,14 @@
 package deploy
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"bringup/kernels/bundle"
+	"bringup/remote/sshx"
 )
 
 // newBuild makes a local kernel build like the demo's.
@@ -150,8 +153,8 @@ func TestSyncSudo(t *testing.T) {
 	if rec, err := ReadRecord(t.Context(), conn, records, remote); err != nil || rec.Hash != res.Hash {
 		t.Fatalf("record: %+v, %v", rec, err)
 	}
-	if _, err := os.Stat(filepath.Join(conn.home, userStage)); !os.IsNotExist(err) {
-		t.Fatalf("user staging left behind: %v", err)
+	if _, err := os.Stat(filepath.Join(base, "opt", ".site.bringup-stage")); !os.IsNotExist(err) {
+		t.Fatalf("staging directory left behind: %v", err)
 	}
 	before, _ := bundle.DirHash(remote)
 
@@ -307,23 +310,100 @@ func FuzzParseListing(f *testing.F) {
 	})
 }
 
-func TestInstallScriptQuotes(t *testing.T) {
-	tg, err := newTarget("/opt/it's site")
-	if err != nil {
+// TestPlanSudo checks what a sudo Sync lists for rsync: removed
+// directories by their topmost one, except one holding a foreign entry,
+// which stays while its removed files and byte-code cache go; and every
+// listed path's parent in the staging tree.
+func TestPlanSudo(t *testing.T) {
+	plan := Plan{
+		Upload:    []Change{{Path: "a/new.py", Size: 3}, {Path: "b.py", Size: 4}},
+		Chmod:     []Change{{Path: "c.py", Size: 5}},
+		Delete:    []string{"gone/x.py", "gone/sub/y.py", "keep/z.py", "top.py", "a/old.py"},
+		RemoveDir: []string{"gone/sub", "gone", "keep"},
+		Foreign:   []string{"keep/link"},
+	}
+	sp := planSudo(plan)
+	if want := []string{"a/new.py", "a/old.py", "b.py", "c.py", "gone", "keep/__pycache__", "keep/z.py", "top.py"}; !slices.Equal(sp.apply, want) {
+		t.Errorf("apply %q, want %q", sp.apply, want)
+	}
+	if want := []string{"a", "keep"}; !slices.Equal(sp.dirs, want) {
+		t.Errorf("staging dirs %q, want %q", sp.dirs, want)
+	}
+	if sp.bytes != 12 || len(sp.stage) != 3 {
+		t.Errorf("staged %d files, %d bytes", len(sp.stage), sp.bytes)
+	}
+}
+
+// TestSudoStepsAreTheTable runs a sudo Sync and checks that every command
+// it hands to sudo is one of sshx's deploy commands for the directory, so
+// that the sudoers rule doctor prints allows all of them, and that no
+// command line grows with the number of files.
+func TestSudoStepsAreTheTable(t *testing.T) {
+	build := filepath.Join(t.TempDir(), "build")
+	files := map[string]string{}
+	for i := range 300 {
+		files[fmt.Sprintf("pkg%d/a-rather-long-module-name-%04d.py", i%7, i)] = fmt.Sprint(i)
+	}
+	writeTree(t, build, files)
+	base := t.TempDir()
+	remote := filepath.Join(base, "opt", "site")
+	records := filepath.Join(base, "records")
+	conn := &recordingConn{localConn: newLocalConn(t)}
+	conn.uid = "1000"
+	if res := syncLocal(t, conn.localConn, build, remote, records); len(res.Uploaded) != 300 {
+		t.Fatalf("first sync: %+v", res)
+	}
+	res, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records})
+	if err != nil || !res.Sudo {
+		t.Fatalf("sync: %+v, %v", res, err)
+	}
+	if err := os.RemoveAll(filepath.Join(build, "pkg3")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := installScript(tg, "/home/d/stage/r", Plan{Upload: []Change{{Path: "a'b.py", Mode: 0o644, Sum: strings.Repeat("0", 64)}}, Delete: []string{"x y"}}, "r", Record{Dir: tg.dir}, "/var/lib/bringup/deployed")
-	if err != nil {
+	writeTree(t, build, map[string]string{"pkg1/a-rather-long-module-name-0001.py": "changed"})
+	if _, err := Sync(t.Context(), conn, build, remote, Options{RecordDir: records}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`'/opt/it'\''s site/a'\''b.py'`, `rm -f -- '/opt/it'\''s site/x y'`, `'/var/lib/bringup/deployed/opt-it\x27s\x20site.json'`} {
-		if !strings.Contains(s, want) {
-			t.Errorf("script lacks %s:\n%s", want, s)
+	allowed := map[string]bool{}
+	for _, c := range (sshx.Scope{KernelDirs: []string{remote}, RecordDir: records}).Commands() {
+		allowed[c.Line(true)] = true
+	}
+	sudoed := 0
+	for _, cmd := range conn.cmds {
+		if len(cmd) > 4096 {
+			t.Errorf("a command line of %d bytes: %.200q…", len(cmd), cmd)
+		}
+		for _, part := range strings.Split(cmd, " && ") {
+			if !strings.HasPrefix(part, "sudo -n -- ") {
+				continue
+			}
+			sudoed++
+			if !allowed[part] {
+				t.Errorf("sudo step outside the table: %q", part)
+			}
 		}
 	}
-	if out, err := exec.Command("sh", "-n", "-c", s).CombinedOutput(); err != nil {
-		t.Errorf("script does not parse: %v: %s", err, out)
+	if sudoed < 7 {
+		t.Errorf("%d sudo steps seen, want at least 7: %q", sudoed, conn.cmds)
 	}
+}
+
+// recordingConn is a localConn that keeps every command line it runs.
+type recordingConn struct {
+	*localConn
+	mu   sync.Mutex
+	cmds []string
+}
+
+func (r *recordingConn) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+	return r.ExecInput(ctx, cmd, nil)
+}
+
+func (r *recordingConn) ExecInput(ctx context.Context, cmd string, stdin io.Reader) ([]byte, []byte, int, error) {
+	r.mu.Lock()
+	r.cmds = append(r.cmds, cmd)
+	r.mu.Unlock()
+	return r.localConn.ExecInput(ctx, cmd, stdin)
 }
 
 func TestForEach(t *testing.T) {

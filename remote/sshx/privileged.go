@@ -248,10 +248,17 @@ func (s Scope) Commands() []RootCmd {
 		pid = pid*10 + n
 		out = append(out, EnvironCmd(pid))
 	}
+	return dedupe(append(out, s.DeployCommands()...))
+}
+
+// DeployCommands are the deploy steps of s.KernelDirs alone: what a
+// non-root redeploy checks with `sudo -l` before it sends anything.
+func (s Scope) DeployCommands() []RootCmd {
+	var out []RootCmd
 	for _, d := range s.KernelDirs {
 		out = append(out, DeployCleanCmd(d), DeployMkdirCmd(d, s.RecordDir), DeployUnpackCmd(d), DeployApplyCmd(d), DeployRecordCmd(d, s.RecordDir))
 	}
-	return dedupe(out)
+	return out
 }
 
 // ruleCommands is Commands with the environ shapes in place of the
