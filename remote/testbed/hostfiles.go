@@ -36,6 +36,10 @@ type HostOptions struct {
 	Env map[string]string
 	// DeploySudo is the deploy user's sudo; see Sudo.
 	DeploySudo Sudo
+	// DeploySudoers, when set, is the whole of the deploy user's sudoers
+	// file (/etc/sudoers.d/deploy), in place of what DeploySudo gives: a
+	// test of least privilege puts exactly the rule it checks there.
+	DeploySudoers string
 	// Restart is the unit's Restart= (default "no"; "on-failure" for
 	// crash-loop tests).
 	Restart string
@@ -221,10 +225,12 @@ func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, roo
 			sudo = SudoNoPasswd
 		}
 	}
-	switch sudo {
-	case SudoNoPasswd:
+	switch {
+	case o.DeploySudoers != "":
+		files = append(files, file{"sudoers-deploy", 0o440, []byte(o.DeploySudoers), "/etc/sudoers.d/deploy"})
+	case sudo == SudoNoPasswd:
 		files = append(files, file{"sudoers-deploy", 0o440, []byte("deploy ALL=(ALL) NOPASSWD: ALL\n"), "/etc/sudoers.d/deploy"})
-	case SudoNone:
+	case sudo == SudoNone:
 	default:
 		return nil, fmt.Errorf("host %s: unknown deploy sudo %q", h.Name, sudo)
 	}

@@ -3,6 +3,7 @@ package testbed
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,5 +209,42 @@ func TestProcIdentity(t *testing.T) {
 func TestUnescapeMount(t *testing.T) {
 	if got := unescapeMount(`/tmp/a\040b`); got != "/tmp/a b" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestDeploySudoers checks the least-privilege knob: the deploy user's
+// sudoers file holds exactly the given rule, in place of the default's
+// NOPASSWD: ALL, and is bound where sudo reads it.
+func TestDeploySudoers(t *testing.T) {
+	key, err := newKeyPair("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := "deploy ALL=(root) NOPASSWD: /usr/bin/systemctl --no-ask-password daemon-reload\n"
+	for _, c := range []struct {
+		o    HostOptions
+		want string // the sudoers file; "" = none
+	}{
+		{HostOptions{}, "deploy ALL=(ALL) NOPASSWD: ALL\n"},
+		{HostOptions{DeploySudoers: rule}, rule},
+		{HostOptions{DeploySudo: SudoNone}, ""},
+	} {
+		dir := t.TempDir()
+		binds, err := writeHostFiles(dir, hostState{Index: 0, Name: "gpu1", Addr: "10.0.0.2"}, c.o, key, key.Public, "/bin/true", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "sudoers-deploy"))
+		bound := slices.ContainsFunc(binds, func(b bind) bool { return b.Dest == "/etc/sudoers.d/deploy" })
+		if c.want == "" {
+			if err == nil || bound {
+				t.Errorf("%+v: a sudoers file %q (bound %v), want none", c.o, got, bound)
+			}
+			continue
+		}
+		fi, serr := os.Stat(filepath.Join(dir, "sudoers-deploy"))
+		if err != nil || string(got) != c.want || !bound || serr != nil || fi.Mode().Perm() != 0o440 {
+			t.Errorf("%+v: sudoers %q (%v, bound %v, mode %v), want %q mode 0440", c.o, got, err, bound, fi.Mode(), c.want)
+		}
 	}
 }
