@@ -117,17 +117,7 @@ func Host(ctx context.Context, r live.Options) *Report {
 	case uid == "0":
 		rep.add("sudo", OK, "root: actions need no sudo", "")
 	default:
-		_, serr, code, err := exec("sudo -n true")
-		switch {
-		case err == nil && code == 0:
-			rep.add("sudo", OK, fmt.Sprintf("%s has passwordless sudo: actions go through sudo -n", r.SSH.User), "")
-		case strings.Contains(serr, "password is required"):
-			rep.add("sudo", Warn, fmt.Sprintf("sudo on %s needs a password: actions (mode, redeploy, restart, reset-failed) will need sudo", r.Name),
-				"allow NOPASSWD for systemctl and the kernel directory, or connect as root")
-		default:
-			rep.add("sudo", Warn, fmt.Sprintf("%s may not use sudo: actions (mode, redeploy, restart, reset-failed) will need sudo", r.SSH.User),
-				"add a NOPASSWD sudoers rule for this user, or connect as root; watching works without it")
-		}
+		rep.Checks = append(rep.Checks, sudoCheck(exec, r))
 	}
 
 	// Which way unit state can be read: the first state event says.
