@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,8 +27,8 @@ import (
 // grows with the size of the change in an argument: the changed files go
 // as a tar stream on the stdin of `tar -x` into the root-owned staging
 // directory beside the target, are verified there by sha256 as the
-// login, and one rsync, reading the list of paths on its stdin, puts them
-// in place (all renamed at the end) and deletes what the build lacks.
+// login, and one rsync, reading include rules on its stdin, puts them in
+// place (all renamed at the end) and deletes what the build lacks.
 
 // stagedFiles and stagedRecord are the two entries of the staging
 // directory, as sshx.DeployApplyCmd and sshx.DeployRecordCmd name them.
@@ -42,7 +43,7 @@ const (
 type sudoPlan struct {
 	stage []Change // files to send, in plan order
 	dirs  []string // directories of the staging tree, parents first
-	apply []string // paths rsync makes equal to the staged tree: sent ones copied, absent ones deleted
+	apply []string // paths rsync makes equal to the staged tree: sent ones copied, absent ones deleted ("d/***": d and all in it)
 	bytes int64
 }
 
@@ -52,7 +53,7 @@ type sudoPlan struct {
 // entry Sync leaves alone (Plan.Foreign) stays: then its removed files
 // are listed one by one and only its __pycache__ goes, as the direct path
 // does. Every listed path's parent is a directory of the staging tree:
-// rsync needs it there to apply a deletion.
+// rsync deletes only in directories it descends into.
 func planSudo(plan Plan) sudoPlan {
 	var sp sudoPlan
 	sp.stage = append(append([]Change{}, plan.Upload...), plan.Chmod...)
@@ -80,9 +81,9 @@ func planSudo(plan Plan) sudoPlan {
 		switch {
 		case covered(d):
 		case gone(d):
-			sp.apply = append(sp.apply, d)
+			sp.apply = append(sp.apply, d+"/***")
 		default:
-			sp.apply = append(sp.apply, path.Join(d, bundle.PyCache))
+			sp.apply = append(sp.apply, path.Join(d, bundle.PyCache)+"/***")
 		}
 	}
 	for _, f := range plan.Delete {
@@ -93,7 +94,7 @@ func planSudo(plan Plan) sudoPlan {
 	sp.apply = slices.Compact(slices.Sorted(slices.Values(sp.apply)))
 	dirs := map[string]bool{}
 	for _, p := range sp.apply {
-		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		for d := path.Dir(strings.TrimSuffix(p, "/***")); d != "."; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
@@ -117,7 +118,7 @@ func planSudo(plan Plan) sudoPlan {
 func writeStage(w io.Writer, localDir string, sp sudoPlan, rec []byte, at time.Time, sink *progressSink) error {
 	tw := tar.NewWriter(w)
 	hdr := func(name string, typ byte, mode int64, size int64) *tar.Header {
-		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: size, ModTime: at, Uname: "root", Gname: "root", Format: tar.FormatPAX}
+		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Size: size, ModTime: at, Uname: "root", Gname: "root"}
 	}
 	if err := tw.WriteHeader(hdr(stagedFiles+"/", tar.TypeDir, 0o755, 0)); err != nil {
 		return err
@@ -170,8 +171,9 @@ func writeStagedFile(tw *tar.Writer, localDir string, c Change, h *tar.Header, s
 //  2. unpack the tar stream of the changed files and the record into it;
 //  3. as the login: list the staged files, check every sha256 and mode
 //     against the build, and flush the file system;
-//  4. rsync the listed paths into place (renamed at the end, all in a
-//     burst) and delete the removed ones;
+//  4. rsync the staged files into place (renamed at the end, all in a
+//     burst) and delete the removed ones, as include rules on its stdin
+//     say (applyRules);
 //  5. put the record in place, remove the staging directory, and as the
 //     login flush the target's file system.
 //
@@ -191,7 +193,13 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	pr, pw := io.Pipe()
 	wrote := make(chan error, 1)
 	go func() {
-		err := writeStage(pw, localDir, sp, recJSON, rec.At, sink)
+		// Big writes: the stream is thousands of 512-byte tar blocks, and
+		// each write to the pipe becomes an SSH packet of its own.
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		err := writeStage(bw, localDir, sp, recJSON, rec.At, sink)
+		if err == nil {
+			err = bw.Flush()
+		}
 		pw.CloseWithError(err)
 		wrote <- err
 	}()
@@ -213,11 +221,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	if err := s.checkStage(ctx, tg, sp); err != nil {
 		return false, err
 	}
-	list := bytes.Join(append(byteSlices(sp.apply), nil), []byte{0})
-	if len(sp.apply) == 0 {
-		list = nil
-	}
-	if _, errOut, code, err := execInput(ctx, s.conn, sshx.DeployApplyCmd(tg.dir).Line(true), bytes.NewReader(list)); err != nil {
+	if _, errOut, code, err := execInput(ctx, s.conn, sshx.DeployApplyCmd(tg.dir).Line(true), bytes.NewReader(applyRules(sp))); err != nil {
 		return false, fmt.Errorf("%s: install into %s: %w", s.host, tg.dir, err)
 	} else if code != 0 {
 		return false, fmt.Errorf("%s: install into %s: %s", s.host, tg.dir, sudoErr(s.host, errOut, code))
@@ -260,12 +264,46 @@ func (s *session) checkStage(ctx context.Context, tg target, sp sudoPlan) error 
 	return s.exec(ctx, "flush "+tg.stage, "sync -f -- "+sshx.ShellQuote(tg.stage))
 }
 
-func byteSlices(l []string) [][]byte {
-	out := make([][]byte, len(l))
-	for i, s := range l {
-		out[i] = []byte(s)
+// applyRules are rsync's include rules for sp (DeployApplyCmd's stdin):
+// the staging tree's directories, so that rsync descends into them; each
+// applied path, anchored ("/d/***" for a directory and all under it);
+// then "- *": everything else is neither sent nor deleted. A name with a
+// wildcard character has each of them, and its backslashes, escaped.
+func applyRules(sp sudoPlan) []byte {
+	var b bytes.Buffer
+	add := func(rule string) {
+		b.WriteString(rule)
+		b.WriteByte(0)
 	}
-	return out
+	for _, d := range sp.dirs {
+		add("/" + rsyncLiteral(d) + "/")
+	}
+	for _, p := range sp.apply {
+		if d, ok := strings.CutSuffix(p, "/***"); ok {
+			add("/" + rsyncLiteral(d) + "/***")
+			continue
+		}
+		add("/" + rsyncLiteral(p))
+	}
+	add("- *")
+	return b.Bytes()
+}
+
+// rsyncLiteral makes name match itself alone in an rsync pattern: rsync
+// reads backslashes as escapes only in a pattern with a wildcard
+// character in it.
+func rsyncLiteral(name string) string {
+	if !strings.ContainsAny(name, "*?[") {
+		return name
+	}
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // sudoErr describes a failed privileged command: sudo's own refusal

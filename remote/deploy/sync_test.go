@@ -323,7 +323,7 @@ func TestPlanSudo(t *testing.T) {
 		Foreign:   []string{"keep/link"},
 	}
 	sp := planSudo(plan)
-	if want := []string{"a/new.py", "a/old.py", "b.py", "c.py", "gone", "keep/__pycache__", "keep/z.py", "top.py"}; !slices.Equal(sp.apply, want) {
+	if want := []string{"a/new.py", "a/old.py", "b.py", "c.py", "gone/***", "keep/__pycache__/***", "keep/z.py", "top.py"}; !slices.Equal(sp.apply, want) {
 		t.Errorf("apply %q, want %q", sp.apply, want)
 	}
 	if want := []string{"a", "keep"}; !slices.Equal(sp.dirs, want) {
@@ -331,6 +331,16 @@ func TestPlanSudo(t *testing.T) {
 	}
 	if sp.bytes != 12 || len(sp.stage) != 3 {
 		t.Errorf("staged %d files, %d bytes", len(sp.stage), sp.bytes)
+	}
+	rules := strings.Split(strings.TrimSuffix(string(applyRules(sp)), "\x00"), "\x00")
+	want := []string{"/a/", "/keep/", "/a/new.py", "/a/old.py", "/b.py", "/c.py", "/gone/***", "/keep/__pycache__/***", "/keep/z.py", "/top.py", "- *"}
+	if !slices.Equal(rules, want) {
+		t.Errorf("rules %q, want %q", rules, want)
+	}
+	for in, want := range map[string]string{"a b.py": "a b.py", `back\slash`: `back\slash`, "st*r?[x]\\y": `st\*r\?\[x]\\y`} {
+		if got := rsyncLiteral(in); got != want {
+			t.Errorf("rsyncLiteral(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

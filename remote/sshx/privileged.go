@@ -197,16 +197,17 @@ func DeployUnpackCmd(dir string) RootCmd {
 	return RootCmd{Tool: "tar", Args: []string{"-x", "--no-same-owner", "-f", "-", "-C", DeployStage(dir)}}
 }
 
-// DeployApplyCmd makes dir's listed files equal to the staged ones: the
-// NUL-separated relative paths come on stdin; a listed path present in
-// the staging directory's files/ is copied over (into a holding directory
-// first, then all renamed into place at the end: --delay-updates), one
-// absent there is deleted from dir, recursively for a directory. rsync
-// keeps every listed path inside the two directories ("no .. references
-// are allowed to go higher than the source dir").
+// DeployApplyCmd makes dir equal to the staging directory's files/ where
+// the include rules on stdin (NUL-separated, rsync's --include-from
+// syntax: patterns, "- " for an exclude, no merges) let it: included
+// files are copied over (into a holding directory first, then all renamed
+// into place at the end: --delay-updates), included entries the staging
+// tree lacks are deleted, recursively for a directory, and whatever the
+// rules exclude is neither sent nor deleted. rsync works inside the two
+// directories only.
 func DeployApplyCmd(dir string) RootCmd {
-	return RootCmd{Tool: "rsync", Args: []string{"--ignore-times", "--perms", "--no-implied-dirs", "--delay-updates",
-		"--delete-missing-args", "--force", "--from0", "--files-from=-", "--", DeployStage(dir) + "/files/", dir + "/"}}
+	return RootCmd{Tool: "rsync", Args: []string{"-r", "--ignore-times", "--perms", "--delay-updates", "--delete", "--force",
+		"--from0", "--include-from=-", "--", DeployStage(dir) + "/files/", dir + "/"}}
 }
 
 // DeployRecordCmd puts the staged record in place (a temp file, then a

@@ -43,7 +43,7 @@ func TestSudoersRule(t *testing.T) {
 		p + "/usr/bin/rm -rf -- /opt/kdtree/.site.bringup-stage",
 		p + "/usr/bin/mkdir -p -- /opt/kdtree/.site.bringup-stage /opt/kdtree/site /var/lib/bringup/deployed",
 		p + "/usr/bin/tar -x --no-same-owner -f - -C /opt/kdtree/.site.bringup-stage",
-		p + "/usr/local/bin/rsync --ignore-times --perms --no-implied-dirs --delay-updates --delete-missing-args --force --from0 --files-from\\=- -- /opt/kdtree/.site.bringup-stage/files/ /opt/kdtree/site/",
+		p + "/usr/local/bin/rsync -r --ignore-times --perms --delay-updates --delete --force --from0 --include-from\\=- -- /opt/kdtree/.site.bringup-stage/files/ /opt/kdtree/site/",
 		p + "/usr/local/bin/rsync --ignore-times --perms -- /opt/kdtree/.site.bringup-stage/record.json /var/lib/bringup/deployed/opt-kdtree-site.json",
 	}
 	var got []string
@@ -100,7 +100,7 @@ func TestRootCmdLines(t *testing.T) {
 		{UnitCmd(VerbStop, "sglang.service"), false, "systemctl --no-ask-password stop -- sglang.service"},
 		{EnvironCmd(4242), true, "sudo -n -- cat -- /proc/4242/environ"},
 		{DropInRemoveCmd("/etc/x.d/it's.conf"), true, `sudo -n -- rm -f -- '/etc/x.d/it'\''s.conf'`},
-		{DeployApplyCmd("/opt/k/site"), true, "sudo -n -- rsync --ignore-times --perms --no-implied-dirs --delay-updates --delete-missing-args --force --from0 --files-from=- -- /opt/k/.site.bringup-stage/files/ /opt/k/site/"},
+		{DeployApplyCmd("/opt/k/site"), true, "sudo -n -- rsync -r --ignore-times --perms --delay-updates --delete --force --from0 --include-from=- -- /opt/k/.site.bringup-stage/files/ /opt/k/site/"},
 	} {
 		if got := c.cmd.Line(c.sudo); got != c.want {
 			t.Errorf("Line = %q, want %q", got, c.want)

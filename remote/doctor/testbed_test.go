@@ -1,0 +1,358 @@
+package doctor
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bringup/kernels"
+	"bringup/remote"
+	"bringup/remote/event"
+	"bringup/remote/live"
+	"bringup/remote/sshx"
+	"bringup/remote/systemd"
+	"bringup/remote/testbed"
+	"bringup/remote/testbed/tbssh"
+)
+
+// TestLeastPrivilegeOnTestbed runs every action as a login whose sudoers
+// allows only the rule doctor renders (gpu1), and shows that the rule is
+// narrow: sudo refuses anything else, and the two commands that read a
+// list or an archive from stdin keep them inside their directories. gpu2's
+// sudoers holds the advice doctor used to give, NOPASSWD for systemctl:
+// doctor flags it with the exact rule, and a mode change fails there.
+func TestLeastPrivilegeOnTestbed(t *testing.T) {
+	cat := kernels.DefaultCatalog()
+	base := live.Options{Unit: testbed.UnitName, Kernels: cat, NoGPU: true}
+	rule, err := sshx.SudoersRule(Scope(base, "deploy", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the rule under test:\n%s", rule)
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 2, Host: func(i int) testbed.HostOptions {
+		if i == 0 {
+			return testbed.HostOptions{KernelMode: "validate", DeploySudoers: rule}
+		}
+		return testbed.HostOptions{DeploySudoers: "deploy ALL=(root) NOPASSWD: /usr/bin/systemctl\n"}
+	}})
+	root := func(t *testing.T, host, cmd string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := tb.Run(ctx, host, cmd)
+		if err != nil {
+			t.Fatalf("%s as root: %s: %v", host, cmd, err)
+		}
+		return out
+	}
+	if out := root(t, "gpu1", "visudo -c -f /etc/sudoers.d/deploy && echo parsed"); !strings.Contains(out, "parsed") {
+		t.Fatalf("visudo: %s", out)
+	}
+
+	opts := func(t *testing.T, alias string) live.Options {
+		t.Helper()
+		cfg, err := sshx.Resolve(t.Context(), alias, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := base
+		o.Name, o.SSH = alias, cfg
+		o.Dial = sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: tb.SSHConfig()}, AgentSocket: "-"}
+		return o
+	}
+
+	t.Run("doctor", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		ok := sudoOf(t, Host(ctx, opts(t, "gpu1-deploy")))
+		if ok.Status != OK || !strings.Contains(ok.Detail, "may run the 27 root commands") {
+			t.Errorf("gpu1 (the rule): %+v", ok)
+		}
+		old := sudoOf(t, Host(ctx, opts(t, "gpu2-deploy")))
+		t.Logf("gpu2 (NOPASSWD for systemctl): %s\n  fix: %s", old.Detail, old.Fix)
+		// gpu2 resolves the same tools at the same paths: the same rule.
+		if old.Status != Warn || !strings.Contains(old.Detail, "run 5 of the 27") || !strings.Contains(old.Fix, indent(rule)) {
+			t.Errorf("gpu2 (the old advice): %+v", old)
+		}
+	})
+
+	t.Run("old advice is not enough", func(t *testing.T) {
+		err := do(t, opts(t, "gpu2-deploy"), remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"})
+		var serr *systemd.SudoError
+		if !errors.As(err, &serr) || !errors.Is(err, systemd.ErrSudoDenied) {
+			t.Fatalf("mode change under NOPASSWD systemctl: %v, want sudo refusing the drop-in write", err)
+		}
+		t.Logf("gpu2: %v", err)
+	})
+
+	t.Run("every action", func(t *testing.T) {
+		testEveryAction(t, tb, opts(t, "gpu1-deploy"), root)
+	})
+
+	t.Run("narrow", func(t *testing.T) {
+		conn := tbssh.Connect(t, tb, "gpu1-deploy")
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		root(t, "gpu1", "echo keep > /var/tmp/victim && chmod 644 /var/tmp/victim")
+		for _, cmd := range []string{
+			"sudo -n true",
+			"sudo -n sh -c id",
+			"sudo -n -- rm -f -- /var/tmp/victim",
+			"sudo -n -- cat -- /proc/1/environ /etc/shadow",
+			"sudo -n -- cat -- /etc/shadow",
+			"sudo -n -- systemctl --no-ask-password restart -- ssh.service",
+			"sudo -n -- systemctl --no-ask-password daemon-reexec",
+			"sudo -n -- mkdir -p -- /etc/evil",
+			"sudo -n -- tar -x --no-same-owner -f - -C /etc",
+			"sudo -n -- rsync --ignore-times --perms -- /etc/shadow /var/tmp/victim",
+			"sudo -n -- install -m 0644 -T -- /dev/stdin /etc/sudoers.d/more",
+			"sudo -n -- mv -f -T -- /var/tmp/victim /etc/sudoers.d/more",
+		} {
+			_, errOut, code, err := conn.Exec(ctx, cmd+" </dev/null")
+			if err != nil || code == 0 {
+				t.Errorf("%s: exit %d, %v: sudo allowed it", cmd, code, err)
+				continue
+			}
+			if !strings.Contains(string(errOut), "not allowed to execute") && !strings.Contains(string(errOut), "password is required") {
+				t.Errorf("%s: refused, but not by sudo? %q", cmd, errOut)
+			}
+		}
+		// The allowed rsync takes its list from stdin: a path that climbs
+		// out is not followed.
+		dir := cat.Kernels[0].RemoteDir
+		mk := sshx.DeployMkdirCmd(dir, "/var/lib/bringup/deployed").Line(true)
+		if _, errOut, code, err := conn.Exec(ctx, mk+" && "+sshx.DeployUnpackCmd(dir).Line(true)+" </dev/null; true"); err != nil || code != 0 {
+			t.Fatalf("staging dir: %d %v %s", code, err, errOut)
+		}
+		root(t, "gpu1", "mkdir -p "+sshx.DeployStage(dir)+"/files")
+		apply := sshx.DeployApplyCmd(dir).Line(true)
+		if out, errOut, code, err := execStdin(ctx, conn, apply, []byte("../../../var/tmp/victim\x00/var/tmp/victim\x00")); err != nil {
+			t.Fatal(err)
+		} else {
+			t.Logf("rsync with climbing paths: exit %d %s%s", code, out, errOut)
+		}
+		// A tar member that climbs out is refused too.
+		var arch bytes.Buffer
+		tw := tar.NewWriter(&arch)
+		_ = tw.WriteHeader(&tar.Header{Name: "../../../var/tmp/victim", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte("evil"))
+		_ = tw.Close()
+		_, errOut, code, err := execStdin(ctx, conn, sshx.DeployUnpackCmd(dir).Line(true), arch.Bytes())
+		t.Logf("tar with a climbing member: exit %d, %v: %s", code, err, errOut)
+		if got := root(t, "gpu1", "cat /var/tmp/victim"); got != "keep\n" {
+			t.Errorf("/var/tmp/victim is now %q: the allowed commands reached outside their directories", got)
+		}
+		root(t, "gpu1", sshx.DeployCleanCmd(dir).Line(false))
+	})
+}
+
+// testEveryAction runs each action through the console's own door
+// (live.Host.Do) as gpu1's deploy login: mode (drop-in + daemon-reload),
+// restart, stop, reset-failed, undo, a runtime mode and its undo, and a
+// redeploy of 2 000 files, then one that changes, deletes and removes.
+func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root func(*testing.T, string, string) string) {
+	const unit = testbed.UnitName
+	build := filepath.Join(t.TempDir(), "site")
+	files := map[string]string{
+		"sitecustomize.py":          "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n",
+		"kdtree_verify/__init__.py": "VERSION = '2000'\n",
+	}
+	for i := range 2000 {
+		files[fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i)] = fmt.Sprintf("N = %d\n", i)
+	}
+	writeFiles(t, build, files)
+	o.Kernels.Kernels[0].LocalDir = build
+	h := live.New(o)
+	ev := newEvents()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Run(ctx, ev.emit) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ev.waitUp(t)
+
+	act := func(a remote.Action) {
+		t.Helper()
+		actx, acancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer acancel()
+		start := time.Now()
+		if err := h.Do(actx, a, ev.emit); err != nil {
+			t.Fatalf("%s as deploy: %v\nlast commands:\n%s", a, err, ev.commands(8))
+		}
+		t.Logf("%s: %v", a, time.Since(start).Round(time.Millisecond))
+	}
+	state := func() string {
+		t.Helper()
+		return strings.TrimSpace(root(t, "gpu1", "systemctl show -p ActiveState -p SubState --value "+unit+" | paste -sd/"))
+	}
+	path := kernels.DropInPath(unit, "kdtree-verify", false)
+
+	act(remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"})
+	if got := root(t, "gpu1", "stat -c '%U %a' "+path+"; systemctl show -p Environment --value "+unit); !strings.HasPrefix(got, "root 644\n") || !strings.Contains(got, "KDTREE_MODE=on") {
+		t.Fatalf("after mode on: %q", got)
+	}
+	act(remote.Action{Kind: remote.ActRestart})
+	if st := state(); st != "active/running" {
+		t.Fatalf("after restart: %s", st)
+	}
+	act(remote.Action{Kind: remote.ActStop})
+	if st := state(); st != "inactive/dead" {
+		t.Fatalf("after stop: %s", st)
+	}
+	act(remote.Action{Kind: remote.ActRestart})
+	root(t, "gpu1", "systemctl kill -s KILL "+unit+" && sleep 1")
+	if st := state(); st != "failed/failed" {
+		t.Fatalf("after kill: %s", st)
+	}
+	act(remote.Action{Kind: remote.ActResetFailed})
+	if st := state(); st != "inactive/dead" {
+		t.Fatalf("after reset-failed: %s", st)
+	}
+	act(remote.Action{Kind: remote.ActUndoMode, Kernel: "kdtree-verify"})
+	if got := root(t, "gpu1", "ls -a "+kernels.DropInDir(unit, false)+" 2>&1; systemctl show -p Environment --value "+unit); strings.Contains(got, "bringup") || !strings.Contains(got, "KDTREE_MODE=validate") {
+		t.Fatalf("after undo: %q", got)
+	}
+	act(remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "off", Runtime: true})
+	act(remote.Action{Kind: remote.ActUndoMode, Kernel: "kdtree-verify"})
+
+	act(remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"})
+	dir := o.Kernels.Kernels[0].RemoteDir
+	// 2 000 files and the build's two; the image's kdtree_verify.py,
+	// which the build lacks, is gone.
+	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; stat -c '%U %a' "+dir+"/kdtree_verify/ops07/*_0007.py; ls -A "+filepath.Dir(dir)); got != "2002\nroot 644\nsite\n" {
+		t.Fatalf("after the 2 000-file redeploy: %q", got)
+	}
+	if err := os.RemoveAll(filepath.Join(build, "kdtree_verify", "ops13")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, build, map[string]string{"kdtree_verify/__init__.py": "VERSION = '2001'\n"})
+	if err := os.Chmod(filepath.Join(build, "sitecustomize.py"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	act(remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"})
+	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; ls "+dir+"/kdtree_verify/ops13 2>&1 | head -1; stat -c %a "+dir+"/sitecustomize.py; cat "+dir+"/kdtree_verify/__init__.py"); got != "1952\nls: cannot access '"+dir+"/kdtree_verify/ops13': No such file or directory\n755\nVERSION = '2001'\n" {
+		t.Fatalf("after the second redeploy: %q", got)
+	}
+	act(remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"})
+	act(remote.Action{Kind: remote.ActRestart})
+	if st := state(); st != "active/running" {
+		t.Fatalf("after mode on and restart with the new build: %s", st)
+	}
+	for _, c := range ev.all() {
+		if strings.Contains(c, "sh -c") {
+			t.Errorf("an action ran a shell as root: %s", c)
+		}
+	}
+}
+
+// do runs one action on a fresh live host.
+func do(t *testing.T, o live.Options, a remote.Action) error {
+	h := live.New(o)
+	ev := newEvents()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Run(ctx, ev.emit) }()
+	defer func() { cancel(); <-done }()
+	ev.waitUp(t)
+	actx, acancel := context.WithTimeout(t.Context(), time.Minute)
+	defer acancel()
+	return h.Do(actx, a, ev.emit)
+}
+
+// events keeps the commands an action ran (KindCommand), for errors.
+type events struct {
+	mu   sync.Mutex
+	cmds []string
+	up   chan struct{} // closed at the first connection
+	once sync.Once
+}
+
+func newEvents() *events { return &events{up: make(chan struct{})} }
+
+// waitUp waits for the host's first connection: actions go over it.
+func (e *events) waitUp(t *testing.T) {
+	t.Helper()
+	select {
+	case <-e.up:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no connection after 30 s")
+	}
+}
+
+func (e *events) emit(ev event.Event) bool {
+	if ev.Kind == event.KindConn && ev.Conn != nil && ev.Conn.State == event.ConnUp {
+		e.once.Do(func() { close(e.up) })
+	}
+	if ev.Kind == event.KindCommand && ev.Command != nil {
+		e.mu.Lock()
+		e.cmds = append(e.cmds, fmt.Sprintf("[%s] %s → exit %d %s", ev.Command.Via, ev.Command.Text, ev.Command.Exit, ev.Command.Err))
+		e.mu.Unlock()
+	}
+	return true
+}
+
+func (e *events) all() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string{}, e.cmds...)
+}
+
+func (e *events) commands(n int) string {
+	all := e.all()
+	return strings.Join(all[max(0, len(all)-n):], "\n")
+}
+
+func sudoOf(t *testing.T, rep *Report) Check {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == "sudo" {
+			return c
+		}
+	}
+	t.Fatalf("no sudo check in %+v", rep.Checks)
+	return Check{}
+}
+
+// execStdin runs cmd on conn's host with stdin.
+func execStdin(ctx context.Context, conn *sshx.Conn, cmd string, stdin []byte) (string, string, int, error) {
+	cl, err := conn.Client(ctx)
+	if err != nil {
+		return "", "", -1, err
+	}
+	s, err := cl.NewSession()
+	if err != nil {
+		return "", "", -1, err
+	}
+	defer s.Close()
+	var out, errOut bytes.Buffer
+	s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &errOut
+	err = s.Run(cmd)
+	var ee interface{ ExitStatus() int }
+	if errors.As(err, &ee) {
+		return out.String(), errOut.String(), ee.ExitStatus(), nil
+	}
+	if err != nil {
+		return out.String(), errOut.String(), -1, err
+	}
+	return out.String(), errOut.String(), 0, nil
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
