@@ -38,6 +38,7 @@ func TestTestbed(t *testing.T) {
 	t.Run("NonRootThroughSudo", w.nonRoot)
 	t.Run("CutUpload", w.cutUpload)
 	t.Run("ManyFilesFigures", w.manyFiles)
+	t.Run("NonRootTwoThousandFiles", w.nonRootMany)
 }
 
 // world is the state the subtests share.
@@ -211,7 +212,7 @@ func (w *world) nonRoot(t *testing.T) {
 	if !res.Sudo || !slices.Equal(res.Uploaded, []string{"sitecustomize.py"}) || res.Record.By != "deploy" {
 		t.Fatalf("sudo sync: %+v", res)
 	}
-	if out := w.run(t, ctx, "gpu1", "sha256sum "+site+"/sitecustomize.py; stat -c '%U %a' "+site+"/sitecustomize.py; ls -A /opt/kdtree ~deploy/.cache/bringup 2>&1"); !strings.Contains(out, "root 644\n") ||
+	if out := w.run(t, ctx, "gpu1", "sha256sum "+site+"/sitecustomize.py; stat -c '%U %a' "+site+"/sitecustomize.py; ls -A /opt/kdtree ~deploy/.cache/bringup 2>&1; true"); !strings.Contains(out, "root 644\n") ||
 		strings.Contains(out, "bringup-stage") || strings.Contains(out, "stage") {
 		t.Fatalf("after sudo install: %q", out)
 	}
@@ -326,4 +327,50 @@ func (w *world) manyFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("RemoteHash of 200 files over SFTP: %v", time.Since(start))
+}
+
+// nonRootMany redeploys 2 000 files through sudo as deploy, then changes
+// one and removes a directory of 50: the install steps never put the file
+// list in an argument (a single argument is capped at 128 KiB, which an
+// install script naming each file passed at about 230 files).
+func (w *world) nonRootMany(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	build := filepath.Join(t.TempDir(), "many")
+	files := map[string]string{}
+	for i := range 2000 {
+		files[fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i)] = fmt.Sprintf("N = %d\n", i)
+	}
+	writeTree(t, build, files)
+	const dir = "/opt/many2k/site"
+	conn, _ := w.connect(t, ctx, "gpu1-deploy")
+	start := time.Now()
+	res, err := Sync(ctx, conn, build, dir, Options{})
+	if err != nil {
+		t.Fatalf("sync of 2 000 files as deploy: %v", err)
+	}
+	t.Logf("first deploy of 2 000 files through sudo: %v", time.Since(start))
+	if !res.Sudo || len(res.Uploaded) != 2000 || !res.Fsynced {
+		t.Fatalf("sync: sudo %v, %d uploaded, fsynced %v", res.Sudo, len(res.Uploaded), res.Fsynced)
+	}
+	if err := os.RemoveAll(filepath.Join(build, "kdtree_verify", "ops13")); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, build, map[string]string{"kdtree_verify/ops07/a_module_with_a_long_descriptive_name_0007.py": "N = 'changed'\n"})
+	start = time.Now()
+	res, err = Sync(ctx, conn, build, dir, Options{})
+	if err != nil || len(res.Uploaded) != 1 || len(res.Deleted) != 50 {
+		t.Fatalf("resync: %d uploaded, %d deleted, %v", len(res.Uploaded), len(res.Deleted), err)
+	}
+	t.Logf("redeploy with 1 changed and 50 removed of 2 000: %v", time.Since(start))
+	local, err := bundle.DirHash(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(w.run(t, ctx, "gpu1", "find "+dir+" -type f | wc -l; ls -A /opt/many2k; stat -c %U "+dir+"/kdtree_verify/ops07/a_module_with_a_long_descriptive_name_0007.py")); got != "1950\nsite\nroot" {
+		t.Fatalf("on the host: %q", got)
+	}
+	if rec, err := ReadRecord(ctx, conn, "", dir); err != nil || rec.Hash != local || rec.By != "deploy" || rec.Files != 1950 {
+		t.Fatalf("record %+v, %v; want hash %s", rec, err, local)
+	}
 }
