@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"bringup/kernels/bundle"
 	"bringup/remote/sshx"
+	"bringup/remote/systemd"
 )
 
 // A non-root login installs through sudo with sshx's fixed deploy
@@ -205,7 +205,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	}()
 	_, errOut, code, xerr := execInput(ctx, s.conn, sshx.DeployUnpackCmd(tg.dir).Line(true), pr)
 	// The remote end may have stopped reading: unblock the writer.
-	pr.CloseWithError(errors.New("upload stopped"))
+	pr.CloseWithError(io.ErrClosedPipe)
 	werr := <-wrote
 	switch {
 	case werr != nil && ctx.Err() == nil && xerr == nil && code == 0:
@@ -307,83 +307,14 @@ func rsyncLiteral(name string) string {
 }
 
 // sudoErr describes a failed privileged command: sudo's own refusal
-// (ErrSudo) or the command's first error line.
+// (ErrSudo, classified as systemd.SudoRefusal does for every sudo -n) or
+// the command's first error line.
 func sudoErr(host string, errOut []byte, code int) error {
 	msg := remoteErr(errOut, code)
-	if refusedBySudo(string(errOut)) {
-		return fmt.Errorf("%w: %s; `bringup doctor %s` prints the sudoers rule redeploy needs", ErrSudo, msg, host)
+	if serr := systemd.SudoRefusal(host, string(errOut)); serr != nil {
+		return fmt.Errorf("%w: %w", ErrSudo, serr)
 	}
-	return errors.New(msg)
-}
-
-// refusedBySudo recognises sudo's refusals (sudo 1.9 wording).
-func refusedBySudo(stderr string) bool {
-	for _, s := range []string{"sudo: a password is required", "a terminal is required", "you must have a tty",
-		"is not in the sudoers file", "is not allowed to execute", "may not run sudo", "sudo: command not found"} {
-		if strings.Contains(stderr, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// inputExecer is a Conn that runs a command with stdin itself (the tests'
-// local host).
-type inputExecer interface {
-	ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr []byte, exitCode int, err error)
-}
-
-// maxInputOutput caps what execInput keeps of each output stream: the
-// commands it runs say little.
-const maxInputOutput = 1 << 20
-
-// execInput runs cmd on conn's host with stdin as its standard input,
-// which it reads to the end (or until the command exits). Ending ctx
-// kills the command.
-func execInput(ctx context.Context, conn Conn, cmd string, stdin io.Reader) ([]byte, []byte, int, error) {
-	if x, ok := conn.(inputExecer); ok {
-		return x.ExecInput(ctx, cmd, stdin)
-	}
-	cl, err := conn.Client(ctx)
-	if err != nil {
-		return nil, nil, -1, err
-	}
-	sess, err := cl.NewSession()
-	if err != nil {
-		return nil, nil, -1, fmt.Errorf("new session: %w", err)
-	}
-	defer sess.Close()
-	var out, errOut limitedBuffer
-	out.max, errOut.max = maxInputOutput, maxInputOutput
-	sess.Stdin, sess.Stdout, sess.Stderr = stdin, &out, &errOut
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	err = sess.Run(cmd)
-	stop()
-	if ctx.Err() != nil {
-		return out.Bytes(), errOut.Bytes(), -1, ctx.Err()
-	}
-	var ee interface{ ExitStatus() int }
-	switch {
-	case err == nil:
-		return out.Bytes(), errOut.Bytes(), 0, nil
-	case errors.As(err, &ee):
-		return out.Bytes(), errOut.Bytes(), ee.ExitStatus(), nil
-	}
-	return out.Bytes(), errOut.Bytes(), -1, err
-}
-
-// limitedBuffer keeps the first max bytes written to it and drops the
-// rest.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
+	return fmt.Errorf("%s", msg)
 }
 
 // sudoCheckLine asks sudo, without running anything, whether the login

@@ -296,12 +296,9 @@ func (w *world) cutUpload(t *testing.T) {
 func (w *world) manyFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	build := filepath.Join(t.TempDir(), "many")
-	files := map[string]string{}
-	for i := range 200 {
-		files[fmt.Sprintf("pkg%d/mod%03d.py", i%10, i)] = strings.Repeat(fmt.Sprintf("# %d\n", i), 1000)
-	}
-	writeTree(t, build, files)
+	build := manyBuild(t, 200, func(i int) (string, string) {
+		return fmt.Sprintf("pkg%d/mod%03d.py", i%10, i), strings.Repeat(fmt.Sprintf("# %d\n", i), 1000)
+	})
 	conn, _ := w.connect(t, ctx, "gpu1")
 	const dir = "/opt/many/site"
 	start := time.Now()
@@ -334,14 +331,11 @@ func (w *world) manyFiles(t *testing.T) {
 // list in an argument (a single argument is capped at 128 KiB, which an
 // install script naming each file passed at about 230 files).
 func (w *world) nonRootMany(t *testing.T) {
+	build := manyBuild(t, 2000, func(i int) (string, string) {
+		return fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i), fmt.Sprintf("N = %d\n", i)
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	build := filepath.Join(t.TempDir(), "many")
-	files := map[string]string{}
-	for i := range 2000 {
-		files[fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i)] = fmt.Sprintf("N = %d\n", i)
-	}
-	writeTree(t, build, files)
 	const dir = "/opt/many2k/site"
 	conn, _ := w.connect(t, ctx, "gpu1-deploy")
 	start := time.Now()
@@ -373,4 +367,18 @@ func (w *world) nonRootMany(t *testing.T) {
 	if rec, err := ReadRecord(ctx, conn, "", dir); err != nil || rec.Hash != local || rec.By != "deploy" || rec.Files != 1950 {
 		t.Fatalf("record %+v, %v; want hash %s", rec, err, local)
 	}
+}
+
+// manyBuild writes a local build of n files, file i named and filled by
+// file(i).
+func manyBuild(t *testing.T, n int, file func(i int) (name, content string)) string {
+	t.Helper()
+	build := filepath.Join(t.TempDir(), "many")
+	files := map[string]string{}
+	for i := range n {
+		name, content := file(i)
+		files[name] = content
+	}
+	writeTree(t, build, files)
+	return build
 }

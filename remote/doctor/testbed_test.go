@@ -163,14 +163,21 @@ func TestLeastPrivilegeOnTestbed(t *testing.T) {
 func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root func(*testing.T, string, string) string) {
 	const unit = testbed.UnitName
 	build := filepath.Join(t.TempDir(), "site")
-	files := map[string]string{
-		"sitecustomize.py":          "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n",
-		"kdtree_verify/__init__.py": "VERSION = '2000'\n",
+	put := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(build, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	put("sitecustomize.py", "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n")
+	put("kdtree_verify/__init__.py", "VERSION = '2000'\n")
 	for i := range 2000 {
-		files[fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i)] = fmt.Sprintf("N = %d\n", i)
+		put(fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i), fmt.Sprintf("N = %d\n", i))
 	}
-	writeFiles(t, build, files)
 	o.Kernels.Kernels[0].LocalDir = build
 	h := live.New(o)
 	ev := newEvents()
@@ -234,7 +241,7 @@ func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root fun
 	if err := os.RemoveAll(filepath.Join(build, "kdtree_verify", "ops13")); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, build, map[string]string{"kdtree_verify/__init__.py": "VERSION = '2001'\n"})
+	put("kdtree_verify/__init__.py", "VERSION = '2001'\n")
 	if err := os.Chmod(filepath.Join(build, "sitecustomize.py"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -344,17 +351,4 @@ func execStdin(ctx context.Context, conn *sshx.Conn, cmd string, stdin []byte) (
 		return out.String(), errOut.String(), -1, err
 	}
 	return out.String(), errOut.String(), 0, nil
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
