@@ -127,28 +127,34 @@ func TestLeastPrivilegeOnTestbed(t *testing.T) {
 				t.Errorf("%s: refused, but not by sudo? %q", cmd, errOut)
 			}
 		}
-		// The allowed rsync takes its list from stdin: a path that climbs
-		// out is not followed.
+		// The allowed tar reads an archive on stdin: a member that climbs
+		// out lands inside the staging directory (GNU tar strips the
+		// "../") or is refused.
 		dir := cat.Kernels[0].RemoteDir
-		mk := sshx.DeployMkdirCmd(dir, "/var/lib/bringup/deployed").Line(true)
-		if _, errOut, code, err := conn.Exec(ctx, mk+" && "+sshx.DeployUnpackCmd(dir).Line(true)+" </dev/null; true"); err != nil || code != 0 {
+		if _, errOut, code, err := conn.Exec(ctx, sshx.DeployMkdirCmd(dir, "/var/lib/bringup/deployed").Line(true)); err != nil || code != 0 {
 			t.Fatalf("staging dir: %d %v %s", code, err, errOut)
 		}
-		root(t, "gpu1", "mkdir -p "+sshx.DeployStage(dir)+"/files")
-		apply := sshx.DeployApplyCmd(dir).Line(true)
-		if out, errOut, code, err := execStdin(ctx, conn, apply, []byte("../../../var/tmp/victim\x00/var/tmp/victim\x00")); err != nil {
-			t.Fatal(err)
-		} else {
-			t.Logf("rsync with climbing paths: exit %d %s%s", code, out, errOut)
-		}
-		// A tar member that climbs out is refused too.
 		var arch bytes.Buffer
 		tw := tar.NewWriter(&arch)
+		_ = tw.WriteHeader(&tar.Header{Name: "files/", Mode: 0o755, Typeflag: tar.TypeDir})
 		_ = tw.WriteHeader(&tar.Header{Name: "../../../var/tmp/victim", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
 		_, _ = tw.Write([]byte("evil"))
 		_ = tw.Close()
 		_, errOut, code, err := execStdin(ctx, conn, sshx.DeployUnpackCmd(dir).Line(true), arch.Bytes())
 		t.Logf("tar with a climbing member: exit %d, %v: %s", code, err, errOut)
+		// The allowed rsync reads include rules on stdin: patterns only,
+		// so a merge of another file (a way to read it as root) is just a
+		// pattern, and it works inside its two directories alone.
+		before := root(t, "gpu1", "find "+dir+" | sort | sha256sum")
+		rules := "/../../../var/tmp/victim\x00. /etc/shadow\x00merge /etc/shadow\x00- *\x00"
+		out, errOut, code, err := execStdin(ctx, conn, sshx.DeployApplyCmd(dir).Line(true), []byte(rules))
+		t.Logf("rsync with climbing and merge rules: exit %d, %v: %s%s", code, err, out, errOut)
+		if strings.Contains(out+errOut, "root:") {
+			t.Errorf("rsync showed /etc/shadow: %s%s", out, errOut)
+		}
+		if after := root(t, "gpu1", "find "+dir+" | sort | sha256sum"); after != before {
+			t.Errorf("rules that exclude everything changed %s", dir)
+		}
 		if got := root(t, "gpu1", "cat /var/tmp/victim"); got != "keep\n" {
 			t.Errorf("/var/tmp/victim is now %q: the allowed commands reached outside their directories", got)
 		}
