@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"bringup/kernels/bundle"
 	"bringup/remote/sshx"
+	"bringup/remote/testbed/e2e"
 )
 
 // newBuild makes a local kernel build like the demo's.
@@ -138,7 +140,18 @@ func TestSyncLocal(t *testing.T) {
 	}
 }
 
+// needRsync runs a test of the sudo path, which installs with this
+// machine's rsync, wherever rsync is; without it the test is an
+// end-to-end one (package e2e: skipped, or failed under BRINGUP_E2E=1).
+func needRsync(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("rsync"); err != nil {
+		e2e.Require(t, e2e.Command("rsync"))
+	}
+}
+
 func TestSyncSudo(t *testing.T) {
+	needRsync(t)
 	build := newBuild(t)
 	base := t.TempDir()
 	remote := filepath.Join(base, "opt", "site")
@@ -349,6 +362,7 @@ func TestPlanSudo(t *testing.T) {
 // that the sudoers rule doctor prints allows all of them, and that no
 // command line grows with the number of files.
 func TestSudoStepsAreTheTable(t *testing.T) {
+	needRsync(t)
 	build := filepath.Join(t.TempDir(), "build")
 	files := map[string]string{}
 	for i := range 300 {
