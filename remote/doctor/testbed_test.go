@@ -6,16 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"bringup/kernels"
 	"bringup/remote"
-	"bringup/remote/event"
 	"bringup/remote/live"
 	"bringup/remote/sshx"
 	"bringup/remote/systemd"
@@ -168,23 +164,13 @@ func TestLeastPrivilegeOnTestbed(t *testing.T) {
 // redeploy of 2 000 files, then one that changes, deletes and removes.
 func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root func(*testing.T, string, string) string) {
 	const unit = testbed.UnitName
-	build := filepath.Join(t.TempDir(), "site")
-	put := func(rel, content string) {
-		t.Helper()
-		p := filepath.Join(build, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("sitecustomize.py", "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n")
-	put("kdtree_verify/__init__.py", "VERSION = '2000'\n")
+	b := localBuild{t: t, dir: t.TempDir() + "/site"}
+	b.put("sitecustomize.py", "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n")
+	b.put("kdtree_verify/__init__.py", "VERSION = '2000'\n")
 	for i := range 2000 {
-		put(fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i), fmt.Sprintf("N = %d\n", i))
+		b.put(fmt.Sprintf("kdtree_verify/ops%02d/a_module_with_a_long_descriptive_name_%04d.py", i%40, i), fmt.Sprintf("N = %d\n", i))
 	}
-	o.Kernels.Kernels[0].LocalDir = build
+	o.Kernels.Kernels[0].LocalDir = b.dir
 	h := live.New(o)
 	ev := newEvents()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -241,16 +227,12 @@ func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root fun
 	dir := o.Kernels.Kernels[0].RemoteDir
 	// 2 000 files and the build's two; the image's kdtree_verify.py,
 	// which the build lacks, is gone.
-	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; stat -c '%U %a' "+dir+"/kdtree_verify/ops07/*_0007.py; ls -A "+filepath.Dir(dir)); got != "2002\nroot 644\nsite\n" {
+	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; stat -c '%U %a' "+dir+"/kdtree_verify/ops07/*_0007.py; ls -A "+strings.TrimSuffix(dir, "/site")); got != "2002\nroot 644\nsite\n" {
 		t.Fatalf("after the 2 000-file redeploy: %q", got)
 	}
-	if err := os.RemoveAll(filepath.Join(build, "kdtree_verify", "ops13")); err != nil {
-		t.Fatal(err)
-	}
-	put("kdtree_verify/__init__.py", "VERSION = '2001'\n")
-	if err := os.Chmod(filepath.Join(build, "sitecustomize.py"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b.remove("kdtree_verify/ops13")
+	b.put("kdtree_verify/__init__.py", "VERSION = '2001'\n")
+	b.chmod("sitecustomize.py", 0o755)
 	act(remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"})
 	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; ls "+dir+"/kdtree_verify/ops13 2>&1 | head -1; stat -c %a "+dir+"/sitecustomize.py; cat "+dir+"/kdtree_verify/__init__.py"); got != "1952\nls: cannot access '"+dir+"/kdtree_verify/ops13': No such file or directory\n755\nVERSION = '2001'\n" {
 		t.Fatalf("after the second redeploy: %q", got)
@@ -279,49 +261,6 @@ func do(t *testing.T, o live.Options, a remote.Action) error {
 	actx, acancel := context.WithTimeout(t.Context(), time.Minute)
 	defer acancel()
 	return h.Do(actx, a, ev.emit)
-}
-
-// events keeps the commands an action ran (KindCommand), for errors.
-type events struct {
-	mu   sync.Mutex
-	cmds []string
-	up   chan struct{} // closed at the first connection
-	once sync.Once
-}
-
-func newEvents() *events { return &events{up: make(chan struct{})} }
-
-// waitUp waits for the host's first connection: actions go over it.
-func (e *events) waitUp(t *testing.T) {
-	t.Helper()
-	select {
-	case <-e.up:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no connection after 30 s")
-	}
-}
-
-func (e *events) emit(ev event.Event) bool {
-	if ev.Kind == event.KindConn && ev.Conn != nil && ev.Conn.State == event.ConnUp {
-		e.once.Do(func() { close(e.up) })
-	}
-	if ev.Kind == event.KindCommand && ev.Command != nil {
-		e.mu.Lock()
-		e.cmds = append(e.cmds, fmt.Sprintf("[%s] %s → exit %d %s", ev.Command.Via, ev.Command.Text, ev.Command.Exit, ev.Command.Err))
-		e.mu.Unlock()
-	}
-	return true
-}
-
-func (e *events) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string{}, e.cmds...)
-}
-
-func (e *events) commands(n int) string {
-	all := e.all()
-	return strings.Join(all[max(0, len(all)-n):], "\n")
 }
 
 func sudoOf(t *testing.T, rep *Report) Check {
