@@ -190,9 +190,10 @@ func DeployMkdirCmd(dir, recordDir string) RootCmd {
 }
 
 // DeployUnpackCmd unpacks a tar archive read from stdin into the staging
-// directory. GNU tar refuses member names with "..", strips a leading
-// "/", and as root with --no-same-owner makes every file root's and drops
-// set-uid and set-gid bits.
+// directory. GNU tar strips a leading "/" or "../" from member names and
+// refuses one with ".." elsewhere, so nothing lands outside it; as root
+// with --no-same-owner it makes every file root's and drops set-uid and
+// set-gid bits.
 func DeployUnpackCmd(dir string) RootCmd {
 	return RootCmd{Tool: "tar", Args: []string{"-x", "--no-same-owner", "-f", "-", "-C", DeployStage(dir)}}
 }
@@ -268,7 +269,7 @@ func (s Scope) ruleCommands() []RootCmd {
 	var out []RootCmd
 	environ := false
 	for _, c := range s.Commands() {
-		if c.Tool == "cat" {
+		if c.Tool == "cat" { // cat is only ever EnvironCmd
 			if !environ {
 				out = append(out, environShapes()...)
 				environ = true
