@@ -213,7 +213,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	case xerr != nil:
 		return false, fmt.Errorf("%s: unpack into %s: %w", s.host, tg.stage, xerr)
 	case code != 0:
-		return false, fmt.Errorf("%s: unpack into %s: %s", s.host, tg.stage, sudoErr(s.host, errOut, code))
+		return false, fmt.Errorf("%s: unpack into %s: %w", s.host, tg.stage, sudoErr(s.host, errOut, code))
 	case werr != nil:
 		return false, fmt.Errorf("%s: send %s: %w", s.host, tg.stage, werr)
 	}
@@ -224,7 +224,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	if _, errOut, code, err := execInput(ctx, s.conn, sshx.DeployApplyCmd(tg.dir).Line(true), bytes.NewReader(applyRules(sp))); err != nil {
 		return false, fmt.Errorf("%s: install into %s: %w", s.host, tg.dir, err)
 	} else if code != 0 {
-		return false, fmt.Errorf("%s: install into %s: %s", s.host, tg.dir, sudoErr(s.host, errOut, code))
+		return false, fmt.Errorf("%s: install into %s: %w", s.host, tg.dir, sudoErr(s.host, errOut, code))
 	}
 	if err := s.exec(ctx, "record "+rec.Dir, sshx.DeployRecordCmd(tg.dir, opts.RecordDir).Line(true)+" && "+sshx.DeployCleanCmd(tg.dir).Line(true)); err != nil {
 		return false, err
