@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/event"
+	"bringup/remote/unitname"
 )
 
 // showRunning is `systemctl show` of a running unit on systemd 252
@@ -135,6 +136,19 @@ func TestCheckUnit(t *testing.T) {
 	for _, bad := range []string{"", "-x.service", "a b.service", "a;reboot", "a'b", "a\nb", strings.Repeat("a", 256)} {
 		if err := checkUnit(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestWatchRefusesGlobForGood: Watch refuses a glob before it touches the
+// host (the nil Dialer would panic otherwise), with an error that wraps
+// unitname.ErrInvalid, which the host driver takes as permanent instead of
+// retrying every 5 s.
+func TestWatchRefusesGlobForGood(t *testing.T) {
+	for _, unit := range []string{"sglang*", "sgl?ng.service", "sgl[ab].service", "sglang"} {
+		err := Watch(context.Background(), nil, WatchOptions{Host: "gpu1", Unit: unit}, func(event.Event) bool { return true })
+		if !errors.Is(err, unitname.ErrInvalid) || !strings.Contains(err.Error(), "gpu1") {
+			t.Errorf("Watch(%q) = %v, want unitname.ErrInvalid naming the host", unit, err)
 		}
 	}
 }
