@@ -725,6 +725,7 @@ func sanitizeEvent(ev *event.Event) {
 	}
 	if u := ev.Unit; u != nil {
 		u.Name = sanitize.String(u.Name)
+		u.LoadState = sanitize.String(u.LoadState)
 		u.ActiveState = sanitize.String(u.ActiveState)
 		u.SubState = sanitize.String(u.SubState)
 		u.Result = sanitize.String(u.Result)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/sanitize"
+	"bringup/remote/startup"
 )
 
 // runCmd runs an action command as the program would and feeds its result
@@ -402,4 +404,35 @@ func TestHeaderShowsReplayPosition(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// TestNotLoadedUnitShows: a host that has no such unit (LoadState
+// not-found) says so in its table row, its host view's title and to the
+// state: filter, rather than passing for a stopped unit.
+func TestNotLoadedUnitShows(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40)
+	b := fleetFixture()
+	b.Hosts[1].UnitState = event.Unit{Name: "sglang.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	b.Hosts[1].Startup = startup.Startup{Phase: startup.Stopped}
+	m.Update(batchMsg(b))
+	if row := rowOf(render(m), "gpu2"); !strings.Contains(row, "not-found") || strings.Contains(row, "inactive") {
+		t.Fatalf("gpu2 row %q: want its unit state not-found", row)
+	}
+	f, err := parseHostFilter("state:not-found", []string{"gpu1", "gpu2", "gpu3", "gpu4"}, m.opts.Kernels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matched []string
+	for i := range b.Hosts {
+		if f.match(&b.Hosts[i]) {
+			matched = append(matched, b.Hosts[i].Name)
+		}
+	}
+	if !slices.Equal(matched, []string{"gpu2"}) {
+		t.Errorf("state:not-found shows %v, want gpu2", matched)
+	}
+	press(m, "j", "enter")
+	if title := lines(render(m))[1]; !strings.Contains(title, "gpu2 · sglang.service · not-found") {
+		t.Fatalf("host view title %q: want the unit not-found", title)
+	}
 }

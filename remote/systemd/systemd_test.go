@@ -25,6 +25,7 @@ ExecMainStartTimestamp=Mon 2026-11-30 01:51:48.934830 UTC
 ExecStart={ path=/usr/local/bin/infersim ; argv[]=/usr/local/bin/infersim --model-path /models/demo --port 30000 --tp 8 ; ignore_errors=no ; start_time=[Mon 2026-11-30 01:51:48.934181 UTC] ; stop_time=[n/a] ; pid=54 ; code=(null) ; status=0/0 }
 Environment=KDTREE_MODE=off PYTHONPATH=/opt/kdtree/site "SP=a b" "Q=it's" "BS=x\\y"
 Id=sglang.service
+LoadState=loaded
 ActiveState=active
 SubState=running
 DropInPaths=/run/systemd/system/sglang.service.d/t.conf /etc/systemd/system/sglang.service.d/50-kdtree.conf
@@ -33,6 +34,22 @@ ActiveEnterTimestamp=Mon 2026-11-30 01:51:48.938183 UTC
 InactiveEnterTimestamp=
 NeedDaemonReload=yes
 InvocationID=fc7ea259a2674827867292ec999f84af
+`
+
+// showMissing is `systemctl show` of a unit the host does not have.
+const showMissing = `MainPID=0
+Result=success
+NRestarts=0
+ExecMainStartTimestamp=
+Environment=
+Id=sglang.service
+LoadState=not-found
+ActiveState=inactive
+SubState=dead
+DropInPaths=
+StateChangeTimestamp=
+NeedDaemonReload=no
+InvocationID=
 `
 
 // showNever is a unit that never ran.
@@ -56,7 +73,7 @@ func TestParseShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := event.Unit{
-		Name: "sglang.service", ActiveState: "active", SubState: "running", Result: "success",
+		Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Result: "success",
 		InvocationID: "fc7ea259a2674827867292ec999f84af", NRestarts: 2, MainPID: 54,
 		ExecMainStart:    time.Date(2026, 11, 30, 1, 51, 48, 934830000, time.UTC),
 		Environment:      []string{"KDTREE_MODE=off", "PYTHONPATH=/opt/kdtree/site", "SP=a b", "Q=it's", `BS=x\y`},
@@ -78,6 +95,15 @@ func TestParseShow(t *testing.T) {
 	}
 	if s.unit.Environment != nil || s.unit.DropInPaths != nil || !s.stateChange.IsZero() || !s.unit.ExecMainStart.IsZero() || s.unit.ActiveState != "inactive" {
 		t.Errorf("never-run unit: %+v at %s", s.unit, s.stateChange)
+	}
+
+	// A unit the host does not have is not-found, not merely stopped.
+	s, err = parseShow("sglang.service", []byte(showMissing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.unit.LoadState != "not-found" || s.unit.Loaded() || s.unit.State() != "not-found" {
+		t.Errorf("missing unit: %+v, state %q", s.unit, s.unit.State())
 	}
 }
 
@@ -155,6 +181,7 @@ func TestWatchRefusesGlobForGood(t *testing.T) {
 
 func TestFromBus(t *testing.T) {
 	p := map[string]dbus.Variant{
+		"LoadState":              dbus.MakeVariant("loaded"),
 		"ActiveState":            dbus.MakeVariant("failed"),
 		"SubState":               dbus.MakeVariant("failed"),
 		"Result":                 dbus.MakeVariant("exit-code"),
@@ -171,7 +198,7 @@ func TestFromBus(t *testing.T) {
 		"SomethingNew": dbus.MakeVariant("ignored"),
 	}
 	s := fromBus("sglang.service", PathDBus, p)
-	want := event.Unit{Name: "sglang.service", ActiveState: "failed", SubState: "failed", Result: "exit-code",
+	want := event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "failed", SubState: "failed", Result: "exit-code",
 		InvocationID: "fc7ea259", NRestarts: 3, Environment: []string{"KDTREE_MODE=validate"}, NeedDaemonReload: true,
 		ExecStart: "/usr/local/bin/infersim --tp 8", Path: PathDBus}
 	if !sameUnit(s.unit, want) {
