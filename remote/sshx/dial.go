@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/sanitize"
 )
 
 // DefaultConnectTimeout bounds a whole dial (every hop, TCP and handshake)
@@ -266,7 +268,9 @@ func (c *cmdConn) Close() error {
 	return c.err
 }
 
-func (c *cmdConn) stderrText() string { return strings.TrimSpace(c.stderr.String()) }
+// stderrText is the ProxyCommand's stderr for an error message, through the
+// one sanitiser: it relays what the far side said.
+func (c *cmdConn) stderrText() string { return sanitize.String(strings.TrimSpace(c.stderr.String())) }
 
 func (c *cmdConn) LocalAddr() net.Addr              { return pipeAddr{} }
 func (c *cmdConn) RemoteAddr() net.Addr             { return pipeAddr{} }

@@ -32,6 +32,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"bringup/remote/sanitize"
 	"bringup/remote/unitname"
 )
 
@@ -80,11 +81,11 @@ func remoteUID(ctx context.Context, d Dialer, host string) (int, error) {
 	return uid, nil
 }
 
-// trimOut shortens remote output for an error message.
+// trimOut shortens remote output (stderr of systemctl, sudo or the stdio
+// bridge) for an error message and passes it through the one sanitiser:
+// error text is printed by doctor and the commands, and a host's escape
+// sequence must not reach a terminal through it.
 func trimOut(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
+	s, _ := sanitize.Line(strings.TrimSpace(string(b)), 300)
 	return s
 }

@@ -396,3 +396,13 @@ func TestWatchSystemctlFallback(t *testing.T) {
 		t.Errorf("events %+v", got)
 	}
 }
+
+// TestTrimOutSanitizes: remote stderr quoted in an error (systemctl, sudo,
+// systemd-stdio-bridge) goes through the one sanitiser, so the error can
+// be printed to a terminal as it is.
+func TestTrimOutSanitizes(t *testing.T) {
+	got := trimOut([]byte("  Failed: \x1b]0;pwned\x07 \x1b[2J \u009b31m\n" + strings.Repeat("x", 400)))
+	if strings.ContainsAny(got, "\x1b\x07\u009b") || !strings.HasPrefix(got, "Failed: ␛]0;pwned␇ ␛[2J") || len(got) > 300+len(" …[cut]") {
+		t.Errorf("trimOut = %q", got)
+	}
+}
