@@ -56,7 +56,8 @@ func Dial(ctx context.Context, cfg Config, opts DialOptions) (*ssh.Client, error
 	defer cancel()
 	c, err := dialChain(ctx, cfg, opts, 0, nil)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", cfg.Alias, err)
+		// The SSH server's words (a disconnect message) end up in err.
+		return nil, sanitize.Error(fmt.Errorf("dial %s: %w", cfg.Alias, err))
 	}
 	return c, nil
 }
@@ -344,5 +345,5 @@ func Trust(ctx context.Context, cfg Config, opts DialOptions) (fingerprint strin
 	if errors.Is(err, errTrusted) {
 		return fp, nil
 	}
-	return fp, fmt.Errorf("trust %s: %w", cfg.Alias, err)
+	return fp, sanitize.Error(fmt.Errorf("trust %s: %w", cfg.Alias, err))
 }
