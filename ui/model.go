@@ -416,6 +416,8 @@ func (m *Model) trimLogs() {
 		switch phase[host] {
 		case startup.Serving, startup.Stopped, startup.Unknown, "":
 			return true // not starting or failing now
+		case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
+			startup.HTTP, startup.Warmup, startup.Failed, startup.Restarting, startup.Stuck:
 		}
 		return false
 	}

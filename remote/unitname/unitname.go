@@ -85,10 +85,10 @@ func problem(name string) string {
 			at = i
 		}
 	}
-	switch {
-	case at == 0:
+	switch at {
+	case 0:
 		return "nothing before '@'"
-	case at == dot-1:
+	case dot - 1:
 		return "a template (nothing between '@' and the type) names no running unit"
 	}
 	return ""
