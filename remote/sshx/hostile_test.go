@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,10 +49,9 @@ func TestDialErrorQuotingServerIsSanitised(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var wg sync.WaitGroup
-	wg.Add(1)
+	served := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(served)
 		c, err := l.Accept()
 		if err != nil {
 			return
@@ -62,7 +60,7 @@ func TestDialErrorQuotingServerIsSanitised(t *testing.T) {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		_, _, _, _ = ssh.NewServerConn(c, scfg) // the client refuses the certificate
 	}()
-	defer wg.Wait()
+	defer func() { <-served }()
 
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	if err := os.WriteFile(kh, []byte("@cert-authority * "+string(ssh.MarshalAuthorizedKey(ca.PublicKey()))), 0o600); err != nil {

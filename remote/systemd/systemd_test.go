@@ -36,22 +36,6 @@ NeedDaemonReload=yes
 InvocationID=fc7ea259a2674827867292ec999f84af
 `
 
-// showMissing is `systemctl show` of a unit the host does not have.
-const showMissing = `MainPID=0
-Result=success
-NRestarts=0
-ExecMainStartTimestamp=
-Environment=
-Id=sglang.service
-LoadState=not-found
-ActiveState=inactive
-SubState=dead
-DropInPaths=
-StateChangeTimestamp=
-NeedDaemonReload=no
-InvocationID=
-`
-
 // showNever is a unit that never ran.
 const showNever = `MainPID=0
 Result=success
@@ -66,6 +50,9 @@ StateChangeTimestamp=
 NeedDaemonReload=no
 InvocationID=
 `
+
+// showMissing is `systemctl show` of a unit the host does not have.
+var showMissing = strings.Replace(showNever, "ActiveState=", "LoadState=not-found\nActiveState=", 1)
 
 func TestParseShow(t *testing.T) {
 	s, err := parseShow("sglang.service", []byte(showRunning))
