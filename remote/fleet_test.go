@@ -209,7 +209,7 @@ func TestFleetDropsOnlyJournalLinesWhenConsumerIsSlow(t *testing.T) {
 // at most a PendingShare of the log budget in journal text, however long
 // the lines; the oldest lines go and are counted, state changes stay.
 func TestFleetPendingTextWithinBudget(t *testing.T) {
-	const budget = 2 << 20 // 256 KiB of it for pending lines
+	const budget = 1 << 20 // 128 KiB of it for pending lines
 	long := strings.Repeat("x", 4<<10)
 	var evs []event.Event
 	for range 200 { // 800 KiB of text
@@ -221,7 +221,7 @@ func TestFleetPendingTextWithinBudget(t *testing.T) {
 	if got := f.LogBudget(); got != budget-budget/PendingShare {
 		t.Errorf("LogBudget() = %d, want %d for the consumer", got, budget-budget/PendingShare)
 	}
-	time.Sleep(500 * time.Millisecond) // let the fleet pile up while nobody reads
+	time.Sleep(time.Second) // let the fleet pile up while nobody reads
 	first := <-f.Updates()
 	text := 0
 	for _, ev := range first.Events {
