@@ -55,6 +55,12 @@ type Options struct {
 	// MaxPendingLines bounds the journal lines held for a slow consumer;
 	// older ones are dropped and counted (default 20 000).
 	MaxPendingLines int
+	// LogBudget bounds the bytes of log text held for the whole fleet,
+	// every host together (default DefaultLogBudget): the fleet keeps at
+	// most a PendingShare of it for a consumer that has not taken its
+	// batch yet (older journal lines are dropped and counted), and a
+	// consumer that keeps lines (the console) the rest, LogBudget().
+	LogBudget int
 	// LocalHashes is, per kernel, the content hash of the local build, for
 	// the drift badge; nil when unknown.
 	LocalHashes map[string]string
@@ -72,6 +78,14 @@ type Options struct {
 	// Deadlines bound each action (zero fields: the defaults).
 	Deadlines Deadlines
 }
+
+// DefaultLogBudget is Options.LogBudget's default: with 256 hosts the
+// console holding their logs stays under 200 MiB in all.
+const DefaultLogBudget = 128 << 20
+
+// PendingShare is the part of the log budget (one in PendingShare) the
+// fleet may hold in a batch its consumer has not taken yet.
+const PendingShare = 8
 
 // HistorySink is the fleet's door to the startup history. Expect is
 // called from the fold loop, so it must answer from memory without IO;
@@ -168,6 +182,8 @@ type Batch struct {
 	// Dropped counts events dropped from this batch (journal lines only;
 	// state changes are never dropped).
 	Dropped int `json:"dropped,omitempty"`
+
+	text int // bytes of journal text in Events, against the pending budget
 }
 
 // Fleet fans in every host's events, folds them into startups and hands
@@ -209,6 +225,9 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 	}
 	if opts.MaxPendingLines <= 0 {
 		opts.MaxPendingLines = 20000
+	}
+	if opts.LogBudget <= 0 {
+		opts.LogBudget = DefaultLogBudget
 	}
 	if opts.GPUHistory <= 0 {
 		opts.GPUHistory = 120
@@ -254,6 +273,11 @@ func (f *Fleet) LocalHashes() map[string]string { return maps.Clone(f.opts.Local
 
 // Kernels is the kernel catalog the fleet was built with.
 func (f *Fleet) Kernels() kernels.Catalog { return f.opts.Kernels }
+
+// LogBudget is the bytes of log text a consumer that keeps lines (the
+// console) may hold for all hosts: Options.LogBudget less the fleet's
+// own pending share.
+func (f *Fleet) LogBudget() int { return f.opts.LogBudget - f.opts.LogBudget/PendingShare }
 
 // ReadOnly reports whether changing actions are refused.
 func (f *Fleet) ReadOnly() bool { return f.opts.ReadOnly }
@@ -681,9 +705,14 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		return // kept in the snapshot; no need to repeat in the event list
 	}
 	pending.Events = append(pending.Events, ev)
-	if n := len(pending.Events) - f.opts.MaxPendingLines; n > 0 {
-		pending.Events = dropJournal(pending.Events, n, func(host string) {
+	if ev.Journal != nil {
+		pending.text += len(ev.Journal.Message)
+	}
+	n, over := len(pending.Events)-f.opts.MaxPendingLines, pending.text-f.opts.LogBudget/PendingShare
+	if n > 0 || over > 0 {
+		pending.Events = dropJournal(pending.Events, n, over, func(host string, size int) {
 			pending.Dropped++
+			pending.text -= size
 			if j, ok := f.byName[host]; ok {
 				hosts[j].state.Dropped++
 			}
@@ -691,14 +720,19 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 	}
 }
 
-// dropJournal removes the n oldest journal events (never state changes),
-// telling counted which host lost each.
-func dropJournal(evs []event.Event, n int, counted func(host string)) []event.Event {
+// dropJournal removes the oldest journal events (never state changes):
+// at least n of them, and enough to free over bytes of text, telling
+// counted which host lost each and its size.
+func dropJournal(evs []event.Event, n, over int, counted func(host string, size int)) []event.Event {
 	out := evs[:0]
 	for _, ev := range evs {
-		if n > 0 && ev.Kind == event.KindJournal {
-			n--
-			counted(ev.Host)
+		if (n > 0 || over > 0) && ev.Kind == event.KindJournal {
+			size := 0
+			if ev.Journal != nil {
+				size = len(ev.Journal.Message)
+			}
+			n, over = n-1, over-size
+			counted(ev.Host, size)
 			continue
 		}
 		out = append(out, ev)
@@ -725,6 +759,7 @@ func sanitizeEvent(ev *event.Event) {
 	}
 	if u := ev.Unit; u != nil {
 		u.Name = sanitize.String(u.Name)
+		u.LoadState = sanitize.String(u.LoadState)
 		u.ActiveState = sanitize.String(u.ActiveState)
 		u.SubState = sanitize.String(u.SubState)
 		u.Result = sanitize.String(u.Result)

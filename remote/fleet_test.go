@@ -205,6 +205,47 @@ func TestFleetDropsOnlyJournalLinesWhenConsumerIsSlow(t *testing.T) {
 	}
 }
 
+// TestFleetPendingTextWithinBudget: a slow consumer's pending batch holds
+// at most a PendingShare of the log budget in journal text, however long
+// the lines; the oldest lines go and are counted, state changes stay.
+func TestFleetPendingTextWithinBudget(t *testing.T) {
+	const budget = 1 << 20 // 128 KiB of it for pending lines
+	long := strings.Repeat("x", 4<<10)
+	var evs []event.Event
+	for range 200 { // 800 KiB of text
+		evs = append(evs, event.Event{Kind: event.KindJournal, Journal: &event.Journal{Message: long}})
+	}
+	evs = append(evs, event.Event{Kind: event.KindUnit, Unit: &event.Unit{ActiveState: "failed", SubState: "failed"}})
+	d := &scriptDriver{name: "gpu1", events: evs}
+	f, _, _ := startFleet(t, Options{Flush: time.Millisecond, LogBudget: budget}, d)
+	if got := f.LogBudget(); got != budget-budget/PendingShare {
+		t.Errorf("LogBudget() = %d, want %d for the consumer", got, budget-budget/PendingShare)
+	}
+	time.Sleep(time.Second) // let the fleet pile up while nobody reads
+	first := <-f.Updates()
+	text := 0
+	for _, ev := range first.Events {
+		if ev.Kind == event.KindJournal {
+			text += len(ev.Journal.Message)
+		}
+	}
+	if text > budget/PendingShare || first.Dropped == 0 {
+		t.Errorf("after a stall: %d bytes of text in the batch (%d dropped), want at most %d", text, first.Dropped, budget/PendingShare)
+	}
+	all, last := collect(t, f, func(all []event.Event, last Batch) bool {
+		return len(last.Hosts) == 1 && last.Hosts[0].UnitState.ActiveState == "failed"
+	})
+	lines := 0
+	for _, ev := range append(first.Events, all...) {
+		if ev.Kind == event.KindJournal {
+			lines++
+		}
+	}
+	if lines+last.Hosts[0].Dropped != 200 {
+		t.Errorf("lines %d + dropped %d, want 200", lines, last.Hosts[0].Dropped)
+	}
+}
+
 func TestNewFleetRejectsDuplicateHosts(t *testing.T) {
 	_, err := NewFleet([]HostSpec{{Driver: &scriptDriver{name: "a"}}, {Driver: &scriptDriver{name: "a"}}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), `"a"`) {

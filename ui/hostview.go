@@ -346,7 +346,7 @@ func (v *hostView) paneTitle(w int, info paneInfo) string {
 	s := v.styles
 	r := v.logs
 	parts := []string{fmt.Sprintf("journal %d lines", r.n)}
-	if dropped := r.evicted + v.hs.Dropped; dropped > 0 {
+	if dropped := r.evicted + r.budgetDropped + v.hs.Dropped; dropped > 0 {
 		parts = append(parts, fmt.Sprintf("%d dropped", dropped))
 	}
 	switch newer := r.total - 1 - info.last; {

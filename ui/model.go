@@ -25,6 +25,7 @@ import (
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
+	"bringup/remote/startup"
 )
 
 // Source is what the UI reads and acts through; *remote.Fleet satisfies it.
@@ -48,11 +49,13 @@ type (
 	localHasher interface{ LocalHashes() map[string]string }
 	// catalogSource knows the kernel catalog, for when Options has none.
 	catalogSource interface{ Kernels() kernels.Catalog }
+	budgetSource  interface{ LogBudget() int }
 )
 
 var (
 	_ localHasher   = (*remote.Fleet)(nil)
 	_ catalogSource = (*remote.Fleet)(nil)
+	_ budgetSource  = (*remote.Fleet)(nil)
 )
 
 // Options configures the UI.
@@ -64,6 +67,11 @@ type Options struct {
 	Now      func() time.Time
 	NoColor  bool // from NO_COLOR
 	LogLines int  // lines kept per host (default 5000)
+	// LogBudget bounds the bytes of log text (and ring buffers) kept for
+	// all hosts together; over it the oldest lines of idle hosts go first,
+	// with a marker line. Default: the source's (remote.Fleet.LogBudget),
+	// else remote.DefaultLogBudget less the fleet's pending share.
+	LogBudget int
 	// Groups are the config's named lists of hosts: palette commands
 	// take a group's name wherever they take hosts.
 	Groups map[string][]string
@@ -126,7 +134,7 @@ type Model struct {
 	closed        bool // the source closed its channel
 
 	hosts  []remote.HostState
-	logs   map[string]*ring
+	logs   logStore          // every host's log, under one budget
 	inv    map[string]string // the last invocation id seen in each host's journal
 	cursor int               // a row of rows, not an index of hosts
 	marked map[string]bool
@@ -172,6 +180,12 @@ func New(src Source, opts Options) *Model {
 	if opts.Title == "" {
 		opts.Title = "bringup"
 	}
+	if bs, ok := src.(budgetSource); ok && opts.LogBudget <= 0 {
+		opts.LogBudget = bs.LogBudget()
+	}
+	if opts.LogBudget <= 0 {
+		opts.LogBudget = remote.DefaultLogBudget - remote.DefaultLogBudget/remote.PendingShare
+	}
 	ti := textinput.New()
 	ti.Prompt = "/"
 	ti.Placeholder = "filter logs"
@@ -191,7 +205,7 @@ func New(src Source, opts Options) *Model {
 		width:   80,
 		height:  24,
 		now:     opts.Now(),
-		logs:    map[string]*ring{},
+		logs:    newLogStore(opts.LogLines, opts.LogBudget),
 		inv:     map[string]string{},
 		marked:  map[string]bool{},
 		watch:   map[string]bool{},
@@ -384,13 +398,41 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 			}
 		}
 	}
+	m.trimLogs()
 	return statusCmd
+}
+
+// trimLogs keeps the hosts' logs within the memory budget; the open
+// host's filter recounts its matches if its oldest lines went.
+func (m *Model) trimLogs() {
+	var phase map[string]startup.Phase // built only when over budget
+	idle := func(host string) bool {
+		if phase == nil {
+			phase = map[string]startup.Phase{}
+			for _, h := range m.hosts {
+				phase[h.Name] = h.Startup.Phase
+			}
+		}
+		switch phase[host] {
+		case startup.Serving, startup.Stopped, startup.Unknown, "":
+			return true // not starting or failing now
+		case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
+			startup.HTTP, startup.Warmup, startup.Failed, startup.Restarting, startup.Stuck:
+		}
+		return false
+	}
+	if slices.Contains(m.logs.trim(idle), m.open) && m.lv.query != "" {
+		r, cur := m.ring(m.open), m.lv.cur
+		m.lv.setQuery(m.lv.query, r)
+		if cur >= r.first() {
+			m.lv.cur = cur
+		}
+	}
 }
 
 // push appends a line to host's ring, keeping the open filter's count.
 func (m *Model) push(host string, l logLine) {
-	r := m.ring(host)
-	old, evicted := r.push(l)
+	r, old, evicted := m.logs.push(host, l)
 	if m.focus.view() == focusHost && host == m.open {
 		m.lv.pushed(r.at(r.total-1), old, evicted)
 	}
@@ -446,12 +488,7 @@ func (m *Model) lineOf(ev event.Event) (logLine, bool) {
 }
 
 func (m *Model) ring(host string) *ring {
-	r, ok := m.logs[host]
-	if !ok {
-		r = newRing(m.opts.LogLines)
-		m.logs[host] = r
-	}
-	return r
+	return m.logs.ring(host)
 }
 
 // selectedName is the host actions apply to: the open host in the host

@@ -176,8 +176,9 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 	return line
 }
 
-// unitText is the unit state as systemctl shows it, or the connection
-// state when the host is not connected.
+// unitText is the unit state as systemctl shows it (its load state when
+// the host does not have the unit), or the connection state when the host
+// is not connected.
 func unitText(h *remote.HostState) string {
 	if h.Conn.State != "" && h.Conn.State != event.ConnUp && h.UnitState.ActiveState == "" {
 		return string(h.Conn.State)
@@ -186,10 +187,10 @@ func unitText(h *remote.HostState) string {
 	switch {
 	case u.ActiveState == "":
 		return "—"
-	case u.SubState == "":
+	case u.SubState == "" && u.Loaded():
 		return u.ActiveState
 	}
-	return u.ActiveState + "/" + u.SubState
+	return u.State() // "not-found" for a unit the host does not have
 }
 
 func cellUnit(_ *fleetTable, h *remote.HostState) string { return unitText(h) }

@@ -164,7 +164,7 @@ func (t filterTerm) match(h *remote.HostState) bool {
 			return strings.EqualFold(m.Mode, t.value) || strings.EqualFold(m.Kernel+"="+m.Mode, t.value)
 		})
 	case "state":
-		for _, s := range []string{h.UnitState.ActiveState, h.UnitState.SubState, string(h.Conn.State)} {
+		for _, s := range []string{h.UnitState.ActiveState, h.UnitState.SubState, h.UnitState.LoadState, string(h.Conn.State)} {
 			if s != "" && strings.EqualFold(s, t.value) {
 				return true
 			}

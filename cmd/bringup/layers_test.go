@@ -39,7 +39,7 @@ var uiDirectBans = []string{"net", "net/", "os/exec"}
 
 // purePackages fold and compute; they get their inputs and clocks handed
 // to them, so they import no IO, directly or through a bringup package.
-var purePackages = []string{"bringup/remote/startup", "bringup/remote/rollout", "bringup/remote/history", "bringup/remote/sanitize"}
+var purePackages = []string{"bringup/remote/startup", "bringup/remote/rollout", "bringup/remote/history", "bringup/remote/sanitize", "bringup/remote/unitname"}
 
 // ioImports are what a pure package may not reach. A prefix ending in "/"
 // bans a tree.

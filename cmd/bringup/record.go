@@ -12,14 +12,16 @@ import (
 )
 
 // recordFlag is --record FILE: every event the fleet receives goes to a
-// recording that `bringup replay` plays back.
+// recording that `bringup replay` plays back; --record-env keeps secrets.
 type recordFlag struct {
-	path string
-	rec  *record.Recorder
+	path    string
+	keepEnv bool
+	rec     *record.Recorder
 }
 
 func (r *recordFlag) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.path, "record", "", "record every event to FILE (JSON lines) for `bringup replay FILE`")
+	fs.BoolVar(&r.keepEnv, "record-env", false, "with --record: keep the units' Environment values (secrets); default: only the kernels' and PYTHONPATH")
 }
 
 // start wraps the drivers in specs so that their events are recorded. It
@@ -28,7 +30,7 @@ func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed f
 	if r == nil || r.path == "" {
 		return nil
 	}
-	rec, err := record.Start(r.path, specs, opts, speed, source)
+	rec, err := record.Start(r.path, specs, opts, speed, source, r.keepEnv)
 	if err != nil {
 		return fmt.Errorf("--record: %w", err)
 	}
@@ -36,8 +38,7 @@ func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed f
 	return nil
 }
 
-// finish closes the recording, once the fleet has stopped, and says where
-// it went.
+// finish closes the recording, once the fleet has stopped, and says where it went.
 func (r *recordFlag) finish(e env) {
 	if r == nil || r.rec == nil {
 		return

@@ -13,6 +13,7 @@ import (
 
 	"bringup/remote/event"
 	"bringup/remote/live"
+	"bringup/remote/sanitize"
 	"bringup/remote/sshx"
 	"bringup/remote/systemd"
 )
@@ -46,8 +47,12 @@ type Report struct {
 	Checks []Check
 }
 
+// add records a check. Its text often quotes the host (stderr, an error
+// from the SSH server, a unit property), so it passes through the one
+// sanitiser here, where it leaves remote/: an escape sequence on a host
+// never reaches the operator's terminal.
 func (r *Report) add(name string, s Status, detail, fix string) {
-	r.Checks = append(r.Checks, Check{name, s, detail, fix})
+	r.Checks = append(r.Checks, Check{name, s, sanitize.String(detail), sanitize.String(fix)})
 }
 
 // Failed reports whether a check failed.
@@ -63,7 +68,7 @@ func (r *Report) Failed() bool {
 // doctorHost runs every check on one host, in order; a check that cannot
 // run because an earlier one failed is marked skipped.
 func Host(ctx context.Context, r live.Options) *Report {
-	rep := &Report{Host: r.Name, Target: fmt.Sprintf("%s@%s", r.SSH.User, r.SSH.Addr())}
+	rep := &Report{Host: sanitize.String(r.Name), Target: sanitize.String(fmt.Sprintf("%s@%s", r.SSH.User, r.SSH.Addr()))}
 	src := r.SSH.Source
 	if src == "" {
 		src = "resolved"
@@ -121,16 +126,20 @@ func Host(ctx context.Context, r live.Options) *Report {
 	}
 
 	// Which way unit state can be read: the first state event says.
-	path, perr := unitPath(ctx, conn, r.Name, unit)
+	path, why, perr := unitPath(ctx, conn, r.Name, unit)
+	because := ""
+	if why != nil {
+		because = ": " + why.Error()
+	}
 	switch {
 	case perr != nil:
 		rep.add("systemd", Fail, "cannot read unit state: "+perr.Error(), "check that systemd runs on the host and the user may use D-Bus or systemctl")
 	case path == systemd.PathDBus:
 		rep.add("systemd", OK, "unit state over D-Bus (stream-local forwarding)", "")
 	case path == systemd.PathStdioBridge:
-		rep.add("systemd", Warn, "unit state over systemd-stdio-bridge (stream-local forwarding refused)", "set AllowStreamLocalForwarding yes in sshd_config for the direct path")
+		rep.add("systemd", Warn, "unit state over systemd-stdio-bridge (stream-local forwarding refused"+because+")", "set AllowStreamLocalForwarding yes in sshd_config for the direct path")
 	default:
-		rep.add("systemd", Warn, "unit state by polling systemctl show (no D-Bus path)", "allow stream-local forwarding or systemd-stdio-bridge for instant state changes")
+		rep.add("systemd", Warn, "unit state by polling systemctl show (no D-Bus path"+because+")", "allow stream-local forwarding or systemd-stdio-bridge for instant state changes")
 	}
 
 	groups, _, _, _ := exec("id -Gn")
@@ -182,24 +191,25 @@ func Host(ctx context.Context, r live.Options) *Report {
 	return rep
 }
 
-// unitPath starts a unit watch and reports the path of its first event.
-func unitPath(ctx context.Context, conn *sshx.Conn, host, unit string) (string, error) {
+// unitPath starts a unit watch and reports the path of its first event,
+// and why the paths before it failed (nil when the first one worked).
+func unitPath(ctx context.Context, conn *sshx.Conn, host, unit string) (path string, why, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var path string
-	err := systemd.Watch(ctx, conn, systemd.WatchOptions{Host: host, Unit: unit}, func(ev event.Event) bool {
+	onPath := func(_ string, w error) { why = w }
+	err = systemd.Watch(ctx, conn, systemd.WatchOptions{Host: host, Unit: unit, OnPath: onPath}, func(ev event.Event) bool {
 		if ev.Unit != nil {
 			path = ev.Unit.Path
 		}
 		return false // one event is enough
 	})
 	if path != "" {
-		return path, nil
+		return path, why, nil
 	}
 	if err == nil {
 		err = errors.New("no state read")
 	}
-	return "", err
+	return "", nil, err
 }
 
 // classifyDialError turns a failed dial into the checks a person needs.

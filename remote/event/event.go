@@ -58,7 +58,11 @@ type Journal struct {
 
 // Unit is the state of the watched systemd unit as read from the host.
 type Unit struct {
-	Name          string    `json:"name"`
+	Name string `json:"name"`
+	// LoadState is systemd's: "loaded", or "not-found" when the host has
+	// no such unit ("masked", "bad-setting", "error"); "" when the source
+	// does not say (older recordings, the simulator), read as loaded.
+	LoadState     string    `json:"load_state,omitempty"`
 	ActiveState   string    `json:"active_state"` // active, activating, deactivating, inactive, failed
 	SubState      string    `json:"sub_state"`    // running, start, auto-restart, dead, failed, …
 	Result        string    `json:"result,omitempty"`
@@ -74,6 +78,25 @@ type Unit struct {
 	ExecStart        string   `json:"exec_start,omitempty"`
 	// Path says how the state was read: "dbus", "stdio-bridge", "systemctl", "sim".
 	Path string `json:"path,omitempty"`
+}
+
+// Loaded reports whether systemd has the unit loaded: false for a unit
+// the host does not have (not-found), masked or broken.
+func (u Unit) Loaded() bool { return u.LoadState == "" || u.LoadState == "loaded" }
+
+// State is the unit's state as people read it: "active/running", or for a
+// unit that is not loaded its load state ("not-found"), with the
+// active state when something still runs ("active/running, not-found":
+// the unit file went away under a running service).
+func (u Unit) State() string {
+	s := u.ActiveState + "/" + u.SubState
+	switch {
+	case u.Loaded():
+		return s
+	case u.ActiveState == "" || u.ActiveState == "inactive":
+		return u.LoadState
+	}
+	return s + ", " + u.LoadState
 }
 
 // Probe is one readiness probe of the service's HTTP endpoint.

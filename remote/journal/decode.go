@@ -17,9 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"bringup/remote/unitname"
 )
 
 // DefaultMaxLine is the longest MESSAGE kept, in bytes. journald itself
@@ -267,20 +268,9 @@ func validID(s string) bool {
 	return true
 }
 
-// validUnit accepts systemd's unit-name alphabet (unit_name_is_valid):
-// ASCII letters, digits, ":-_.\\@", at most 255 bytes.
-func validUnit(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(":-_.\\@", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+// validUnit accepts what systemd accepts as a unit name (remote/unitname):
+// a field that is not one is left out of the entry.
+func validUnit(s string) bool { return unitname.Valid(s) }
 
 // errSyntax is wrapped by every JSON syntax error.
 var errSyntax = errors.New("journal json")

@@ -12,6 +12,7 @@ import (
 	"bringup/remote/backoff"
 	"bringup/remote/event"
 	"bringup/remote/sshx"
+	"bringup/remote/unitname"
 )
 
 // Source runs a command on a host and streams its stdout; *sshx.Conn is
@@ -171,9 +172,13 @@ type follower struct {
 // messages" notice for the unit becomes Gap "suppressed" with Count N.
 // Follow returns only after the stream it opened has been closed.
 func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event) bool) error {
-	if !validUnitPattern(opts.Unit) {
-		return fmt.Errorf("journal %s: invalid unit name %q", opts.Host, opts.Unit)
+	// One exact unit: journalctl -u reads a name with *?[ as a pattern
+	// and would mix other units' lines into this one's diagnosis.
+	unit, err := unitname.Normalize(opts.Unit)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", opts.Host, err)
 	}
+	opts.Unit = unit
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = DefaultMaxLine
 	}
@@ -183,7 +188,7 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 	if opts.Sleep == nil {
 		opts.Sleep = sshx.Sleep
 	}
-	f := &follower{opts: opts, emit: emit, unit: withSuffix(opts.Unit)}
+	f := &follower{opts: opts, emit: emit, unit: unit}
 	if opts.Cursor != "" {
 		if !validCursor(opts.Cursor) {
 			return fmt.Errorf("journal %s: invalid cursor %q", opts.Host, opts.Cursor)
@@ -455,29 +460,4 @@ func cursorTime(cursor string) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-// withSuffix adds ".service" to a unit name without a type, as journalctl
-// -u does.
-func withSuffix(unit string) string {
-	if strings.ContainsAny(unit, "*?[") {
-		return unit
-	}
-	if i := strings.LastIndexByte(unit, '.'); i >= 0 {
-		switch unit[i+1:] {
-		case "service", "socket", "target", "device", "mount", "automount", "swap", "timer", "path", "slice", "scope":
-			return unit
-		}
-	}
-	return unit + ".service"
-}
-
-// validUnitPattern accepts a unit name or a journalctl -u glob.
-func validUnitPattern(s string) bool {
-	return validUnit(strings.Map(func(r rune) rune {
-		if r == '*' || r == '?' || r == '[' || r == ']' {
-			return '_'
-		}
-		return r
-	}, s))
 }

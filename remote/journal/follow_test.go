@@ -14,6 +14,7 @@ import (
 
 	"bringup/remote/event"
 	"bringup/remote/sshx"
+	"bringup/remote/unitname"
 )
 
 // step is what one Stream call of fakeJournal does.
@@ -282,7 +283,7 @@ func TestFollowTail(t *testing.T) {
 	if strings.Join(msgs, ",") != strings.Join(seqLines(26, 30), ",") {
 		t.Errorf("tail of 5: %v", msgs)
 	}
-	if !strings.Contains(j.cmds[0], " -n 5 ") || !strings.Contains(j.cmds[0], "exec journalctl -q -u 'seq' -o json --all -f --no-pager --output-fields=MESSAGE,") {
+	if !strings.Contains(j.cmds[0], " -n 5 ") || !strings.Contains(j.cmds[0], "exec journalctl -q -u 'seq.service' -o json --all -f --no-pager --output-fields=MESSAGE,") {
 		t.Errorf("command %s", j.cmds[0])
 	}
 }
@@ -377,10 +378,21 @@ func TestFollowEndsWithContext(t *testing.T) {
 	// The stream's writer has ended: t.Cleanup waits for it.
 }
 
+// TestFollowRefusesBadUnit: a name that is not exactly one unit never
+// reaches journalctl. A glob there would follow every matching unit and
+// mix their lines into this one's diagnosis; the refusal wraps
+// unitname.ErrInvalid, so the host driver does not retry it.
 func TestFollowRefusesBadUnit(t *testing.T) {
-	for _, u := range []string{"", "a b", "x';rm -rf /;'", "a\nb"} {
-		if err := Follow(context.Background(), newFakeJournal(t, 0), Options{Unit: u}, nil); err == nil {
-			t.Errorf("unit %q accepted", u)
+	for _, u := range []string{"", "a b", "x';rm -rf /;'", "a\nb", "sglang*", "sglang?.service", "sgl[ab].service", "sglang.servce"} {
+		j := newFakeJournal(t, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second) // an accepted name would follow until then
+		err := Follow(ctx, j, Options{Host: "gpu1", Unit: u}, func(event.Event) bool { return true })
+		cancel()
+		if !errors.Is(err, unitname.ErrInvalid) || !strings.Contains(err.Error(), "gpu1") {
+			t.Errorf("unit %q: err %v, want unitname.ErrInvalid naming the host", u, err)
+		}
+		if len(j.cmds) > 0 {
+			t.Errorf("unit %q reached the host: %s", u, j.cmds[0])
 		}
 	}
 }
@@ -412,11 +424,6 @@ func TestCommand(t *testing.T) {
 	}
 	if got := cursorTime(testCursor); !got.Equal(time.UnixMicro(0x66174a391f7a3)) {
 		t.Errorf("cursorTime = %v", got)
-	}
-	for in, want := range map[string]string{"sglang": "sglang.service", "a.socket": "a.socket", "vllm@1": "vllm@1.service", "x.y": "x.y.service", "s*": "s*"} {
-		if got := withSuffix(in); got != want {
-			t.Errorf("withSuffix(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

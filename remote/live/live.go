@@ -20,6 +20,7 @@ import (
 	"bringup/remote/probe"
 	"bringup/remote/sshx"
 	"bringup/remote/systemd"
+	"bringup/remote/unitname"
 )
 
 // Options configure a live host.
@@ -106,6 +107,11 @@ func (h *Host) Name() string { return h.opts.Name }
 // connection reconnects on its own with backoff; each stream resumes on
 // the new connection (the journal from its last cursor).
 func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
+	// A name that is not exactly one unit is refused before any
+	// connection, for good: no retry mends it (the fleet shows the error).
+	if err := unitname.Check(h.opts.Unit); err != nil {
+		return fmt.Errorf("%s: unit: %w", h.opts.Name, err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h.mu.Lock()
@@ -170,6 +176,10 @@ func (h *Host) watchUnit(ctx context.Context, emit remote.Emit) {
 		err := systemd.Watch(ctx, h.conn, opts, emit)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, unitname.ErrInvalid) {
+			h.note(emit, "unit watch: "+err.Error())
+			return // permanent: the same name would be refused again
 		}
 		if err != nil && h.conn.Generation() == gen {
 			// Same connection, yet the watch failed: not a drop. Say so

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +48,16 @@ type Header struct {
 	Source  string          `json:"source,omitempty"` // what was recorded, e.g. "demo seed", "live"
 	Hosts   []Host          `json:"hosts"`
 	Kernels kernels.Catalog `json:"kernels"`
+	// KeepEnv says the units' Environment was recorded whole
+	// (--record-env). Otherwise every value but those the replay needs
+	// (the kernels' mode variables and PYTHONPATH) is Redacted: the
+	// Environment of an inference unit carries tokens and keys, and a
+	// recording is a file people pass around.
+	KeepEnv bool `json:"keep_env,omitempty"`
 }
+
+// Redacted stands for an Environment value left out of a recording.
+const Redacted = "<redacted>"
 
 // Host is one recorded host.
 type Host struct {
@@ -68,6 +78,9 @@ type Entry struct {
 type Recorder struct {
 	clock remote.Clock // the host-time clock of the recording fleet
 	path  string
+	// keepVals names the Environment variables whose values are recorded;
+	// nil when every value is (Header.KeepEnv).
+	keepVals map[string]bool
 
 	mu     sync.Mutex
 	f      *os.File
@@ -95,6 +108,12 @@ func Create(path string, h Header, clock remote.Clock) (*Recorder, error) {
 	}
 	r := &Recorder{clock: clock, path: path, f: f, w: bufio.NewWriterSize(f, 64<<10),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if !h.KeepEnv {
+		r.keepVals = map[string]bool{"PYTHONPATH": true}
+		for _, k := range h.Kernels.Kernels {
+			r.keepVals[k.EnvVar] = true
+		}
+	}
 	if err := r.writeLine(h); err != nil {
 		f.Close()
 		return nil, err
@@ -153,11 +172,35 @@ func (r *Recorder) Add(ev event.Event) {
 	if ev.Seen.IsZero() {
 		ev.Seen = time.Now()
 	}
+	if u := ev.Unit; u != nil && r.keepVals != nil && len(u.Environment) > 0 {
+		redacted := *u // a copy: the fleet gets the event as the host sent it
+		redacted.Environment = RedactEnv(u.Environment, r.keepVals)
+		ev.Unit = &redacted
+	}
 	if err := r.writeLine(Entry{At: r.clock.Now(), Event: ev}); err == nil {
 		r.mu.Lock()
 		r.n++
 		r.mu.Unlock()
 	}
+}
+
+// RedactEnv returns env (KEY=VALUE entries) with every value whose key
+// is not in keep replaced by Redacted; the keys stay, so a reader still
+// sees what was set.
+func RedactEnv(env []string, keep map[string]bool) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			out[i] = Redacted
+		case keep[k]:
+			out[i] = kv
+		default:
+			out[i] = k + "=" + Redacted
+		}
+	}
+	return out
 }
 
 // Count is how many events were recorded.
@@ -229,9 +272,10 @@ func (x recorded) Do(ctx context.Context, a remote.Action, emit remote.Emit) err
 
 // Start creates a recording at path of the fleet that specs and opts
 // describe (speed and source go into its header) and wraps each driver of
-// specs so that every event it emits is recorded.
-func Start(path string, specs []remote.HostSpec, opts remote.Options, speed float64, source string) (*Recorder, error) {
-	h := Header{Speed: speed, Source: source, Kernels: opts.Kernels}
+// specs so that every event it emits is recorded; the units' Environment
+// values are redacted unless keepEnv.
+func Start(path string, specs []remote.HostSpec, opts remote.Options, speed float64, source string, keepEnv bool) (*Recorder, error) {
+	h := Header{Speed: speed, Source: source, Kernels: opts.Kernels, KeepEnv: keepEnv}
 	for _, s := range specs {
 		h.Hosts = append(h.Hosts, Host{Name: s.Driver.Name(), Unit: s.Unit, Engine: s.Engine})
 	}

@@ -97,6 +97,22 @@ func String(s string) string {
 	return out
 }
 
+// Error returns err with a message safe for a terminal (String of its
+// message), for an error that may quote a host: an SSH server's disconnect
+// message, a command's stderr. errors.Is and errors.As still see err; nil
+// stays nil.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return safeError{err}
+}
+
+type safeError struct{ err error }
+
+func (e safeError) Error() string { return String(e.err.Error()) }
+func (e safeError) Unwrap() error { return e.err }
+
 // isPlain reports whether s is printable ASCII or well-formed UTF-8 without
 // any character Line would change: the fast path for ordinary log lines.
 func isPlain(s string) bool {

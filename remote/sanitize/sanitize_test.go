@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -74,5 +76,21 @@ func BenchmarkLinePlain(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Line(s, 0)
+	}
+}
+
+// TestError: an error that quotes a host prints safely and still unwraps
+// to what it wraps.
+func TestError(t *testing.T) {
+	inner := errors.New("ssh: disconnect, reason 2: \x1b]0;pwned\x07 Too many authentication failures")
+	err := Error(fmt.Errorf("dial gpu1: %w", inner))
+	if got := err.Error(); got != "dial gpu1: ssh: disconnect, reason 2: ␛]0;pwned␇ Too many authentication failures" {
+		t.Errorf("Error() = %q", got)
+	}
+	if !errors.Is(err, inner) {
+		t.Error("errors.Is lost the wrapped error")
+	}
+	if Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/backoff"
+	"bringup/remote/sanitize"
 )
 
 // State is the connection state of one host.
@@ -334,7 +335,7 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (out io.ReadCloser, wait 
 		s.Close()
 		if err != nil {
 			if msg := e.String(); msg != "" {
-				return fmt.Errorf("%s: %q: %w (stderr: %s)", c.cfg.Alias, cmd, err, bytes.TrimSpace([]byte(msg)))
+				return fmt.Errorf("%s: %q: %w (stderr: %s)", c.cfg.Alias, cmd, err, sanitize.String(string(bytes.TrimSpace([]byte(msg)))))
 			}
 			return fmt.Errorf("%s: %q: %w", c.cfg.Alias, cmd, err)
 		}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/sanitize"
 )
 
 // DefaultConnectTimeout bounds a whole dial (every hop, TCP and handshake)
@@ -54,7 +56,8 @@ func Dial(ctx context.Context, cfg Config, opts DialOptions) (*ssh.Client, error
 	defer cancel()
 	c, err := dialChain(ctx, cfg, opts, 0, nil)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", cfg.Alias, err)
+		// The SSH server's words (a disconnect message) end up in err.
+		return nil, sanitize.Error(fmt.Errorf("dial %s: %w", cfg.Alias, err))
 	}
 	return c, nil
 }
@@ -266,7 +269,9 @@ func (c *cmdConn) Close() error {
 	return c.err
 }
 
-func (c *cmdConn) stderrText() string { return strings.TrimSpace(c.stderr.String()) }
+// stderrText is the ProxyCommand's stderr for an error message, through the
+// one sanitiser: it relays what the far side said.
+func (c *cmdConn) stderrText() string { return sanitize.String(strings.TrimSpace(c.stderr.String())) }
 
 func (c *cmdConn) LocalAddr() net.Addr              { return pipeAddr{} }
 func (c *cmdConn) RemoteAddr() net.Addr             { return pipeAddr{} }
@@ -340,5 +345,5 @@ func Trust(ctx context.Context, cfg Config, opts DialOptions) (fingerprint strin
 	if errors.Is(err, errTrusted) {
 		return fp, nil
 	}
-	return fp, fmt.Errorf("trust %s: %w", cfg.Alias, err)
+	return fp, sanitize.Error(fmt.Errorf("trust %s: %w", cfg.Alias, err))
 }

@@ -465,7 +465,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	if !t.switchInvocation(u.InvocationID, at, out) {
 		return
 	}
-	if s := u.ActiveState + "/" + u.SubState; s != t.unitState {
+	if s := u.State(); s != t.unitState {
 		t.unitState = s
 		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.display(), Unit: s, Progress: t.st.Progress})
 	}

@@ -16,7 +16,7 @@ import (
 // showProps are the properties read, in `systemctl show -p` form. The
 // D-Bus paths read the same names from the Unit and Service interfaces.
 var showProps = []string{
-	"Id", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID",
+	"Id", "LoadState", "ActiveState", "SubState", "Result", "NRestarts", "InvocationID", "MainPID",
 	"StateChangeTimestamp", "ExecMainStartTimestamp", "ActiveEnterTimestamp", "InactiveEnterTimestamp",
 	"Environment", "DropInPaths", "NeedDaemonReload", "ExecStart",
 }
@@ -40,7 +40,7 @@ func sameUnit(a, b event.Unit) bool {
 func fromBus(name, path string, p map[string]dbus.Variant) snapshot {
 	u := event.Unit{Name: name, Path: path}
 	str := func(k string) string { s, _ := p[k].Value().(string); return s }
-	u.ActiveState, u.SubState, u.Result = str("ActiveState"), str("SubState"), str("Result")
+	u.LoadState, u.ActiveState, u.SubState, u.Result = str("LoadState"), str("ActiveState"), str("SubState"), str("Result")
 	if n, ok := p["NRestarts"].Value().(uint32); ok {
 		u.NRestarts = int(n)
 	}

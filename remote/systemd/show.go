@@ -40,6 +40,8 @@ func parseShow(name string, out []byte) (snapshot, error) {
 			if v != name {
 				err = fmt.Errorf("unit %q, want %q", v, name)
 			}
+		case "LoadState":
+			u.LoadState = v
 		case "ActiveState":
 			u.ActiveState = v
 		case "SubState":

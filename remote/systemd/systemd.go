@@ -31,6 +31,9 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"bringup/remote/sanitize"
+	"bringup/remote/unitname"
 )
 
 // Dialer is the SSH connection to one host; *sshx.Conn satisfies it.
@@ -55,22 +58,11 @@ const (
 // SystemBusSocket is where the host's system bus listens.
 const SystemBusSocket = "/run/dbus/system_bus_socket"
 
-// checkUnit refuses unit names that are not plain systemd unit names, so
-// that a name is always one safe shell word and one D-Bus argument.
-func checkUnit(unit string) error {
-	if unit == "" || len(unit) > 255 || strings.HasPrefix(unit, "-") {
-		return fmt.Errorf("unit name %q: want a systemd unit name", unit)
-	}
-	for _, r := range unit {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune(":-_.@\\", r):
-		default:
-			return fmt.Errorf("unit name %q: character %q not allowed", unit, r)
-		}
-	}
-	return nil
-}
+// checkUnit refuses a name that is not exactly one unit by systemd's
+// rules (remote/unitname), so that a name is always one safe shell word
+// and one D-Bus argument, and never a pattern. The error wraps
+// unitname.ErrInvalid: no retry mends it.
+func checkUnit(unit string) error { return unitname.Check(unit) }
 
 // remoteUID asks the host for the login user's uid (D-Bus EXTERNAL wants
 // the remote uid, not ours).
@@ -89,11 +81,11 @@ func remoteUID(ctx context.Context, d Dialer, host string) (int, error) {
 	return uid, nil
 }
 
-// trimOut shortens remote output for an error message.
+// trimOut shortens remote output (stderr of systemctl, sudo or the stdio
+// bridge) for an error message and passes it through the one sanitiser:
+// error text is printed by doctor and the commands, and a host's escape
+// sequence must not reach a terminal through it.
 func trimOut(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
+	s, _ := sanitize.Line(strings.TrimSpace(string(b)), 300)
 	return s
 }

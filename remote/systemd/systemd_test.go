@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/event"
+	"bringup/remote/unitname"
 )
 
 // showRunning is `systemctl show` of a running unit on systemd 252
@@ -24,6 +25,7 @@ ExecMainStartTimestamp=Mon 2026-11-30 01:51:48.934830 UTC
 ExecStart={ path=/usr/local/bin/infersim ; argv[]=/usr/local/bin/infersim --model-path /models/demo --port 30000 --tp 8 ; ignore_errors=no ; start_time=[Mon 2026-11-30 01:51:48.934181 UTC] ; stop_time=[n/a] ; pid=54 ; code=(null) ; status=0/0 }
 Environment=KDTREE_MODE=off PYTHONPATH=/opt/kdtree/site "SP=a b" "Q=it's" "BS=x\\y"
 Id=sglang.service
+LoadState=loaded
 ActiveState=active
 SubState=running
 DropInPaths=/run/systemd/system/sglang.service.d/t.conf /etc/systemd/system/sglang.service.d/50-kdtree.conf
@@ -49,13 +51,16 @@ NeedDaemonReload=no
 InvocationID=
 `
 
+// showMissing is `systemctl show` of a unit the host does not have.
+var showMissing = strings.Replace(showNever, "ActiveState=", "LoadState=not-found\nActiveState=", 1)
+
 func TestParseShow(t *testing.T) {
 	s, err := parseShow("sglang.service", []byte(showRunning))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := event.Unit{
-		Name: "sglang.service", ActiveState: "active", SubState: "running", Result: "success",
+		Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Result: "success",
 		InvocationID: "fc7ea259a2674827867292ec999f84af", NRestarts: 2, MainPID: 54,
 		ExecMainStart:    time.Date(2026, 11, 30, 1, 51, 48, 934830000, time.UTC),
 		Environment:      []string{"KDTREE_MODE=off", "PYTHONPATH=/opt/kdtree/site", "SP=a b", "Q=it's", `BS=x\y`},
@@ -77,6 +82,15 @@ func TestParseShow(t *testing.T) {
 	}
 	if s.unit.Environment != nil || s.unit.DropInPaths != nil || !s.stateChange.IsZero() || !s.unit.ExecMainStart.IsZero() || s.unit.ActiveState != "inactive" {
 		t.Errorf("never-run unit: %+v at %s", s.unit, s.stateChange)
+	}
+
+	// A unit the host does not have is not-found, not merely stopped.
+	s, err = parseShow("sglang.service", []byte(showMissing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.unit.LoadState != "not-found" || s.unit.Loaded() || s.unit.State() != "not-found" {
+		t.Errorf("missing unit: %+v, state %q", s.unit, s.unit.State())
 	}
 }
 
@@ -139,8 +153,22 @@ func TestCheckUnit(t *testing.T) {
 	}
 }
 
+// TestWatchRefusesGlobForGood: Watch refuses a glob before it touches the
+// host (the nil Dialer would panic otherwise), with an error that wraps
+// unitname.ErrInvalid, which the host driver takes as permanent instead of
+// retrying every 5 s.
+func TestWatchRefusesGlobForGood(t *testing.T) {
+	for _, unit := range []string{"sglang*", "sgl?ng.service", "sgl[ab].service", "sglang"} {
+		err := Watch(context.Background(), nil, WatchOptions{Host: "gpu1", Unit: unit}, func(event.Event) bool { return true })
+		if !errors.Is(err, unitname.ErrInvalid) || !strings.Contains(err.Error(), "gpu1") {
+			t.Errorf("Watch(%q) = %v, want unitname.ErrInvalid naming the host", unit, err)
+		}
+	}
+}
+
 func TestFromBus(t *testing.T) {
 	p := map[string]dbus.Variant{
+		"LoadState":              dbus.MakeVariant("loaded"),
 		"ActiveState":            dbus.MakeVariant("failed"),
 		"SubState":               dbus.MakeVariant("failed"),
 		"Result":                 dbus.MakeVariant("exit-code"),
@@ -157,7 +185,7 @@ func TestFromBus(t *testing.T) {
 		"SomethingNew": dbus.MakeVariant("ignored"),
 	}
 	s := fromBus("sglang.service", PathDBus, p)
-	want := event.Unit{Name: "sglang.service", ActiveState: "failed", SubState: "failed", Result: "exit-code",
+	want := event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "failed", SubState: "failed", Result: "exit-code",
 		InvocationID: "fc7ea259", NRestarts: 3, Environment: []string{"KDTREE_MODE=validate"}, NeedDaemonReload: true,
 		ExecStart: "/usr/local/bin/infersim --tp 8", Path: PathDBus}
 	if !sameUnit(s.unit, want) {
@@ -353,5 +381,15 @@ func TestWatchSystemctlFallback(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Unit.Path != PathSystemctl || got[0].Unit.ActiveState != "active" {
 		t.Errorf("events %+v", got)
+	}
+}
+
+// TestTrimOutSanitizes: remote stderr quoted in an error (systemctl, sudo,
+// systemd-stdio-bridge) goes through the one sanitiser, so the error can
+// be printed to a terminal as it is.
+func TestTrimOutSanitizes(t *testing.T) {
+	got := trimOut([]byte("  Failed: \x1b]0;pwned\x07 \x1b[2J \u009b31m\n" + strings.Repeat("x", 400)))
+	if strings.ContainsAny(got, "\x1b\x07\u009b") || !strings.HasPrefix(got, "Failed: ␛]0;pwned␇ ␛[2J") || len(got) > 300+len(" …[cut]") {
+		t.Errorf("trimOut = %q", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote/startup"
+	"bringup/remote/unitname"
 )
 
 // The engines a host can run.
@@ -184,7 +185,7 @@ func FromFlags(hosts, unit string) (*Config, error) {
 	if unit != "" {
 		u, err := checkUnit(unit)
 		if err != nil {
-			return nil, fmt.Errorf("-u %q: %w", unit, err)
+			return nil, fmt.Errorf("-u: %w", err)
 		}
 		c.Defaults.Unit = u
 	}
@@ -406,20 +407,7 @@ func badTargetRune(r rune) bool {
 	return r <= ' ' || r == 0x7f || strings.ContainsRune("'\"`\\,;|&$<>(){}*?!#", r)
 }
 
-// checkUnit validates a unit name and adds ".service" when it has no type,
-// as systemctl does.
-func checkUnit(u string) (string, error) {
-	switch {
-	case u == "":
-		return "", errors.New("empty unit name")
-	case strings.HasPrefix(u, "-"):
-		return "", errors.New("must not start with '-'")
-	case strings.ContainsFunc(u, func(r rune) bool {
-		return r <= ' ' || r == 0x7f || r == '/' || strings.ContainsRune("'\"`\\$;|&", r)
-	}):
-		return "", errors.New("spaces, slashes, quotes and control characters are not allowed in a unit name")
-	case !strings.Contains(u, "."):
-		return u + ".service", nil
-	}
-	return u, nil
-}
+// checkUnit validates a unit name by systemd's rules (remote/unitname: a
+// glob is refused, not followed as a pattern) and adds ".service" when it
+// has no type, as systemctl does.
+func checkUnit(u string) (string, error) { return unitname.Normalize(u) }

@@ -167,7 +167,10 @@ func TestParseErrors(t *testing.T) {
 		{"host as a number", "hosts: [1234]\n", `c.yaml:1:9: hosts[0]: want a string, got int 1234 (quote it if it is meant as a string)`},
 		{"host as a list", "hosts: [[a]]\n", `c.yaml:1:9: hosts[0]: want a host name or a mapping with name:, got a list`},
 		{"hosts not a list", "hosts: gpu1\n", `c.yaml:1:8: hosts: want a list, got "gpu1"`},
-		{"unit with a space", "defaults: {unit: 'a b'}\n", `c.yaml:1:18: defaults.unit: spaces, slashes, quotes and control characters are not allowed in a unit name`},
+		{"unit with a space", "defaults: {unit: 'a b'}\n", `c.yaml:1:18: defaults.unit: invalid unit name "a b": character ' ' is not allowed (systemd allows ASCII letters, digits and ":-_.\@")`},
+		{"unit glob", "hosts:\n  - gpu1\n  - gpu2\n  - {name: gpu3, unit: 'sglang*'}\n",
+			`c.yaml:4:24: hosts[2].unit: invalid unit name "sglang*": '*' is a glob character; name one unit exactly (a pattern would mix other units' logs and states in)`},
+		{"unit type typo", "defaults: {unit: sglang.servce}\n", `c.yaml:1:18: defaults.unit: invalid unit name "sglang.servce": "servce" is not a unit type (want one of service, socket, target, device, mount, automount, swap, timer, path, slice, scope)`},
 		{"user with @", "defaults: {user: a@b}\n", `c.yaml:1:18: defaults.user: "a@b": a user name has no @ or :`},
 		{"mode list without a capture-safe mode", "kernels:\n  - name: k\n    env_var: K\n    modes:\n      - {name: validate, capture_safe: false}\n",
 			`c.yaml:5:7: kernels[0].modes: no capture-safe mode: a restart could never pass CUDA graph capture`},
@@ -307,7 +310,8 @@ func TestFromFlags(t *testing.T) {
 		{"", "", "-H: no hosts given"},
 		{"a,a", "", `-H: host "a" listed twice`},
 		{"-oFoo", "", `-H: "-oFoo": must not start with '-'`},
-		{"a", "x y", `-u "x y": spaces, slashes, quotes and control characters are not allowed in a unit name`},
+		{"a", "x y", `-u: invalid unit name "x y": character ' ' is not allowed (systemd allows ASCII letters, digits and ":-_.\@")`},
+		{"a", "sglang?", `-u: invalid unit name "sglang?": '?' is a glob character; name one unit exactly (a pattern would mix other units' logs and states in)`},
 	} {
 		if _, err := FromFlags(bad.hosts, bad.unit); err == nil || err.Error() != bad.want {
 			t.Errorf("FromFlags(%q, %q) = %v, want %s", bad.hosts, bad.unit, err, bad.want)

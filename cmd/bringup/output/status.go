@@ -19,7 +19,7 @@ type StatusHost struct {
 	Conn       string             `json:"conn"`
 	ConnErr    string             `json:"conn_error,omitempty"`
 	Unit       string             `json:"unit"`
-	State      string             `json:"state"` // ActiveState/SubState
+	State      string             `json:"state"` // ActiveState/SubState, or "not-found" (event.Unit.State)
 	Phase      string             `json:"phase"`
 	Since      string             `json:"since,omitempty"` // host time the phase began
 	Progress   string             `json:"progress,omitempty"`
@@ -41,7 +41,7 @@ func StatusOf(h remote.HostState) StatusHost {
 		StatusPath: h.UnitState.Path, KernelHashes: h.KernelHashes,
 	}
 	if h.UnitState.ActiveState != "" {
-		s.State = h.UnitState.ActiveState + "/" + h.UnitState.SubState
+		s.State = h.UnitState.State()
 	}
 	if !h.Startup.PhaseSince.IsZero() {
 		s.Since = h.Startup.PhaseSince.Format(TimeLayout)

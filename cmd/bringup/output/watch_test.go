@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"bringup/remote"
+	"bringup/remote/event"
 	"bringup/remote/startup"
 )
 
@@ -72,5 +73,36 @@ func TestTimeout(t *testing.T) {
 	}
 	if !strings.HasSuffix(text.String(), " timeout after 1m30s\n") {
 		t.Errorf("text timeout %q", text.String())
+	}
+}
+
+// TestNotLoadedUnit: a host without the unit (systemd's LoadState
+// not-found) says so in watch's line and status's state column, instead
+// of passing for a stopped unit ("inactive/dead").
+func TestNotLoadedUnit(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	missing := event.Unit{Name: "sglang.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	tr := startup.NewTracker(startup.Options{Engine: "sglang"})
+	var text bytes.Buffer
+	for _, c := range tr.Apply(event.Event{Host: "gpu2", Kind: event.KindUnit, Time: at, Unit: &missing}) {
+		Change(&text, remote.HostChange{Host: "gpu2", Seen: at, Change: c}, time.Time{}, false)
+	}
+	if want := "2026-11-30T10:00:00.000000Z gpu2     unit not-found\n"; !strings.Contains(text.String(), want) {
+		t.Errorf("watch lines:\n%s\nwant the line %q", text.String(), want)
+	}
+
+	var table bytes.Buffer
+	hs := remote.HostState{Name: "gpu2", Unit: "sglang.service", UnitState: missing, Conn: event.Conn{State: event.ConnUp}}
+	StatusTable(&table, []remote.HostState{hs})
+	if row := table.String(); !strings.Contains(row, "not-found") || strings.Contains(row, "inactive/dead") {
+		t.Errorf("status table:\n%s\nwant the state column to say not-found", row)
+	}
+	if s := StatusOf(hs); s.State != "not-found" {
+		t.Errorf("status --json state %q, want not-found", s.State)
+	}
+	running := missing
+	running.ActiveState, running.SubState = "active", "running"
+	if s := StatusOf(remote.HostState{UnitState: running}); s.State != "active/running, not-found" {
+		t.Errorf("a running unit whose file went away: state %q", s.State)
 	}
 }
