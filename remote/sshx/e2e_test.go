@@ -208,11 +208,11 @@ func TestTrustThenDial(t *testing.T) {
 	key := newClientKey(t)
 	d := startSSHD(t, false, key.signer.PublicKey())
 	cfg := d.config(t, key, "")
-	fp, err := Trust(ctxT(t, 20*time.Second), cfg, dialOpts())
+	fp, err := trust(ctxT(t, 20*time.Second), cfg, dialOpts(), "")
 	if err != nil || fp != ssh.FingerprintSHA256(d.hostKeys[0].PublicKey()) {
 		t.Fatalf("Trust = %s, %v", fp, err)
 	}
-	if _, err := Trust(ctxT(t, 20*time.Second), cfg, dialOpts()); err != nil {
+	if _, err := trust(ctxT(t, 20*time.Second), cfg, dialOpts(), ""); err != nil {
 		t.Fatalf("second Trust: %v", err)
 	}
 	if b, _ := os.ReadFile(cfg.UserKnownHostsFiles[0]); strings.Count(string(b), "\n") != 1 {
