@@ -19,9 +19,16 @@ type stateEvent struct {
 
 func runConn(t *testing.T, cfg Config) (*Conn, chan stateEvent, chan error) {
 	t.Helper()
+	return runConnWith(t, cfg, dialOpts())
+}
+
+// runConnWith runs a Conn dialling with opts until the test ends; its
+// states arrive on events; it retries after 50 ms at most.
+func runConnWith(t *testing.T, cfg Config, opts DialOptions) (*Conn, chan stateEvent, chan error) {
+	t.Helper()
 	events := make(chan stateEvent, 256)
 	c := NewConn(cfg, ConnOptions{
-		Dial:    dialOpts(),
+		Dial:    opts,
 		OnState: func(st State, err error, _ time.Time) { events <- stateEvent{st, err} },
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			return Sleep(ctx, min(d, 50*time.Millisecond)) // keep the test fast
