@@ -13,7 +13,7 @@ import (
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	trust := fs.String("trust", "", "fetch HOST's key, print its fingerprint and add exactly that key to known_hosts")

@@ -80,7 +80,7 @@ func Host(ctx context.Context, r live.Options) *Report {
 		for _, k := range risks {
 			why = append(why, k.Setting+": "+k.Why)
 		}
-		rep.add("host key policy", Warn, strings.Join(why, "; "),
+		rep.add("key policy", Warn, strings.Join(why, "; "),
 			fmt.Sprintf("in ssh_config for %s set StrictHostKeyChecking accept-new (or yes) and a real UserKnownHostsFile, then bringup doctor --trust %s --fingerprint SHA256:… (from ssh-keygen -lf on the host)", r.Name, r.Name))
 	}
 

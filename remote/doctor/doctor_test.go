@@ -88,12 +88,12 @@ func TestHostKeyPolicyWarned(t *testing.T) {
 	rep := Host(ctx, r)
 	var policy *Check
 	for i, c := range rep.Checks {
-		if c.Name == "host key policy" {
+		if c.Name == "key policy" {
 			policy = &rep.Checks[i]
 		}
 	}
 	if policy == nil || policy.Status != Warn {
-		t.Fatalf("no host key policy warning in %+v", rep.Checks)
+		t.Fatalf("no key policy warning in %+v", rep.Checks)
 	}
 	for _, want := range []string{"StrictHostKeyChecking no", "UserKnownHostsFile /dev/null", "trusts whatever key"} {
 		if !strings.Contains(policy.Detail, want) {
@@ -105,7 +105,7 @@ func TestHostKeyPolicyWarned(t *testing.T) {
 	}
 	r.SSH.StrictHostKeyChecking, r.SSH.UserKnownHostsFiles = "accept-new", []string{"/root/.ssh/known_hosts"}
 	for _, c := range Host(ctx, r).Checks {
-		if c.Name == "host key policy" {
+		if c.Name == "key policy" {
 			t.Errorf("accept-new with a real file flagged: %+v", c)
 		}
 	}

@@ -37,7 +37,7 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("authentication to %s as %s failed: %v; not retried automatically (each try counts against this machine in sshd's penalties): load the right key into ssh-agent (ssh-add), or add your public key to ~%s/.ssh/authorized_keys on the host; set IdentitiesOnly yes with an IdentityFile when the agent holds many keys",
+	return fmt.Sprintf("authentication to %s as %s failed: %v; load the right key into ssh-agent (ssh-add), or add your public key to ~%s/.ssh/authorized_keys on the host; with many keys in the agent, set IdentitiesOnly yes and an IdentityFile",
 		e.Host, e.User, e.Err, e.User)
 }
 

@@ -188,7 +188,7 @@ func TestTooManyAuthFailuresIsPermanent(t *testing.T) {
 	if !errors.As(err, &ae) || !IsPermanent(err) || !strings.Contains(err.Error(), "Too many authentication failures") {
 		t.Fatalf("Dial = %v, want a permanent AuthError carrying sshd's reason", err)
 	}
-	if !strings.Contains(err.Error(), "not retried automatically") || !strings.Contains(err.Error(), "ssh-add") {
+	if !strings.Contains(err.Error(), "ssh-add") || !strings.Contains(err.Error(), "IdentitiesOnly yes") {
 		t.Errorf("error does not say what to do: %v", err)
 	}
 
@@ -198,7 +198,7 @@ func TestTooManyAuthFailuresIsPermanent(t *testing.T) {
 	if ev.st != StateUnreachable || !errors.As(ev.err, &ae) || !errors.As(ev.err, &stopped) {
 		t.Fatalf("first state %s (%v), want unreachable with an AuthError", ev.st, ev.err)
 	}
-	if !strings.Contains(ev.err.Error(), "retry") {
+	if !strings.Contains(ev.err.Error(), "not retried automatically") || !strings.Contains(ev.err.Error(), "then retry gpu-test") {
 		t.Errorf("state does not say how to retry: %v", ev.err)
 	}
 	select { // the retry loop would dial again within 50 ms
