@@ -198,7 +198,7 @@ func TestTooManyAuthFailuresIsPermanent(t *testing.T) {
 	if ev.st != StateUnreachable || !errors.As(ev.err, &ae) || !errors.As(ev.err, &stopped) {
 		t.Fatalf("first state %s (%v), want unreachable with an AuthError", ev.st, ev.err)
 	}
-	if !strings.Contains(ev.err.Error(), "not retried automatically") || !strings.Contains(ev.err.Error(), "then retry gpu-test") {
+	if !strings.Contains(ev.err.Error(), "not retried automatically") || !strings.Contains(ev.err.Error(), "then reconnect gpu-test") {
 		t.Errorf("state does not say how to retry: %v", ev.err)
 	}
 	select { // the retry loop would dial again within 50 ms
