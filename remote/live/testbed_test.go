@@ -20,6 +20,7 @@ import (
 	"bringup/remote/sshx"
 	"bringup/remote/startup"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/e2e"
 )
 
 // fastEnv keeps a testbed startup to a few seconds while every phase shows.
@@ -507,6 +508,7 @@ func TestHostKeysAndAuthOnTestbed(t *testing.T) {
 // the test ends.
 func startSSHAgent(t *testing.T, sock string) {
 	t.Helper()
+	e2e.Require(t, e2e.Command("ssh-agent"), e2e.Command("ssh-add"))
 	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("ssh-agent: %v", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"

@@ -385,7 +385,7 @@ func TestAcceptNewAnnouncesLearnedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(dir, "config")
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host hop1\n  HostName 127.0.0.1\n  Port %d\nHost target\n  HostName 127.0.0.1\n  Port %d\n  ProxyJump hop1\n"+
+	mustWrite(t, cfgFile, []byte(fmt.Sprintf("Host hop1\n  HostName 127.0.0.1\n  Port %d\nHost target\n  HostName 127.0.0.1\n  Port %d\n  ProxyJump hop1\n"+
 		"Host *\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking accept-new\n",
 		hop.port, target.port, key.path, kh)), 0o600)
 	ropts := ResolveOptions{ConfigFile: cfgFile, SSHPath: "-"}
@@ -540,15 +540,20 @@ func TestHostKeyRisks(t *testing.T) {
 	// As ssh -G and the parser resolve them from an ssh_config.
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "config")
-	os.WriteFile(cfgFile, []byte("Host lab\n  HostName 127.0.0.1\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"), 0o600)
-	for _, src := range []string{"", "-"} {
-		cfg, err := Resolve(context.Background(), "lab", ResolveOptions{ConfigFile: cfgFile, SSHPath: src})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := len(cfg.HostKeyRisks()); n != 2 {
-			t.Errorf("%s: %d risks, want 2 (%+v)", cfg.Source, n, cfg)
-		}
+	mustWrite(t, cfgFile, []byte("Host lab\n  HostName 127.0.0.1\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"), 0o600)
+	for _, src := range []string{"-", ""} {
+		t.Run(map[string]string{"-": "parser", "": "ssh -G"}[src], func(t *testing.T) {
+			if src == "" {
+				e2e.Require(t, e2e.Command("ssh"))
+			}
+			cfg, err := Resolve(context.Background(), "lab", ResolveOptions{ConfigFile: cfgFile, SSHPath: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(cfg.HostKeyRisks()); n != 2 {
+				t.Errorf("%s: %d risks, want 2 (%+v)", cfg.Source, n, cfg)
+			}
+		})
 	}
 }
 
@@ -638,7 +643,7 @@ func (j *countingJump) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 	go ssh.DiscardRequests(reqs)
 	for nch := range chans {
 		if nch.ChannelType() != "direct-tcpip" {
-			nch.Reject(ssh.UnknownChannelType, "only direct-tcpip")
+			_ = nch.Reject(ssh.UnknownChannelType, "only direct-tcpip") // the client's error says it
 			continue
 		}
 		var to struct {
@@ -648,12 +653,12 @@ func (j *countingJump) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 			OrigPort uint32
 		}
 		if err := ssh.Unmarshal(nch.ExtraData(), &to); err != nil {
-			nch.Reject(ssh.ConnectionFailed, err.Error())
+			_ = nch.Reject(ssh.ConnectionFailed, err.Error()) // the client's error says it
 			continue
 		}
 		tc, err := net.Dial("tcp", net.JoinHostPort(to.Host, strconv.Itoa(int(to.Port))))
 		if err != nil {
-			nch.Reject(ssh.ConnectionFailed, err.Error())
+			_ = nch.Reject(ssh.ConnectionFailed, err.Error()) // the client's error says it
 			continue
 		}
 		ch, creqs, err := nch.Accept()
@@ -664,8 +669,9 @@ func (j *countingJump) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 		j.served.Add(1)
 		go ssh.DiscardRequests(creqs)
 		j.wg.Add(2)
-		go func() { defer j.wg.Done(); io.Copy(tc, ch); tc.Close() }()
-		go func() { defer j.wg.Done(); io.Copy(ch, tc); ch.Close() }()
+		// Each copy ends with its connection; only the end matters.
+		go func() { defer j.wg.Done(); _, _ = io.Copy(tc, ch); tc.Close() }()
+		go func() { defer j.wg.Done(); _, _ = io.Copy(ch, tc); ch.Close() }()
 	}
 }
 
@@ -683,10 +689,10 @@ func TestJumpLimitBoundsDialsThroughOneJumpHost(t *testing.T) {
 	jump := startCountingJump(t, key.signer.PublicKey(), 150*time.Millisecond)
 	dir := t.TempDir()
 	kh := filepath.Join(dir, "known_hosts")
-	os.WriteFile(kh, []byte(target.knownHostsLine(0)+
+	mustWrite(t, kh, []byte(target.knownHostsLine(0)+
 		knownhostsLine(fmt.Sprintf("[127.0.0.1]:%d", jump.port()), jump.hostKey.PublicKey())), 0o600)
 	cfgFile := filepath.Join(dir, "config")
-	os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host bastion\n  HostName 127.0.0.1\n  Port %d\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n",
+	mustWrite(t, cfgFile, []byte(fmt.Sprintf("Host bastion\n  HostName 127.0.0.1\n  Port %d\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n",
 		jump.port(), key.path, kh)), 0o600)
 
 	const hosts = 20
