@@ -129,6 +129,9 @@ func (v *hostView) Render(w, h int) string {
 	if p := hs.UnitState.Path; p != "" && p != "sim" {
 		info += " · state via " + p
 	}
+	if r := hs.Conn.HostKeyRisk; r != 0 {
+		info += " · host keys unchecked (" + r.String() + ")"
+	}
 	if c := hs.Conn; c.State != "" && c.State != event.ConnUp {
 		info += " · ssh " + string(c.State)
 		if !c.Retry.IsZero() {

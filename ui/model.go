@@ -466,6 +466,8 @@ func (m *Model) lineOf(ev event.Event) (logLine, bool) {
 			k = lineErr
 		}
 		return logLine{Time: ev.Time, Text: ev.Journal.Message, Kind: k}, true
+	case ev.Kind == event.KindGap && ev.Gap != nil && ev.Gap.Reason == event.GapHostKey:
+		return logLine{Time: ev.Time, Text: ev.Gap.Message, Kind: lineGap}, true // a notice, not a loss
 	case ev.Kind == event.KindGap && ev.Gap != nil:
 		t := "gap: " + ev.Gap.Reason
 		if ev.Gap.Count > 0 {

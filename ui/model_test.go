@@ -583,3 +583,32 @@ func TestLogBudget256Hosts(t *testing.T) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// TestHostKeyRiskAndNoticeShown: a host whose ssh_config lets host keys in
+// unchecked is flagged in the header and named in its host view; a key
+// learned on first contact shows in its log as the notice it is.
+func TestHostKeyRiskAndNoticeShown(t *testing.T) {
+	m, _ := newTestModel(t, 160, 24)
+	b := fleetFixture()
+	b.Hosts[1].Conn.HostKeyRisk = event.RiskStrictNo | event.RiskKnownHostsNull
+	notice := "learned new host key for gpu2: ssh-ed25519 SHA256:abc, added to /root/.ssh/known_hosts:7"
+	b.Events = []event.Event{{Host: "gpu2", Kind: event.KindGap, Time: now, Gap: &event.Gap{Reason: event.GapHostKey, Message: notice}}}
+	m.Update(batchMsg(b))
+	if h := firstLine(m.View().Content); !strings.Contains(h, "⚠ host keys unchecked: gpu2") {
+		t.Errorf("header %q does not flag gpu2", h)
+	}
+	b.Hosts[2].Conn.HostKeyRisk = event.RiskStrictNo
+	b.Events = nil
+	m.Update(batchMsg(b))
+	if h := firstLine(m.View().Content); !strings.Contains(h, "⚠ host keys unchecked: 2 hosts") {
+		t.Errorf("header %q does not count both hosts", h)
+	}
+	press(m, "j", "enter")
+	v := m.View().Content
+	if !strings.Contains(v, "host keys unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null)") {
+		t.Errorf("host view does not name the settings:\n%s", v)
+	}
+	if !strings.Contains(v, notice) || strings.Contains(v, "gap: host-key") {
+		t.Errorf("host view log does not show the notice as it is:\n%s", v)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"bringup/remote"
 	"bringup/remote/startup"
 )
 
@@ -96,6 +97,9 @@ func (m *Model) header(w int) string {
 	if b := m.driftBadge(); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
+	if b := hostKeyBadge(m.hosts); b != "" {
+		counts += " · " + s.Warn.Render(b)
+	}
 	if m.ro != nil && !m.ro.r.Settled() {
 		counts += " · " + s.Badge.Render("rollout "+string(m.ro.r.State().Status))
 	}
@@ -121,6 +125,25 @@ func (m *Model) header(w int) string {
 		gap = w - ansi.StringWidth(title) - ansi.StringWidth(counts)
 	}
 	return title + strings.Repeat(" ", gap) + counts
+}
+
+// hostKeyBadge warns of hosts whose ssh_config lets host keys in
+// unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null):
+// `bringup doctor` says what to change.
+func hostKeyBadge(hosts []remote.HostState) string {
+	var risky []string
+	for _, h := range hosts {
+		if h.Conn.HostKeyRisk != 0 {
+			risky = append(risky, h.Name)
+		}
+	}
+	switch len(risky) {
+	case 0:
+		return ""
+	case 1:
+		return "⚠ host keys unchecked: " + risky[0]
+	}
+	return fmt.Sprintf("⚠ host keys unchecked: %d hosts", len(risky))
 }
 
 // footer is the status line and the short help for the current state.

@@ -13,10 +13,11 @@ import (
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
-	trust := fs.String("trust", "", "fetch HOST's key and add it to known_hosts (check the fingerprint it prints)")
+	trust := fs.String("trust", "", "fetch HOST's key, print its fingerprint and add exactly that key to known_hosts")
+	pin := fs.String("fingerprint", "", "with --trust: add the key only if its fingerprint is this SHA256:… (ssh-keygen -lf on the host)")
 	timeout := fs.Duration("timeout", 20*time.Second, "time allowed for each host's checks")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
@@ -30,18 +31,14 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		return e.fail("doctor", "%v", err)
 	}
 	if *trust != "" {
-		h := hosts[0]
-		sc, err := live.ResolveSSH(ctx, target(h), cfg.SSHConfig)
+		sc, err := live.ResolveSSH(ctx, target(hosts[0]), cfg.SSHConfig)
+		if err == nil {
+			err = doctor.Trust(ctx, e.stdout, sc, sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: cfg.SSHConfig}}, *pin)
+		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "bringup doctor: %v\n", err)
+			fmt.Fprintf(e.stderr, "bringup doctor: trust %s: %v\n", hosts[0].Name, err)
 			return 1
 		}
-		fp, err := sshx.Trust(ctx, sc, sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: cfg.SSHConfig}})
-		if err != nil {
-			fmt.Fprintf(e.stderr, "bringup doctor: trust %s: %v\n", h.Name, err)
-			return 1
-		}
-		fmt.Fprintf(e.stdout, "%s: trusted %s\n", h.Name, fp)
 		return 0
 	}
 	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)

@@ -29,9 +29,9 @@ type watchOptions struct {
 // errTimedOut is the cause of a watch's context when --timeout passed.
 var errTimedOut = errors.New("timeout")
 
-// runWatch prints one line per phase change, failure and unit-state change
-// until every host has settled (remote.HostState.Settled), the timeout
-// passes, or ctx ends, and returns the exit code.
+// runWatch prints one line per phase change, failure, unit-state change and
+// host key learned until every host has settled (remote.HostState.Settled),
+// the timeout passes, or ctx ends, and returns the exit code.
 func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchOptions) int {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -44,6 +44,9 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 			if !h.Startup.StartedAt.IsZero() {
 				started[h.Name] = h.Startup.StartedAt
 			}
+		}
+		for _, ev := range b.Events {
+			output.Notice(w, ev, opts.JSON)
 		}
 		for _, c := range b.Changes {
 			output.Change(w, c, started[c.Host], opts.JSON)

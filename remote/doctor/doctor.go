@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,9 +80,23 @@ func Host(ctx context.Context, r live.Options) *Report {
 		jump = ", via " + strings.Join(r.SSH.ProxyJump, " → ")
 	}
 	rep.add("ssh config", OK, fmt.Sprintf("%s: HostName %s, User %s, Port %d%s", src, r.SSH.HostName, r.SSH.User, r.SSH.Port, jump), "")
+	if risks := r.SSH.HostKeyRisks(); len(risks) > 0 {
+		var why []string
+		for _, k := range risks {
+			why = append(why, k.Setting+": "+k.Why)
+		}
+		rep.add("key policy", Warn, strings.Join(why, "; "),
+			fmt.Sprintf("in ssh_config for %s set StrictHostKeyChecking accept-new (or yes) and a real UserKnownHostsFile, then bringup doctor --trust %s --fingerprint SHA256:… (from ssh-keygen -lf on the host)", r.Name, r.Name))
+	}
 
+	var learned []sshx.LearnedHostKey
+	dial := r.Dial
+	dial.OnNewHostKey = func(k sshx.LearnedHostKey) { learned = append(learned, k) }
 	start := time.Now()
-	client, err := sshx.Dial(ctx, r.SSH, r.Dial)
+	client, err := sshx.Dial(ctx, r.SSH, dial)
+	for _, k := range learned { // accept-new: say so, before what failed after it
+		rep.add("host key", Warn, k.String(), "compare the fingerprint with ssh-keygen -lf on the host; remove the line if it differs")
+	}
 	if err != nil {
 		classifyDialError(rep, r, err)
 		for _, n := range []string{"sudo", "systemd", "journald", "unit", "nvidia-smi"} {
@@ -90,7 +106,9 @@ func Host(ctx context.Context, r live.Options) *Report {
 	}
 	defer client.Close()
 	rep.add("reachable", OK, fmt.Sprintf("connected in %v", time.Since(start).Round(time.Millisecond)), "")
-	rep.add("host key", OK, "matches known_hosts", "")
+	if !slices.ContainsFunc(learned, func(k sshx.LearnedHostKey) bool { return k.Host == r.SSH.Alias }) {
+		rep.add("host key", OK, "matches known_hosts", "")
+	}
 	rep.add("auth", OK, "publickey as "+r.SSH.User, "")
 
 	// The rest runs over a managed connection, as the console does.
@@ -276,4 +294,38 @@ func hasAnyField(list string, want ...string) bool {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// Trust is `bringup doctor --trust`: it fetches the host key of cfg's host
+// once, prints it on w, and records exactly that key in known_hosts (no
+// second fetch that could bring another key). With pin (SHA256:…, as
+// ssh-keygen -lf prints it on the host) a key with another fingerprint is
+// refused and nothing is written. Keys accept-new learns for jump hosts
+// on the way are printed too.
+func Trust(ctx context.Context, w io.Writer, cfg sshx.Config, dial sshx.DialOptions, pin string) error {
+	if pin != "" {
+		if err := sshx.CheckFingerprint(pin); err != nil {
+			return fmt.Errorf("--fingerprint: %w", err)
+		}
+	}
+	if dial.OnNewHostKey == nil {
+		dial.OnNewHostKey = func(k sshx.LearnedHostKey) { fmt.Fprintln(w, k.String()) }
+	}
+	k, err := sshx.FetchHostKey(ctx, cfg, dial)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s (%s) presents host key %s %s\n", k.Host, k.Addr, k.KeyType, k.Fingerprint)
+	file, line, err := k.Write(pin)
+	switch {
+	case err != nil:
+		return err
+	case line == 0:
+		fmt.Fprintf(w, "%s: known_hosts already trusts this key: nothing written\n", k.Host)
+	case pin != "":
+		fmt.Fprintf(w, "%s: matches the pinned fingerprint; added to %s:%d\n", k.Host, file, line)
+	default:
+		fmt.Fprintf(w, "%s: added to %s:%d (not pinned: compare the fingerprint above with ssh-keygen -lf on the host, or pass --fingerprint next time)\n", k.Host, file, line)
+	}
+	return nil
 }

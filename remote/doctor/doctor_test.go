@@ -1,13 +1,22 @@
 package doctor
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/live"
 	"bringup/remote/sshx"
+	"bringup/remote/testbed"
 )
 
 // TestClassifyDialError checks that each way a dial can fail lands on the
@@ -60,5 +69,106 @@ func TestClassifyDialError(t *testing.T) {
 				t.Errorf("%s: detail %q fix %q; want %q in detail and %q in fix", c.failed, last.Detail, last.Fix, c.detail, c.fix)
 			}
 		})
+	}
+}
+
+// TestHostKeyPolicyWarned: StrictHostKeyChecking no and UserKnownHostsFile
+// /dev/null are a warning with the fix, before any connection is tried.
+func TestHostKeyPolicyWarned(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens: the dial fails at once
+	r := live.Options{Name: "gpu1", SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: port, User: "root",
+		StrictHostKeyChecking: "no", UserKnownHostsFiles: []string{"/dev/null"}}, Dial: sshx.DialOptions{AgentSocket: "-"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep := Host(ctx, r)
+	var policy *Check
+	for i, c := range rep.Checks {
+		if c.Name == "key policy" {
+			policy = &rep.Checks[i]
+		}
+	}
+	if policy == nil || policy.Status != Warn {
+		t.Fatalf("no key policy warning in %+v", rep.Checks)
+	}
+	for _, want := range []string{"StrictHostKeyChecking no", "UserKnownHostsFile /dev/null", "trusts whatever key"} {
+		if !strings.Contains(policy.Detail, want) {
+			t.Errorf("detail %q lacks %q", policy.Detail, want)
+		}
+	}
+	if !strings.Contains(policy.Fix, "--trust gpu1 --fingerprint") {
+		t.Errorf("fix %q", policy.Fix)
+	}
+	r.SSH.StrictHostKeyChecking, r.SSH.UserKnownHostsFiles = "accept-new", []string{"/root/.ssh/known_hosts"}
+	for _, c := range Host(ctx, r).Checks {
+		if c.Name == "key policy" {
+			t.Errorf("accept-new with a real file flagged: %+v", c)
+		}
+	}
+}
+
+// TestTrustOnTestbed is `doctor --trust` against a real host: a wrong
+// --fingerprint writes nothing; the right one writes exactly the key
+// shown; a second run writes nothing more; doctor then passes the host
+// key check.
+func TestTrustOnTestbed(t *testing.T) {
+	tb := testbed.Start(t, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cfg, err := sshx.Resolve(ctx, "gpu1", sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	cfg.UserKnownHostsFiles = []string{kh}
+	pub, err := tb.HostKey("gpu1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := ssh.FingerprintSHA256(pub)
+	dial := sshx.DialOptions{AgentSocket: "-"}
+
+	var out bytes.Buffer
+	wrong := "SHA256:" + strings.Repeat("x", 43)
+	err = Trust(ctx, &out, cfg, dial, wrong)
+	var mm *sshx.FingerprintMismatchError
+	if !errors.As(err, &mm) {
+		t.Fatalf("wrong pin: %v, want a FingerprintMismatchError", err)
+	}
+	if _, serr := os.Stat(kh); !errors.Is(serr, os.ErrNotExist) {
+		t.Fatalf("known_hosts exists after a refused pin: %v", serr)
+	}
+	if !strings.Contains(out.String(), "presents host key ssh-ed25519 "+fp) {
+		t.Errorf("the fetched key was not shown:\n%s", out.String())
+	}
+
+	out.Reset()
+	if err := Trust(ctx, &out, cfg, dial, fp); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("gpu1: matches the pinned fingerprint; added to %s:1", kh); !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	b, _ := os.ReadFile(kh)
+	if f := strings.Fields(string(b)); len(f) != 3 || f[1]+" "+f[2] != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))) {
+		t.Fatalf("known_hosts = %q, want exactly gpu1's key", b)
+	}
+
+	out.Reset()
+	if err := Trust(ctx, &out, cfg, dial, ""); err != nil || !strings.Contains(out.String(), "nothing written") {
+		t.Errorf("second trust: %v\n%s", err, out.String())
+	}
+	if b2, _ := os.ReadFile(kh); !bytes.Equal(b, b2) {
+		t.Errorf("second trust changed known_hosts: %q", b2)
+	}
+	rep := Host(ctx, live.Options{Name: "gpu1", SSH: cfg, Dial: dial, Unit: testbed.UnitName})
+	for _, c := range rep.Checks {
+		if c.Name == "host key" && c.Status != OK {
+			t.Errorf("host key check after trust: %+v", c)
+		}
 	}
 }

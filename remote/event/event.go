@@ -140,6 +140,37 @@ type Conn struct {
 	Err   string    `json:"err,omitempty"`
 	// Retry is when the next attempt is due, for ConnDown.
 	Retry time.Time `json:"retry,omitzero"`
+	// HostKeyRisk flags settings of the host's ssh_config that let host
+	// keys in unchecked, for the console's warning.
+	HostKeyRisk HostKeyRisk `json:"host_key_risk,omitempty"`
+}
+
+// HostKeyRisk is a set of ssh_config settings that weaken host key
+// checking. It is a set of bits, not text, so that no string from a
+// recording reaches the screen through it.
+type HostKeyRisk uint8
+
+// The settings HostKeyRisk flags.
+const (
+	RiskStrictNo       HostKeyRisk = 1 << iota // StrictHostKeyChecking no: unknown keys accepted without asking
+	RiskKnownHostsNull                         // UserKnownHostsFile /dev/null: nothing remembered, every contact is a first one
+)
+
+// String names the settings, as ssh_config spells them.
+func (r HostKeyRisk) String() string {
+	var s string
+	for _, x := range []struct {
+		bit  HostKeyRisk
+		name string
+	}{{RiskStrictNo, "StrictHostKeyChecking no"}, {RiskKnownHostsNull, "UserKnownHostsFile /dev/null"}} {
+		if r&x.bit != 0 {
+			if s != "" {
+				s += ", "
+			}
+			s += x.name
+		}
+	}
+	return s
 }
 
 // ActionStage says where an action is.
@@ -163,9 +194,15 @@ type ActionResult struct {
 	Percent int         `json:"percent,omitempty"`
 }
 
-// Gap says that lines may be missing from the journal view.
+// GapHostKey is the Gap reason of a notice, not a loss: a host key was
+// learned on first contact (StrictHostKeyChecking accept-new) and added to
+// known_hosts. Every reader of the host's log shows it.
+const GapHostKey = "host-key"
+
+// Gap says that lines may be missing from the journal view, or carries a
+// note about the host for its log ("note", GapHostKey).
 type Gap struct {
-	Reason  string `json:"reason"`            // "cursor-lost", "suppressed", "dropped", "reconnect"
+	Reason  string `json:"reason"`            // "cursor-lost", "suppressed", "dropped", "reconnect", "note", GapHostKey
 	Count   int    `json:"count,omitempty"`   // lines known lost, when known
 	Message string `json:"message,omitempty"` // human text, sanitised
 }

@@ -63,6 +63,10 @@ type Host struct {
 	opts Options
 	conn *sshx.Conn
 
+	// hostKeyRisk flags the weak host key settings of opts.SSH, carried on
+	// every connection event for the console's warning.
+	hostKeyRisk event.HostKeyRisk
+
 	mu       sync.Mutex // guards pathNote, emit and changes
 	pathNote string
 	emit     remote.Emit // Run's; nil before Run
@@ -80,25 +84,52 @@ func New(opts Options) *Host {
 		opts.Unit = "sglang.service"
 	}
 	h := &Host{opts: opts}
-	h.conn = sshx.NewConn(opts.SSH, sshx.ConnOptions{Dial: opts.Dial, OnState: h.onState})
+	for _, r := range opts.SSH.HostKeyRisks() {
+		switch r.Setting {
+		case sshx.SettingStrictNo:
+			h.hostKeyRisk |= event.RiskStrictNo
+		case sshx.SettingKnownHostsNull:
+			h.hostKeyRisk |= event.RiskKnownHostsNull
+		}
+	}
+	dial := opts.Dial
+	dial.OnNewHostKey = func(k sshx.LearnedHostKey) {
+		if opts.Dial.OnNewHostKey != nil {
+			opts.Dial.OnNewHostKey(k)
+		}
+		if emit := h.emitter(); emit != nil {
+			h.noteAs(emit, event.GapHostKey, k.String())
+		}
+	}
+	h.conn = sshx.NewConn(opts.SSH, sshx.ConnOptions{Dial: dial, OnState: h.onState})
 	return h
+}
+
+// emitter is Run's emit, nil before Run.
+func (h *Host) emitter() remote.Emit {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.emit
 }
 
 // onState reports connection changes as events.
 func (h *Host) onState(st sshx.State, err error, retry time.Time) {
-	h.mu.Lock()
-	emit := h.emit
-	h.mu.Unlock()
+	emit := h.emitter()
 	if emit == nil {
 		return
 	}
-	c := &event.Conn{State: connState(st), Retry: retry}
+	c := &event.Conn{State: connState(st), Retry: retry, HostKeyRisk: h.hostKeyRisk}
 	if err != nil {
 		c.Err = err.Error()
 	}
 	now := h.opts.Now()
 	emit(event.Event{Host: h.opts.Name, Kind: event.KindConn, Time: now, Seen: now, Conn: c})
 }
+
+// Retry dials the host again after a failure that is never retried on its
+// own (host key refused, authentication failed), once the person has
+// fixed the cause. It reports whether the connection was stopped that way.
+func (h *Host) Retry() bool { return h.conn.Retry() }
 
 // Name is the host's name.
 func (h *Host) Name() string { return h.opts.Name }
@@ -136,14 +167,14 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	// probe that only finds the connection down says nothing and would
 	// slow the probe's own schedule down.
 	run(func() {
-		if _, err := h.conn.Client(ctx); err != nil {
+		if _, err := h.conn.Await(ctx); err != nil {
 			return
 		}
 		_ = probe.Run(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, emit)
 	})
 	if !h.opts.NoGPU {
 		run(func() {
-			if _, err := h.conn.Client(ctx); err != nil {
+			if _, err := h.conn.Await(ctx); err != nil {
 				return
 			}
 			err := gpu.Run(ctx, h.conn, h.opts.Name, h.opts.GPUInterval, emit)
@@ -169,7 +200,9 @@ func (h *Host) watchUnit(ctx context.Context, emit remote.Emit) {
 		},
 	}
 	for ctx.Err() == nil {
-		if _, err := h.conn.Client(ctx); err != nil {
+		// Await, not Client: after a failure that waits for Retry, the
+		// watch must start again once the person has fixed it.
+		if _, err := h.conn.Await(ctx); err != nil {
 			return
 		}
 		gen := h.conn.Generation()
@@ -195,7 +228,11 @@ func (h *Host) watchUnit(ctx context.Context, emit remote.Emit) {
 }
 
 // note emits a visible line in the host's log, once per distinct text.
-func (h *Host) note(emit remote.Emit, msg string) {
+func (h *Host) note(emit remote.Emit, msg string) { h.noteAs(emit, "note", msg) }
+
+// noteAs emits a note with its own reason (event.GapHostKey), which
+// readers that show only some notes (bringup watch) pick out.
+func (h *Host) noteAs(emit remote.Emit, reason, msg string) {
 	h.mu.Lock()
 	dup := h.pathNote == msg
 	h.pathNote = msg
@@ -205,7 +242,7 @@ func (h *Host) note(emit remote.Emit, msg string) {
 	}
 	now := h.opts.Now()
 	emit(event.Event{Host: h.opts.Name, Kind: event.KindGap, Time: now, Seen: now,
-		Gap: &event.Gap{Reason: "note", Message: msg}})
+		Gap: &event.Gap{Reason: reason, Message: msg}})
 }
 
 func connState(s sshx.State) event.ConnState {

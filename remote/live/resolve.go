@@ -23,35 +23,28 @@ type Target struct {
 }
 
 // Resolve turns each target into the Options of a host ready to dial:
-// ssh_config applied (from sshConfig, "" for ~/.ssh/config) and the keys
-// it authenticates with loaded now, asking for passphrases through ask,
-// before any TUI takes the screen. The returned func releases the keys.
+// ssh_config applied (from sshConfig, "" for ~/.ssh/config) and its
+// identity files read now, asking for passphrases through ask, before any
+// TUI takes the screen (agent keys are asked for at each dial). The hosts
+// share one limit of dials through each jump host (sshx.DefaultJumpDials).
+// The returned func releases what Resolve holds (nothing now; kept for
+// callers that defer it).
 func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(file string) ([]byte, error)) ([]Options, func(), error) {
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
+	jumps := sshx.NewJumpLimit(sshx.DefaultJumpDials)
 	out := make([]Options, 0, len(targets))
 	for _, t := range targets {
 		sc, err := ResolveSSH(ctx, t, sshConfig)
 		if err != nil {
-			closeAll()
 			return nil, nil, err
 		}
-		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Passphrase: ask}
-		signers, closeSigners, err := sshx.LoadSigners(sc, dial)
-		if err != nil {
-			closeAll()
+		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Passphrase: ask, JumpLimit: jumps}
+		if dial.Identities, err = sshx.LoadIdentities(sc, dial); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		closers = append(closers, closeSigners)
-		dial.Signers = signers
 		out = append(out, Options{Name: t.Name, SSH: sc, Dial: dial, Unit: t.Unit, Engine: t.Engine, Probe: t.Probe,
 			Tail: 2000, FromStart: 2 * time.Hour})
 	}
-	return out, closeAll, nil
+	return out, func() {}, nil
 }
 
 // ResolveSSH is t's connection configuration: ssh_config's answer for

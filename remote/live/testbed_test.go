@@ -11,12 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"os"
+	"path/filepath"
+
+	"golang.org/x/crypto/ssh"
+
 	"bringup/kernels"
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/sshx"
 	"bringup/remote/startup"
 	"bringup/remote/testbed"
+	"bringup/remote/testbed/e2e"
 	"bringup/remote/unitname"
 )
 
@@ -386,6 +392,174 @@ func TestRunRefusesBadUnit(t *testing.T) {
 		}
 		if late != nil || len(emitted) > 0 {
 			t.Errorf("unit %q: Run went on (deadline: %v, %d events) instead of refusing at once", unit, late, len(emitted))
+		}
+	}
+}
+
+// runFleet runs f until the test ends (or ctx does).
+func runFleet(t *testing.T, ctx context.Context, f *remote.Fleet) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		_ = <-done // Run's end after the stop
+	})
+}
+
+// TestHostKeysAndAuthOnTestbed runs three live hosts over two test hosts,
+// resolved by Resolve as the console resolves them:
+//   - gpu1 under StrictHostKeyChecking accept-new with an empty
+//     known_hosts: the key learned is announced in the host's log (a
+//     GapHostKey note naming the file and line) and written there;
+//   - gpu2 with StrictHostKeyChecking no and UserKnownHostsFile
+//     /dev/null: every connection event carries both risks, for the
+//     console's header;
+//   - gpu2-agent authenticating only through ssh-agent, which holds no key
+//     at first: the connection stops on the auth failure (no retry loop),
+//     and once the key is in the agent, Retry brings it up and the unit
+//     watch, which had nothing to watch, resumes.
+func TestHostKeysAndAuthOnTestbed(t *testing.T) {
+	tb := testbed.Start(t, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	kh := filepath.Join(dir, "known_hosts")
+	base, err := os.ReadFile(tb.SSHConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, _ := tb.Host("gpu2")
+	// First values win in ssh_config: these blocks come before the testbed's.
+	conf := fmt.Sprintf("Host gpu1\n  UserKnownHostsFile %s\n  StrictHostKeyChecking accept-new\n"+
+		"Host gpu2\n  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n"+
+		"Host gpu2-agent\n  HostName %s\n  User root\n  IdentityFile %s\n  IdentitiesOnly no\n"+
+		"  UserKnownHostsFile %s\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n",
+		kh, g2.Addr, filepath.Join(dir, "no-such-key"), filepath.Join(tb.Inventory(), "known_hosts")) + string(base)
+	cfgFile := filepath.Join(dir, "ssh_config")
+	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An ssh-agent that holds nothing yet; dials read SSH_AUTH_SOCK each time.
+	sock := filepath.Join(dir, "agent.sock")
+	startSSHAgent(t, sock)
+	t.Setenv("SSH_AUTH_SOCK", sock)
+
+	var targets []Target
+	for _, n := range []string{"gpu1", "gpu2", "gpu2-agent"} {
+		targets = append(targets, Target{Name: n, Host: n, Unit: testbed.UnitName, Engine: "sglang"})
+	}
+	opts, closeKeys, err := Resolve(ctx, targets, cfgFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeKeys()
+	if opts[0].Dial.JumpLimit == nil || opts[0].Dial.JumpLimit != opts[2].Dial.JumpLimit {
+		t.Error("the hosts do not share one jump limit")
+	}
+	for i := range opts {
+		opts[i].Tail, opts[i].NoGPU = -1, true
+	}
+	specs := Specs(opts, remote.Options{Kernels: kernels.DefaultCatalog()})
+	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFleet(t, ctx, f)
+
+	var notes []event.Event
+	connecting := 0
+	state := map[string]remote.HostState{}
+	watch := func(what string, cond func() bool) {
+		t.Helper()
+		waitBatch(t, ctx, f, what, func(b remote.Batch) bool {
+			for _, ev := range b.Events {
+				switch {
+				case ev.Kind == event.KindGap && ev.Gap != nil && ev.Gap.Reason == event.GapHostKey:
+					notes = append(notes, ev)
+				case ev.Host == "gpu2-agent" && ev.Kind == event.KindConn && ev.Conn.State == event.ConnConnecting:
+					connecting++
+				}
+			}
+			for _, h := range b.Hosts {
+				state[h.Name] = h
+			}
+			return cond()
+		}, nil)
+	}
+	watch("gpu1 and gpu2 up with their unit state, gpu2-agent stopped", func() bool {
+		return state["gpu1"].UnitState.ActiveState != "" && state["gpu2"].UnitState.ActiveState != "" &&
+			state["gpu2-agent"].Conn.State == event.ConnUnreachable
+	})
+
+	// gpu1: the learned key, announced and written.
+	g1Pub, err := tb.HostKey("gpu1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("learned new host key for gpu1: ssh-ed25519 %s, added to %s:1", ssh.FingerprintSHA256(g1Pub), kh)
+	var gpu1Notes []string
+	for _, n := range notes {
+		if n.Host == "gpu1" {
+			gpu1Notes = append(gpu1Notes, n.Gap.Message)
+		}
+	}
+	if len(gpu1Notes) != 1 || gpu1Notes[0] != want {
+		t.Errorf("gpu1 notes %q, want [%q]", gpu1Notes, want)
+	}
+	if b, _ := os.ReadFile(kh); !strings.Contains(string(b), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(g1Pub)))) {
+		t.Errorf("known_hosts %q lacks gpu1's key", b)
+	}
+	// gpu2: the risks, on the host state the console reads.
+	if r := state["gpu2"].Conn.HostKeyRisk; r != event.RiskStrictNo|event.RiskKnownHostsNull {
+		t.Errorf("gpu2 host key risk %v (%d), want both", r, r)
+	}
+	if r := state["gpu1"].Conn.HostKeyRisk; r != 0 {
+		t.Errorf("gpu1 host key risk %v, want none", r)
+	}
+
+	// gpu2-agent: stopped on the auth failure, and not retrying.
+	if e := state["gpu2-agent"].Conn.Err; !strings.Contains(e, "authentication to gpu2-agent") || !strings.Contains(e, "not retried automatically") {
+		t.Errorf("gpu2-agent state says %q", e)
+	}
+	before := connecting
+	time.Sleep(3 * time.Second) // the backoff would have dialled again by now
+	watch("a batch", func() bool { return true })
+	if connecting != before {
+		t.Errorf("gpu2-agent dialled %d more times after an auth failure", connecting-before)
+	}
+	// The person loads the key into the agent and retries.
+	if out, err := exec.Command("ssh-add", filepath.Join(tb.Inventory(), "id_ed25519")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v: %s", err, out)
+	}
+	if !specs[2].Driver.(*Host).Retry() {
+		t.Fatal("Retry: gpu2-agent was not stopped")
+	}
+	watch("gpu2-agent up with its unit state", func() bool {
+		return state["gpu2-agent"].Conn.State == event.ConnUp && state["gpu2-agent"].UnitState.ActiveState != ""
+	})
+}
+
+// startSSHAgent runs OpenSSH's ssh-agent on sock, holding no key, until
+// the test ends.
+func startSSHAgent(t *testing.T, sock string) {
+	t.Helper()
+	e2e.Require(t, e2e.Command("ssh-agent"), e2e.Command("ssh-add"))
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("ssh-agent: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // killed: the status says nothing
+	})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ssh-agent did not create %s", sock)
 		}
 	}
 }

@@ -381,7 +381,7 @@ func TestTrustCertifiedHost(t *testing.T) {
 	d.certify(t, ca, "-n", "127.0.0.1")
 	content := "@cert-authority * " + ca.line() + "\n"
 	cfg := d.config(t, key, content)
-	fp, err := Trust(ctxT(t, 20*time.Second), cfg, dialOpts())
+	fp, err := trust(ctxT(t, 20*time.Second), cfg, dialOpts(), "")
 	if err != nil || fp != ssh.FingerprintSHA256(d.hostKeys[0].PublicKey()) {
 		t.Fatalf("Trust = %s, %v", fp, err)
 	}
@@ -417,7 +417,7 @@ func TestHashKnownHostsAppends(t *testing.T) {
 					t.Fatalf("%s: HashKnownHosts not set", cfg.Source)
 				}
 				if learn == "trust" {
-					_, err = Trust(ctxT(t, 20*time.Second), cfg, dialOpts())
+					_, err = trust(ctxT(t, 20*time.Second), cfg, dialOpts(), "")
 				} else if c, derr := Dial(ctxT(t, 20*time.Second), cfg, dialOpts()); derr == nil {
 					c.Close()
 				} else {

@@ -393,3 +393,40 @@ func expandPath(p string, tk map[byte]string, home string) (string, error) {
 func joinHostPort(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
+
+// The ssh_config settings HostKeyRisks flags, as ssh_config spells them.
+const (
+	SettingStrictNo       = "StrictHostKeyChecking no"
+	SettingKnownHostsNull = "UserKnownHostsFile /dev/null"
+)
+
+// HostKeyRisk is a setting of a resolved configuration that lets host keys
+// in without the check known_hosts exists for.
+type HostKeyRisk struct {
+	Setting string // SettingStrictNo or SettingKnownHostsNull
+	Why     string
+}
+
+// HostKeyRisks lists the settings of c that weaken host key checking:
+// StrictHostKeyChecking no (bringup then trusts an unknown key as
+// accept-new does, announcing it, where ssh would ask) and a
+// UserKnownHostsFile of /dev/null (nothing is remembered: every connection
+// is a first contact, so any key is taken under accept-new, or none is
+// known under yes).
+func (c Config) HostKeyRisks() []HostKeyRisk {
+	var out []HostKeyRisk
+	if c.StrictHostKeyChecking == "no" {
+		out = append(out, HostKeyRisk{SettingStrictNo, "an unknown host's key is trusted on first contact without asking"})
+	}
+	for _, f := range c.UserKnownHostsFiles {
+		if f == os.DevNull {
+			why := "no host key is remembered: every host is unknown unless a GlobalKnownHostsFile holds it"
+			if c.StrictHostKeyChecking == "accept-new" || c.StrictHostKeyChecking == "no" {
+				why = "no host key is remembered, so every connection is a first contact and trusts whatever key it is shown"
+			}
+			out = append(out, HostKeyRisk{SettingKnownHostsNull, why})
+			break
+		}
+	}
+	return out
+}

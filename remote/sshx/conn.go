@@ -24,7 +24,7 @@ const (
 	StateConnecting  State = iota // a dial is in progress
 	StateUp                       // connected and authenticated
 	StateDown                     // lost or failed; a retry is scheduled at retryAt
-	StateUnreachable              // a permanent failure; no automatic retry
+	StateUnreachable              // a permanent failure (a *StoppedError); waits for Retry
 )
 
 func (s State) String() string {
@@ -63,7 +63,9 @@ type Conn struct {
 	mu      sync.Mutex
 	client  *ssh.Client
 	gen     uint64
-	ready   chan struct{} // closed and replaced whenever client or done changes
+	ready   chan struct{} // closed and replaced whenever client, stopped or done changes
+	stopped error         // the permanent failure Run waits on until Retry; nil while it dials or holds
+	retry   chan struct{} // Retry's wake-up for a stopped Run (buffered 1)
 	done    bool
 	doneErr error
 }
@@ -76,7 +78,7 @@ func NewConn(cfg Config, opts ConnOptions) *Conn {
 	if opts.Sleep == nil {
 		opts.Sleep = Sleep
 	}
-	return &Conn{cfg: cfg, opts: opts, ready: make(chan struct{})}
+	return &Conn{cfg: cfg, opts: opts, ready: make(chan struct{}), retry: make(chan struct{}, 1)}
 }
 
 // Sleep waits for d or until ctx ends, whichever is first, and returns
@@ -109,6 +111,12 @@ func (c *Conn) report(st State, err error, at time.Time) {
 	}
 }
 
+// wake tells waiters that something changed; c.mu must be held.
+func (c *Conn) wake() {
+	close(c.ready)
+	c.ready = make(chan struct{})
+}
+
 // setClient publishes cl (nil when down) and wakes waiters.
 func (c *Conn) setClient(cl *ssh.Client) {
 	c.mu.Lock()
@@ -117,34 +125,38 @@ func (c *Conn) setClient(cl *ssh.Client) {
 	if cl != nil {
 		c.gen++
 	}
-	close(c.ready)
-	c.ready = make(chan struct{})
+	c.wake()
+}
+
+// setStopped records the permanent failure Run waits on (nil when it
+// dials again) and wakes waiters.
+func (c *Conn) setStopped(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = err
+	c.wake()
 }
 
 func (c *Conn) finish(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.done, c.doneErr = true, err
-	c.client = nil
-	close(c.ready)
-	c.ready = make(chan struct{})
+	c.client, c.stopped = nil, nil
+	c.wake()
 }
 
 // Run keeps the connection up until ctx ends: dial, hold the client with
 // keepalives, and after a failure or drop retry with jittered exponential
-// backoff (reset after each successful connection). Permanent failures
-// (host key, authentication, configuration; see IsPermanent) end Run with
-// StateUnreachable and are never retried. Run returns ctx's error or the
-// permanent one.
+// backoff (reset after each successful connection). A permanent failure
+// (host key, authentication, configuration; see IsPermanent) is reported
+// as StateUnreachable and never retried on its own: Run waits until
+// Retry says the person fixed the cause, then dials again. Agent keys are
+// asked for at every dial (see Identities), so a key added to ssh-agent,
+// or an agent restarted, counts on the next attempt. Run returns ctx's
+// error.
 func (c *Conn) Run(ctx context.Context) error {
 	bo := backoff.New(c.opts.Rand)
 	dopts := c.opts.Dial
-	var closeAgent func()
-	defer func() {
-		if closeAgent != nil {
-			closeAgent()
-		}
-	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			c.finish(err)
@@ -152,11 +164,9 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 		c.report(StateConnecting, nil, time.Time{})
 		var err error
-		if dopts.Signers == nil {
-			// Load (and ask passphrases) once, not on every reconnect.
-			dopts.Signers, closeAgent, err = LoadSigners(c.cfg, dopts)
-			if err != nil {
-				dopts.Signers = nil
+		if dopts.Signers == nil && dopts.Identities == nil {
+			// Read (and ask passphrases) once, not on every reconnect.
+			if dopts.Identities, err = LoadIdentities(c.cfg, dopts); err != nil {
 				err = fmt.Errorf("dial %s: %w", c.cfg.Alias, err)
 			}
 		}
@@ -170,9 +180,12 @@ func (c *Conn) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if IsPermanent(err) {
-				c.report(StateUnreachable, err, time.Time{})
-				c.finish(err)
-				return err
+				if serr := c.stop(ctx, err); serr != nil {
+					c.finish(serr)
+					return serr
+				}
+				bo.Reset()
+				continue
 			}
 			if serr := c.backoff(ctx, bo, err); serr != nil {
 				c.finish(serr)
@@ -194,6 +207,56 @@ func (c *Conn) Run(ctx context.Context) error {
 			return serr
 		}
 	}
+}
+
+// StoppedError is the state of a connection stopped on a permanent
+// failure: the failure, and that only a retry by the person starts it
+// again.
+type StoppedError struct {
+	Host string
+	Err  error
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%v (not retried automatically: fix the cause, then reconnect %s: restart bringup)", e.Err, e.Host)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// stop reports the permanent failure err and waits for Retry (nil) or the
+// end of ctx (its error).
+func (c *Conn) stop(ctx context.Context, err error) error {
+	stopped := &StoppedError{Host: c.cfg.Alias, Err: err}
+	select { // a Retry from before this failure does not count
+	case <-c.retry:
+	default:
+	}
+	c.setStopped(stopped)
+	c.report(StateUnreachable, stopped, time.Time{})
+	defer c.setStopped(nil)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.retry:
+		return nil
+	}
+}
+
+// Retry asks a connection stopped on a permanent failure to dial again
+// now, once the person has fixed the cause (trusted the key, loaded the
+// right one into ssh-agent). It reports whether the connection was
+// stopped; a connection that is up or retrying on its own is left alone.
+func (c *Conn) Retry() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped == nil {
+		return false
+	}
+	select {
+	case c.retry <- struct{}{}:
+	default: // one is pending already
+	}
+	return true
 }
 
 // backoff reports down and sleeps until the next attempt.
@@ -233,17 +296,33 @@ func (c *Conn) hold(ctx context.Context, cl *ssh.Client) error {
 }
 
 // Client waits until the host is connected (or ctx ends, or Run has
-// stopped) and returns the current client.
+// stopped on a permanent failure or returned) and returns the current
+// client. A stopped connection's error wraps ErrNotConnected and the
+// failure, at once: an action does not wait for a person to fix it.
 func (c *Conn) Client(ctx context.Context) (*ssh.Client, error) {
+	return c.wait(ctx, false)
+}
+
+// Await waits until the host is connected, through a permanent failure
+// too (until a Retry mends it), and returns the client; it fails only when
+// ctx ends or Run has returned. Streams that should resume whenever the
+// connection comes back wait here.
+func (c *Conn) Await(ctx context.Context) (*ssh.Client, error) {
+	return c.wait(ctx, true)
+}
+
+func (c *Conn) wait(ctx context.Context, throughStop bool) (*ssh.Client, error) {
 	for {
 		c.mu.Lock()
-		cl, done, derr, ready := c.client, c.done, c.doneErr, c.ready
+		cl, done, derr, stopped, ready := c.client, c.done, c.doneErr, c.stopped, c.ready
 		c.mu.Unlock()
-		if cl != nil {
+		switch {
+		case cl != nil:
 			return cl, nil
-		}
-		if done {
+		case done:
 			return nil, fmt.Errorf("%s: %w: %w", c.cfg.Alias, ErrNotConnected, derr)
+		case stopped != nil && !throughStop:
+			return nil, fmt.Errorf("%s: %w: %w", c.cfg.Alias, ErrNotConnected, stopped)
 		}
 		select {
 		case <-ctx.Done():
@@ -258,6 +337,9 @@ func (c *Conn) current() (*ssh.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client == nil {
+		if c.stopped != nil {
+			return nil, fmt.Errorf("%s: %w: %w", c.cfg.Alias, ErrNotConnected, c.stopped)
+		}
 		return nil, fmt.Errorf("%s: %w", c.cfg.Alias, ErrNotConnected)
 	}
 	return c.client, nil

@@ -19,9 +19,16 @@ type stateEvent struct {
 
 func runConn(t *testing.T, cfg Config) (*Conn, chan stateEvent, chan error) {
 	t.Helper()
+	return runConnWith(t, cfg, dialOpts())
+}
+
+// runConnWith runs a Conn dialling with opts until the test ends; its
+// states arrive on events; it retries after 50 ms at most.
+func runConnWith(t *testing.T, cfg Config, opts DialOptions) (*Conn, chan stateEvent, chan error) {
+	t.Helper()
 	events := make(chan stateEvent, 256)
 	c := NewConn(cfg, ConnOptions{
-		Dial:    dialOpts(),
+		Dial:    opts,
 		OnState: func(st State, err error, _ time.Time) { events <- stateEvent{st, err} },
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			return Sleep(ctx, min(d, 50*time.Millisecond)) // keep the test fast
@@ -180,20 +187,15 @@ func TestConnAuthFailureNotRetried(t *testing.T) {
 	other := newClientKey(t)
 	d := startSSHD(t, false, other.signer.PublicKey()) // our key is not authorised
 	cfg := d.config(t, key, d.knownHostsLine(0))
-	c, events, done := runConn(t, cfg)
-	var err error
-	select {
-	case err = <-done:
-		done <- err // for the cleanup
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run kept retrying an auth failure")
-	}
+	c, events, _ := runConn(t, cfg)
+	ev := waitState(t, events, StateUnreachable, 15*time.Second)
 	var ae *AuthError
-	if !errors.As(err, &ae) || !IsPermanent(err) {
-		t.Fatalf("Run = %v, want a permanent AuthError", err)
+	if !errors.As(ev.err, &ae) || !IsPermanent(ev.err) {
+		t.Fatalf("unreachable because %v, want a permanent AuthError", ev.err)
 	}
+	time.Sleep(time.Second) // a retry loop would dial again within 50 ms
 	close(events)
-	connecting, unreachable := 0, 0
+	connecting, unreachable := 1, 1 // the ones waitState took
 	for ev := range events {
 		switch ev.st {
 		case StateConnecting:
@@ -207,7 +209,7 @@ func TestConnAuthFailureNotRetried(t *testing.T) {
 	if connecting != 1 || unreachable != 1 {
 		t.Errorf("dial attempts %d, unreachable %d; want 1 and 1", connecting, unreachable)
 	}
-	if _, err := c.Client(ctxT(t, time.Second)); !errors.Is(err, ErrNotConnected) {
+	if _, err := c.Client(ctxT(t, time.Second)); !errors.Is(err, ErrNotConnected) || !errors.As(err, &ae) {
 		t.Errorf("Client after permanent failure: %v", err)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/sanitize"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // DefaultConnectTimeout bounds a whole dial (every hop, TCP and handshake)
@@ -30,9 +32,12 @@ type DialOptions struct {
 	// Resolve resolves ProxyJump hops, so each hop's own User, IdentityFile
 	// and known_hosts apply.
 	Resolve ResolveOptions
-	// Signers, when set, are the only keys offered (see LoadSigners);
-	// otherwise keys are loaded for each dial.
+	// Signers, when set, are the only keys offered; otherwise Identities
+	// with the agent's keys, asked at each dial (see Identities.Signers).
 	Signers []ssh.Signer
+	// Identities are the identity-file keys loaded before the dial (see
+	// LoadIdentities); nil = loaded for each dial.
+	Identities *Identities
 	// Passphrase returns the passphrase of an encrypted identity file. Nil
 	// means none can be asked for: such a file is a PassphraseError.
 	Passphrase func(file string) ([]byte, error)
@@ -40,6 +45,13 @@ type DialOptions struct {
 	AgentSocket string
 	// NetDialer opens TCP connections; nil = a net.Dialer.
 	NetDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnNewHostKey is told of every host key StrictHostKeyChecking
+	// accept-new (or no) added to known_hosts during the dial, a jump
+	// host's included, so that trusting a key is never silent.
+	OnNewHostKey func(LearnedHostKey)
+	// JumpLimit bounds the dials that run through each jump host at once;
+	// share one between the hosts of a fleet. Nil = no bound.
+	JumpLimit *JumpLimit
 }
 
 // hostKeyCheck builds the host key callback of the final host of a dial;
@@ -115,6 +127,12 @@ func dialChain(ctx context.Context, cfg Config, opts DialOptions, depth int, che
 		if len(rest) > 0 {
 			hop.ProxyJump, hop.ProxyCommand = rest, ""
 		}
+		// Held until the handshake through the jump host is over (below).
+		release, err := opts.JumpLimit.acquire(ctx, hop.Addr())
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		under, err = dialChain(ctx, hop, opts, depth+1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("jump host %s: %w", hop.Alias, err)
@@ -168,21 +186,34 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	}
 	signers := opts.Signers
 	if signers == nil && check == nil { // with a custom check (Trust) no auth happens
-		s, closeAgent, err := LoadSigners(cfg, opts)
+		ids := opts.Identities
+		if ids == nil {
+			if ids, err = LoadIdentities(cfg, opts); err != nil {
+				return nil, err
+			}
+		}
+		s, closeAgent, err := ids.Signers(agentSocket(opts))
 		if err != nil {
 			return nil, err
 		}
-		defer closeAgent()
+		defer closeAgent() // the agent keys sign through it until auth ends
 		signers = s
 	}
-	cb := kh.hostKeyCallback(cfg)
+	cb := kh.hostKeyCallback(cfg, opts.OnNewHostKey)
 	if check != nil {
 		cb = check(kh, cfg)
 	}
+	// Once the host key is accepted, what fails is authentication: the
+	// kex runs the callback on another goroutine, hence the atomic.
+	var keyAccepted atomic.Bool
 	cc := &ssh.ClientConfig{
-		User:              cfg.User,
-		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signers...)},
-		HostKeyCallback:   cb,
+		User: cfg.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(signers...)},
+		HostKeyCallback: func(host string, remote net.Addr, key ssh.PublicKey) error {
+			err := cb(host, remote, key)
+			keyAccepted.Store(err == nil)
+			return err
+		},
 		HostKeyAlgorithms: kh.HostKeyAlgorithms(lookupName(cfg)),
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -192,10 +223,12 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	conn, chans, reqs, err := ssh.NewClientConn(nc, cfg.Addr(), cc)
 	interrupted := !stop()
 	if err != nil {
-		if IsPermanent(err) {
-			if strings.Contains(err.Error(), "unable to authenticate") {
-				return nil, &AuthError{Host: cfg.Alias, Err: err}
+		if keyAccepted.Load() && !interrupted && ctx.Err() == nil {
+			if ae := authFailure(cfg, err); ae != nil {
+				return nil, ae
 			}
+		}
+		if IsPermanent(err) {
 			return nil, err
 		}
 		// A handshake cut short is the context's doing: only that is
@@ -309,41 +342,111 @@ func (b *capBuffer) String() string {
 	return string(b.b)
 }
 
-// errTrusted ends a Trust handshake once the host key has been handled.
-var errTrusted = errors.New("host key recorded")
+// errKeyFetched ends a FetchHostKey handshake once the host key is in hand.
+var errKeyFetched = errors.New("host key fetched")
 
-// Trust connects to cfg's host (through its jump hosts, which must already
-// be trusted), fetches its host key and appends it to the first
-// UserKnownHostsFile unless it is already known. It refuses a key that
-// differs from a known one or is revoked, and a host certificate that an
-// @cert-authority line should vouch for but does not. It never
-// authenticates. The fingerprint is of the host key (for a certificate, of
-// the key it certifies). It is the work behind `bringup doctor --trust HOST`.
-func Trust(ctx context.Context, cfg Config, opts DialOptions) (fingerprint string, err error) {
+// OfferedHostKey is the host key a server presented to FetchHostKey: what
+// an operator checks before trusting it, and exactly what Write records.
+type OfferedHostKey struct {
+	Host        string // the alias
+	Addr        string // the name known_hosts records it under, e.g. [10.0.0.1]:2222
+	KeyType     string
+	Fingerprint string // SHA256:..., of the plain key (for a certificate, of the key it certifies)
+	// Known says known_hosts already trusts the key (a line for the host,
+	// or an @cert-authority line that vouches for its certificate).
+	Known bool
+
+	key  ssh.PublicKey // the plain key Write records
+	name string        // the lookup name
+	cfg  Config
+}
+
+// FetchHostKey connects to cfg's host (through its jump hosts, which must
+// already be trusted) and returns the host key it presents. It never
+// authenticates and writes nothing. A key that differs from a known one,
+// is revoked, or is a host certificate that an @cert-authority line should
+// vouch for but does not, is refused with the same error a dial gets.
+func FetchHostKey(ctx context.Context, cfg Config, opts DialOptions) (*OfferedHostKey, error) {
 	ctx, cancel := withConnectTimeout(ctx, cfg)
 	defer cancel()
-	var fp string
+	var offered *OfferedHostKey
 	check := func(kh *KnownHosts, cfg Config) ssh.HostKeyCallback {
 		name := lookupName(cfg)
 		return func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			plain := key
 			if cert, ok := key.(*ssh.Certificate); ok {
-				fp = ssh.FingerprintSHA256(cert.Key)
-			} else {
-				fp = ssh.FingerprintSHA256(key)
+				plain = cert.Key
 			}
-			if err := kh.verify(cfg, name, key, true); err != nil {
+			k := &OfferedHostKey{Host: cfg.Alias, Addr: knownhosts.Normalize(name), KeyType: plain.Type(),
+				Fingerprint: ssh.FingerprintSHA256(plain), key: plain, name: name, cfg: cfg}
+			err := kh.verify(cfg, name, key, nil)
+			var unknown *UnknownHostError
+			switch {
+			case err == nil:
+				k.Known = true
+			case !errors.As(err, &unknown):
 				return err
 			}
-			return errTrusted
+			offered = k
+			return errKeyFetched
 		}
 	}
 	c, err := dialChain(ctx, cfg, opts, 0, check)
-	if err == nil {
+	if err == nil { // cannot happen: the check always ends the handshake
 		c.Close()
-		return fp, nil
 	}
-	if errors.Is(err, errTrusted) {
-		return fp, nil
+	if offered != nil {
+		return offered, nil
 	}
-	return fp, sanitize.Error(fmt.Errorf("trust %s: %w", cfg.Alias, err))
+	return nil, sanitize.Error(fmt.Errorf("fetch host key of %s: %w", cfg.Alias, err))
+}
+
+// CheckFingerprint says whether fp is a fingerprint as ssh-keygen -lf
+// prints it (SHA256:, then 43 base64 characters), the form a pin takes.
+func CheckFingerprint(fp string) error {
+	b64, ok := strings.CutPrefix(fp, "SHA256:")
+	if !ok || len(b64) != 43 || strings.Trim(b64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != "" {
+		return fmt.Errorf("fingerprint %q is not SHA256:<43 base64 characters> (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub on the host prints it)", fp)
+	}
+	return nil
+}
+
+// FingerprintMismatchError refuses to trust a host key that is not the one
+// the operator pinned.
+type FingerprintMismatchError struct {
+	Host, Addr, KeyType, Fingerprint string // what the host presented
+	Pinned                           string
+}
+
+func (e *FingerprintMismatchError) Error() string {
+	return fmt.Sprintf("%s (%s) presented %s %s, not the pinned %s: nothing written (check the fingerprint on the host: ssh-keygen -lf %s)",
+		e.Host, e.Addr, e.KeyType, e.Fingerprint, e.Pinned, hostKeyFile(e.KeyType))
+}
+
+// Write records exactly this key for its host in the first
+// UserKnownHostsFile, unless known_hosts already trusts it (then it
+// returns line 0). With pin set, a key whose fingerprint is not pin is
+// refused with a FingerprintMismatchError and nothing is written. It
+// returns where the key was recorded.
+func (k *OfferedHostKey) Write(pin string) (file string, line int, err error) {
+	if pin != "" {
+		if err := CheckFingerprint(pin); err != nil {
+			return "", 0, err
+		}
+		if pin != k.Fingerprint {
+			return "", 0, &FingerprintMismatchError{Host: k.Host, Addr: k.Addr, KeyType: k.KeyType, Fingerprint: k.Fingerprint, Pinned: pin}
+		}
+	}
+	if k.Known {
+		return "", 0, nil
+	}
+	if len(k.cfg.UserKnownHostsFiles) == 0 {
+		return "", 0, fmt.Errorf("trust %s: no UserKnownHostsFile to write to", k.Host)
+	}
+	file = k.cfg.UserKnownHostsFiles[0]
+	line, err = appendKnownHost(file, k.name, k.key, k.cfg.HashKnownHosts)
+	if err != nil {
+		return "", 0, fmt.Errorf("trust %s: %w", k.Host, err)
+	}
+	return file, line, nil
 }

@@ -463,12 +463,35 @@ type fixedAddr string
 func (a fixedAddr) Network() string { return "tcp" }
 func (a fixedAddr) String() string  { return string(a) }
 
+// LearnedHostKey is a host key that StrictHostKeyChecking accept-new (or
+// no) added to known_hosts on first contact.
+type LearnedHostKey struct {
+	Host        string // the alias
+	Addr        string // the name it was recorded under, e.g. [10.0.0.1]:2222
+	KeyType     string
+	Fingerprint string // SHA256:...
+	File        string
+	Line        int
+}
+
+func (k LearnedHostKey) String() string {
+	return fmt.Sprintf("learned new host key for %s: %s %s, added to %s:%d", k.Host, k.KeyType, k.Fingerprint, k.File, k.Line)
+}
+
 // hostKeyCallback returns the callback that checks cfg's host strictly and
 // classifies failures. With accept-new (or no) an unknown host's key is
-// appended to the first user known_hosts file; a changed key is always refused.
-func (kh *KnownHosts) hostKeyCallback(cfg Config) ssh.HostKeyCallback {
+// appended to the first user known_hosts file and learned (if not nil) is
+// told; a changed key is always refused.
+func (kh *KnownHosts) hostKeyCallback(cfg Config, learned func(LearnedHostKey)) ssh.HostKeyCallback {
 	name := lookupName(cfg)
-	learn := cfg.StrictHostKeyChecking == "accept-new" || cfg.StrictHostKeyChecking == "no"
+	var learn func(LearnedHostKey)
+	if cfg.StrictHostKeyChecking == "accept-new" || cfg.StrictHostKeyChecking == "no" {
+		learn = func(k LearnedHostKey) {
+			if learned != nil {
+				learned(k)
+			}
+		}
+	}
 	return func(_ string, _ net.Addr, key ssh.PublicKey) error {
 		return kh.verify(cfg, name, key, learn)
 	}
@@ -476,9 +499,9 @@ func (kh *KnownHosts) hostKeyCallback(cfg Config) ssh.HostKeyCallback {
 
 // verify checks the key a server presented for cfg's host (looked up in
 // known_hosts as name): a certificate against the @cert-authority lines, a
-// plain key against the host's entries. With learn an unknown plain key is
-// appended to known_hosts.
-func (kh *KnownHosts) verify(cfg Config, name string, key ssh.PublicKey, learn bool) error {
+// plain key against the host's entries. With learn set an unknown plain key
+// is appended to known_hosts and learn is told where.
+func (kh *KnownHosts) verify(cfg Config, name string, key ssh.PublicKey, learn func(LearnedHostKey)) error {
 	if cert, ok := key.(*ssh.Certificate); ok {
 		return kh.verifyCert(cfg, name, cert, learn)
 	}
@@ -515,7 +538,7 @@ func (kh *KnownHosts) checkPlain(name string, key ssh.PublicKey) error {
 // @cert-authority line covers is refused even under accept-new: known_hosts
 // says that host's keys come from a CA, so a certificate from elsewhere is
 // an alarm, not a first contact.
-func (kh *KnownHosts) verifyCert(cfg Config, name string, cert *ssh.Certificate, learn bool) error {
+func (kh *KnownHosts) verifyCert(cfg Config, name string, cert *ssh.Certificate, learn func(LearnedHostKey)) error {
 	shown := knownhosts.Normalize(name)
 	for i, k := range []ssh.PublicKey{cert.SignatureKey, cert.Key} {
 		var re *knownhosts.RevokedError
@@ -601,7 +624,7 @@ func certProblem(name string, cert *ssh.Certificate, cas []caLine, now time.Time
 
 // classify turns a knownhosts error for a plain key into bringup's typed
 // errors, appending the key on first contact when learn is set.
-func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err error, learn bool) error {
+func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err error, learn func(LearnedHostKey)) error {
 	display := cfg.Alias
 	shown := knownhosts.Normalize(name)
 	var ke *knownhosts.KeyError
@@ -610,9 +633,13 @@ func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err e
 	case errors.As(err, &re):
 		return &RevokedHostKeyError{Host: display, Addr: shown, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), File: re.Revoked.Filename, Line: re.Revoked.Line}
 	case errors.As(err, &ke) && len(ke.Want) == 0:
-		if learn {
-			if werr := appendKnownHost(kh.writeTo, name, key, cfg.HashKnownHosts); werr != nil {
+		if learn != nil {
+			line, werr := appendKnownHost(kh.writeTo, name, key, cfg.HashKnownHosts)
+			if werr != nil {
 				return &HostKeyError{Host: display, Addr: shown, Err: fmt.Errorf("accept-new: %w", werr)}
+			}
+			if line > 0 {
+				learn(LearnedHostKey{Host: display, Addr: shown, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), File: kh.writeTo, Line: line})
 			}
 			return nil
 		}
@@ -633,28 +660,29 @@ func (kh *KnownHosts) classify(cfg Config, name string, key ssh.PublicKey, err e
 
 // appendKnownHost appends one known_hosts line for name (its name hashed as
 // |1|salt|hash when hash is set, as ssh does with HashKnownHosts) unless the
-// file meanwhile holds an entry for name (then it leaves the file alone).
-// flock serialises concurrent first contacts, in this process (each open is
-// its own lock holder) and across processes.
-func appendKnownHost(file, name string, key ssh.PublicKey, hash bool) error {
+// file meanwhile holds an entry for name (then it leaves the file alone and
+// returns line 0). It returns the line number it wrote. flock serialises
+// concurrent first contacts, in this process (each open is its own lock
+// holder) and across processes.
+func appendKnownHost(file, name string, key ssh.PublicKey, hash bool) (line int, err error) {
 	if file == "" {
-		return errors.New("no UserKnownHostsFile to write to")
+		return 0, errors.New("no UserKnownHostsFile to write to")
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(file), err)
+		return 0, fmt.Errorf("create %s: %w", filepath.Dir(file), err)
 	}
 	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", file, err)
+		return 0, fmt.Errorf("open %s: %w", file, err)
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", file, err)
+		return 0, fmt.Errorf("lock %s: %w", file, err)
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", file, err)
+		return 0, fmt.Errorf("read %s: %w", file, err)
 	}
 	// Another bringup may have learned the host while we waited.
 	cb, err := knownhosts.New(file)
@@ -662,22 +690,24 @@ func appendKnownHost(file, name string, key ssh.PublicKey, hash bool) error {
 		var ke *knownhosts.KeyError
 		cerr := cb(name, fixedAddr(name), key)
 		if cerr == nil {
-			return nil
+			return 0, nil
 		}
 		if errors.As(cerr, &ke) && len(ke.Want) > 0 {
-			return fmt.Errorf("%s gained a different key for %s meanwhile", file, knownhosts.Normalize(name))
+			return 0, fmt.Errorf("%s gained a different key for %s meanwhile", file, knownhosts.Normalize(name))
 		}
 	}
 	host := knownhosts.Normalize(name)
 	if hash {
 		host = knownhosts.HashHostname(host)
 	}
-	line := knownhosts.Line([]string{host}, key) + "\n"
+	text := knownhosts.Line([]string{host}, key) + "\n"
+	line = bytes.Count(data, []byte("\n")) + 1
 	if len(data) > 0 && data[len(data)-1] != '\n' {
-		line = "\n" + line
+		text = "\n" + text
+		line++
 	}
-	if _, err := f.WriteString(line); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
+	if _, err := f.WriteString(text); err != nil {
+		return 0, fmt.Errorf("write %s: %w", file, err)
 	}
-	return nil
+	return line, nil
 }

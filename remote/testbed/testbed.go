@@ -553,6 +553,26 @@ func (tb *Testbed) Host(name string) (Host, error) {
 	return Host{}, fmt.Errorf("testbed: no host %q", name)
 }
 
+// HostKey is the host key the inventory's known_hosts records for host
+// (its alias first on the line): what a test compares a fetched or learned
+// key with.
+func (tb *Testbed) HostKey(host string) (ssh.PublicKey, error) {
+	b, err := os.ReadFile(filepath.Join(tb.st.Inventory, knownHostsName))
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && strings.HasPrefix(f[0], host+",") {
+			k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(f[1] + " " + f[2]))
+			if err != nil {
+				return nil, fmt.Errorf("testbed: key of %s: %w", host, err)
+			}
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("testbed: no key for %q in %s", host, knownHostsName)
+}
+
 // RunID is the run's id, part of every name the run made.
 func (tb *Testbed) RunID() string { return tb.st.RunID }
 

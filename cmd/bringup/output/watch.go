@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"bringup/remote"
+	"bringup/remote/event"
 	"bringup/remote/startup"
 )
 
@@ -23,7 +24,7 @@ type WatchLine struct {
 	Time     string   `json:"time"` // host time
 	Seen     string   `json:"seen"` // local receipt time
 	Host     string   `json:"host"`
-	Kind     string   `json:"kind"` // phase, failed, unit, done
+	Kind     string   `json:"kind"` // phase, failed, unit, done, host-key
 	Phase    string   `json:"phase"`
 	From     string   `json:"from,omitempty"`
 	Unit     string   `json:"unit,omitempty"`
@@ -48,6 +49,26 @@ func Timeout(w io.Writer, d time.Duration, asJSON bool) {
 		return
 	}
 	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
+}
+
+// Notice prints the notices among a host's events that a watch must not
+// keep quiet (a host key learned on first contact, event.GapHostKey) as a
+// text line or a JSON line of kind "host-key"; other events print nothing.
+func Notice(w io.Writer, ev event.Event, asJSON bool) {
+	if ev.Kind != event.KindGap || ev.Gap == nil || ev.Gap.Reason != event.GapHostKey {
+		return
+	}
+	if asJSON {
+		b, err := json.Marshal(WatchLine{Time: ev.Time.Format(TimeLayout), Seen: ev.Seen.Format(TimeLayout), Host: ev.Host,
+			Kind: event.GapHostKey, Summary: ev.Gap.Message})
+		if err != nil { // cannot happen for this struct; say so rather than drop the line
+			fmt.Fprintf(w, "{\"host\":%q,\"kind\":\"error\",\"err\":%q}\n", ev.Host, err.Error())
+			return
+		}
+		fmt.Fprintf(w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(w, "%s %-8s %s\n", ev.Time.Format(TimeLayout), ev.Host, ev.Gap.Message)
 }
 
 // Change prints one startup change of a host (started: when its startup

@@ -106,3 +106,24 @@ func TestNotLoadedUnit(t *testing.T) {
 		t.Errorf("a running unit whose file went away: state %q", s.State)
 	}
 }
+
+// TestNotice pins the watch line of a host key learned on first contact,
+// and that other gaps and notes print nothing there.
+func TestNotice(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	msg := "learned new host key for gpu1: ssh-ed25519 SHA256:abc, added to /root/.ssh/known_hosts:3"
+	learned := event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Seen: at, Gap: &event.Gap{Reason: event.GapHostKey, Message: msg}}
+	other := event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Gap: &event.Gap{Reason: "note", Message: "unit state read through systemctl"}}
+	var text, js bytes.Buffer
+	for _, ev := range []event.Event{learned, other} {
+		Notice(&text, ev, false)
+		Notice(&js, ev, true)
+	}
+	if want := "2026-11-30T10:00:00.000000Z gpu1     " + msg + "\n"; text.String() != want {
+		t.Errorf("text %q, want %q", text.String(), want)
+	}
+	var l WatchLine
+	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "host-key" || l.Host != "gpu1" || l.Summary != msg {
+		t.Errorf("JSON %s: %+v, %v", js.String(), l, err)
+	}
+}
