@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/kernels"
@@ -121,7 +119,7 @@ func actionCommand(name string) command {
 // stdinTerminal is standard input when it is a terminal (someone can
 // answer a prompt), else nil.
 func stdinTerminal() io.Reader {
-	if term.IsTerminal(int(os.Stdin.Fd())) {
+	if isTerminal(os.Stdin) {
 		return os.Stdin
 	}
 	return nil

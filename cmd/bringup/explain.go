@@ -56,26 +56,18 @@ func runExplain(_ context.Context, e env, args []string) int {
 		}
 		opts.Packs = startup.WithBuiltins(user)
 	}
-	name := "-"
-	if fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	in := e.stdin
-	if name != "-" {
+	in, logName := e.stdin, "stdin"
+	if name := fs.Arg(0); name != "" && name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return e.fail("explain", "%v", err)
 		}
 		defer f.Close()
-		in = f
+		in, logName = f, name
 	} else if in == nil || fs.NArg() == 0 && isTerminal(in) {
 		// `bringup explain` alone at a prompt would wait for a paste
 		// with no word of it: say what it wants instead.
 		return e.fail("explain", "name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
-	}
-	logName := name
-	if name == "-" {
-		logName = "stdin"
 	}
 	lg, err := logfile.Read(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()})
 	if err != nil {

@@ -20,8 +20,10 @@ type fleetFlags struct {
 	config.Flags
 	history string // --history FILE, or "off"
 
-	// groups is what load found: the config's groups, each cut down to the
-	// hosts selected (the console's palette resolves group names with it).
+	// cfg is the config load read, once per command; groups are its
+	// groups cut down to the hosts selected (the console's palette
+	// resolves group names with them).
+	cfg    *config.Config
 	groups map[string][]string
 }
 
@@ -46,14 +48,21 @@ func (f *fleetFlags) openHistory(e env) remote.HistorySink {
 	return sink
 }
 
-// load reads the configuration the flags name and selects the hosts
-// named in args (host or group names; none = all).
+// load reads the configuration the flags name (the file once per command)
+// and selects the hosts named in args (host or group names; none = all).
 func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, error) {
-	cfg, hosts, err := f.Open(e.getenv, args)
-	if err == nil {
-		f.groups = cfg.GroupsOf(hosts)
+	if f.cfg == nil {
+		cfg, _, err := f.Open(e.getenv, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.cfg = cfg
 	}
-	return cfg, hosts, err
+	hosts, err := f.cfg.Select(args)
+	if err == nil {
+		f.groups = f.cfg.GroupsOf(hosts)
+	}
+	return f.cfg, hosts, err
 }
 
 // target is the config's host h as the live package takes it.

@@ -41,10 +41,6 @@ type rolloutOptions struct {
 	settle            time.Duration // how long to wait for every host's unit state
 }
 
-func runRollout(ctx context.Context, e env, args []string) int {
-	return rolloutCmd(ctx, e, args, stdinTerminal())
-}
-
 // rolloutCmd is `bringup rollout`; in is where answers to prompts come
 // from (nil: nobody to ask).
 func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
