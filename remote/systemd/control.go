@@ -11,6 +11,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"bringup/remote/sshx"
+	"bringup/remote/unitname"
 )
 
 // Outcome is how an action on a unit ended: the result of its systemd job.
@@ -163,7 +164,7 @@ func (c *Controller) DaemonReload(ctx context.Context) error {
 // job performs verb (a systemctl verb) on unit.
 func (c *Controller) job(ctx context.Context, verb, unit string) (Outcome, error) {
 	if verb != "daemon-reload" {
-		if err := checkUnit(unit); err != nil {
+		if err := unitname.Check(unit); err != nil {
 			return OutcomeNone, fmt.Errorf("%s: %s: %w", c.host, verb, err)
 		}
 	}
@@ -342,7 +343,7 @@ func jobOutcomeFromMessage(stderr string) Outcome {
 // environment its next start gets: over D-Bus (any login may read), else
 // from `systemctl show`.
 func (c *Controller) ReadEnvironment(ctx context.Context, unit string) ([]string, error) {
-	if err := checkUnit(unit); err != nil {
+	if err := unitname.Check(unit); err != nil {
 		return nil, fmt.Errorf("%s: read environment: %w", c.host, err)
 	}
 	uid, err := c.UID(ctx)

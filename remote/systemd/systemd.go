@@ -33,7 +33,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"bringup/remote/sanitize"
-	"bringup/remote/unitname"
 )
 
 // Dialer is the SSH connection to one host; *sshx.Conn satisfies it.
@@ -57,12 +56,6 @@ const (
 
 // SystemBusSocket is where the host's system bus listens.
 const SystemBusSocket = "/run/dbus/system_bus_socket"
-
-// checkUnit refuses a name that is not exactly one unit by systemd's
-// rules (remote/unitname), so that a name is always one safe shell word
-// and one D-Bus argument, and never a pattern. The error wraps
-// unitname.ErrInvalid: no retry mends it.
-func checkUnit(unit string) error { return unitname.Check(unit) }
 
 // remoteUID asks the host for the login user's uid (D-Bus EXTERNAL wants
 // the remote uid, not ours).

@@ -140,19 +140,6 @@ func TestSplitQuoted(t *testing.T) {
 	}
 }
 
-func TestCheckUnit(t *testing.T) {
-	for _, ok := range []string{"sglang.service", "vllm@0.service", `dev-disk-by\x2dlabel.device`} {
-		if err := checkUnit(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "-x.service", "a b.service", "a;reboot", "a'b", "a\nb", strings.Repeat("a", 256)} {
-		if err := checkUnit(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // TestWatchRefusesGlobForGood: Watch refuses a glob before it touches the
 // host (the nil Dialer would panic otherwise), with an error that wraps
 // unitname.ErrInvalid, which the host driver takes as permanent instead of

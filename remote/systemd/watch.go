@@ -10,6 +10,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"bringup/remote/event"
+	"bringup/remote/unitname"
 )
 
 // Defaults for WatchOptions.
@@ -50,7 +51,7 @@ type WatchOptions struct {
 // back (sshx.Conn.Run reconnects; Watch's first event then re-reads
 // everything, so nothing is lost but intermediate states).
 func Watch(ctx context.Context, d Dialer, o WatchOptions, emit func(event.Event) bool) error {
-	if err := checkUnit(o.Unit); err != nil {
+	if err := unitname.Check(o.Unit); err != nil {
 		return fmt.Errorf("%s: watch: %w", o.Host, err)
 	}
 	if o.Reconcile <= 0 {

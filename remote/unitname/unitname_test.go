@@ -27,6 +27,8 @@ func TestCheck(t *testing.T) {
 		{"sglang.servce", `"servce" is not a unit type`},
 		{"-x.service", "starts with '-'"},
 		{"a b.service", `character ' ' is not allowed`},
+		{"a;reboot.service", `character ';' is not allowed`},
+		{"a\nb.service", `character '\n' is not allowed`},
 		{"a/b.service", `character '/' is not allowed`},
 		{"a'b.service", `character '\'' is not allowed`},
 		{"a\x1b[2J.service", `'[' is a glob character`},

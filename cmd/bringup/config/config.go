@@ -183,7 +183,7 @@ func expandHome(p, home string) string {
 func FromFlags(hosts, unit string) (*Config, error) {
 	c := &Config{Groups: map[string][]string{}}
 	if unit != "" {
-		u, err := checkUnit(unit)
+		u, err := unitname.Normalize(unit)
 		if err != nil {
 			return nil, fmt.Errorf("-u: %w", err)
 		}
@@ -406,8 +406,3 @@ func ParseTarget(s string) (Target, error) {
 func badTargetRune(r rune) bool {
 	return r <= ' ' || r == 0x7f || strings.ContainsRune("'\"`\\,;|&$<>(){}*?!#", r)
 }
-
-// checkUnit validates a unit name by systemd's rules (remote/unitname: a
-// glob is refused, not followed as a pattern) and adds ".service" when it
-// has no type, as systemctl does.
-func checkUnit(u string) (string, error) { return unitname.Normalize(u) }

@@ -16,6 +16,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote/startup"
+	"bringup/remote/unitname"
 )
 
 // Error is one problem in a config file, at File:Line:Column, in Field
@@ -394,7 +395,7 @@ func (d *decoder) defaults(n *yaml.Node, def *HostDefaults) {
 		f := join("defaults", key)
 		switch key {
 		case "unit":
-			def.Unit, _ = d.check(v, f, checkUnit)
+			def.Unit, _ = d.check(v, f, unitname.Normalize)
 		case "engine":
 			def.Engine, _ = d.check(v, f, checkEngine)
 		case "user":
@@ -463,7 +464,7 @@ func (d *decoder) hosts(n *yaml.Node, def HostDefaults) []Host {
 				case "port":
 					r.port, good = d.port(v, f)
 				case "unit":
-					r.unit, good = d.check(v, f, checkUnit)
+					r.unit, good = d.check(v, f, unitname.Normalize)
 				case "engine":
 					r.engine, good = d.check(v, f, checkEngine)
 				case "probe":
