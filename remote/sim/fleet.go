@@ -155,12 +155,12 @@ func NewFleet(scenario string, opts Options) ([]remote.Driver, Clock, error) {
 // drivers (a recording) before the fleet is built.
 func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]remote.HostSpec, remote.Options) error) (*remote.Fleet, Clock, error) {
 	if speed <= 0 {
-		return nil, nil, fmt.Errorf("--speed %v: must be greater than 0", speed)
+		return nil, nil, fmt.Errorf("speed %v: must be greater than 0", speed)
 	}
 	cat := kernels.DefaultCatalog()
 	hosts, clock, err := NewHosts(scenario, Options{Speed: speed, Kernels: cat})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--scenario: %w", err)
+		return nil, nil, fmt.Errorf("scenario: %w", err)
 	}
 	specs := make([]remote.HostSpec, len(hosts))
 	for i, h := range hosts {
