@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
@@ -170,5 +171,23 @@ func TestTrustOnTestbed(t *testing.T) {
 		if c.Name == "host key" && c.Status != OK {
 			t.Errorf("host key check after trust: %+v", c)
 		}
+	}
+}
+
+// TestReportHoldsNoControl: a check's text quotes the host (stderr, the
+// SSH server's messages); the report holds it sanitised — no escape, bell
+// or C1 character — and readable, so whoever prints it prints it safely.
+func TestReportHoldsNoControl(t *testing.T) {
+	evil := "\x1b]52;c;SGVsbG8=\x07 \x1b]0;pwned\x07 \x1b[2J \u009b31m \x9b"
+	rep := &Report{Host: "gpu1"}
+	rep.add("journald", Fail, "journalctl: "+evil, "fix "+evil)
+	c := rep.Checks[0]
+	for _, s := range []string{c.Detail, c.Fix} {
+		if strings.ContainsAny(s, "\x1b\x07\u009b") || !utf8.ValidString(s) {
+			t.Errorf("control characters kept: %q", s)
+		}
+	}
+	if !strings.Contains(c.Detail, "journalctl: ␛]52;c;SGVsbG8=␇ ␛]0;pwned␇ ␛[2J") {
+		t.Errorf("the host's text is not shown, made visible: %q", c.Detail)
 	}
 }
