@@ -103,6 +103,7 @@ func TestSoak(t *testing.T) {
 	rebootAt := time.Now().Add(time.Until(deadline) / 2)
 	for time.Now().Before(deadline) {
 		if reboots == 0 && time.Now().After(rebootAt) {
+			faults.Wait() // a host behind a cut link could not be told to reboot
 			reboots++
 			h := tb.Hosts()[rng.IntN(hosts)]
 			if err := tb.Reboot(ctx, h.Name); err != nil {

@@ -425,8 +425,15 @@ func (tb *Testbed) Reboot(ctx context.Context, name string) error {
 	i := slices.IndexFunc(tb.st.Hosts, func(s hostState) bool { return s.Name == name })
 	hs := tb.st.Hosts[i]
 	tb.mu.Unlock()
+	// A host that cannot be reached is not rebooted: say so rather than
+	// wait for a reboot that was never asked for.
+	c, err := tb.dial(ctx, h, "root")
+	if err != nil {
+		return fmt.Errorf("reboot %s: %w", name, err)
+	}
 	// The connection ends with the host: an error here is the reboot.
-	_, _ = tb.Run(ctx, name, "systemctl reboot")
+	_, _ = runOn(ctx, c, "systemctl reboot")
+	_ = c.Close()
 	for hs.Nspawn.alive() {
 		select {
 		case <-ctx.Done():
