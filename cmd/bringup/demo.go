@@ -55,7 +55,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return e.fail("demo", "%v", err)
 	}
-	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
+	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
 		Kernels: kernels.DefaultCatalog(), Now: clock.Now})
 }
 
@@ -155,18 +155,28 @@ func runConsole(ctx context.Context, e env, args []string) int {
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
+	if err := needTerminal(e, ""); err != nil { // before any passphrase is asked
+		fmt.Fprintf(e.stderr, "%v\n", err)
+		return exitUsage
+	}
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup: %v\n", err)
 		return exitUsage
 	}
 	defer closeKeys()
-	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups})
+	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups})
 }
 
 // runTUI runs the console over a fleet until the user quits, then closes
 // its recording (rec, if any). The title says read-only and recording.
-func runTUI(ctx context.Context, e env, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+// name is the command, for the message when there is no terminal.
+func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+	if err := needTerminal(e, name); err != nil {
+		rec.abort() // nothing was watched: no recording to keep
+		fmt.Fprintf(e.stderr, "%v\n", err)
+		return exitUsage
+	}
 	defer rec.finish(e)
 	if fleet.ReadOnly() && opts.Replay == nil {
 		opts.Title += " · read-only"
@@ -181,11 +191,48 @@ func runTUI(ctx context.Context, e env, fleet *remote.Fleet, rec *recordFlag, op
 	}
 	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
 	_, runErr := p.Run()
+	// Read why the program ended before cancel: after it, ctx.Err() is
+	// always set and a real error would pass for a quit.
+	interrupted := ctx.Err() != nil
 	cancel()
 	_ = fl.Stop(0) // the hosts' goroutines end with the program: wait for them
-	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() == nil {
-		fmt.Fprintf(e.stderr, "bringup: %v\n", runErr)
-		return 1
+	switch {
+	case interrupted:
+		if cli.WasInterrupted(ctx) {
+			return exitInterrupted
+		}
+	case runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled):
+		fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, runErr)
+		return exitFailed
 	}
-	return 0
+	return exitServing
+}
+
+// needTerminal refuses to start the console without a terminal on both
+// standard input and output (ssh without -t, cron, CI, a pipe), saying
+// what to run there instead; Bubble Tea would otherwise end at once.
+func needTerminal(e env, name string) error {
+	var missing []string
+	if !isTerminal(e.stdin) {
+		missing = append(missing, "standard input")
+	}
+	if !isTerminal(e.stdout) {
+		missing = append(missing, "standard output")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	instead := "`bringup watch` (lines until every host serves or one fails, --json for scripts) or `bringup status` (one look)"
+	switch name {
+	case "demo":
+		instead = "`bringup watch --demo` (the same story as lines)"
+	case "replay":
+		instead = "`bringup watch --replay FILE` (the recording as lines)"
+	}
+	cmd := "bringup"
+	if name != "" {
+		cmd += " " + name
+	}
+	return fmt.Errorf("%s: no terminal (%s: not a terminal); the console needs one on standard input and output. Without a terminal use %s; over ssh, use ssh -t",
+		cmd, strings.Join(missing, ", "), instead)
 }

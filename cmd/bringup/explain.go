@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"time"
 
@@ -92,8 +91,8 @@ func runExplain(_ context.Context, e env, args []string) int {
 	}
 }
 
-// isTerminal reports whether r is a terminal.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+// isTerminal reports whether v (a reader or writer) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

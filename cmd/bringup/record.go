@@ -110,7 +110,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		title += " · " + rec.Source
 	}
 	// The speed is in the position: p, > and < change it as it plays.
-	return runTUI(ctx, e, fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
+	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
 		Position: clock.Position, Replay: clock})
 }
 

@@ -13,10 +13,6 @@ import (
 	"bringup/remote/rollout"
 )
 
-// exitAborted is `bringup rollout`'s exit code when the person stopped it
-// (ctrl-c); the other codes are watch's.
-const exitAborted = 4
-
 const rolloutUsage = `bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--force]
                 [--rollback-on-failure] [--timeout D] [--json] [-H hosts | --config F] [HOST|GROUP...]
        bringup rollout --demo [--speed N] [--scenario S] [flags] [HOST...]

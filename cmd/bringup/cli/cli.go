@@ -11,9 +11,6 @@ import (
 	"strings"
 )
 
-// ExitUsage is the exit code of bad flags or arguments: nothing was done.
-const ExitUsage = 3
-
 // NewFlags returns a flag set for command name that prints its usage
 // (usageLine, then the flags) to w and never exits the process.
 func NewFlags(w io.Writer, name, usageLine string) *flag.FlagSet {
