@@ -131,15 +131,15 @@ const answerTimeout = 30 * time.Second
 // act is the flow every changing command shares. in is where answers to
 // prompts come from; nil means there is nobody to ask.
 func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) int {
-	fs := cli.NewFlags(e.stderr, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
+	fs := cli.NewFlags(e.stdout, e.stderr, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
 	var ff fleetFlags
 	ff.register(fs)
 	var sf simFlags
 	sf.register(fs)
 	demo := fs.Bool("demo", false, "act on the simulated fleet (no hosts needed)")
-	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	yes := fs.BoolP("yes", "y", false, "do not ask for confirmation")
 	all := fs.Bool("all", false, "act on every configured host (changing commands never default to all)")
-	timeout := fs.Duration("timeout", 20*time.Minute, "give up after this long (exit 2)")
+	timeout := fs.Duration("timeout", 20*time.Minute, "give up after `D` (exit 2)")
 	var o actOptions
 	if c.restartFlag {
 		fs.BoolVar(&o.restart, "restart", false, "restart afterwards and follow the new run until serving or failed")
@@ -208,7 +208,11 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 		return exitUsage
 	}
 	done := fl.Apply(ctx, s.hosts, states, actions, output.Actions{W: e.stdout})
-	return appliedOutcome(e.stdout, done, ctx.Err())
+	code := appliedOutcome(e.stdout, done, ctx.Err())
+	if cli.WasInterrupted(ctx) { // ctrl-c, not the timeout
+		return exitInterrupted
+	}
+	return code
 }
 
 // inOrder is states in the order of hosts.

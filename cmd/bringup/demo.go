@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"strings"
 	"time"
@@ -24,9 +24,9 @@ type simFlags struct {
 	scenario string
 }
 
-func (s *simFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "simulated seconds per real second")
-	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "simulated scenario: "+strings.Join(sim.Scenarios(), ", "))
+func (s *simFlags) register(fs *cli.Flags) {
+	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
+	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "the simulated `SCENARIO`: "+strings.Join(sim.Scenarios(), ", "))
 }
 
 // simFleet builds the fleet over the simulated hosts and returns it with
@@ -42,7 +42,7 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
@@ -60,7 +60,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
@@ -68,9 +68,9 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	var rec recordFlag
 	rec.register(fs)
 	demo := fs.Bool("demo", false, "watch the simulated fleet (no hosts needed)")
-	replay := fs.String("replay", "", "watch a recording made with --record (at the speed it was recorded, or --speed)")
+	replay := fs.String("replay", "", "watch the recording `FILE` made with --record (at the speed it was recorded, or --speed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	timeout := fs.Duration("timeout", 0, "give up after this long (exit 2); 0 waits for ever")
+	timeout := fs.Duration("timeout", 0, "give up after `D` (exit 2), e.g. 20m; 0 waits for ever")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -82,7 +82,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		return e.fail("watch", "--demo and --replay take no host names (got %q)", fs.Arg(0))
 	case *replay != "":
 		speed := 0.0 // as recorded
-		if cli.Given(fs, "speed") {
+		if fs.Changed("speed") {
 			if s.speed <= 0 {
 				return e.fail("watch", "--speed %v: must be greater than 0", s.speed)
 			}
@@ -147,7 +147,7 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
 func runConsole(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	var rec recordFlag

@@ -13,12 +13,12 @@ import (
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
-	trust := fs.String("trust", "", "fetch HOST's key, print its fingerprint and add exactly that key to known_hosts")
-	pin := fs.String("fingerprint", "", "with --trust: add the key only if its fingerprint is this SHA256:… (ssh-keygen -lf on the host)")
-	timeout := fs.Duration("timeout", 20*time.Second, "time allowed for each host's checks")
+	trust := fs.String("trust", "", "fetch `HOST`'s key, print its fingerprint and add exactly that key to known_hosts")
+	pin := fs.String("fingerprint", "", "with --trust: add the key only if its fingerprint is this `SHA256:…` (ssh-keygen -lf on the host)")
+	timeout := fs.Duration("timeout", 20*time.Second, "time (`D`) allowed for each host's checks")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -53,7 +53,10 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		cancel()
 		output.Doctor(e.stdout, rep)
 		if rep.Failed() {
-			code = 1
+			code = exitFailed
+		}
+		if cli.WasInterrupted(ctx) {
+			return exitInterrupted
 		}
 	}
 	return code

@@ -2,9 +2,10 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"bringup/kernels"
 )
@@ -20,12 +21,12 @@ type Flags struct {
 }
 
 // Register adds the flags to fs.
-func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Path, "config", "", "config file (default $XDG_CONFIG_HOME/bringup/config.yaml)")
-	fs.StringVar(&f.Hosts, "H", "", "hosts, comma-separated: ssh_config aliases or [user@]host[:port] (instead of a config file)")
-	fs.StringVar(&f.Unit, "u", "", "the unit to watch with -H (default sglang.service)")
+func (f *Flags) Register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.Path, "config", "c", "", "the config `FILE` (default $BRINGUP_CONFIG, else $XDG_CONFIG_HOME/bringup/config.yaml)")
+	fs.StringVarP(&f.Hosts, "hosts", "H", "", "`HOSTS`, comma-separated: ssh_config aliases or [user@]host[:port]")
+	fs.StringVarP(&f.Unit, "unit", "u", "", "the `UNIT` to watch on every host (default the config's, else sglang.service)")
 	fs.BoolVar(&f.ReadOnly, "read-only", false, "refuse every action that would change a host")
-	fs.StringVar(&f.SSHConfig, "F", "", "ssh_config file (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+	fs.StringVarP(&f.SSHConfig, "ssh-config", "F", "", "the ssh_config `FILE` (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
 }
 
 // Open reads the configuration the flags name (-H, else --config, else
