@@ -26,6 +26,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/startup"
+	"bringup/ui/notify"
 )
 
 // Source is what the UI reads and acts through; *remote.Fleet satisfies it.
@@ -82,6 +83,11 @@ type Options struct {
 	// Replay, when set, lets the keys pause a replay and change its speed;
 	// without it those keys do nothing and are not listed.
 	Replay Replay
+	// Signals are the signals for a person not looking (bell, counts in
+	// the window title, progress, desktop notes); the zero value gives
+	// none. Tmux says the terminal is tmux (its passthrough is needed).
+	Signals notify.Settings
+	Tmux    bool
 }
 
 // Replay is the control of a replay's clock (*record.Clock is one). The
@@ -167,6 +173,9 @@ type Model struct {
 	watch map[string]bool
 	// ro is the rollout started here, running or settled; nil before R.
 	ro *rolloutRun
+
+	// signals remembers the signals given, so each is given once.
+	signals notify.Tracker
 }
 
 // New returns the UI over src.
@@ -300,7 +309,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStyles(msg.IsDark())
 	case batchMsg:
 		m.now = m.opts.Now()
-		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), m.observe(remote.Batch(msg)), waitBatch(m.src.Updates()))
+		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), m.observe(remote.Batch(msg)), m.signal(), waitBatch(m.src.Updates()))
 	case rolloutIssued:
 		return m, m.rolloutIssuedMsg(msg)
 	case sourceClosed:
@@ -309,7 +318,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = m.opts.Now()
 		// An empty batch lets the rollout check its clock (a failure's
 		// grace, the timeout) while the fleet is quiet.
-		return m, tea.Batch(tick(), m.observe(remote.Batch{}))
+		return m, tea.Batch(tick(), m.observe(remote.Batch{}), m.signal())
 	case statusExpiry:
 		if msg.seq == m.statusSeq {
 			m.status, m.statusErr = "", false

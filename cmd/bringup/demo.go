@@ -15,6 +15,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/sim"
 	"bringup/ui"
+	"bringup/ui/notify"
 )
 
 // simFlags are the flags every command that can run over the simulated
@@ -42,12 +43,13 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
 	rec.register(fs)
 	readOnly := fs.Bool("read-only", false, "refuse every action that would change a host")
+	quiet := quietFlag(fs)
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
@@ -56,7 +58,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 		return e.fail("demo", "%v", err)
 	}
 	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
-		Kernels: kernels.DefaultCatalog(), Now: clock.Now})
+		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Signals: signals(notify.Defaults(), *quiet)})
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
@@ -147,11 +149,12 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
 func runConsole(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [--quiet] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	var rec recordFlag
 	rec.register(fs)
+	quiet := quietFlag(fs)
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -165,7 +168,8 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer closeKeys()
-	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups})
+	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups,
+		Signals: signals(ff.cfg.Notify, *quiet)})
 }
 
 // runTUI runs the console over a fleet until the user quits, then closes
@@ -183,6 +187,7 @@ func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *r
 	}
 	opts.Title += rec.titleNote()
 	opts.NoColor = e.getenv("NO_COLOR") != ""
+	opts.Tmux = e.getenv("TMUX") != "" // tmux sets it in every pane
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself
@@ -191,6 +196,8 @@ func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *r
 	}
 	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
 	_, runErr := p.Run()
+	// The progress bar outlives the program unless cleared.
+	fmt.Fprint(e.stdout, notify.Encoder{Settings: opts.Signals, Tmux: opts.Tmux}.ClearProgress())
 	// Read why the program ended before cancel: after it, ctx.Err() is
 	// always set and a real error would pass for a quit.
 	interrupted := ctx.Err() != nil
@@ -206,6 +213,19 @@ func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *r
 		return exitFailed
 	}
 	return exitServing
+}
+
+// quietFlag registers --quiet on a console command.
+func quietFlag(fs *cli.Flags) *bool {
+	return fs.BoolP("quiet", "q", false, "no bell, no counts in the window title, no progress bar, no desktop notification (see notify: in the config)")
+}
+
+// signals are the console's signals: set, or none with --quiet.
+func signals(set notify.Settings, quiet bool) notify.Settings {
+	if quiet {
+		return notify.Settings{}
+	}
+	return set
 }
 
 // needTerminal refuses to start the console without a terminal on both

@@ -9,6 +9,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/record"
 	"bringup/ui"
+	"bringup/ui/notify"
 )
 
 // recordFlag is --record FILE: every event the fleet receives goes to a
@@ -92,6 +93,7 @@ func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record
 // runReplay is `bringup replay FILE`: the console over a recording.
 func runReplay(ctx context.Context, e env, args []string) int {
 	fs := cli.NewFlags(e.stdout, e.stderr, "replay", "bringup replay [--speed N] FILE")
+	quiet := quietFlag(fs)
 	speed := fs.Float64("speed", 0, "host seconds per real second (`N`) (default: the speed it was recorded at)")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
@@ -109,7 +111,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	}
 	// The speed is in the position: p, > and < change it as it plays.
 	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: clock.Position, Replay: clock})
+		Position: clock.Position, Replay: clock, Signals: signals(notify.Defaults(), *quiet)})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)

@@ -18,6 +18,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote/startup"
+	"bringup/ui/notify"
 )
 
 // The engines a host can run.
@@ -116,6 +117,9 @@ type Config struct {
 	// default. A relative path is relative to the config file; a leading
 	// ~ is expanded by Load (Parse leaves it: see ExpandHome).
 	SSHConfig string
+	// Notify are the console's signals for a person not looking (the
+	// notify: section; notify.Defaults without one).
+	Notify notify.Settings
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else
@@ -181,7 +185,7 @@ func expandHome(p, home string) string {
 // aliases or [user@]host[:port], unit the unit of all of them ("" = the
 // default).
 func FromFlags(hosts, unit string) (*Config, error) {
-	c := &Config{Groups: map[string][]string{}}
+	c := &Config{Groups: map[string][]string{}, Notify: notify.Defaults()}
 	applyBuiltins(&c.Defaults)
 	if err := c.useHosts(hosts); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote/unitname"
+	"bringup/ui/notify"
 )
 
 // Flags are how a command names its hosts and config: --config, -H, -u,
@@ -100,7 +101,7 @@ func (f Flags) base(getenv func(string) string) (*Config, error) {
 	}
 	switch {
 	case f.Hosts != "":
-		c := &Config{Groups: map[string][]string{}}
+		c := &Config{Groups: map[string][]string{}, Notify: notify.Defaults()}
 		applyBuiltins(&c.Defaults)
 		return c, nil
 	case path == "":
