@@ -60,7 +60,7 @@ func ParseArgs(f *Flags, args []string) (int, bool) {
 	if f.help == nil { // registered last, so that it is listed last
 		f.help = f.BoolP("help", "h", false, "show this help")
 	}
-	err := f.FlagSet.Parse(args)
+	err := f.Parse(args)
 	switch {
 	case errors.Is(err, pflag.ErrHelp) || err == nil && *f.help:
 		f.PrintUsage(f.out)
