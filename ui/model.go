@@ -176,6 +176,8 @@ type Model struct {
 
 	// signals remembers the signals given, so each is given once.
 	signals notify.Tracker
+	// sort is the table's order (s cycles it).
+	sort tableSort
 }
 
 // New returns the UI over src.
@@ -686,6 +688,31 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.cursor = max(0, m.cursor-1)
 	case key.Matches(msg, k.Down):
 		m.cursor = max(0, min(len(m.rows)-1, m.cursor+1))
+	case key.Matches(msg, k.First):
+		m.cursor = 0
+	case key.Matches(msg, k.Last):
+		m.cursor = max(0, len(m.rows)-1)
+	case key.Matches(msg, k.PageUp):
+		m.cursor = max(0, m.cursor-m.pageRows())
+	case key.Matches(msg, k.PageDown):
+		m.cursor = max(0, min(len(m.rows)-1, m.cursor+m.pageRows()))
+	case key.Matches(msg, k.NextFailed), key.Matches(msg, k.PrevFailed):
+		dir := 1
+		if key.Matches(msg, k.PrevFailed) {
+			dir = -1
+		}
+		if !m.nextFailed(dir) {
+			return m.setStatus("no failed host shown", false)
+		}
+	case key.Matches(msg, k.Sort):
+		m.sort = (m.sort + 1) % sortCount
+		m.refilter(m.cursorHost())
+		return m.setStatus("sorted: "+m.sort.String(), false)
+	case key.Matches(msg, k.MarkAll):
+		if n := m.selectAll(); n > 0 {
+			return m.setStatus(fmt.Sprintf("%d hosts marked", n), false)
+		}
+		return m.setStatus("marks cleared", false)
 	case key.Matches(msg, k.Select):
 		if n := m.selectedName(); n != "" {
 			m.marked[n] = !m.marked[n]

@@ -95,6 +95,9 @@ func (m *Model) header(w int) string {
 	if m.opts.Position != nil {
 		counts += " · " + s.Badge.Render(m.opts.Position())
 	}
+	if m.sort != sortConfig {
+		counts += " · " + s.Badge.Render("sorted "+m.sort.String())
+	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
