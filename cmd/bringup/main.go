@@ -55,6 +55,7 @@ func commands() []command {
 		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
+		{"completion", "bringup completion bash|zsh|fish", "print the shell's completion script (commands, flags, host and group names from the config)", runCompletion},
 	}
 }
 
@@ -91,6 +92,9 @@ func run(ctx context.Context, e env, args []string) int {
 		}
 		usage(e.stdout)
 		return exitServing
+	}
+	if args[0] == "__complete" { // the completion scripts' helper, not listed
+		return runComplete(ctx, e, args[1:])
 	}
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(ctx, e, args[1:])
