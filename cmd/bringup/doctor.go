@@ -53,12 +53,10 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	defer closeKeys()
 	code, outcome := exitServing, "ok"
 	var hostsOut []output.HostOutcome
-	check := func(i int) *doctor.Report {
+	for _, r := range rs {
 		hctx, cancel := context.WithTimeout(ctx, *timeout)
-		defer cancel()
-		return doctor.Host(hctx, rs[i])
-	}
-	fanOutInOrder(len(rs), doctorParallel, check, func(_ int, rep *doctor.Report) {
+		rep := doctor.Host(hctx, r)
+		cancel()
 		if *asJSON {
 			hostsOut = append(hostsOut, output.DoctorJSON(e.stdout, rep))
 		} else {
@@ -67,54 +65,13 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		if rep.Failed() {
 			code, outcome = exitFailed, "failed"
 		}
-	})
-	if cli.WasInterrupted(ctx) {
-		code, outcome = exitInterrupted, "interrupted"
+		if cli.WasInterrupted(ctx) {
+			code, outcome = exitInterrupted, "interrupted"
+			break
+		}
 	}
 	if *asJSON {
 		output.Summary(e.stdout, "doctor", outcome, code, hostsOut, "")
 	}
 	return code
-}
-
-// doctorParallel bounds the hosts doctor checks at once: a fleet's checks
-// take one host's time, not the sum, without dialling forty hosts at once.
-const doctorParallel = 8
-
-// fanOutInOrder runs work(0..n-1), at most limit at a time, and hands each
-// result to done in index order, as soon as it and those before it are
-// in (a slow first host holds back the printing, not the checking). done
-// runs on the caller's goroutine; it returns once every work has.
-func fanOutInOrder[R any](n, limit int, work func(int) R, done func(int, R)) {
-	type result struct {
-		i int
-		r R
-	}
-	results := make(chan result)
-	sem := make(chan struct{}, max(1, limit))
-	go func() { // owned by fanOutInOrder: it ends once every work is started
-		for i := range n {
-			sem <- struct{}{}
-			go func() { // ends when its work does; fanOutInOrder reads every result
-				r := work(i)
-				<-sem
-				results <- result{i, r}
-			}()
-		}
-	}()
-	pending := map[int]R{}
-	next := 0
-	for range n {
-		res := <-results
-		pending[res.i] = res.r
-		for {
-			r, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			done(next, r)
-			next++
-		}
-	}
 }

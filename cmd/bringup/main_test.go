@@ -7,9 +7,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"bringup/cmd/bringup/cli"
 )
@@ -93,42 +91,4 @@ func TestReadmeExitCodes(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("README exit codes:\n%s\nwant (cli.ExitCodes, as --help prints them):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-}
-
-// TestFanOutInOrder: doctor's fan-out runs at most limit at once, every
-// index once, and hands the results out in index order whatever order
-// they finish in.
-func TestFanOutInOrder(t *testing.T) {
-	const n, limit = 20, 4
-	var mu sync.Mutex
-	running, most := 0, 0
-	var got []int
-	fanOutInOrder(n, limit, func(i int) int {
-		mu.Lock()
-		running++
-		most = max(most, running)
-		mu.Unlock()
-		time.Sleep(time.Duration(n-i) * time.Millisecond) // the later, the sooner done
-		mu.Lock()
-		running--
-		mu.Unlock()
-		return i * i
-	}, func(i, r int) {
-		if r != i*i {
-			t.Errorf("result %d for %d", r, i)
-		}
-		got = append(got, i)
-	})
-	if most > limit || most < 2 {
-		t.Errorf("%d ran at once, want 2..%d", most, limit)
-	}
-	for i, g := range got {
-		if g != i {
-			t.Fatalf("order %v", got)
-		}
-	}
-	if len(got) != n {
-		t.Errorf("%d results, want %d", len(got), n)
-	}
-	fanOutInOrder(0, limit, func(int) int { t.Error("work for no host"); return 0 }, func(int, int) {})
 }
