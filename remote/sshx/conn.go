@@ -218,7 +218,7 @@ type StoppedError struct {
 }
 
 func (e *StoppedError) Error() string {
-	return fmt.Sprintf("%v (not retried automatically: fix the cause, then reconnect %s: restart bringup)", e.Err, e.Host)
+	return fmt.Sprintf("%v (not retried automatically: fix the cause, then reconnect %s: ctrl+r in the console, or run the command again)", e.Err, e.Host)
 }
 
 func (e *StoppedError) Unwrap() error { return e.Err }
