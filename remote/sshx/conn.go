@@ -352,6 +352,13 @@ const maxExecOutput = 16 << 20
 // non-zero exit is not an error; err is for transport failures. Ending ctx
 // kills the remote command and closes the session.
 func (c *Conn) Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exitCode int, err error) {
+	return c.ExecInput(ctx, cmd, nil)
+}
+
+// ExecInput is Exec with stdin as the command's standard input (nil: none),
+// read until the command exits. Privileged steps take their content this
+// way, so that no argument grows with it.
+func (c *Conn) ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr []byte, exitCode int, err error) {
 	cl, err := c.current()
 	if err != nil {
 		return nil, nil, -1, err
@@ -362,7 +369,7 @@ func (c *Conn) Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exi
 	}
 	defer s.Close()
 	o, e := &capBuffer{max: maxExecOutput}, &capBuffer{max: maxExecOutput}
-	s.Stdout, s.Stderr = o, e
+	s.Stdin, s.Stdout, s.Stderr = stdin, o, e
 	stop := context.AfterFunc(ctx, func() {
 		_ = s.Signal(ssh.SIGKILL)
 		s.Close()
