@@ -276,4 +276,3 @@ func isNotExist(err error) bool {
 	var se *sftp.StatusError
 	return errors.Is(err, os.ErrNotExist) || errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxNoSuchFile
 }
-

@@ -289,4 +289,3 @@ func sudoOf(t *testing.T, rep *Report) Check {
 	t.Fatalf("no sudo check in %+v", rep.Checks)
 	return Check{}
 }
-
