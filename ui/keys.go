@@ -29,6 +29,9 @@ type KeyMap struct {
 	Palette                       key.Binding // : the command palette
 	Follow, Wrap                  key.Binding
 	PageUp, PageDown, Top, Bottom key.Binding
+	// On the table: first and last host, sort, next/previous failed
+	// host, mark every host shown.
+	First, Last, Sort, NextFailed, PrevFailed, MarkAll key.Binding
 
 	Confirm, Cancel key.Binding
 
@@ -75,6 +78,12 @@ func DefaultKeyMap() KeyMap {
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
 		Top:        b([]string{"g", "home"}, "g", "oldest line"),
 		Bottom:     b([]string{"G", "end"}, "G", "newest line"),
+		First:      b([]string{"g", "home"}, "g/G", "first/last"),
+		Last:       b([]string{"G", "end"}, "G", "last host"),
+		Sort:       b([]string{"s"}, "s", "sort"),
+		NextFailed: b([]string{"n"}, "n/N", "next failed"),
+		PrevFailed: b([]string{"N"}, "N", "prev failed host"),
+		MarkAll:    b([]string{"A"}, "A", "mark all"),
 
 		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
 		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
@@ -105,7 +114,8 @@ func (k KeyMap) tableHelp() helpKeys {
 	return helpKeys{
 		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
 		full: [][]key.Binding{
-			{k.Up, k.Down, k.Open, k.Select, k.HostFilter, k.Palette, k.Help, k.Quit},
+			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
+			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.Help, k.Quit},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions, k.Reconnect},
 		},
 	}

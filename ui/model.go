@@ -27,6 +27,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/startup"
+	"bringup/ui/notify"
 )
 
 // Source is what the UI reads and acts through; *remote.Fleet satisfies it.
@@ -87,6 +88,11 @@ type Options struct {
 	// Replay, when set, lets the keys pause a replay and change its speed;
 	// without it those keys do nothing and are not listed.
 	Replay Replay
+	// Signals are the signals for a person not looking (bell, counts in
+	// the window title, progress, desktop notes); the zero value gives
+	// none. Tmux says the terminal is tmux (its passthrough is needed).
+	Signals notify.Settings
+	Tmux    bool
 }
 
 // Replay is the control of a replay's clock (*record.Clock is one). The
@@ -172,6 +178,11 @@ type Model struct {
 	watch map[string]bool
 	// ro is the rollout started here, running or settled; nil before R.
 	ro *rolloutRun
+
+	// signals remembers the signals given, so each is given once.
+	signals notify.Tracker
+	// sort is the table's order (s cycles it).
+	sort tableSort
 }
 
 // New returns the UI over src.
@@ -350,7 +361,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStyles(msg.IsDark())
 	case batchMsg:
 		m.now = m.opts.Now()
-		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), m.observe(remote.Batch(msg)), waitBatch(m.src.Updates()))
+		return m, tea.Batch(m.applyBatch(remote.Batch(msg)), m.observe(remote.Batch(msg)), m.signal(), waitBatch(m.src.Updates()))
 	case rolloutIssued:
 		return m, m.rolloutIssuedMsg(msg)
 	case sourceClosed:
@@ -359,7 +370,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = m.opts.Now()
 		// An empty batch lets the rollout check its clock (a failure's
 		// grace, the timeout) while the fleet is quiet.
-		return m, tea.Batch(tick(), m.observe(remote.Batch{}))
+		return m, tea.Batch(tick(), m.observe(remote.Batch{}), m.signal())
 	case statusExpiry:
 		if msg.seq == m.statusSeq {
 			m.status, m.statusErr = "", false
@@ -731,6 +742,31 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.cursor = max(0, m.cursor-1)
 	case key.Matches(msg, k.Down):
 		m.cursor = max(0, min(len(m.rows)-1, m.cursor+1))
+	case key.Matches(msg, k.First):
+		m.cursor = 0
+	case key.Matches(msg, k.Last):
+		m.cursor = max(0, len(m.rows)-1)
+	case key.Matches(msg, k.PageUp):
+		m.cursor = max(0, m.cursor-m.pageRows())
+	case key.Matches(msg, k.PageDown):
+		m.cursor = max(0, min(len(m.rows)-1, m.cursor+m.pageRows()))
+	case key.Matches(msg, k.NextFailed), key.Matches(msg, k.PrevFailed):
+		dir := 1
+		if key.Matches(msg, k.PrevFailed) {
+			dir = -1
+		}
+		if !m.nextFailed(dir) {
+			return m.setStatus("no failed host shown", false)
+		}
+	case key.Matches(msg, k.Sort):
+		m.sort = (m.sort + 1) % sortCount
+		m.refilter(m.cursorHost())
+		return m.setStatus("sorted: "+m.sort.String(), false)
+	case key.Matches(msg, k.MarkAll):
+		if n := m.selectAll(); n > 0 {
+			return m.setStatus(fmt.Sprintf("%d hosts marked", n), false)
+		}
+		return m.setStatus("marks cleared", false)
 	case key.Matches(msg, k.Select):
 		if n := m.selectedName(); n != "" {
 			m.marked[n] = !m.marked[n]

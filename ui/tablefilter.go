@@ -183,6 +183,7 @@ func (m *Model) refilter(keep ...string) {
 			m.rows = append(m.rows, i)
 		}
 	}
+	sortRows(m.rows, m.hosts, m.sort)
 	m.cursor = max(0, min(prev, len(m.rows)-1))
 	for _, name := range keep {
 		if i := m.rowOf(name); i >= 0 {

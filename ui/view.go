@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"bringup/remote"
-	"bringup/remote/startup"
+	"bringup/ui/notify"
 )
 
 // footerRows is the status line and the short help.
@@ -21,7 +21,7 @@ const footerRows = 2
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = m.opts.Title
+	v.WindowTitle = m.windowTitle()
 	return v
 }
 
@@ -63,19 +63,8 @@ func (m *Model) render() string {
 
 // header is the title and the fleet's counts.
 func (m *Model) header(w int) string {
-	var serving, failed, starting, other int
-	for _, h := range m.hosts {
-		switch p := h.Startup.Phase; {
-		case p == startup.Serving:
-			serving++
-		case p == startup.Failed:
-			failed++
-		case p.Rank() > 0 || p == startup.Restarting:
-			starting++
-		default:
-			other++
-		}
-	}
+	c := notify.Count(m.hosts) // the window title counts the same way
+	serving, failed, starting, other := c.Serving, c.Failed, c.Starting, c.Other
 	s := m.styles
 	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
 	if f := m.filterBadge(); f != "" {
@@ -105,6 +94,9 @@ func (m *Model) header(w int) string {
 	}
 	if m.opts.Position != nil {
 		counts += " · " + s.Badge.Render(m.opts.Position())
+	}
+	if m.sort != sortConfig {
+		counts += " · " + s.Badge.Render("sorted "+m.sort.String())
 	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")

@@ -109,7 +109,7 @@ func actionCommand(name string) command {
 	for _, c := range actionCmds() {
 		if c.name == name {
 			c := c
-			return command{name: c.name, usage: "bringup " + c.name + " " + c.args + " [--yes]", summary: c.summary,
+			return command{name: c.name, usage: "bringup " + c.name + " " + c.args + " [--yes] [--json]", summary: c.summary,
 				run: func(ctx context.Context, e env, args []string) int { return act(ctx, e, c, args, stdinTerminal()) }}
 		}
 	}
@@ -131,15 +131,17 @@ const answerTimeout = 30 * time.Second
 // act is the flow every changing command shares. in is where answers to
 // prompts come from; nil means there is nobody to ask.
 func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) int {
-	fs := cli.NewFlags(e.stderr, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args)
+	fs := cli.NewFlags(e.stdout, e.stderr, c.name, "bringup "+c.name+" [flags] "+c.args+"\n       bringup "+c.name+" --demo [flags] "+c.args+
+		"\n\n"+strings.TrimSpace(output.JSONHelp())+"\nWith --json, the plan's text, prompts and messages go to stderr.")
 	var ff fleetFlags
 	ff.register(fs)
 	var sf simFlags
 	sf.register(fs)
 	demo := fs.Bool("demo", false, "act on the simulated fleet (no hosts needed)")
-	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	yes := fs.BoolP("yes", "y", false, "do not ask for confirmation")
 	all := fs.Bool("all", false, "act on every configured host (changing commands never default to all)")
-	timeout := fs.Duration("timeout", 20*time.Minute, "give up after this long (exit 2)")
+	timeout := fs.Duration("timeout", 20*time.Minute, "give up after `D` (exit 2)")
+	asJSON := fs.Bool("json", false, "print JSON lines (schema above), the last a summary")
 	var o actOptions
 	if c.restartFlag {
 		fs.BoolVar(&o.restart, "restart", false, "restart afterwards and follow the new run until serving or failed")
@@ -155,6 +157,18 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	}
 	o.restart = o.restart || c.restarts
 	fail := func(format string, a ...any) int { return e.fail(c.name, format, a...) }
+	// out is where the JSON goes; with --json, text for people goes to
+	// stderr, and every outcome after the fleet started ends in a summary.
+	out := e.stdout
+	refused := func(why string) int {
+		if *asJSON {
+			output.Summary(out, c.name, "refused", exitUsage, nil, why)
+		}
+		return exitUsage
+	}
+	if *asJSON {
+		e.stdout = e.stderr
+	}
 	if o.force && !*yes {
 		return fail("--force needs --yes (interactively, the preflight asks you to type the host count instead)")
 	}
@@ -183,7 +197,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 				}
 			}
 		}
-		return exitUsage
+		return refused(remote.ErrReadOnly.Error())
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -192,23 +206,47 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	defer stop()
 	states, err := fl.AwaitUnits(ctx, s.hosts, min(answerTimeout, *timeout))
 	if err != nil {
-		return fail("%v", err)
+		fail("%v", err)
+		return refused(err.Error())
 	}
 	if o.restart {
 		force, ok := passPreflight(e, c.name, e.stderr, inOrder(s.hosts, states), s.fleet.Kernels(), actions, o.force, in)
 		if !ok {
-			return exitUsage
+			return refused("refused by the capture-safety preflight")
 		}
 		for i := range actions {
 			actions[i].Force = actions[i].Kind == remote.ActRestart && force
 		}
 	}
 	output.Plan(e.stdout, s.hosts, states, actions)
-	if ok, _ := proceed(e, c.name, *yes, in, "Go ahead? [y/N] "); !ok {
-		return exitUsage
+	if *asJSON {
+		output.PlanJSON(out, s.hosts, states, actions)
 	}
-	done := fl.Apply(ctx, s.hosts, states, actions, output.Actions{W: e.stdout})
-	return appliedOutcome(e.stdout, done, ctx.Err())
+	if ok, why := proceed(e, c.name, *yes, in, "Go ahead? [y/N] "); !ok {
+		return refused(why)
+	}
+	var rep remote.ApplyReport = output.Actions{W: e.stdout}
+	if *asJSON {
+		rep = output.ActionsJSON{W: out}
+	}
+	done := fl.Apply(ctx, s.hosts, states, actions, rep)
+	var hostsOut []output.HostOutcome
+	if *asJSON {
+		hostsOut = output.AppliedJSON(out, done, ctx.Err())
+	}
+	code, outcome := exitServing, "done"
+	switch timedOut, failed := output.Applied(e.stdout, done, ctx.Err()); {
+	case cli.WasInterrupted(ctx): // ctrl-c, not the timeout
+		code, outcome = exitInterrupted, "interrupted"
+	case timedOut:
+		code, outcome = exitTimeout, "timeout"
+	case failed:
+		code, outcome = exitFailed, "failed"
+	}
+	if *asJSON {
+		output.Summary(out, c.name, outcome, code, hostsOut, "")
+	}
+	return code
 }
 
 // inOrder is states in the order of hosts.
@@ -350,15 +388,4 @@ func confirm(in io.Reader, w io.Writer, q string) bool {
 		return true
 	}
 	return false
-}
-
-// appliedOutcome prints the summary and returns the exit code.
-func appliedOutcome(w io.Writer, done []remote.Applied, ctxErr error) int {
-	switch timedOut, failed := output.Applied(w, done, ctxErr); {
-	case timedOut:
-		return exitTimeout
-	case failed:
-		return exitFailed
-	}
-	return exitServing
 }

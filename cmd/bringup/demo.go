@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"strings"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"bringup/remote"
 	"bringup/remote/sim"
 	"bringup/ui"
+	"bringup/ui/notify"
 )
 
 // simFlags are the flags every command that can run over the simulated
@@ -24,9 +25,9 @@ type simFlags struct {
 	scenario string
 }
 
-func (s *simFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "simulated seconds per real second")
-	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "simulated scenario: "+strings.Join(sim.Scenarios(), ", "))
+func (s *simFlags) register(fs *cli.Flags) {
+	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
+	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "the simulated `SCENARIO`: "+strings.Join(sim.Scenarios(), ", "))
 }
 
 // simFleet builds the fleet over the simulated hosts and returns it with
@@ -42,12 +43,13 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.C
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
 	rec.register(fs)
 	readOnly := fs.Bool("read-only", false, "refuse every action that would change a host")
+	quiet := quietFlag(fs)
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
@@ -55,12 +57,12 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return e.fail("demo", "%v", err)
 	}
-	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
-		Kernels: kernels.DefaultCatalog(), Now: clock.Now})
+	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
+		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Signals: signals(notify.Defaults(), *quiet)})
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
@@ -68,9 +70,9 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	var rec recordFlag
 	rec.register(fs)
 	demo := fs.Bool("demo", false, "watch the simulated fleet (no hosts needed)")
-	replay := fs.String("replay", "", "watch a recording made with --record (at the speed it was recorded, or --speed)")
+	replay := fs.String("replay", "", "watch the recording `FILE` made with --record (at the speed it was recorded, or --speed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	timeout := fs.Duration("timeout", 0, "give up after this long (exit 2); 0 waits for ever")
+	timeout := fs.Duration("timeout", 0, "give up after `D` (exit 2), e.g. 20m; 0 waits for ever")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -82,7 +84,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		return e.fail("watch", "--demo and --replay take no host names (got %q)", fs.Arg(0))
 	case *replay != "":
 		speed := 0.0 // as recorded
-		if cli.Given(fs, "speed") {
+		if fs.Changed("speed") {
 			if s.speed <= 0 {
 				return e.fail("watch", "--speed %v: must be greater than 0", s.speed)
 			}
@@ -147,13 +149,18 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.
 func runConsole(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "bringup", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [--quiet] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	var rec recordFlag
 	rec.register(fs)
+	quiet := quietFlag(fs)
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
+	}
+	if err := needTerminal(e, ""); err != nil { // before any passphrase is asked
+		fmt.Fprintf(e.stderr, "%v\n", err)
+		return exitUsage
 	}
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 	if err != nil {
@@ -161,18 +168,26 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer closeKeys()
-	return runTUI(ctx, e, fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups})
+	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups,
+		Signals: signals(ff.cfg.Notify, *quiet)})
 }
 
 // runTUI runs the console over a fleet until the user quits, then closes
 // its recording (rec, if any). The title says read-only and recording.
-func runTUI(ctx context.Context, e env, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+// name is the command, for the message when there is no terminal.
+func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+	if err := needTerminal(e, name); err != nil {
+		rec.abort() // nothing was watched: no recording to keep
+		fmt.Fprintf(e.stderr, "%v\n", err)
+		return exitUsage
+	}
 	defer rec.finish(e)
 	if fleet.ReadOnly() && opts.Replay == nil {
 		opts.Title += " · read-only"
 	}
 	opts.Title += rec.titleNote()
 	opts.NoColor = e.getenv("NO_COLOR") != ""
+	opts.Tmux = e.getenv("TMUX") != "" // tmux sets it in every pane
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself
@@ -181,11 +196,63 @@ func runTUI(ctx context.Context, e env, fleet *remote.Fleet, rec *recordFlag, op
 	}
 	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
 	_, runErr := p.Run()
+	// The progress bar outlives the program unless cleared.
+	fmt.Fprint(e.stdout, notify.Encoder{Settings: opts.Signals, Tmux: opts.Tmux}.ClearProgress())
+	// Read why the program ended before cancel: after it, ctx.Err() is
+	// always set and a real error would pass for a quit.
+	interrupted := ctx.Err() != nil
 	cancel()
 	_ = fl.Stop(0) // the hosts' goroutines end with the program: wait for them
-	if runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled) && ctx.Err() == nil {
-		fmt.Fprintf(e.stderr, "bringup: %v\n", runErr)
-		return 1
+	switch {
+	case interrupted:
+		if cli.WasInterrupted(ctx) {
+			return exitInterrupted
+		}
+	case runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled):
+		fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, runErr)
+		return exitFailed
 	}
-	return 0
+	return exitServing
+}
+
+// quietFlag registers --quiet on a console command.
+func quietFlag(fs *cli.Flags) *bool {
+	return fs.BoolP("quiet", "q", false, "no bell, no counts in the window title, no progress bar, no desktop notification (see notify: in the config)")
+}
+
+// signals are the console's signals: set, or none with --quiet.
+func signals(set notify.Settings, quiet bool) notify.Settings {
+	if quiet {
+		return notify.Settings{}
+	}
+	return set
+}
+
+// needTerminal refuses to start the console without a terminal on both
+// standard input and output (ssh without -t, cron, CI, a pipe), saying
+// what to run there instead; Bubble Tea would otherwise end at once.
+func needTerminal(e env, name string) error {
+	var missing []string
+	if !isTerminal(e.stdin) {
+		missing = append(missing, "standard input")
+	}
+	if !isTerminal(e.stdout) {
+		missing = append(missing, "standard output")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	instead := "`bringup watch` (lines until every host serves or one fails, --json for scripts) or `bringup status` (one look)"
+	switch name {
+	case "demo":
+		instead = "`bringup watch --demo` (the same story as lines)"
+	case "replay":
+		instead = "`bringup watch --replay FILE` (the recording as lines)"
+	}
+	cmd := "bringup"
+	if name != "" {
+		cmd += " " + name
+	}
+	return fmt.Errorf("%s: no terminal (%s: not a terminal); the console needs one on standard input and output. Without a terminal use %s; over ssh, use ssh -t",
+		cmd, strings.Join(missing, ", "), instead)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"bringup/cmd/bringup/cli"
@@ -13,16 +14,20 @@ import (
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "doctor", "bringup doctor [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "doctor", "bringup doctor [--json] [-H hosts | --config F] [--trust HOST [--fingerprint SHA256:…]] [HOST|GROUP...]\n\n"+strings.TrimSpace(output.JSONHelp()))
 	var ff fleetFlags
 	ff.register(fs)
-	trust := fs.String("trust", "", "fetch HOST's key, print its fingerprint and add exactly that key to known_hosts")
-	pin := fs.String("fingerprint", "", "with --trust: add the key only if its fingerprint is this SHA256:… (ssh-keygen -lf on the host)")
-	timeout := fs.Duration("timeout", 20*time.Second, "time allowed for each host's checks")
+	trust := fs.String("trust", "", "fetch `HOST`'s key, print its fingerprint and add exactly that key to known_hosts")
+	pin := fs.String("fingerprint", "", "with --trust: add the key only if its fingerprint is this `SHA256:…` (ssh-keygen -lf on the host)")
+	asJSON := fs.Bool("json", false, "print the checks as JSON lines, then a summary (schema below)")
+	timeout := fs.Duration("timeout", 20*time.Second, "time (`D`) allowed for each host's checks")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	names := fs.Args()
+	if *trust != "" && *asJSON {
+		return e.fail("doctor", "--trust prints a fingerprint for a person to compare: no --json")
+	}
 	if *trust != "" {
 		names = []string{*trust}
 	}
@@ -46,15 +51,27 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		return e.fail("doctor", "%v", err)
 	}
 	defer closeKeys()
-	code := 0
+	code, outcome := exitServing, "ok"
+	var hostsOut []output.HostOutcome
 	for _, r := range rs {
 		hctx, cancel := context.WithTimeout(ctx, *timeout)
 		rep := doctor.Host(hctx, r)
 		cancel()
-		output.Doctor(e.stdout, rep)
-		if rep.Failed() {
-			code = 1
+		if *asJSON {
+			hostsOut = append(hostsOut, output.DoctorJSON(e.stdout, rep))
+		} else {
+			output.Doctor(e.stdout, rep)
 		}
+		if rep.Failed() {
+			code, outcome = exitFailed, "failed"
+		}
+		if cli.WasInterrupted(ctx) {
+			code, outcome = exitInterrupted, "interrupted"
+			break
+		}
+	}
+	if *asJSON {
+		output.Summary(e.stdout, "doctor", outcome, code, hostsOut, "")
 	}
 	return code
 }

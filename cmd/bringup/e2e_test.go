@@ -85,6 +85,19 @@ func TestCommandsOnTestbed(t *testing.T) {
 			!strings.Contains(out.String(), "✗ journald") {
 			t.Errorf("doctor as deploy without sudo:\n%s", out.String())
 		}
+		// The same as JSON lines, each in the v1 schema, the last the summary.
+		out, errOut = syncBuffer{}, syncBuffer{}
+		code = run(ctx, testEnv(&out, &errOut), []string{"doctor", "--json", "-F", tb.SSHConfig(), "-H", "gpu2-deploy"})
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		for i, l := range lines {
+			if err := output.ValidateLine([]byte(l)); err != nil {
+				t.Errorf("doctor --json line %d: %v\n%s", i+1, err, l)
+			}
+		}
+		if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, `"kind":"summary","command":"doctor","exit":1,"outcome":"failed"`) ||
+			!strings.Contains(last, `"journald"`) || !strings.Contains(out.String(), `"check":"journald","status":"fail"`) {
+			t.Errorf("doctor --json exit %d:\n%s", code, out.String())
+		}
 	})
 
 	t.Run("watch", func(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"time"
 
@@ -28,11 +27,10 @@ const (
 // short-iso, short-precise, cat or json), or a file of engine output.
 func runExplain(_ context.Context, e env, args []string) int {
 	usageLine := "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]"
-	fs := cli.NewFlags(e.stderr, "explain", usageLine)
+	fs := cli.NewFlags(e.stdout, e.stderr, "explain", usageLine)
 	asJSON := fs.Bool("json", false, "print watch's JSON lines, then a summary line")
-	engine := fs.String("engine", "auto", "the engine that wrote the log: sglang, vllm or auto")
-	var rules cli.Strings
-	fs.Var(&rules, "rules", "a YAML rule pack file to try with the built-in packs (repeatable)")
+	engine := fs.String("engine", "auto", "the `ENGINE` that wrote the log: sglang, vllm or auto")
+	rules := fs.StringArray("rules", nil, "a YAML rule pack `FILE` to try with the built-in packs (repeatable)")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -45,9 +43,9 @@ func runExplain(_ context.Context, e env, args []string) int {
 		return e.fail("explain", "--engine %q: want sglang, vllm or auto", *engine)
 	}
 	opts := startup.Options{Engine: *engine, Kernels: kernels.DefaultCatalog()}
-	if len(rules) > 0 {
+	if len(*rules) > 0 {
 		var user []startup.RulePack
-		for _, r := range rules {
+		for _, r := range *rules {
 			packs, err := config.ReadRules(r)
 			if err != nil {
 				return e.fail("explain", "--rules: %v", err)
@@ -92,8 +90,8 @@ func runExplain(_ context.Context, e env, args []string) int {
 	}
 }
 
-// isTerminal reports whether r is a terminal.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+// isTerminal reports whether v (a reader or writer) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
+
 	"fmt"
 
+	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/config"
 	"bringup/kernels/bundle"
 	"bringup/remote"
@@ -27,9 +28,9 @@ type fleetFlags struct {
 	groups map[string][]string
 }
 
-func (f *fleetFlags) register(fs *flag.FlagSet) {
-	f.Register(fs)
-	fs.StringVar(&f.history, "history", "", `startup history for ETAs (default $XDG_STATE_HOME/bringup/history.jsonl; "off" = none)`)
+func (f *fleetFlags) register(fs *cli.Flags) {
+	f.Register(fs.FlagSet)
+	fs.StringVar(&f.history, "history", "", "the startup history `FILE` for ETAs (default $XDG_STATE_HOME/bringup/history.jsonl; \"off\" = none)")
 }
 
 // openHistory opens the startup history the flags name; a history that

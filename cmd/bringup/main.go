@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -41,11 +40,11 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
-		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts", runDemo},
+		{"", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [--quiet] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
+		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts", runDemo},
 		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
-		{"doctor", "bringup doctor [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
+		{"doctor", "bringup doctor [--json] [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
 		actionCommand("mode"),
 		actionCommand("redeploy"),
 		actionCommand("restart"),
@@ -55,41 +54,74 @@ func commands() []command {
 			func(ctx context.Context, e env, args []string) int { return rolloutCmd(ctx, e, args, stdinTerminal()) }},
 		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
-		{"version", "bringup version", "print the version", runVersion},
+		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
 	}
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
+// version is set at link time by a release build (-ldflags "-X
+// main.version=v1.2.3"); empty, the module's build info says. It is the
+// one package-level variable: the linker can set nothing else.
+var version string
+
 func run(ctx context.Context, e env, args []string) int {
-	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !slices.Contains([]string{"-h", "--help", "-help"}, args[0])) {
+	if len(args) == 0 || (strings.HasPrefix(args[0], "-") && !slices.Contains([]string{"-h", "--help", "-help", "-v", "--version"}, args[0])) {
 		return runConsole(ctx, e, args)
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
-		if len(args) > 1 {
-			for _, c := range commands() {
-				if c.name == args[1] && c.run != nil {
-					return c.run(ctx, e, []string{"--help"})
-				}
+	case "-v", "--version":
+		return runVersion(ctx, e, args[1:])
+	case "-h", "--help", "-help", "help":
+		if len(args) > 2 {
+			fmt.Fprintf(e.stderr, "bringup help: one command at a time (got %s)\n", strings.Join(args[1:], " "))
+			return exitUsage
+		}
+		if len(args) == 2 {
+			if c, ok := lookupCommand(args[1]); ok {
+				return c.run(ctx, e, []string{"--help"})
 			}
+			fmt.Fprintf(e.stderr, "bringup help: no command %q%s\nRun 'bringup --help' for the commands.\n", args[1], didYouMean(args[1]))
+			return exitUsage
 		}
 		usage(e.stdout)
-		return 0
+		return exitServing
 	}
-	for _, c := range commands() {
-		if c.name == args[0] && c.run != nil {
-			return c.run(ctx, e, args[1:])
-		}
+	if c, ok := lookupCommand(args[0]); ok {
+		return c.run(ctx, e, args[1:])
 	}
-	fmt.Fprintf(e.stderr, "bringup: unknown command %q\n\n", args[0])
+	fmt.Fprintf(e.stderr, "bringup: unknown command %q%s\n\n", args[0], didYouMean(args[0]))
 	usage(e.stderr)
 	return exitUsage
+}
+
+// lookupCommand finds the subcommand called name.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name && c.run != nil {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// didYouMean names the command nearest a mistyped one, as text to append
+// to the error ("" when none is near).
+func didYouMean(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	names = append(names, "help")
+	if s := cli.Suggest(name, names); s != "" {
+		return "; did you mean " + s + "?"
+	}
+	return ""
 }
 
 func usage(w io.Writer) {
@@ -100,27 +132,46 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n      %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `bringup help COMMAND` for a command's flags. In the console, press ? for keys.")
+	fmt.Fprintln(w, "Flags take GNU form (--json, -H gpu1,gpu2), before or after host names; -- ends them.")
+	fmt.Fprintln(w, "Where a setting comes from: flags, then the environment (BRINGUP_CONFIG), then the config file.")
+	fmt.Fprintln(w, "  -h, --help      this help (bringup help COMMAND, or COMMAND --help, for a command's flags)")
+	fmt.Fprintln(w, "  -v, --version   print the version")
+	fmt.Fprintln(w)
+	cli.PrintExitCodes(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "In the console, press ? for keys.")
+}
+
+// versionString is the version a release build was linked with, else the
+// module's version and VCS revision from the build info.
+func versionString(linked string, bi *debug.BuildInfo, ok bool) string {
+	v := "devel"
+	switch {
+	case linked != "":
+		v = linked
+	case ok && bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		v = bi.Main.Version
+	}
+	if !ok {
+		return "bringup " + v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && linked == "" {
+			v += " " + s.Value[:12]
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" && linked == "" {
+			v += "+dirty"
+		}
+	}
+	return fmt.Sprintf("bringup %s (%s)", v, bi.GoVersion)
 }
 
 func runVersion(_ context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "version", "bringup version")
+	fs := cli.NewFlags(e.stdout, e.stderr, "version", "bringup version  (or bringup --version, -v)")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
-	v := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " " + s.Value[:12]
-			}
-		}
-		fmt.Fprintf(e.stdout, "bringup %s (%s)\n", v, bi.GoVersion)
-		return 0
-	}
-	fmt.Fprintf(e.stdout, "bringup %s\n", v)
-	return 0
+	bi, ok := debug.ReadBuildInfo()
+	fmt.Fprintln(e.stdout, versionString(version, bi, ok))
+	return exitServing
 }

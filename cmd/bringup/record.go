@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
+
 	"fmt"
 
 	"bringup/cmd/bringup/cli"
 	"bringup/remote"
 	"bringup/remote/record"
 	"bringup/ui"
+	"bringup/ui/notify"
 )
 
 // recordFlag is --record FILE: every event the fleet receives goes to a
@@ -19,8 +20,8 @@ type recordFlag struct {
 	rec     *record.Recorder
 }
 
-func (r *recordFlag) register(fs *flag.FlagSet) {
-	fs.StringVar(&r.path, "record", "", "record every event to FILE (JSON lines) for `bringup replay FILE`")
+func (r *recordFlag) register(fs *cli.Flags) {
+	fs.StringVar(&r.path, "record", "", "record every event to `FILE` (JSON lines), to play back with bringup replay FILE")
 	fs.BoolVar(&r.keepEnv, "record-env", false, "with --record: keep the units' Environment values (secrets); default: only the kernels' and PYTHONPATH")
 }
 
@@ -91,15 +92,14 @@ func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record
 
 // runReplay is `bringup replay FILE`: the console over a recording.
 func runReplay(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "replay", "bringup replay [--speed N] FILE")
-	speed := fs.Float64("speed", 0, "host seconds per real second (default: the speed it was recorded at)")
+	fs := cli.NewFlags(e.stdout, e.stderr, "replay", "bringup replay [--speed N] FILE")
+	quiet := quietFlag(fs)
+	speed := fs.Float64("speed", 0, "host seconds per real second (`N`) (default: the speed it was recorded at)")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "bringup replay: want one recording file (made with --record FILE)")
-		fs.Usage()
-		return exitUsage
+		return fs.Usagef("want one recording file (made with --record FILE)")
 	}
 	fleet, rec, clock, err := loadReplay(e, "replay", fs.Arg(0), *speed)
 	if err != nil {
@@ -110,8 +110,8 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		title += " · " + rec.Source
 	}
 	// The speed is in the position: p, > and < change it as it plays.
-	return runTUI(ctx, e, fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: clock.Position, Replay: clock})
+	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
+		Position: clock.Position, Replay: clock, Signals: signals(notify.Defaults(), *quiet)})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)

@@ -13,10 +13,6 @@ import (
 	"bringup/remote/rollout"
 )
 
-// exitAborted is `bringup rollout`'s exit code when the person stopped it
-// (ctrl-c); the other codes are watch's.
-const exitAborted = 4
-
 const rolloutUsage = `bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--force]
                 [--rollback-on-failure] [--timeout D] [--json] [-H hosts | --config F] [HOST|GROUP...]
        bringup rollout --demo [--speed N] [--scenario S] [flags] [HOST...]
@@ -44,22 +40,22 @@ type rolloutOptions struct {
 // rolloutCmd is `bringup rollout`; in is where answers to prompts come
 // from (nil: nobody to ask).
 func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
-	fs := cli.NewFlags(e.stderr, "rollout", rolloutUsage)
+	fs := cli.NewFlags(e.stdout, e.stderr, "rollout", rolloutUsage)
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
 	ff.register(fs)
 	var o rolloutOptions
 	demo := fs.Bool("demo", false, "roll out over the simulated fleet (no hosts needed)")
-	fs.StringVar(&o.mode, "mode", "", "set this kernel mode (KERNEL=MODE) before each restart")
-	fs.StringVar(&o.redeploy, "redeploy", "", "redeploy this kernel's local build before each restart")
-	fs.IntVar(&o.batch, "batch", 1, "hosts restarted at once")
-	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fs.StringVar(&o.mode, "mode", "", "set this kernel mode (`KERNEL=MODE`) before each restart")
+	fs.StringVar(&o.redeploy, "redeploy", "", "redeploy this `KERNEL`'s local build before each restart")
+	fs.IntVar(&o.batch, "batch", 1, "`N` hosts restarted at once")
+	fs.BoolVarP(&o.yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&o.force, "force", false, "restart even where the capture-safety preflight refuses (needs --yes)")
 	fs.BoolVar(&o.rollbackOnFailure, "rollback-on-failure", false, "roll the failed host back to its previous mode without asking")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per step and host transition, then a summary (see above)")
-	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long each host may take to serve before the rollout halts (exit 2)")
-	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait for every host's unit state before starting")
+	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long (`D`) each host may take to serve before the rollout halts (exit 2)")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long (`D`) to wait for every host's unit state before starting")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}

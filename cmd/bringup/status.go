@@ -10,11 +10,11 @@ import (
 )
 
 func runStatus(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stderr, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for every host to answer")
+	timeout := fs.Duration("timeout", 15*time.Second, "how long (`D`) to wait for every host to answer")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
@@ -31,6 +31,9 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		output.StatusJSON(e.stdout, hosts)
 	} else {
 		output.StatusTable(e.stdout, hosts)
+	}
+	if cli.WasInterrupted(ctx) {
+		return exitInterrupted
 	}
 	if !remote.AllSettled(hosts) {
 		return exitTimeout

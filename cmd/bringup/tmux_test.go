@@ -70,10 +70,7 @@ func (p *tmuxPane) waitFor(what string, re *regexp.Regexp, timeout time.Duration
 // brings it to serving.
 func TestDemoInTmux(t *testing.T) {
 	e2e.Require(t, e2e.Command("tmux")) // builds and runs the binary
-	bin := filepath.Join(t.TempDir(), "bringup")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBringup(t)
 	p := startTmux(t, 120, 40, bin+" demo --speed 60")
 
 	s := p.waitFor("four hosts loading weights", regexp.MustCompile(`(?s)gpu1.*weights.*gpu2.*weights.*gpu3.*weights.*gpu4.*weights`), 20*time.Second)
@@ -102,4 +99,15 @@ func TestDemoInTmux(t *testing.T) {
 		t.Errorf("header does not count 4 serving:\n%s", s)
 	}
 	p.keys("q")
+}
+
+// buildBringup builds this command into a temporary directory and returns
+// the binary's path. Its callers are end-to-end tests.
+func buildBringup(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bringup")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -12,12 +12,14 @@ import (
 	"bringup/remote/startup"
 )
 
-// Exit codes of `bringup watch`, for scripts.
+// Exit codes, for scripts: the one table in package cli.
 const (
-	exitServing = 0             // every watched host is serving
-	exitFailed  = 1             // at least one host failed
-	exitTimeout = 2             // --timeout passed first
-	exitUsage   = cli.ExitUsage // bad flags, config or hosts: nothing was watched
+	exitServing     = cli.ExitOK          // every watched host is serving
+	exitFailed      = cli.ExitFailed      // at least one host failed
+	exitTimeout     = cli.ExitTimeout     // --timeout passed first
+	exitUsage       = cli.ExitUsage       // bad flags, config or hosts: nothing was watched
+	exitAborted     = cli.ExitAborted     // a rollout stopped part way
+	exitInterrupted = cli.ExitInterrupted // ctrl-c or SIGTERM
 )
 
 // watchOptions configures runWatch.
@@ -56,6 +58,8 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 	case errors.Is(context.Cause(ctx), errTimedOut):
 		output.Timeout(w, opts.Timeout, opts.JSON)
 		return exitTimeout
+	case cli.WasInterrupted(ctx):
+		return exitInterrupted
 	case err != nil:
 		return exitTimeout
 	}

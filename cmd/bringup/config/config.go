@@ -18,7 +18,7 @@ import (
 
 	"bringup/kernels"
 	"bringup/remote/startup"
-	"bringup/remote/unitname"
+	"bringup/ui/notify"
 )
 
 // The engines a host can run.
@@ -117,6 +117,9 @@ type Config struct {
 	// default. A relative path is relative to the config file; a leading
 	// ~ is expanded by Load (Parse leaves it: see ExpandHome).
 	SSHConfig string
+	// Notify are the console's signals for a person not looking (the
+	// notify: section; notify.Defaults without one).
+	Notify notify.Settings
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else
@@ -177,36 +180,20 @@ func expandHome(p, home string) string {
 	return p
 }
 
-// FromFlags builds a config for `bringup -H gpu1,gpu2,deploy@h:22 -u unit`:
-// hosts is a comma-separated list of ssh_config aliases or
-// [user@]host[:port], unit the unit of all of them ("" = the default).
+// FromFlags builds a config for `bringup -H gpu1,gpu2,deploy@h:22 -u unit`
+// with no config file: hosts is a comma-separated list of ssh_config
+// aliases or [user@]host[:port], unit the unit of all of them ("" = the
+// default).
 func FromFlags(hosts, unit string) (*Config, error) {
-	c := &Config{Groups: map[string][]string{}}
-	if unit != "" {
-		u, err := unitname.Normalize(unit)
-		if err != nil {
-			return nil, fmt.Errorf("-u: %w", err)
-		}
-		c.Defaults.Unit = u
-	}
+	c := &Config{Groups: map[string][]string{}, Notify: notify.Defaults()}
 	applyBuiltins(&c.Defaults)
-	seen := map[string]bool{}
-	for s := range strings.SplitSeq(hosts, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if _, err := ParseTarget(s); err != nil {
-			return nil, fmt.Errorf("-H: %w", err)
-		}
-		if seen[s] {
-			return nil, fmt.Errorf("-H: host %q listed twice", s)
-		}
-		seen[s] = true
-		c.Hosts = append(c.Hosts, hostWithDefaults(rawHost{name: s, ssh: s}, c.Defaults))
+	if err := c.useHosts(hosts); err != nil {
+		return nil, err
 	}
-	if len(c.Hosts) == 0 {
-		return nil, errors.New("-H: no hosts given")
+	if unit != "" {
+		if err := c.setUnit(unit); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"bringup/kernels"
+	"bringup/ui/notify"
 )
 
 // full is the example of the design, every section used.
@@ -39,6 +40,7 @@ kernels:
     remote_dir: /opt/kdtree/site
 read_only: false
 ssh_config: ~/.ssh/config
+notify: {progress: false, desktop: osc777}   # bell and title keep their default (on)
 `
 
 func TestParseFull(t *testing.T) {
@@ -60,6 +62,7 @@ func TestParseFull(t *testing.T) {
 			PythonPath: "/opt/kdtree/site", LocalDir: "/etc/bringup/kernels/kdtree", RemoteDir: "/opt/kdtree/site",
 		}}},
 		SSHConfig: "~/.ssh/config",
+		Notify:    notify.Settings{Bell: true, Title: true, Desktop: notify.DesktopOSC777},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -144,6 +147,9 @@ func TestParseErrors(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown top field", "hsots: [a]\n", `c.yaml:1:1: unknown field "hsots" (did you mean "hosts"?)`},
+		{"notify field", "hosts: [a]\nnotify: {bel: false}\n", `c.yaml:2:10: notify: unknown field "bel" (did you mean "bell"?)`},
+		{"notify bool", "hosts: [a]\nnotify: {bell: off}\n", `c.yaml:2:16: notify.bell: want true or false, got "off"`},
+		{"notify desktop", "hosts: [a]\nnotify:\n  desktop: growl\n", `c.yaml:3:12: notify.desktop: unknown desktop notification "growl" (want off, osc9 or osc777)`},
 		{"unknown host field", "hosts:\n  - gpu1\n  - name: gpu2\n    engin: vllm\n", `c.yaml:4:5: hosts[1]: unknown field "engin" (did you mean "engine"?)`},
 		{"unknown field, no suggestion", "defaults: {colour: red}\n", `c.yaml:1:12: defaults: unknown field "colour"`},
 		{"case suggestion", "defaults: {Unit: x}\n", `c.yaml:1:12: defaults: unknown field "Unit" (did you mean "unit"?)`},

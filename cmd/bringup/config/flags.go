@@ -2,11 +2,15 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
 
 	"bringup/kernels"
+	"bringup/remote/unitname"
+	"bringup/ui/notify"
 )
 
 // Flags are how a command names its hosts and config: --config, -H, -u,
@@ -20,37 +24,46 @@ type Flags struct {
 }
 
 // Register adds the flags to fs.
-func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Path, "config", "", "config file (default $XDG_CONFIG_HOME/bringup/config.yaml)")
-	fs.StringVar(&f.Hosts, "H", "", "hosts, comma-separated: ssh_config aliases or [user@]host[:port] (instead of a config file)")
-	fs.StringVar(&f.Unit, "u", "", "the unit to watch with -H (default sglang.service)")
+func (f *Flags) Register(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.Path, "config", "c", "", "the config `FILE` (default $BRINGUP_CONFIG, else $XDG_CONFIG_HOME/bringup/config.yaml)")
+	fs.StringVarP(&f.Hosts, "hosts", "H", "", "`HOSTS`, comma-separated: ssh_config aliases or [user@]host[:port]")
+	fs.StringVarP(&f.Unit, "unit", "u", "", "the `UNIT` to watch on every host (default the config's, else sglang.service)")
 	fs.BoolVar(&f.ReadOnly, "read-only", false, "refuse every action that would change a host")
-	fs.StringVar(&f.SSHConfig, "F", "", "ssh_config file (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+	fs.StringVarP(&f.SSHConfig, "ssh-config", "F", "", "the ssh_config `FILE` (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
 }
 
-// Open reads the configuration the flags name (-H, else --config, else
-// the default path getenv points at), applies the flags to it, and
-// selects the hosts named in args (host or group names; none = all).
+// EnvConfig is the environment variable naming the config file when
+// --config does not.
+const EnvConfig = "BRINGUP_CONFIG"
+
+// Open reads the configuration and applies the flags to it, with one
+// precedence: flags, then the environment, then the config file.
+//
+//   - The file is --config, else $BRINGUP_CONFIG, else the default path
+//     (see DefaultPath) if a file is there.
+//   - -H names the hosts: a name the file lists keeps its entry there,
+//     any other gets the file's defaults; everything else (kernels, rules,
+//     probe, ssh_config, groups cut down to those hosts) stays the file's.
+//     Without a file, -H alone is the whole config.
+//   - -u sets the unit of every host, over the file's.
+//   - -F and --read-only override the file's ssh_config and read_only.
+//
+// It then selects the hosts named in args (host or group names; none =
+// all).
 func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host, error) {
-	var cfg *Config
-	var err error
-	switch {
-	case f.Hosts != "":
-		cfg, err = FromFlags(f.Hosts, f.Unit)
-	case f.Path != "":
-		cfg, err = Load(f.Path)
-	default:
-		path := DefaultPath(getenv)
-		if path == "" {
-			return nil, nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
-		}
-		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("no config at %s: write one (see README) or pass -H HOSTS; `bringup demo` needs none", path)
-		}
-		cfg, err = Load(path)
-	}
+	cfg, err := f.base(getenv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.Hosts != "" {
+		if err := cfg.useHosts(f.Hosts); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.Unit != "" {
+		if err := cfg.setUnit(f.Unit); err != nil {
+			return nil, nil, err
+		}
 	}
 	cfg.ReadOnly = cfg.ReadOnly || f.ReadOnly
 	if f.SSHConfig != "" {
@@ -65,4 +78,84 @@ func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host,
 		return nil, nil, err
 	}
 	return cfg, hosts, nil
+}
+
+// base is the config file in force (see Open), or, with -H and no file,
+// an empty config with the built-in defaults.
+func (f Flags) base(getenv func(string) string) (*Config, error) {
+	switch env := getenv(EnvConfig); {
+	case f.Path != "":
+		return Load(f.Path)
+	case env != "":
+		cfg, err := Load(env)
+		if err != nil {
+			return nil, fmt.Errorf("$%s: %w", EnvConfig, err)
+		}
+		return cfg, nil
+	}
+	path := DefaultPath(getenv)
+	if path != "" {
+		if _, err := os.Stat(path); err == nil || !errors.Is(err, os.ErrNotExist) {
+			return Load(path)
+		}
+	}
+	switch {
+	case f.Hosts != "":
+		c := &Config{Groups: map[string][]string{}, Notify: notify.Defaults()}
+		applyBuiltins(&c.Defaults)
+		return c, nil
+	case path == "":
+		return nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
+	}
+	return nil, fmt.Errorf("no config at %s: write one (see README), set $%s or pass --config FILE or -H HOSTS; `bringup demo` needs none", path, EnvConfig)
+}
+
+// useHosts makes -H's list (comma-separated ssh_config aliases or
+// [user@]host[:port]) the hosts: one the config lists by that name keeps
+// its entry, any other gets the config's defaults. Groups keep only the
+// hosts left.
+func (c *Config) useHosts(list string) error {
+	byName := map[string]Host{}
+	for _, h := range c.Hosts {
+		byName[h.Name] = h
+	}
+	var hosts []Host
+	seen := map[string]bool{}
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, err := ParseTarget(s); err != nil {
+			return fmt.Errorf("-H: %w", err)
+		}
+		if seen[s] {
+			return fmt.Errorf("-H: host %q listed twice", s)
+		}
+		seen[s] = true
+		h, ok := byName[s]
+		if !ok {
+			h = hostWithDefaults(rawHost{name: s, ssh: s}, c.Defaults)
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return errors.New("-H: no hosts given")
+	}
+	c.Hosts = hosts
+	c.Groups = c.GroupsOf(hosts)
+	return nil
+}
+
+// setUnit is -u: the unit of every host, whatever the config says.
+func (c *Config) setUnit(unit string) error {
+	u, err := unitname.Normalize(unit)
+	if err != nil {
+		return fmt.Errorf("-u: %w", err)
+	}
+	c.Defaults.Unit = u
+	for i := range c.Hosts {
+		c.Hosts[i].Unit = u
+	}
+	return nil
 }

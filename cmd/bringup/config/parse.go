@@ -17,6 +17,7 @@ import (
 	"bringup/kernels"
 	"bringup/remote/startup"
 	"bringup/remote/unitname"
+	"bringup/ui/notify"
 )
 
 // Error is one problem in a config file, at File:Line:Column, in Field
@@ -302,9 +303,10 @@ func (d *decoder) check(n *yaml.Node, field string, f func(string) (string, erro
 
 // The fields of each mapping, as functions so no table can be changed.
 func topFields() []string {
-	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules"}
+	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify"}
 }
-func defFields() []string { return []string{"unit", "engine", "probe", "user"} }
+func notifyFields() []string { return []string{"bell", "title", "progress", "desktop"} }
+func defFields() []string    { return []string{"unit", "engine", "probe", "user"} }
 func hostFields() []string {
 	return []string{"name", "ssh", "user", "address", "port", "unit", "engine", "probe"}
 }
@@ -348,6 +350,27 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 			c.SSHConfig = relTo(filepath.Dir(d.file), s)
 		}
 	}
+	c.Notify = notify.Defaults()
+	if v := sections["notify"]; v != nil {
+		d.notify(v, &c.Notify)
+	}
+}
+
+// notify reads the notify: section; a field not given keeps its default.
+func (d *decoder) notify(n *yaml.Node, set *notify.Settings) {
+	d.mapping(n, "notify", notifyFields(), func(key string, _, v *yaml.Node) {
+		f := join("notify", key)
+		flag := map[string]*bool{"bell": &set.Bell, "title": &set.Title, "progress": &set.Progress}[key]
+		if flag != nil {
+			if b, ok := d.boolean(v, f); ok {
+				*flag = b
+			}
+			return
+		}
+		if s, ok := d.check(v, f, notify.CheckDesktop); ok { // key is desktop
+			set.Desktop = s
+		}
+	})
 }
 
 // rules reads the rule pack files the config lists (paths relative to the

@@ -1,0 +1,377 @@
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/doctor"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// The v1 JSON schema: one object a line, the same shape for the --json of
+// doctor, mode, redeploy, restart, stop and reset-failed. Every line has
+// "v" (the schema's version), "time" and "kind"; the last line is a
+// summary with the exit code. Durations are seconds (numbers), progress
+// is numbers, times are RFC 3339 in UTC to the second ("…T10:41:03Z"),
+// which jq's fromdateiso8601 reads. Schema lists each kind's fields; a
+// test holds every line the commands print, and the README, to it.
+
+// SchemaVersion is the "v" of every v1 line.
+const SchemaVersion = 1
+
+// JSONTimeLayout is the v1 schema's time: UTC, whole seconds.
+const JSONTimeLayout = "2006-01-02T15:04:05Z"
+
+// Line is one line of the v1 schema. Which fields a kind has is Schema's.
+type Line struct {
+	V    int    `json:"v"`
+	Time string `json:"time"`
+	Kind string `json:"kind"`
+	Host string `json:"host,omitempty"`
+
+	// check (doctor)
+	Target string `json:"target,omitempty"`
+	Check  string `json:"check,omitempty"`
+	Status string `json:"status,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+
+	// plan, refused, action
+	Effects []string `json:"effects,omitempty"`
+	Action  string   `json:"action,omitempty"`
+	Stage   string   `json:"stage,omitempty"`
+	Percent *int     `json:"percent,omitempty"`
+	Err     string   `json:"err,omitempty"`
+
+	// phase, failed, unit, ended: a startup followed after a restart
+	Phase      string    `json:"phase,omitempty"`
+	From       string    `json:"from,omitempty"`
+	Unit       string    `json:"unit,omitempty"`
+	Progress   *Progress `json:"progress,omitempty"`
+	Elapsed    *float64  `json:"elapsed,omitempty"` // seconds since the startup began
+	Cause      string    `json:"cause,omitempty"`
+	Summary    string    `json:"summary,omitempty"`
+	Hint       string    `json:"hint,omitempty"`
+	Evidence   []string  `json:"evidence,omitempty"`
+	KernelMode string    `json:"kernel_mode,omitempty"`
+	FailedIn   string    `json:"failed_in,omitempty"`
+	Invocation string    `json:"invocation,omitempty"`
+
+	// summary
+	Command string        `json:"command,omitempty"`
+	Exit    *int          `json:"exit,omitempty"`
+	Outcome string        `json:"outcome,omitempty"`
+	Hosts   []HostOutcome `json:"hosts,omitempty"`
+}
+
+// Progress is a count in the v1 schema.
+type Progress struct {
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+	Label string `json:"label,omitempty"`
+}
+
+// HostOutcome is one host in a summary.
+type HostOutcome struct {
+	Host    string   `json:"host"`
+	Outcome string   `json:"outcome"`          // doctor: ok, failed; actions: done, failed, timeout
+	Failed  []string `json:"failed,omitempty"` // doctor: the checks that failed
+	Phase   string   `json:"phase,omitempty"`  // actions: the followed startup's last phase
+}
+
+// Kind is one kind of line: its fields beyond v, time and kind.
+type Kind struct {
+	Name     string
+	About    string
+	Required []string
+	Optional []string
+}
+
+// Schema is the v1 schema's kinds, in the order a command prints them.
+func Schema() []Kind {
+	return []Kind{
+		{"check", "doctor: one check of one host", []string{"host", "target", "check", "status", "detail"}, []string{"fix"}},
+		{"plan", "what will change on a host", []string{"host", "effects"}, nil},
+		{"refused", "the fleet's door refused an action", []string{"host", "action", "err"}, nil},
+		{"action", "an action's outcome: stage started, progress, done or failed", []string{"host", "action", "stage"}, []string{"percent", "detail", "err"}},
+		{"phase", "a followed startup entered a phase", []string{"host", "phase"}, []string{"from", "progress", "elapsed"}},
+		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed"}},
+		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
+		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
+		{"summary", "the last line: the outcome and exit code", []string{"command", "outcome", "exit"}, []string{"hosts", "err"}},
+	}
+}
+
+// FieldType is the JSON type of each field of the schema.
+func FieldType() map[string]string {
+	return map[string]string{
+		"v": "number", "time": "time", "kind": "string", "host": "string",
+		"target": "string", "check": "string", "status": "string", "detail": "string", "fix": "string",
+		"effects": "[string]", "action": "string", "stage": "string", "percent": "number", "err": "string",
+		"phase": "string", "from": "string", "unit": "string", "progress": "progress", "elapsed": "number",
+		"cause": "string", "summary": "string", "hint": "string", "evidence": "[string]", "kernel_mode": "string",
+		"failed_in": "string", "invocation": "string",
+		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]",
+	}
+}
+
+// JSONHelp is the schema as the commands' --help prints it.
+func JSONHelp() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "--json prints one JSON object a line (schema v%d): every line has \"v\", \"time\" (UTC,\nRFC 3339 to the second) and \"kind\"; durations are seconds, the last line a summary.\n", SchemaVersion)
+	for _, k := range Schema() {
+		fmt.Fprintf(&b, "  %-8s %s: %s", k.Name, k.About, strings.Join(k.Required, ", "))
+		if len(k.Optional) > 0 {
+			fmt.Fprintf(&b, " [%s]", strings.Join(k.Optional, ", "))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// JSONTime is t in the v1 schema ("" for the zero time).
+func JSONTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(JSONTimeLayout)
+}
+
+// emit prints l as one line, with v and, if unset, the time now.
+func emit(w io.Writer, l Line) {
+	l.V = SchemaVersion
+	if l.Time == "" {
+		l.Time = JSONTime(time.Now())
+	}
+	b, err := json.Marshal(l)
+	if err != nil { // cannot happen for this struct; say so rather than drop the line
+		fmt.Fprintf(w, "{\"v\":%d,\"time\":%q,\"kind\":\"summary\",\"command\":\"?\",\"outcome\":\"error\",\"exit\":1,\"err\":%q}\n",
+			SchemaVersion, JSONTime(time.Now()), err.Error())
+		return
+	}
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// statusWord is a doctor status in the schema.
+func statusWord(s doctor.Status) string {
+	switch s {
+	case doctor.OK:
+		return "ok"
+	case doctor.Warn:
+		return "warn"
+	case doctor.Fail:
+		return "fail"
+	}
+	return "skip"
+}
+
+// DoctorJSON prints one host's checks as check lines and returns its
+// outcome for the summary.
+func DoctorJSON(w io.Writer, r *doctor.Report) HostOutcome {
+	out := HostOutcome{Host: r.Host, Outcome: "ok"}
+	for _, c := range r.Checks {
+		emit(w, Line{Kind: "check", Host: r.Host, Target: r.Target, Check: c.Name, Status: statusWord(c.Status), Detail: c.Detail, Fix: c.Fix})
+		if c.Status == doctor.Fail {
+			out.Outcome = "failed"
+			out.Failed = append(out.Failed, c.Name)
+		}
+	}
+	return out
+}
+
+// Summary prints the last line of a command's --json.
+func Summary(w io.Writer, command, outcome string, exit int, hosts []HostOutcome, err string) {
+	emit(w, Line{Kind: "summary", Command: command, Outcome: outcome, Exit: &exit, Hosts: hosts, Err: err})
+}
+
+// PlanJSON is Plan as plan lines.
+func PlanJSON(w io.Writer, hosts []string, states map[string]remote.HostState, actions []remote.Action) {
+	for _, name := range hosts {
+		emit(w, Line{Kind: "plan", Host: name, Effects: effects(states[name].Unit, actions)})
+	}
+}
+
+// effects says what actions do to unit, in order.
+func effects(unit string, actions []remote.Action) []string {
+	out := make([]string, len(actions))
+	for i, a := range actions {
+		out[i] = a.Effect(unit)
+		if a.Kind == remote.ActRestart && a.Force {
+			out[i] += " AGAINST THE PREFLIGHT"
+		}
+	}
+	return out
+}
+
+// ActionsJSON is Actions as v1 lines (remote.ApplyReport).
+type ActionsJSON struct{ W io.Writer }
+
+// Refused prints a refusal at the door.
+func (p ActionsJSON) Refused(host string, a remote.Action, err error) {
+	emit(p.W, Line{Kind: "refused", Host: host, Action: a.String(), Err: err.Error()})
+}
+
+// Action prints an outcome of an action.
+func (p ActionsJSON) Action(ev event.Event) {
+	a := ev.Action
+	l := Line{Time: JSONTime(ev.Time), Kind: "action", Host: ev.Host, Action: a.Name, Stage: string(a.Stage), Detail: a.Detail, Err: a.Err}
+	if a.Stage == event.ActionProgress {
+		pct := a.Percent
+		l.Percent = &pct
+	}
+	emit(p.W, l)
+}
+
+// Change prints a startup change of a host being restarted.
+func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
+	l := Line{Time: JSONTime(c.Time), Kind: string(c.Kind), Host: c.Host, Phase: string(c.Phase), From: string(c.From), Unit: c.Unit}
+	if c.Progress.Known() {
+		l.Progress = &Progress{Done: c.Progress.Done, Total: c.Progress.Total, Label: c.Progress.Label}
+	}
+	if !started.IsZero() && !c.Time.Before(started) {
+		s := c.Time.Sub(started).Round(time.Second).Seconds()
+		l.Elapsed = &s
+	}
+	if d := c.Diag; d != nil {
+		l.Cause, l.Summary, l.Hint, l.Evidence, l.KernelMode, l.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
+		if d.Fix != nil {
+			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+		}
+	}
+	if l.Kind == string(startup.ChangeUnit) {
+		l.Progress = nil // a unit line has no count
+	}
+	emit(p.W, l)
+}
+
+// Ended prints how the restart's new invocation ended.
+func (p ActionsJSON) Ended(h remote.HostState) {
+	st := h.Startup
+	l := Line{Time: JSONTime(st.PhaseSince), Kind: "ended", Host: h.Name, Phase: string(st.Phase), Invocation: st.InvocationID}
+	if d := st.Diag; d != nil && st.Phase != startup.Serving {
+		l.Cause, l.Summary = d.Cause, d.Summary
+	}
+	emit(p.W, l)
+}
+
+// AppliedJSON prints a timeout line for each host still under way when
+// ctx ended (ctxErr) and returns the hosts' outcomes for the summary.
+func AppliedJSON(w io.Writer, done []remote.Applied, ctxErr error) []HostOutcome {
+	hosts := make([]HostOutcome, 0, len(done))
+	for _, a := range done {
+		o := HostOutcome{Host: a.Host, Outcome: "done", Phase: string(a.Phase)}
+		switch {
+		case !a.Finished:
+			o.Outcome = "timeout"
+			emit(w, Line{Kind: "timeout", Host: a.Host, Phase: string(a.Phase), Err: fmt.Sprint(ctxErr)})
+		case a.Failed:
+			o.Outcome = "failed"
+		}
+		hosts = append(hosts, o)
+	}
+	return hosts
+}
+
+// ValidateLine checks one line against the v1 schema: a JSON object with
+// "v" 1, a "time" in JSONTimeLayout, a known "kind", that kind's required
+// fields, no field it does not have, and every field of its type.
+func ValidateLine(line []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return fmt.Errorf("not a JSON object: %w", err)
+	}
+	var v int
+	if err := json.Unmarshal(m["v"], &v); err != nil || v != SchemaVersion {
+		return fmt.Errorf("\"v\" is %s, want %d", m["v"], SchemaVersion)
+	}
+	var kind string
+	if err := json.Unmarshal(m["kind"], &kind); err != nil {
+		return fmt.Errorf("\"kind\" is %s, want a string", m["kind"])
+	}
+	var k *Kind
+	for _, s := range Schema() {
+		if s.Name == kind {
+			k = &s
+			break
+		}
+	}
+	if k == nil {
+		return fmt.Errorf("unknown kind %q", kind)
+	}
+	allowed := map[string]bool{"v": true, "time": true, "kind": true}
+	for _, f := range append(k.Required, k.Optional...) {
+		allowed[f] = true
+	}
+	for _, f := range append([]string{"time"}, k.Required...) {
+		if _, ok := m[f]; !ok {
+			return fmt.Errorf("kind %s: no %q", kind, f)
+		}
+	}
+	types := FieldType()
+	for f, raw := range m {
+		if !allowed[f] {
+			return fmt.Errorf("kind %s: field %q is not in the schema", kind, f)
+		}
+		if err := checkType(types[f], raw); err != nil {
+			return fmt.Errorf("kind %s: %q: %w", kind, f, err)
+		}
+	}
+	return nil
+}
+
+// checkType checks raw against a FieldType type.
+func checkType(typ string, raw json.RawMessage) error {
+	var err error
+	switch typ {
+	case "string":
+		var s string
+		err = json.Unmarshal(raw, &s)
+	case "number":
+		var n float64
+		err = json.Unmarshal(raw, &n)
+	case "time":
+		var s string
+		if err = json.Unmarshal(raw, &s); err == nil {
+			var t time.Time
+			if t, err = time.Parse(JSONTimeLayout, s); err == nil && t.Format(JSONTimeLayout) != s {
+				err = fmt.Errorf("%q is not in the form %s", s, JSONTimeLayout)
+			}
+		}
+	case "[string]":
+		var ss []string
+		err = json.Unmarshal(raw, &ss)
+	case "progress":
+		var p struct {
+			Done, Total *int
+			Label       string
+		}
+		if err = json.Unmarshal(raw, &p); err == nil && (p.Done == nil || p.Total == nil) {
+			err = fmt.Errorf("%s: want done and total", raw)
+		}
+	case "[host]":
+		var hs []struct {
+			Host, Outcome *string
+			Failed        []string
+			Phase         string
+		}
+		if err = json.Unmarshal(raw, &hs); err == nil {
+			for _, h := range hs {
+				if h.Host == nil || h.Outcome == nil {
+					return fmt.Errorf("%s: every host wants host and outcome", raw)
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("no type in the schema")
+	}
+	if err != nil {
+		return fmt.Errorf("want a %s: %w", typ, err)
+	}
+	return nil
+}

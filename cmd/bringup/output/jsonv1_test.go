@@ -1,0 +1,141 @@
+package output
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/remote"
+	"bringup/remote/doctor"
+	"bringup/remote/event"
+	"bringup/remote/startup"
+)
+
+// TestValidateLine: the validator takes the schema's lines and refuses
+// what scripts tripped on (string durations and progress, fractional
+// times jq's fromdateiso8601 rejects, no version), unknown kinds and
+// fields, and missing required fields.
+func TestValidateLine(t *testing.T) {
+	for _, tc := range []struct {
+		line, err string
+	}{
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights","progress":{"done":3,"total":65,"label":"shards"},"elapsed":12}`, ""},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"summary","command":"doctor","outcome":"ok","exit":0,"hosts":[{"host":"gpu1","outcome":"ok"}]}`, ""},
+		{`{"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights"}`, `"v" is , want 1`},
+		{`{"v":2,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights"}`, `"v" is 2`},
+		{`{"v":1,"time":"2026-11-30T05:25:31.123456Z","kind":"phase","host":"gpu1","phase":"weights"}`, `"time"`},
+		{`{"v":1,"time":"2026-11-30T05:25:31+01:00","kind":"phase","host":"gpu1","phase":"weights"}`, `"time"`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights","elapsed":"12s"}`, `"elapsed": want a number`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights","progress":"3/65 shards"}`, `"progress": want a progress`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1"}`, `kind phase: no "phase"`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"phase","host":"gpu1","phase":"weights","seen":"x"}`, `field "seen" is not in the schema`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"bogus"}`, `unknown kind "bogus"`},
+		{`{"v":1,"kind":"summary","command":"doctor","outcome":"ok","exit":0}`, `no "time"`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"summary","command":"doctor","outcome":"ok","exit":0,"hosts":[{"host":"gpu1"}]}`, `every host wants host and outcome`},
+		{`[1]`, `not a JSON object`},
+	} {
+		err := ValidateLine([]byte(tc.line))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.line, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.line, err, tc.err)
+		}
+	}
+}
+
+// checkLines validates every line of out and returns them.
+func checkLines(t *testing.T, out string) []string {
+	t.Helper()
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if err := ValidateLine(sc.Bytes()); err != nil {
+			t.Errorf("line %d: %v\n%s", len(lines)+1, err, sc.Text())
+		}
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// TestEmittersFollowTheSchema: every printer of the v1 schema, fed the
+// shapes it meets (a doctor report with fixes, a failure with its
+// diagnosis, progress, a timeout), prints lines the schema takes.
+func TestEmittersFollowTheSchema(t *testing.T) {
+	var b bytes.Buffer
+	at := time.Date(2026, 11, 30, 5, 25, 31, 123456789, time.UTC)
+	rep := &doctor.Report{Host: "gpu1", Target: "root@10.0.0.1:22", Checks: []doctor.Check{
+		{Name: "ssh", Status: doctor.OK, Detail: "connected"},
+		{Name: "sudo", Status: doctor.Fail, Detail: "a password is required", Fix: "add NOPASSWD for systemctl"},
+		{Name: "journald", Status: doctor.Skip, Detail: "needs sudo"},
+		{Name: "nvidia-smi", Status: doctor.Warn, Detail: "not found"},
+	}}
+	ho := DoctorJSON(&b, rep)
+	if ho.Outcome != "failed" || strings.Join(ho.Failed, ",") != "sudo" {
+		t.Errorf("doctor outcome %+v", ho)
+	}
+	Summary(&b, "doctor", "failed", 1, []HostOutcome{ho}, "")
+	p := ActionsJSON{W: &b}
+	states := map[string]remote.HostState{"gpu3": {Name: "gpu3", Unit: "sglang.service"}}
+	PlanJSON(&b, []string{"gpu3"}, states, []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: remote.ActRestart, Force: true}})
+	p.Refused("gpu3", remote.Action{Kind: remote.ActRestart}, remote.ErrReadOnly)
+	p.Action(event.Event{Host: "gpu3", Time: at, Action: &event.ActionResult{ID: 1, Name: "redeploy kdtree-verify", Stage: event.ActionProgress, Percent: 0, Detail: "3/40 files"}})
+	p.Action(event.Event{Host: "gpu3", Time: at, Action: &event.ActionResult{ID: 1, Name: "restart", Stage: event.ActionFailed, Err: "unit not found"}})
+	started := at.Add(-10 * time.Minute)
+	p.Change(remote.HostChange{Host: "gpu3", Change: startup.Change{Time: at, Kind: startup.ChangePhase, Phase: startup.Weights, From: startup.Init,
+		Progress: startup.Progress{Done: 3, Total: 65, Label: "shards"}}}, started)
+	p.Change(remote.HostChange{Host: "gpu3", Change: startup.Change{Time: at, Kind: startup.ChangeUnit, Phase: startup.Weights, Unit: "failed/failed"}}, time.Time{})
+	p.Change(remote.HostChange{Host: "gpu3", Change: startup.Change{Time: at, Kind: startup.ChangeFail, Phase: startup.Failed, From: startup.GraphCapture,
+		Diag: &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed", Hint: "switch mode", Evidence: []string{"CUDA error"},
+			KernelMode: "kdtree-verify=validate", Phase: startup.GraphCapture, Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}}}, started)
+	h := remote.HostState{Name: "gpu3"}
+	h.Startup.Phase, h.Startup.PhaseSince, h.Startup.InvocationID = startup.Failed, at, "5bf6e81d"
+	h.Startup.Diag = &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed"}
+	p.Ended(h)
+	hs := AppliedJSON(&b, []remote.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
+	Summary(&b, "restart", "timeout", 2, hs, "")
+	lines := checkLines(t, b.String())
+	kinds := map[string]bool{}
+	for _, l := range lines {
+		kinds[regexp.MustCompile(`"kind":"([a-z-]+)"`).FindStringSubmatch(l)[1]] = true
+	}
+	for _, k := range Schema() {
+		if !kinds[k.Name] {
+			t.Errorf("no line of kind %s was printed: the test does not cover it", k.Name)
+		}
+	}
+	for _, want := range []string{`"percent":0`, `"elapsed":600`, `"progress":{"done":3,"total":65,"label":"shards"}`, `"time":"2026-11-30T05:25:31Z"`,
+		`"fix":"bringup mode gpu3 kdtree-verify=on --restart"`, `"effects":["set kdtree-verify`, `"exit":2`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in:\n%s", want, b.String())
+		}
+	}
+}
+
+// deadline stands for context.DeadlineExceeded in a timeout line.
+type deadline struct{}
+
+func (deadline) Error() string { return "context deadline exceeded" }
+
+// TestReadmeSchema: the README's table of JSON kinds is Schema.
+func TestReadmeSchema(t *testing.T) {
+	data, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| (.*) \\| (.*) \\| (.*) \\|$").FindAllStringSubmatch(string(data), -1)
+	var got, want []string
+	for _, r := range rows {
+		got = append(got, strings.Join(r[1:], " | "))
+	}
+	for _, k := range Schema() {
+		want = append(want, k.Name+" | "+k.About+" | "+strings.Join(k.Required, ", ")+" | "+strings.Join(k.Optional, ", "))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("README JSON kinds:\n%s\nwant (output.Schema):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

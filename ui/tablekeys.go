@@ -1,0 +1,109 @@
+package ui
+
+import (
+	"cmp"
+	"slices"
+
+	"bringup/remote"
+	"bringup/remote/startup"
+)
+
+// tableSort is the order of the table's rows.
+type tableSort int
+
+// The orders s cycles through.
+const (
+	sortConfig tableSort = iota // as the config lists the hosts
+	sortFailed                  // failed first, then unknown and stuck, starting, serving
+	sortPhase                   // failed first, then the least advanced startup
+	sortETA                     // failed first, then the soonest expected to serve
+	sortCount
+)
+
+// String is the order's name in the status line and the header.
+func (s tableSort) String() string {
+	return [...]string{"config order", "failed first", "by phase", "by ETA"}[s]
+}
+
+// attention ranks a host by how much it needs a person: failed first,
+// then unreachable or stuck, then starting, then serving.
+func attention(h *remote.HostState) int {
+	switch p := h.Startup.Phase; {
+	case p == startup.Failed:
+		return 0
+	case p == startup.Unknown || p == startup.Stuck:
+		return 1
+	case p == startup.Serving:
+		return 3
+	}
+	return 2
+}
+
+// sortRows orders rows (indices into hosts) by s; ties keep the config's
+// order, so the rows do not jump about between frames.
+func sortRows(rows []int, hosts []remote.HostState, s tableSort) {
+	if s == sortConfig {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b int) int {
+		ha, hb := &hosts[a], &hosts[b]
+		if c := cmp.Compare(attention(ha), attention(hb)); c != 0 && (s == sortFailed || attention(ha) == 0 || attention(hb) == 0) {
+			return c
+		}
+		switch s {
+		case sortPhase:
+			return cmp.Compare(ha.Startup.Phase.Rank(), hb.Startup.Phase.Rank())
+		case sortETA:
+			switch ea, eb := ha.ETA, hb.ETA; {
+			case ea.IsZero() != eb.IsZero():
+				if ea.IsZero() {
+					return 1 // no ETA after every ETA
+				}
+				return -1
+			default:
+				return ea.Compare(eb)
+			}
+		}
+		return 0
+	})
+}
+
+// pageRows is how many host rows the table shows at once.
+func (m *Model) pageRows() int {
+	return max(1, min(m.bodyHeight(), len(m.rows)+1)-1) // less the header row
+}
+
+// nextFailed moves the cursor to the next failed host shown after it (dir
+// 1) or before it (dir -1), wrapping around; it reports whether there was
+// one.
+func (m *Model) nextFailed(dir int) bool {
+	n := len(m.rows)
+	for i := 1; i <= n; i++ {
+		r := ((m.cursor+dir*i)%n + n) % n
+		if m.hosts[m.rows[r]].Startup.Phase == startup.Failed {
+			m.cursor = r
+			return true
+		}
+	}
+	return false
+}
+
+// selectAll marks every host shown, or, when all are marked already,
+// unmarks them.
+func (m *Model) selectAll() int {
+	all := true
+	for _, r := range m.rows {
+		all = all && m.marked[m.hosts[r].Name]
+	}
+	for _, r := range m.rows {
+		if all {
+			delete(m.marked, m.hosts[r].Name)
+		} else {
+			m.marked[m.hosts[r].Name] = true
+		}
+	}
+	if all {
+		return 0
+	}
+	return len(m.rows)
+}
