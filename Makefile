@@ -7,7 +7,7 @@ GO ?= go
 # vulnerabilities that govulncheck finds reachable from bringup's code).
 export GOTOOLCHAIN ?= go1.26.10
 
-.PHONY: demo test unit check lint vulncheck deps build bench corpus soak
+.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak
 
 demo:
 	$(GO) run ./cmd/bringup demo
@@ -57,8 +57,16 @@ lint:
 vulncheck:
 	$(GOVULNCHECK) -db file://$(VULNDB_DIR) ./...
 
+# build makes a static binary (no libc: it runs on any Linux of its
+# architecture) carrying the version git describes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 build:
-	$(GO) build -o bringup ./cmd/bringup
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bringup ./cmd/bringup
+
+# release-check validates .goreleaser.yaml with the pinned goreleaser.
+GORELEASER = $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+release-check:
+	$(GORELEASER) check
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./remote/... ./ui/...
