@@ -468,3 +468,45 @@ func (c *Conn) dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	return nc, nil
 }
+
+// WithConn runs f over a managed connection to cfg opened for it, and
+// closes the connection when f returns: a command's one look at a host
+// (doctor, init). When the host is not reached before ctx ends, the error
+// carries the last attempt's cause (connection refused, no route), not
+// only the deadline.
+func WithConn(ctx context.Context, cfg Config, opts ConnOptions, f func(*Conn) error) error {
+	var mu sync.Mutex
+	var last error
+	onState := opts.OnState
+	opts.OnState = func(st State, err error, retryAt time.Time) {
+		if err != nil {
+			mu.Lock()
+			last = err
+			mu.Unlock()
+		}
+		if onState != nil {
+			onState(st, err, retryAt)
+		}
+	}
+	conn := NewConn(cfg, opts)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = conn.Run(rctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if _, err := conn.Client(ctx); err != nil {
+		mu.Lock()
+		cause := last
+		mu.Unlock()
+		if cause != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w (last attempt: %w)", err, cause)
+		}
+		return err
+	}
+	return f(conn)
+}
