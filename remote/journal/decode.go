@@ -166,14 +166,7 @@ func DecodeLimit(line []byte, maxMsg int) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	// systemd's own lines about a unit come from PID 1 in init.scope and
-	// name the unit in UNIT; a service's own UNIT field does not override
-	// the trusted _SYSTEMD_UNIT.
-	if sysUnit == "init.scope" && unit != "" {
-		sysUnit = ""
-	}
-	e.Unit = cmp(sysUnit, unit)
-	e.InvocationID = cmp(sysInv, inv)
+	resolveUnit(&e, sysUnit, unit, sysInv, inv)
 	return e, nil
 }
 
@@ -224,8 +217,9 @@ func trimQuote(s string) string {
 }
 
 // cut shortens s to at most limit bytes, backing up to a rune start when the
-// cut would split a multi-byte UTF-8 sequence.
-func cut(s string, limit int, already bool) (string, bool) {
+// cut would split a multi-byte UTF-8 sequence. It looks at no byte past
+// s[limit].
+func cut[T ~string | ~[]byte](s T, limit int, already bool) (T, bool) {
 	if len(s) <= limit {
 		return s, already
 	}
