@@ -428,8 +428,9 @@ func (r *ExportReader) keep(k fieldKind) int {
 		return 0
 	case kMessage:
 		return max(r.maxMsg+1-len(r.msg), 0)
+	default: // identifiers, numbers and the extra fields
+		return fieldKeep
 	}
-	return fieldKeep
 }
 
 // startMsg begins another MESSAGE value: a repeated MESSAGE is joined
@@ -459,6 +460,7 @@ func (r *ExportReader) set(d *exportEntry, k fieldKind, name, v []byte, over boo
 		r.msg = append(r.msg, v[:min(len(v), room)]...)
 		d.msgOver = d.msgOver || over || len(v) > room
 		return nil
+	default: // one value each, below
 	}
 	bit := uint32(1) << k
 	if d.seen&bit != 0 {
