@@ -157,7 +157,10 @@ func TestE2EIngest(t *testing.T) {
 		steps := []func(){
 			func() { rawJSON = append(rawJSON, raw("json")) },
 			func() { rawExport = append(rawExport, raw("export")) },
-			func() { d, c := follow(FormatExport); viaExport, cpuExport = append(viaExport, d), append(cpuExport, c) },
+			func() {
+				d, c := follow(FormatExport)
+				viaExport, cpuExport = append(viaExport, d), append(cpuExport, c)
+			},
 			func() { d, c := follow(FormatJSON); viaJSON, cpuJSON = append(viaJSON, d), append(cpuJSON, c) },
 			func() { hostJSON = append(hostJSON, onHost("json")); hostExport = append(hostExport, onHost("export")) },
 		}
