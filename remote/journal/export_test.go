@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"bringup/remote/event"
 )
 
 // captures are the pairs under testdata/export: the same entries of one
@@ -484,4 +487,59 @@ func BenchmarkDecodeExportVsJSON(b *testing.B) {
 	b.ReportMetric(allocsJSON, "json-allocs/entry")
 	b.ReportMetric(float64(len(exp))/float64(n), "export-B/entry")
 	b.ReportMetric(float64(len(js))/float64(n), "json-B/entry")
+}
+
+// memSource streams the same bytes for every command, like a host whose
+// journal holds them.
+type memSource struct{ data []byte }
+
+func (s memSource) Stream(context.Context, string) (io.ReadCloser, func() error, error) {
+	return io.NopCloser(bytes.NewReader(s.data)), func() error { return nil }, nil
+}
+
+func (memSource) Generation() uint64 { return 1 }
+
+// BenchmarkFollowCatchUp is Follow's own share of a catch-up, with the
+// transport taken out: n entries shaped like the ingest benchmark's, from
+// memory, through Follow (decode, cursor checks, events) to an emit that
+// counts, in export and in JSON side by side.
+func BenchmarkFollowCatchUp(b *testing.B) {
+	const n = 20000
+	var exp, js bytes.Buffer
+	for i := 1; i <= n; i++ {
+		line := fmt.Sprintf(`{"__CURSOR":"%s","__REALTIME_TIMESTAMP":"%d","__MONOTONIC_TIMESTAMP":"%d","_BOOT_ID":"%s","PRIORITY":"6","_PID":"162","_SYSTEMD_UNIT":"seq.service","_SYSTEMD_INVOCATION_ID":"%s","MESSAGE":"[2026-12-01 10:00:00 TP0] ingest %d: Decode batch. #running-req: 1, #token: %d, token usage: 0.01, gen throughput (token/s): 42.17"}`,
+			cursorOf(i), 1796000000000000+int64(i)*1000, 589409625+i, testBoot, testInv, i, i%4096)
+		js.WriteString(line + "\n")
+		exp.WriteString(exportOf(line))
+	}
+	last := fmt.Sprintf(" ingest %d: ", n)
+	follow := func(data []byte) {
+		got := 0
+		err := Follow(context.Background(), memSource{data}, Options{Host: "gpu1", Unit: "seq", Tail: n}, func(ev event.Event) bool {
+			if ev.Kind != event.KindJournal {
+				b.Fatalf("%s after %d entries: %s", ev.Kind, got, ev.Gap.Message)
+			}
+			got++
+			return !strings.Contains(ev.Journal.Message, last)
+		})
+		if err != nil || got != n {
+			b.Fatalf("%d of %d entries: %v", got, n, err)
+		}
+	}
+	allocsExp := testing.AllocsPerRun(3, func() { follow(exp.Bytes()) }) / n
+	allocsJSON := testing.AllocsPerRun(3, func() { follow(js.Bytes()) }) / n
+	var tExp, tJSON time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		follow(exp.Bytes())
+		t1 := time.Now()
+		follow(js.Bytes())
+		tExp, tJSON = tExp+t1.Sub(t0), tJSON+time.Since(t1)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) / n }
+	b.ReportMetric(per(tExp), "export-ns/entry")
+	b.ReportMetric(per(tJSON), "json-ns/entry")
+	b.ReportMetric(per(tJSON)/per(tExp), "json/export")
+	b.ReportMetric(allocsExp, "export-allocs/entry")
+	b.ReportMetric(allocsJSON, "json-allocs/entry")
 }
