@@ -1,5 +1,6 @@
 // Package journal follows one systemd unit's journal on a host through
-// `journalctl -o json --all -f` and turns each entry into an event: the
+// `journalctl -o export -f` (its export format, export.go; JSON, decoded
+// here, is the fallback) and turns each entry into an event: the
 // service's own output, systemd's lines about the unit (Starting, Started,
 // Main process exited, …) and journald's "Suppressed N messages" notice for
 // it. It remembers the last cursor, so that after a dropped connection the
@@ -45,10 +46,10 @@ const SuppressedID = "a596d6fe7bfa4994828e72309e95d61e"
 var extraFields = [...]string{"JOB_TYPE", "JOB_RESULT", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", "N_RESTARTS", "_LINE_BREAK"}
 
 // OutputFields is the --output-fields list Follow asks journalctl for:
-// only what Entry uses, because journalctl's JSON formatting is the
-// stream's bottleneck (TESTBED.md §7: half the bytes, twice the lines/s).
+// only what Entry uses, because journalctl's formatting is the stream's
+// bottleneck (TESTBED.md §7, for JSON: half the bytes, twice the lines/s).
 // __CURSOR, __REALTIME_TIMESTAMP, __MONOTONIC_TIMESTAMP and _BOOT_ID are
-// always included by journalctl.
+// always included by journalctl, in either format.
 const OutputFields = "MESSAGE,PRIORITY,MESSAGE_ID,UNIT,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,INVOCATION_ID,_PID," +
 	"JOB_TYPE,JOB_RESULT,UNIT_RESULT,EXIT_CODE,EXIT_STATUS,N_RESTARTS,_LINE_BREAK,OBJECT_SYSTEMD_UNIT,N_DROPPED"
 

@@ -287,10 +287,6 @@ func (f *follower) ended(res streamResult, reconnected bool) bool {
 	if reconnected {
 		why += "; connection replaced"
 	}
-	if refusedExport(f.opts.Format, res) {
-		f.opts.Format = FormatJSON
-		return f.gap(event.Gap{Reason: GapReconnect, Message: "journalctl refused -o export (" + why + "); reading its JSON output instead"})
-	}
 	if res.err != nil && strings.Contains(res.err.Error(), "Failed to seek to cursor") {
 		f.seekLost = true
 		msg := "journal cursor rejected (" + why + "); resuming from the last line's time: lines may be missing"
@@ -298,6 +294,10 @@ func (f *follower) ended(res streamResult, reconnected bool) bool {
 			msg = "journal cursor rejected (" + why + "); resuming from the last lines: lines may be missing"
 		}
 		return f.gap(event.Gap{Reason: GapCursorLost, Message: msg})
+	}
+	if refusedExport(f.opts.Format, res) {
+		f.opts.Format = FormatJSON
+		return f.gap(event.Gap{Reason: GapReconnect, Message: "journalctl refused -o export (" + why + "); reading its JSON output instead"})
 	}
 	at := "the start"
 	if f.cursor != "" {
@@ -308,18 +308,27 @@ func (f *follower) ended(res streamResult, reconnected bool) bool {
 
 // refusedExport reports whether an export stream that ended as res shows
 // that the host will not give export at all, so that Follow falls back to
-// JSON: the command printed no entry and failed saying so. journalctl
-// itself has had -o export since systemd 38, so the refusal to expect is
-// not its own but a wrapper's: a forced command or sudo rule that allows
-// only `-o json`, or a journalctl stand-in. journalctl's own refusal of a
-// format reads "Unknown output format 'export'."; a wrapper's error is
-// matched by the word. A stream that ends without entries for any other
-// reason (a cut link, a refused cursor) does not name the format, and a
+// JSON: the command printed no entry and failed, its standard error
+// naming the format. journalctl itself has had -o export since systemd
+// 38, so the refusal to expect is not its own but a wrapper's: a forced
+// command or sudo rule that allows only `-o json`, or a journalctl
+// stand-in. journalctl's own refusal of a format reads "Unknown output
+// format 'export'."; a wrapper's is matched by the word in what the
+// command printed on its standard error (sshx ends the error with
+// "(stderr: …)"; the rest quotes the command, which names export itself).
+// A stream that ends without entries for another reason (a cut link, a
+// refused cursor, handled before) does not name the format there, and a
 // stream whose output turns out to be JSON is read as JSON whatever was
 // asked (Follow looks at its first byte), so neither needs the fallback.
 func refusedExport(format Format, res streamResult) bool {
-	return format != FormatJSON && res.entries == 0 && res.err != nil &&
-		strings.Contains(strings.ToLower(res.err.Error()), "export")
+	if format == FormatJSON || res.entries > 0 || res.err == nil {
+		return false
+	}
+	msg := res.err.Error()
+	if i := strings.LastIndex(msg, "(stderr: "); i >= 0 {
+		return strings.Contains(strings.ToLower(msg[i:]), "export")
+	}
+	return strings.Contains(msg, "Unknown output format")
 }
 
 // gap emits g. Its Time is the host time of the last line delivered, when

@@ -29,9 +29,9 @@ type step struct {
 }
 
 // noExport is a waitErr for a host that refuses -o export, as journalctl
-// refuses a format it does not know (through sshx: exit status and
-// stderr).
-const noExport = "Process exited with status 1 (stderr: Unknown output format 'export'.)"
+// refuses a format it does not know, worded as sshx words it (the
+// command, its exit status and its standard error).
+const noExport = `gpu1: "exec journalctl -q -u 'seq.service' -o export -f": Process exited with status 1 (stderr: Unknown output format 'export'.)`
 
 // fakeJournal is a journal of numbered entries and a script of streams:
 // it reads the resume point from the command the way journalctl would.
@@ -530,8 +530,9 @@ func TestFollowFallsBackToJSON(t *testing.T) {
 func TestFollowKeepsExport(t *testing.T) {
 	j := newFakeJournal(t, 20,
 		step{send: 10},
-		step{send: 0, waitErr: "Process exited with status 1 (stderr: Failed to seek to cursor: Invalid argument)"},
-		step{send: 0, waitErr: "connection lost"},
+		// As sshx words it: the command, quoted, names export itself.
+		step{send: 0, waitErr: `gpu1: "exec journalctl -q -u 'seq.service' -o export -f --cursor='x'": Process exited with status 1 (stderr: Failed to seek to cursor: Invalid argument)`},
+		step{send: 0, waitErr: `gpu1: "exec journalctl -q -u 'seq.service' -o export -f": Process exited with status 255`},
 		step{send: -1},
 	)
 	msgs, _ := lines(collect(t, j, Options{}, untilMessage("seq 20")))
