@@ -516,7 +516,8 @@ func TestFollowFallsBackToJSON(t *testing.T) {
 	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 30), ",") || strings.Join(gaps, ",") != "reconnect,reconnect" {
 		t.Fatalf("delivered %v, gaps %v", msgs, gaps)
 	}
-	if g := evs[0].Gap; !strings.Contains(g.Message, "journalctl refused -o export (Process exited with status 1 (stderr: Unknown output format 'export'.)); reading its JSON output instead") {
+	if g := evs[0].Gap; !strings.HasPrefix(g.Message, "journalctl refused -o export (gpu1: ") ||
+		!strings.HasSuffix(g.Message, "(stderr: Unknown output format 'export'.)); reading its JSON output instead") {
 		t.Errorf("fallback marker %q", g.Message)
 	}
 	if !strings.Contains(j.cmds[0], "-o export -f") || !strings.Contains(j.cmds[1], "-o json --all -f") ||
