@@ -48,8 +48,7 @@ exec /usr/bin/journalctl "$@"
 func testFallback(t *testing.T, tb *testbed.Testbed) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run(t, ctx, tb, "gpu1", `systemd-run --unit=fb.service --wait -q sh -c 'echo fallback 1; printf "fallback [1mbold
-"'`)
+	run(t, ctx, tb, "gpu1", `systemd-run --unit=fb.service --wait -q sh -c 'echo fallback 1; printf "fallback \033[1mbold\n"'`)
 	run(t, ctx, tb, "gpu1", "cat > /usr/local/bin/journalctl <<'EOF'\n"+refuseExport+"EOF\nchmod 755 /usr/local/bin/journalctl")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
