@@ -81,3 +81,11 @@ corpus:
 # goroutines, open files and RSS stayed flat. By hand: it is not in test.
 soak: deps
 	BRINGUP_E2E=1 BRINGUP_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 90m -v ./remote/live
+
+# ingest-bench times catch-up ingest on a test host (a run of 400 000
+# journal lines): raw `ssh host journalctl -o json` against bringup's
+# journal follow, three rounds, medians and ratio in the log (about three
+# minutes). It takes the machine's end-to-end lock. By hand: not in test.
+.PHONY: ingest-bench
+ingest-bench: deps
+	flock /tmp/bringup-e2e.lock env BRINGUP_E2E=1 BRINGUP_BENCH=1 $(GO) test -count=1 -run '^TestE2EIngest$$' -timeout 20m -v ./remote/journal
