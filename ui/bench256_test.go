@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	tea "charm.land/bubbletea/v2"
-
 	"bringup/remote"
 	"bringup/remote/event"
 	"bringup/remote/startup/corpus"
@@ -104,16 +102,31 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 	b.Run("filter", func(b *testing.B) {
 		press(m, append([]string{"/"}, typed("phase:weights")...)...)
 		press(m, "enter")
+		if len(m.rows) == 0 || len(m.rows) == len(m.hosts) {
+			b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.rows), len(m.hosts))
+		}
 		frame(b, nil)
 		press(m, "/", "esc")
 	})
+	// Each host-view case opens the host itself, so that -bench can pick
+	// one alone.
+	openHost := func(b *testing.B) {
+		b.Helper()
+		if m.focus.view() != focusHost {
+			press(m, "enter")
+		}
+		if m.focus.view() != focusHost || m.ring(m.open).total == 0 {
+			b.Fatalf("no host view open on a host with lines (focus %v, host %q)", m.focus.view(), m.open)
+		}
+	}
 	b.Run("hostview", func(b *testing.B) {
-		m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
-		press(m, "enter")
+		openHost(b)
 		frame(b, nil)
 	})
 	b.Run("hostview-filter", func(b *testing.B) {
+		openHost(b)
 		m.lv.setQuery("Error", m.ring(m.open))
 		frame(b, nil)
+		m.lv.setQuery("", m.ring(m.open))
 	})
 }
