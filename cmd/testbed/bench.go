@@ -80,6 +80,12 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row("latency p50/p99/max (start all)", d(l.Fleet), d(l.Raw), l.Ratio, fmt.Sprintf("p99 bringup/raw; %d lines", l.Lines))
 		row("  added per line (fleet − raw)", d(l.Added), "", 0, "")
 		row("  delivered in a batch", d(l.Delivered), "", 0, "after the fold and the 50 ms flush")
+		for i, x := range l.Late {
+			if i == 3 || x.AddedMs < 100 {
+				break
+			}
+			fmt.Fprintf(w, "    late: %s at %.1f s, +%.0f ms: %s\n", x.Host, x.AtS, x.AddedMs, x.Message)
+		}
 	}
 	if st := s.Steady; st.WindowS > 0 {
 		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", st.BringupCPUPct), fmt.Sprintf("%.2f %%", st.RawCPUPct), st.CPURatio,

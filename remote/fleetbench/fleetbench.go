@@ -9,6 +9,7 @@
 package fleetbench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,9 +104,23 @@ type Latency struct {
 	Delivered Dist `json:"delivered"`
 	// Ratio is Fleet p99 / Raw p99.
 	Ratio float64 `json:"ratio_p99"`
+	// Late are the lines the fleet got latest after the raw reader, the
+	// worst first, for whoever looks into the tail.
+	Late []LateLine `json:"late,omitempty"`
 	// ServingS is the start of every unit to every host serving.
 	ServingS float64 `json:"serving_s"`
 }
+
+// LateLine is one line the fleet got well after the raw reader.
+type LateLine struct {
+	Host    string  `json:"host"`
+	AtS     float64 `json:"at_s"` // its journal time, after the units were started
+	AddedMs float64 `json:"added_ms"`
+	Message string  `json:"message"` // its start, as the fleet handed it out
+}
+
+// lateLines is how many LateLine a summary keeps.
+const lateLines = 5
 
 // Steady is what the fleet costs with every host serving and quiet,
 // against N raw followers (ssh processes, output discarded).
@@ -331,6 +346,7 @@ func (b *bench) rawTable(ctx context.Context, hosts []string) (time.Duration, er
 // fleetLine is one line as the fleet handed it out.
 type fleetLine struct {
 	ts, seen, delivered time.Time
+	msg                 string
 }
 
 // latency starts a raw follower on every host, then every unit at once,
@@ -371,7 +387,11 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 		now := time.Now()
 		for _, ev := range bt.Events {
 			if ev.Kind == event.KindJournal && ev.Journal != nil && ev.Journal.Cursor != "" {
-				fleet[ev.Host+"\x00"+ev.Journal.Cursor] = fleetLine{ts: ev.Time, seen: ev.Seen, delivered: now}
+				msg := ev.Journal.Message
+				if r := []rune(msg); len(r) > 80 {
+					msg = string(r[:80])
+				}
+				fleet[ev.Host+"\x00"+ev.Journal.Cursor] = fleetLine{ts: ev.Time, seen: ev.Seen, delivered: now, msg: msg}
 			}
 		}
 	}
@@ -418,12 +438,15 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 				continue
 			}
 			matched[k] = true
+			l.Late = append(l.Late, LateLine{Host: hosts[i], AtS: secs(fli.ts.Sub(started)), AddedMs: ms(fli.seen.Sub(rl.arrived)), Message: fli.msg})
 			rawD = append(rawD, rl.arrived.Sub(rl.ts))
 			fleetD = append(fleetD, fli.seen.Sub(fli.ts))
 			added = append(added, fli.seen.Sub(rl.arrived))
 			delivered = append(delivered, fli.delivered.Sub(fli.ts))
 		}
 	}
+	slices.SortFunc(l.Late, func(a, b LateLine) int { return cmp.Compare(b.AddedMs, a.AddedMs) })
+	l.Late = l.Late[:min(len(l.Late), lateLines)]
 	l.Lines, l.FleetOnly = len(rawD), len(fleet)-len(matched)
 	l.Raw, l.Fleet, l.Added, l.Delivered = distOf(rawD), distOf(fleetD), distOf(added), distOf(delivered)
 	l.Ratio = ratio(l.Fleet.P99ms, l.Raw.P99ms)
