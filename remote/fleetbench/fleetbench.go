@@ -330,17 +330,26 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 // own ssh, all at once.
 func (b *bench) rawTable(ctx context.Context, hosts []string) (time.Duration, error) {
 	start := time.Now()
+	err := eachHost(hosts, func(_ int, h string) error {
+		_, _, _, err := rawRun(ctx, b.tb.SSHConfig(), h, "systemctl show -p ActiveState -p SubState "+testbed.UnitName)
+		return err
+	})
+	return time.Since(start), err
+}
+
+// eachHost runs f for every host at once and joins their errors.
+func eachHost(hosts []string, f func(i int, host string) error) error {
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, _, errs[i] = rawRun(ctx, b.tb.SSHConfig(), h, "systemctl show -p ActiveState -p SubState "+testbed.UnitName)
+			errs[i] = f(i, h)
 		}()
 	}
 	wg.Wait()
-	return time.Since(start), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // fleetLine is one line as the fleet handed it out.
@@ -355,17 +364,12 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 	rctx, stopRaw := context.WithCancel(ctx)
 	defer stopRaw()
 	raws := make([]*rawFollower, len(hosts))
-	errs := make([]error, len(hosts))
-	var wg sync.WaitGroup
 	since := time.Now() // every unit starts after it
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			raws[i], errs[i] = startRawFollower(rctx, b.tb.SSHConfig(), h, testbed.UnitName, since)
-		}()
-	}
-	wg.Wait()
+	err := eachHost(hosts, func(i int, h string) error {
+		var err error
+		raws[i], err = startRawFollower(rctx, b.tb.SSHConfig(), h, testbed.UnitName, since)
+		return err
+	})
 	stopAll := func() {
 		for _, r := range raws {
 			if r != nil {
@@ -373,7 +377,7 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		stopAll()
 		return err
 	}
@@ -397,20 +401,15 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 	}
 	b.o.Logf("fleetbench: latency: starting %s on %d hosts at once", testbed.UnitName, len(hosts))
 	started := time.Now()
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = b.tb.Run(ctx, h, "systemctl start "+testbed.UnitName)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := eachHost(hosts, func(_ int, h string) error {
+		_, err := b.tb.Run(ctx, h, "systemctl start "+testbed.UnitName)
+		return err
+	}); err != nil {
 		stopAll()
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	err := fl.Until(wctx, 0, func(bt remote.Batch) bool {
+	err = fl.Until(wctx, 0, func(bt remote.Batch) bool {
 		take(bt)
 		return len(bt.Hosts) == len(hosts) && all(bt.Hosts, func(h remote.HostState) bool { return h.Startup.Phase == startup.Serving })
 	})
