@@ -77,10 +77,13 @@ func startRawFollower(ctx context.Context, sshConfig, host, unit string, since t
 	r := &rawFollower{host: host, cmd: cmd, done: make(chan struct{}), lines: map[string]rawLine{}}
 	br := bufio.NewReaderSize(out, 1<<16)
 	first, err := br.ReadString('\n')
-	if err != nil || first != "ready\n" {
+	if err == nil && first != "ready\n" {
+		err = fmt.Errorf("got %q", first)
+	}
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("raw follower %s: no ready line (%q, %v): %s", host, first, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("raw follower %s: no ready line: %w: %s", host, err, strings.TrimSpace(stderr.String()))
 	}
 	go func() {
 		defer close(r.done)
