@@ -26,8 +26,17 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Testbed.CacheDir, "cache", "", "image cache (default the testbed's)")
 	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
 	out := fs.String("o", "", "write the JSON summary to FILE")
+	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		o.SteadyProfile = f
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())

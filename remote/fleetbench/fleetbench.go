@@ -13,8 +13,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +51,10 @@ type Options struct {
 	// Testbed is passed to testbed.Up; its Hosts, Host and Detach are
 	// set by Run.
 	Testbed testbed.Options
+	// SteadyProfile, when set, receives a CPU profile (runtime/pprof) of
+	// the steady-state window: what the fleet spends its CPU on while the
+	// hosts are quiet.
+	SteadyProfile io.Writer
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 }
@@ -485,10 +491,18 @@ func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string,
 	if err != nil {
 		return err
 	}
+	if b.o.SteadyProfile != nil {
+		if err := pprof.StartCPUProfile(b.o.SteadyProfile); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	t0 := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, b.o.Quiet)
 	_ = fl.Until(wctx, 0, count)
 	cancel()
+	if b.o.SteadyProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
