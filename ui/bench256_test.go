@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -42,13 +41,7 @@ func console256(b *testing.B) (*Model, remote.Batch, []string) {
 	b.Helper()
 	const hosts, perHost = 256, 2000
 	lines := realLongLines(b)
-	base := fleetFixture()
-	batch := remote.Batch{}
-	for i := range hosts {
-		h := base.Hosts[i%len(base.Hosts)]
-		h.Name = fmt.Sprintf("gpu%03d", i+1)
-		batch.Hosts = append(batch.Hosts, h)
-	}
+	batch := fleetOf(hosts, "gpu%03d")
 	m, _ := newTestModel(b, 200, 60)
 	m.opts.NoColor = false
 	m.setStyles(true)
