@@ -96,7 +96,8 @@ type FullTable struct {
 // timestamp, while every host starts at once.
 type Latency struct {
 	// Lines is how many lines both sides saw; RawOnly and FleetOnly the
-	// lines only one side saw (a line written before a reader attached).
+	// lines only one side saw (RawOnly also counts raw lines that did not
+	// decode).
 	Lines     int `json:"lines"`
 	RawOnly   int `json:"raw_only"`
 	FleetOnly int `json:"fleet_only"`
