@@ -87,7 +87,7 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 			return fmt.Sprintf("%s/%s/%s ms", fmtMs(x.P50ms), fmtMs(x.P99ms), fmtMs(x.MaxMs))
 		}
 		row("latency p50/p99/max (start all)", d(l.Fleet), d(l.Raw), l.Ratio, fmt.Sprintf("p99 bringup/raw; %d lines", l.Lines))
-		row("  added per line (fleet − raw)", d(l.Added), "", 0, "")
+		row("  added per line (fleet − raw)", d(l.Added), "", 0, fmt.Sprintf("min %s ms: the raw reader later", fmtMs(l.Added.MinMs)))
 		row("  delivered in a batch", d(l.Delivered), "", 0, "after the fold and the 50 ms flush")
 		for i, x := range l.Late {
 			if i == 3 || x.AddedMs < 100 {

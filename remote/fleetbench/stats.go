@@ -15,6 +15,7 @@ import (
 // Dist is a distribution of durations, in milliseconds for the summary.
 type Dist struct {
 	N     int     `json:"n"`
+	MinMs float64 `json:"min_ms"`
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
 	MaxMs float64 `json:"max_ms"`
@@ -30,7 +31,7 @@ func distOf(ds []time.Duration) Dist {
 		i := int(math.Ceil(p*float64(len(ds)))) - 1
 		return ds[min(max(i, 0), len(ds)-1)]
 	}
-	return Dist{N: len(ds), P50ms: ms(rank(0.50)), P99ms: ms(rank(0.99)), MaxMs: ms(ds[len(ds)-1])}
+	return Dist{N: len(ds), MinMs: ms(ds[0]), P50ms: ms(rank(0.50)), P99ms: ms(rank(0.99)), MaxMs: ms(ds[len(ds)-1])}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

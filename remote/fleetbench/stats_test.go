@@ -13,11 +13,11 @@ func TestDistOf(t *testing.T) {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
 	got := distOf(ds)
-	want := Dist{N: 100, P50ms: 50, P99ms: 99, MaxMs: 100}
+	want := Dist{N: 100, MinMs: 1, P50ms: 50, P99ms: 99, MaxMs: 100}
 	if got != want {
 		t.Errorf("distOf(1..100 ms) = %+v, want %+v", got, want)
 	}
-	if got := distOf([]time.Duration{7 * time.Millisecond}); got != (Dist{N: 1, P50ms: 7, P99ms: 7, MaxMs: 7}) {
+	if got := distOf([]time.Duration{7 * time.Millisecond}); got != (Dist{N: 1, MinMs: 7, P50ms: 7, P99ms: 7, MaxMs: 7}) {
 		t.Errorf("one sample: %+v", got)
 	}
 	if got := distOf(nil); got != (Dist{}) {
