@@ -1,7 +1,13 @@
 # The README's two commands: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: demo test unit check lint deps build bench corpus soak
+# The Go release every make target builds and tests with: the newest patch
+# of the go line in go.mod, which the go command fetches from the module
+# proxy (go1.26.8, the machines' own, has ten standard-library
+# vulnerabilities that govulncheck finds reachable from bringup's code).
+export GOTOOLCHAIN ?= go1.26.10
+
+.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak fleetbench
 
 demo:
 	$(GO) run ./cmd/bringup demo
@@ -22,6 +28,13 @@ test: deps check
 unit:
 	BRINGUP_E2E= $(GO) test -count=1 ./...
 
+# The vulnerability database govulncheck reads: golang.org/x/vulndb at this
+# date, built by .ci/deps into the user's cache (see there for why).
+VULNDB_VERSION = v0.0.0-20261105234957-e22db6528018
+export VULNDB_VERSION
+export VULNDB_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bringup/vulndb-$(VULNDB_VERSION)
+GOVULNCHECK = $(GO) run golang.org/x/vuln/cmd/govulncheck@v1.9.0
+
 deps:
 	bash .ci/deps
 
@@ -35,12 +48,25 @@ check:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
+	$(GOVULNCHECK) -db file://$(VULNDB_DIR) ./...
 
 lint:
 	$(GOLANGCI_LINT) run ./...
 
+# vulncheck is govulncheck on every package, against the database deps built.
+vulncheck:
+	$(GOVULNCHECK) -db file://$(VULNDB_DIR) ./...
+
+# build makes a static binary (no libc: it runs on any Linux of its
+# architecture) carrying the version git describes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 build:
-	$(GO) build -o bringup ./cmd/bringup
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bringup ./cmd/bringup
+
+# release-check validates .goreleaser.yaml with the pinned goreleaser.
+GORELEASER = $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+release-check:
+	$(GORELEASER) check
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./remote/... ./ui/...
@@ -55,3 +81,20 @@ corpus:
 # goroutines, open files and RSS stayed flat. By hand: it is not in test.
 soak: deps
 	BRINGUP_E2E=1 BRINGUP_SOAK=1 $(GO) test -count=1 -run '^TestSoak$$' -timeout 90m -v ./remote/live
+
+# ingest-bench times catch-up ingest on a test host (a run of 400 000
+# journal lines): raw `ssh host journalctl -o json` against bringup's
+# journal follow, three rounds, medians and ratio in the log (about three
+# minutes). It takes the machine's end-to-end lock. By hand: not in test.
+.PHONY: ingest-bench
+ingest-bench: deps
+	flock /tmp/bringup-e2e.lock env BRINGUP_E2E=1 BRINGUP_BENCH=1 $(GO) test -count=1 -run '^TestE2EIngest$$' -timeout 20m -v ./remote/journal
+
+# fleetbench boots FLEETBENCH_HOSTS test hosts (default 64) and measures
+# bringup's fleet side by side with plain `ssh host journalctl`: added
+# latency while every unit starts, catch-up of a 400 000-line run, time to
+# a full table, steady-state CPU and RSS (60 s). It prints a table, writes
+# fleetbench.json and takes the hosts down. By hand, as root: not in test.
+FLEETBENCH_HOSTS ?= 64
+fleetbench: deps
+	$(GO) run ./cmd/testbed bench --hosts $(FLEETBENCH_HOSTS) -o fleetbench.json

@@ -900,3 +900,36 @@ func memProgress(st startup.Startup, exp history.Expectation, samples []event.GP
 	}
 	return startup.Progress{Done: done / 1024, Total: max(1, total/1024), Label: "GiB est."}
 }
+
+// Reconnecter is a driver whose connection can stop on a failure that is
+// never retried on its own (a host key refused, authentication failed) and
+// wait for the person to say the cause is fixed. *live.Host is one.
+type Reconnecter interface {
+	// Retry dials again now and reports whether the connection was
+	// stopped that way; one that is up or retrying by itself is left alone.
+	Retry() bool
+}
+
+// ErrNotStopped is Reconnect's answer for a host whose connection is not
+// waiting for the person: it is up, or retrying on its own.
+var ErrNotStopped = errors.New("the connection is not stopped (it is up or reconnecting on its own)")
+
+// Reconnect asks host's connection, stopped on a failure bringup never
+// retries by itself, to dial again: the person has trusted the key or
+// loaded the right one into the agent. It does not change the host, so
+// read-only mode allows it. It returns at once; the dial's outcome comes
+// back as the host's connection events.
+func (f *Fleet) Reconnect(host string) error {
+	i, ok := f.byName[host]
+	if !ok {
+		return fmt.Errorf("unknown host %q", host)
+	}
+	r, ok := f.specs[i].Driver.(Reconnecter)
+	if !ok {
+		return fmt.Errorf("reconnect %s: its connection cannot be restarted (a simulated or replayed host)", host)
+	}
+	if !r.Retry() {
+		return fmt.Errorf("reconnect %s: %w", host, ErrNotStopped)
+	}
+	return nil
+}

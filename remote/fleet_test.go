@@ -543,3 +543,41 @@ func TestFleetDoesNotRecordAStartupSeenMidway(t *testing.T) {
 		t.Fatalf("recorded a partial startup: %+v", st)
 	}
 }
+
+// stoppableDriver is a driver whose connection may be stopped on a
+// permanent failure; Retry counts the calls and says whether it was.
+type stoppableDriver struct {
+	scriptDriver
+	stopped bool
+	retries int
+}
+
+func (d *stoppableDriver) Retry() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retries++
+	return d.stopped
+}
+
+// TestFleetReconnect: a stopped connection is asked to dial again, even
+// in read-only mode (nothing changes on the host); one that is not
+// stopped, a driver that cannot reconnect and an unknown host are refused
+// with a reason.
+func TestFleetReconnect(t *testing.T) {
+	stopped := &stoppableDriver{scriptDriver: scriptDriver{name: "gpu1"}, stopped: true}
+	up := &stoppableDriver{scriptDriver: scriptDriver{name: "gpu2"}}
+	sim := &scriptDriver{name: "gpu3"}
+	f, _, _ := startFleet(t, Options{ReadOnly: true}, stopped, up, sim)
+	if err := f.Reconnect("gpu1"); err != nil || stopped.retries != 1 {
+		t.Fatalf("gpu1: err %v, %d retries; want nil, 1", err, stopped.retries)
+	}
+	if err := f.Reconnect("gpu2"); !errors.Is(err, ErrNotStopped) || up.retries != 1 {
+		t.Fatalf("gpu2: err %v, %d retries; want ErrNotStopped, 1", err, up.retries)
+	}
+	if err := f.Reconnect("gpu3"); err == nil || !strings.Contains(err.Error(), "cannot be restarted") {
+		t.Fatalf("gpu3: err %v, want that it cannot be restarted", err)
+	}
+	if err := f.Reconnect("nosuch"); err == nil || !strings.Contains(err.Error(), `unknown host "nosuch"`) {
+		t.Fatalf("nosuch: err %v, want unknown host", err)
+	}
+}

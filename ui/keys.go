@@ -19,6 +19,7 @@ type KeyMap struct {
 	Undo                                 key.Binding // put back the drop-in of the last mode change
 	Rollout                              key.Binding // a gated rollout over the marked hosts
 	Actions                              key.Binding // the log of remote commands
+	Reconnect                            key.Binding // dial a host stopped on a host-key or auth failure again
 
 	// Rollback and Abort answer a halted rollout in the rollout view.
 	Rollback, Abort key.Binding
@@ -61,6 +62,7 @@ func DefaultKeyMap() KeyMap {
 		Undo:        b([]string{"u"}, "u", "undo mode change"),
 		Rollout:     b([]string{"R"}, "R", "rollout (marked/all)"),
 		Actions:     b([]string{"@"}, "@", "remote commands"),
+		Reconnect:   b([]string{"ctrl+r"}, "ctrl+r", "reconnect"),
 
 		Rollback: b([]string{"b"}, "b", "roll back halted host"),
 		Abort:    b([]string{"a"}, "a", "abort rollout"),
@@ -114,7 +116,7 @@ func (k KeyMap) tableHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
 			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.Help, k.Quit},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions, k.Reconnect},
 		},
 	}
 }
@@ -126,7 +128,7 @@ func (k KeyMap) hostHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Palette, k.Help, k.Quit},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
 		},
 	}
 }

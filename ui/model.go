@@ -12,6 +12,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,12 +52,16 @@ type (
 	// catalogSource knows the kernel catalog, for when Options has none.
 	catalogSource interface{ Kernels() kernels.Catalog }
 	budgetSource  interface{ LogBudget() int }
+	// reconnecter restarts a connection stopped on a failure bringup
+	// never retries by itself (host key, authentication).
+	reconnecter interface{ Reconnect(host string) error }
 )
 
 var (
 	_ localHasher   = (*remote.Fleet)(nil)
 	_ catalogSource = (*remote.Fleet)(nil)
 	_ budgetSource  = (*remote.Fleet)(nil)
+	_ reconnecter   = (*remote.Fleet)(nil)
 )
 
 // Options configures the UI.
@@ -278,6 +283,51 @@ func doAction(src Source, host string, a remote.Action) tea.Cmd {
 	}
 }
 
+// reconnectIssued is the answer of a reconnect: the hosts asked, and
+// why some of them were not restarted.
+type reconnectIssued struct {
+	hosts []string
+	errs  []error
+}
+
+// reconnect answers ctrl+r on the selected host.
+func (m *Model) reconnect() tea.Cmd { return m.reconnectOn(m.keyHosts()) }
+
+// reconnectOn asks the connections of hosts, stopped on a host-key or
+// authentication failure the person has now fixed, to dial again. It
+// changes nothing on the hosts, so read-only allows it.
+func (m *Model) reconnectOn(hosts []string) tea.Cmd {
+	for _, h := range hosts {
+		if h == "" || m.hostState(h) == nil {
+			return m.setStatus("no host selected", true)
+		}
+	}
+	r, ok := m.src.(reconnecter)
+	if !ok {
+		return m.setStatus("this fleet's connections cannot be restarted", true)
+	}
+	return func() tea.Msg {
+		var errs []error
+		for _, h := range hosts {
+			if err := r.Reconnect(h); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return reconnectIssued{hosts: hosts, errs: errs}
+	}
+}
+
+// reconnected shows a reconnect's answer in the status line.
+func (m *Model) reconnected(msg reconnectIssued) tea.Cmd {
+	switch {
+	case len(msg.errs) == 1 && len(msg.hosts) == 1:
+		return m.setStatus(msg.errs[0].Error(), true)
+	case len(msg.errs) > 0:
+		return m.setStatus(fmt.Sprintf("reconnecting %d of %d hosts; %v", len(msg.hosts)-len(msg.errs), len(msg.hosts), errors.Join(msg.errs...)), true)
+	}
+	return m.setStatus(foldHosts(msg.hosts)+": reconnecting", false)
+}
+
 // actionsIssued is the answer of a sequence of Do calls on one host.
 type actionsIssued []actionIssued
 
@@ -327,6 +377,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionIssued:
 		return m, m.issued(msg)
+	case reconnectIssued:
+		return m, m.reconnected(msg)
 	case actionsIssued:
 		var cmd tea.Cmd
 		for _, a := range msg {
@@ -608,6 +660,8 @@ func (m *Model) viewKey(msg tea.KeyPressMsg, viewOwn func(tea.KeyPressMsg) tea.C
 		return m.startRollout()
 	case key.Matches(msg, k.ResetFailed):
 		return m.confirm(remote.Action{Kind: remote.ActResetFailed})
+	case key.Matches(msg, k.Reconnect):
+		return m.reconnect()
 	case key.Matches(msg, k.Redeploy):
 		a := remote.Action{Kind: remote.ActRedeploy}
 		if len(m.opts.Kernels.Kernels) > 0 {

@@ -612,3 +612,77 @@ func TestHostKeyRiskAndNoticeShown(t *testing.T) {
 		t.Errorf("host view log does not show the notice as it is:\n%s", v)
 	}
 }
+
+// reconnectSource is a fake fleet whose connections can be restarted:
+// it records the hosts asked and answers with err.
+type reconnectSource struct {
+	*fakeSource
+	asked []string
+	err   error
+}
+
+func (r *reconnectSource) Reconnect(host string) error {
+	r.asked = append(r.asked, host)
+	return r.err
+}
+
+// TestReconnectKey presses ctrl+r on the table and in the host view: the
+// selected host's connection is asked to dial again, read-only or not
+// (it changes nothing on the host), and the answer reaches the status.
+func TestReconnectKey(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		open, ro   bool
+		err        error
+		wantStatus string
+	}{
+		{name: "table", wantStatus: "gpu1: reconnecting"},
+		{name: "host view", open: true, wantStatus: "gpu1: reconnecting"},
+		{name: "read-only", ro: true, wantStatus: "gpu1: reconnecting"},
+		{name: "not stopped", err: fmt.Errorf("reconnect gpu1: %w", remote.ErrNotStopped),
+			wantStatus: "reconnect gpu1: " + remote.ErrNotStopped.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &reconnectSource{fakeSource: newFake(), err: tc.err}
+			src.ro = tc.ro
+			m := New(src, Options{Kernels: kernels.DefaultCatalog(), Now: func() time.Time { return now }, NoColor: true})
+			m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+			m.Update(batchMsg(fleetFixture()))
+			if tc.open {
+				press(m, "enter")
+			}
+			cmd := press(m, "ctrl+r")
+			if cmd == nil {
+				t.Fatal("ctrl+r returned no command")
+			}
+			if len(src.asked) != 0 {
+				t.Fatal("Reconnect called inside Update; it belongs in a command")
+			}
+			m.Update(cmd())
+			if len(src.asked) != 1 || src.asked[0] != "gpu1" {
+				t.Fatalf("reconnect asked for %v, want [gpu1]", src.asked)
+			}
+			if m.status != tc.wantStatus || m.statusErr != (tc.err != nil) {
+				t.Fatalf("status %q (error %v), want %q", m.status, m.statusErr, tc.wantStatus)
+			}
+			if len(src.calls) != 0 {
+				t.Fatalf("ctrl+r issued actions %v", src.calls)
+			}
+		})
+	}
+	// The palette's reconnect takes several hosts.
+	src := &reconnectSource{fakeSource: newFake()}
+	m := New(src, Options{Kernels: kernels.DefaultCatalog(), Now: func() time.Time { return now }, NoColor: true})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(batchMsg(fleetFixture()))
+	m.Update(m.runPalette(paletteCall{cmd: "reconnect", hosts: []string{"gpu2", "gpu3"}})())
+	if strings.Join(src.asked, ",") != "gpu2,gpu3" || m.status != "gpu2, gpu3: reconnecting" {
+		t.Fatalf("palette reconnect asked %v, status %q", src.asked, m.status)
+	}
+	// A source without restartable connections says so.
+	m, _ = newTestModel(t, 80, 24)
+	press(m, "ctrl+r")
+	if !strings.Contains(m.status, "cannot be restarted") || !m.statusErr {
+		t.Fatalf("status %q, want that the connections cannot be restarted", m.status)
+	}
+}

@@ -33,6 +33,7 @@ func paletteCommands() []paletteCommand {
 		{"mode", "HOST… KERNEL=MODE", "set a kernel's mode", true},
 		{"undo", "HOST…", "undo the last mode change", true},
 		{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true},
+		{"reconnect", "HOST…", "dial again after a host-key or auth fix", true},
 		{"filter", "TEXT", "filter the table (name phase: mode: state:)", false},
 		{"follow", "", "follow the log on/off (host view)", false},
 		{"wrap", "", "wrap log lines on/off", false},
@@ -501,6 +502,8 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		return m.startModeOn(c.hosts, true)
 	case "rollout":
 		return m.startRolloutOn(c.hosts, c.kernel, c.mode)
+	case "reconnect":
+		return m.reconnectOn(c.hosts)
 	case "filter":
 		if err := m.setHostFilter(c.text); err != nil {
 			return m.setStatus(err.Error(), true)

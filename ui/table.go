@@ -114,7 +114,7 @@ func (t *fleetTable) Render(w, h int) string {
 		if cw == 0 {
 			cw = rest
 		}
-		b.WriteString(t.styles.Header.Render(fit(c.title, cw)))
+		b.WriteString(t.styles.table.header.paint(fit(c.title, cw)))
 		if i < len(cols)-1 {
 			b.WriteByte(' ')
 		}
@@ -138,7 +138,7 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		cur = "›"
 	}
 	if t.marked[h.Name] {
-		mark = t.styles.Mark.Render("●")
+		mark = t.styles.table.mark.paint("●")
 	}
 	var b strings.Builder
 	b.WriteString(cur + mark + " ")
@@ -150,15 +150,15 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		cell := fit(c.cell(t, h), cw)
 		switch c.title {
 		case "PHASE":
-			cell = t.styles.Phase(h.Startup.Phase).Render(cell)
+			cell = t.styles.table.phaseInk(t.styles, h.Startup.Phase).paint(cell)
 		case "DIAGNOSIS":
 			if busy(h.Action) {
 				break // the bar keeps its colours
 			}
 			if h.Startup.Diag != nil {
-				cell = t.styles.PhaseFailed.Render(cell)
+				cell = t.styles.table.phaseInk(t.styles, startup.Failed).paint(cell)
 			} else {
-				cell = t.styles.Dim.Render(cell)
+				cell = t.styles.table.dim.paint(cell)
 			}
 		}
 		b.WriteString(cell)
@@ -171,7 +171,7 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		return t.styles.Selected.Render(line)
 	}
 	if h.Startup.Phase == startup.Unknown || h.Conn.State == event.ConnUnreachable {
-		return t.styles.PhaseUnknown.Render(line)
+		return t.styles.table.unknownRow.paint(line)
 	}
 	return line
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
+	"sync"
 	"time"
 
 	"bringup/cmd/bringup/cli"
@@ -53,10 +55,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	defer closeKeys()
 	code, outcome := exitServing, "ok"
 	var hostsOut []output.HostOutcome
-	for _, r := range rs {
-		hctx, cancel := context.WithTimeout(ctx, *timeout)
-		rep := doctor.Host(hctx, r)
-		cancel()
+	for rep := range doctorAll(ctx, rs, *timeout) {
 		if *asJSON {
 			hostsOut = append(hostsOut, output.DoctorJSON(e.stdout, rep))
 		} else {
@@ -74,4 +73,45 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		output.Summary(e.stdout, "doctor", outcome, code, hostsOut, "")
 	}
 	return code
+}
+
+// doctorParallel bounds how many hosts doctor checks at once.
+const doctorParallel = 16
+
+// doctorAll checks every host, up to doctorParallel at a time, and yields
+// the reports in the order of rs, each as soon as it and those before it
+// are done: a fleet is checked in the time of its slowest hosts, not the
+// sum of them, and the output stays in config order.
+func doctorAll(ctx context.Context, rs []live.Options, timeout time.Duration) iter.Seq[*doctor.Report] {
+	return func(yield func(*doctor.Report) bool) {
+		reps := make([]*doctor.Report, len(rs))
+		done := make([]chan struct{}, len(rs))
+		slots := make(chan struct{}, doctorParallel)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for i, r := range rs {
+			done[i] = make(chan struct{})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(done[i])
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					reps[i] = doctor.Host(ctx, r) // reports the interruption as its checks fail
+					return
+				}
+				defer func() { <-slots }()
+				hctx, cancel := context.WithTimeout(ctx, timeout)
+				defer cancel()
+				reps[i] = doctor.Host(hctx, r)
+			}()
+		}
+		for i := range rs {
+			<-done[i]
+			if !yield(reps[i]) {
+				return
+			}
+		}
+	}
 }

@@ -28,6 +28,10 @@ import (
 // the host in errors.
 type Conn interface {
 	Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exitCode int, err error)
+	// ExecInput is Exec with stdin as the command's standard input: the
+	// privileged steps read their content (a tar stream, rsync's rules)
+	// from it.
+	ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr []byte, exitCode int, err error)
 	Client(ctx context.Context) (*ssh.Client, error)
 }
 
@@ -271,63 +275,4 @@ func RemoteHash(ctx context.Context, conn Conn, dir string) (string, error) {
 func isNotExist(err error) bool {
 	var se *sftp.StatusError
 	return errors.Is(err, os.ErrNotExist) || errors.As(err, &se) && se.FxCode() == sftp.ErrSSHFxNoSuchFile
-}
-
-// inputExecer is a Conn that runs a command with stdin itself (the tests'
-// local host).
-type inputExecer interface {
-	ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr []byte, exitCode int, err error)
-}
-
-// maxInputOutput caps what execInput keeps of each output stream: the
-// commands it runs say little.
-const maxInputOutput = 1 << 20
-
-// execInput runs cmd on conn's host with stdin as its standard input,
-// which it reads to the end (or until the command exits). Ending ctx
-// kills the command.
-func execInput(ctx context.Context, conn Conn, cmd string, stdin io.Reader) ([]byte, []byte, int, error) {
-	if x, ok := conn.(inputExecer); ok {
-		return x.ExecInput(ctx, cmd, stdin)
-	}
-	cl, err := conn.Client(ctx)
-	if err != nil {
-		return nil, nil, -1, err
-	}
-	sess, err := cl.NewSession()
-	if err != nil {
-		return nil, nil, -1, fmt.Errorf("new session: %w", err)
-	}
-	defer sess.Close()
-	var out, errOut limitedBuffer
-	out.max, errOut.max = maxInputOutput, maxInputOutput
-	sess.Stdin, sess.Stdout, sess.Stderr = stdin, &out, &errOut
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	err = sess.Run(cmd)
-	stop()
-	if ctx.Err() != nil {
-		return out.Bytes(), errOut.Bytes(), -1, ctx.Err()
-	}
-	var ee interface{ ExitStatus() int }
-	switch {
-	case err == nil:
-		return out.Bytes(), errOut.Bytes(), 0, nil
-	case errors.As(err, &ee):
-		return out.Bytes(), errOut.Bytes(), ee.ExitStatus(), nil
-	}
-	return out.Bytes(), errOut.Bytes(), -1, err
-}
-
-// limitedBuffer keeps the first max bytes written to it and drops the
-// rest.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

@@ -203,7 +203,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 		pw.CloseWithError(err)
 		wrote <- err
 	}()
-	_, errOut, code, xerr := execInput(ctx, s.conn, sshx.DeployUnpackCmd(tg.dir).Line(true), pr)
+	_, errOut, code, xerr := s.conn.ExecInput(ctx, sshx.DeployUnpackCmd(tg.dir).Line(true), pr)
 	// The remote end may have stopped reading: unblock the writer.
 	pr.CloseWithError(io.ErrClosedPipe)
 	werr := <-wrote
@@ -221,7 +221,7 @@ func (s *session) syncSudo(ctx context.Context, localDir string, tg target, plan
 	if err := s.checkStage(ctx, tg, sp); err != nil {
 		return false, err
 	}
-	if _, errOut, code, err := execInput(ctx, s.conn, sshx.DeployApplyCmd(tg.dir).Line(true), bytes.NewReader(applyRules(sp))); err != nil {
+	if _, errOut, code, err := s.conn.ExecInput(ctx, sshx.DeployApplyCmd(tg.dir).Line(true), bytes.NewReader(applyRules(sp))); err != nil {
 		return false, fmt.Errorf("%s: install into %s: %w", s.host, tg.dir, err)
 	} else if code != 0 {
 		return false, fmt.Errorf("%s: install into %s: %w", s.host, tg.dir, sudoErr(s.host, errOut, code))

@@ -112,21 +112,18 @@ func Host(ctx context.Context, r live.Options) *Report {
 	rep.add("auth", OK, "publickey as "+r.SSH.User, "")
 
 	// The rest runs over a managed connection, as the console does.
-	conn := sshx.NewConn(r.SSH, sshx.ConnOptions{Dial: r.Dial})
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = conn.Run(cctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	if _, err := conn.Client(ctx); err != nil {
+	if err := sshx.WithConn(ctx, r.SSH, sshx.ConnOptions{Dial: r.Dial}, func(conn *sshx.Conn) error {
+		checkOver(ctx, rep, r, conn)
+		return nil
+	}); err != nil {
 		rep.add("sudo", Skip, "not checked: "+err.Error(), "")
-		return rep
 	}
+	return rep
+}
+
+// checkOver runs the checks that need a connection (sudo, systemd,
+// journald, the unit, nvidia-smi) over conn, adding them to rep.
+func checkOver(ctx context.Context, rep *Report, r live.Options, conn *sshx.Conn) {
 	exec := func(cmd string) (string, string, int, error) {
 		out, errOut, code, err := conn.Exec(ctx, cmd)
 		return strings.TrimSpace(string(out)), strings.TrimSpace(string(errOut)), code, err
@@ -206,7 +203,6 @@ func Host(ctx context.Context, r live.Options) *Report {
 		n := len(strings.Split(out, "\n"))
 		rep.add("nvidia-smi", OK, strconv.Itoa(n)+" GPUs", "")
 	}
-	return rep
 }
 
 // unitPath starts a unit watch and reports the path of its first event,

@@ -136,17 +136,18 @@ func TestLeastPrivilegeOnTestbed(t *testing.T) {
 		_ = tw.WriteHeader(&tar.Header{Name: "../../../var/tmp/victim", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
 		_, _ = tw.Write([]byte("evil"))
 		_ = tw.Close()
-		_, errOut, code, err := execStdin(ctx, conn, sshx.DeployUnpackCmd(dir).Line(true), arch.Bytes())
+		_, errOut, code, err := conn.ExecInput(ctx, sshx.DeployUnpackCmd(dir).Line(true), bytes.NewReader(arch.Bytes()))
 		t.Logf("tar with a climbing member: exit %d, %v: %s", code, err, errOut)
 		// The allowed rsync reads include rules on stdin: patterns only,
 		// so a merge of another file (a way to read it as root) is just a
 		// pattern, and it works inside its two directories alone.
 		before := root(t, "gpu1", "find "+dir+" | sort | sha256sum")
 		rules := "/../../../var/tmp/victim\x00. /etc/shadow\x00merge /etc/shadow\x00- *\x00"
-		out, errOut, code, err := execStdin(ctx, conn, sshx.DeployApplyCmd(dir).Line(true), []byte(rules))
-		t.Logf("rsync with climbing and merge rules: exit %d, %v: %s%s", code, err, out, errOut)
-		if strings.Contains(out+errOut, "root:") {
-			t.Errorf("rsync showed /etc/shadow: %s%s", out, errOut)
+		outB, errB, code, err := conn.ExecInput(ctx, sshx.DeployApplyCmd(dir).Line(true), strings.NewReader(rules))
+		said := string(outB) + string(errB)
+		t.Logf("rsync with climbing and merge rules: exit %d, %v: %s", code, err, said)
+		if strings.Contains(said, "root:") {
+			t.Errorf("rsync showed /etc/shadow: %s", said)
 		}
 		if after := root(t, "gpu1", "find "+dir+" | sort | sha256sum"); after != before {
 			t.Errorf("rules that exclude everything changed %s", dir)
@@ -225,6 +226,21 @@ func testEveryAction(t *testing.T, tb *testbed.Testbed, o live.Options, root fun
 
 	act(remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"})
 	dir := o.Kernels.Kernels[0].RemoteDir
+	// The `@` log holds the steps fed on stdin too: the tar stream into
+	// the staging directory and rsync's rules, with what they were fed.
+	var unpack, apply string
+	for _, c := range ev.all() {
+		switch {
+		case strings.Contains(c, " tar ") && strings.Contains(c, " < stdin ("):
+			unpack = c
+		case strings.Contains(c, " rsync ") && strings.Contains(c, " < stdin ("):
+			apply = c
+		}
+	}
+	if !strings.Contains(unpack, "MiB)") || !strings.Contains(unpack, "→ exit 0") || apply == "" {
+		t.Errorf("the redeploy's stdin steps in the command log: tar %q, rsync %q; last commands:\n%s", unpack, apply, ev.commands(12))
+	}
+	t.Logf("redeploy's stdin steps:\n  %s\n  %s", unpack, apply)
 	// 2 000 files and the build's two; the image's kdtree_verify.py,
 	// which the build lacks, is gone.
 	if got := root(t, "gpu1", "find "+dir+" -type f | wc -l; stat -c '%U %a' "+dir+"/kdtree_verify/ops07/*_0007.py; ls -A "+strings.TrimSuffix(dir, "/site")); got != "2002\nroot 644\nsite\n" {
@@ -272,28 +288,4 @@ func sudoOf(t *testing.T, rep *Report) Check {
 	}
 	t.Fatalf("no sudo check in %+v", rep.Checks)
 	return Check{}
-}
-
-// execStdin runs cmd on conn's host with stdin.
-func execStdin(ctx context.Context, conn *sshx.Conn, cmd string, stdin []byte) (string, string, int, error) {
-	cl, err := conn.Client(ctx)
-	if err != nil {
-		return "", "", -1, err
-	}
-	s, err := cl.NewSession()
-	if err != nil {
-		return "", "", -1, err
-	}
-	defer s.Close()
-	var out, errOut bytes.Buffer
-	s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &errOut
-	err = s.Run(cmd)
-	var ee interface{ ExitStatus() int }
-	if errors.As(err, &ee) {
-		return out.String(), errOut.String(), ee.ExitStatus(), nil
-	}
-	if err != nil {
-		return out.String(), errOut.String(), -1, err
-	}
-	return out.String(), errOut.String(), 0, nil
 }

@@ -1,5 +1,6 @@
 // Package journal follows one systemd unit's journal on a host through
-// `journalctl -o json --all -f` and turns each entry into an event: the
+// `journalctl -o export -f` (its export format, export.go; JSON, decoded
+// here, is the fallback) and turns each entry into an event: the
 // service's own output, systemd's lines about the unit (Starting, Started,
 // Main process exited, …) and journald's "Suppressed N messages" notice for
 // it. It remembers the last cursor, so that after a dropped connection the
@@ -45,10 +46,10 @@ const SuppressedID = "a596d6fe7bfa4994828e72309e95d61e"
 var extraFields = [...]string{"JOB_TYPE", "JOB_RESULT", "UNIT_RESULT", "EXIT_CODE", "EXIT_STATUS", "N_RESTARTS", "_LINE_BREAK"}
 
 // OutputFields is the --output-fields list Follow asks journalctl for:
-// only what Entry uses, because journalctl's JSON formatting is the
-// stream's bottleneck (TESTBED.md §7: half the bytes, twice the lines/s).
+// only what Entry uses, because journalctl's formatting is the stream's
+// bottleneck (TESTBED.md §7, for JSON: half the bytes, twice the lines/s).
 // __CURSOR, __REALTIME_TIMESTAMP, __MONOTONIC_TIMESTAMP and _BOOT_ID are
-// always included by journalctl.
+// always included by journalctl, in either format.
 const OutputFields = "MESSAGE,PRIORITY,MESSAGE_ID,UNIT,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,INVOCATION_ID,_PID," +
 	"JOB_TYPE,JOB_RESULT,UNIT_RESULT,EXIT_CODE,EXIT_STATUS,N_RESTARTS,_LINE_BREAK,OBJECT_SYSTEMD_UNIT,N_DROPPED"
 
@@ -166,14 +167,7 @@ func DecodeLimit(line []byte, maxMsg int) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	// systemd's own lines about a unit come from PID 1 in init.scope and
-	// name the unit in UNIT; a service's own UNIT field does not override
-	// the trusted _SYSTEMD_UNIT.
-	if sysUnit == "init.scope" && unit != "" {
-		sysUnit = ""
-	}
-	e.Unit = cmp(sysUnit, unit)
-	e.InvocationID = cmp(sysInv, inv)
+	resolveUnit(&e, sysUnit, unit, sysInv, inv)
 	return e, nil
 }
 
@@ -224,8 +218,9 @@ func trimQuote(s string) string {
 }
 
 // cut shortens s to at most limit bytes, backing up to a rune start when the
-// cut would split a multi-byte UTF-8 sequence.
-func cut(s string, limit int, already bool) (string, bool) {
+// cut would split a multi-byte UTF-8 sequence. It looks at no byte past
+// s[limit].
+func cut[T ~string | ~[]byte](s T, limit int, already bool) (T, bool) {
 	if len(s) <= limit {
 		return s, already
 	}

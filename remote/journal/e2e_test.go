@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,54 @@ func TestE2E(t *testing.T) {
 	t.Run("CursorLost", func(t *testing.T) { testCursorLost(t, tb) })
 	t.Run("SuppressionSurfaced", func(t *testing.T) { testSuppression(t, tb) })
 	t.Run("NoLossAcrossLinkCuts", func(t *testing.T) { testLinkCuts(t, tb) })
+	t.Run("FallbackToJSON", func(t *testing.T) { testFallback(t, tb) })
+}
+
+// refuseExport stands in for journalctl on a host that refuses -o export
+// (a wrapper allowing only JSON), answering as journalctl answers a
+// format it does not know.
+const refuseExport = `#!/bin/sh
+for a in "$@"; do
+  case "$a" in export) echo "Unknown output format 'export'." >&2; exit 1;; esac
+done
+exec /usr/bin/journalctl "$@"
+`
+
+// testFallback: on a host whose journalctl refuses -o export, Follow
+// says so and reads JSON instead, with the tail and the exact bytes.
+func testFallback(t *testing.T, tb *testbed.Testbed) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run(t, ctx, tb, "gpu1", `systemd-run --unit=fb.service --wait -q sh -c 'echo fallback 1; printf "fallback \033[1mbold\n"'`)
+	run(t, ctx, tb, "gpu1", "cat > /usr/local/bin/journalctl <<'EOF'\n"+refuseExport+"EOF\nchmod 755 /usr/local/bin/journalctl")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := tb.Run(ctx, "gpu1", "rm -f /usr/local/bin/journalctl"); err != nil {
+			t.Errorf("remove the wrapper: %v %s", err, out)
+		}
+	})
+	if out, _ := tb.Run(ctx, "gpu1", "journalctl -u fb -o export -n 1 2>&1"); !strings.Contains(out, "Unknown output format 'export'.") {
+		t.Fatalf("the wrapper is not the journalctl sessions run: %q", out)
+	}
+	c, down := conn(t, ctx, tb, "gpu1", nil)
+	defer down()
+	r := newRecorder(func(ev event.Event) bool { return ev.Journal != nil && ev.Journal.Message == "fallback \x1b[1mbold" })
+	stop := follow(ctx, c, Options{Host: "gpu1", Unit: "fb"}, r)
+	waitHit(t, r, 30*time.Second, "the bold line")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	evs := r.events()
+	msgs, gaps := lines(evs)
+	if evs[0].Kind != event.KindGap || !strings.Contains(evs[0].Gap.Message, "journalctl refused -o export") || len(gaps) != 1 {
+		t.Errorf("gaps %v, first event %+v, want one marker saying export was refused", gaps, evs[0])
+	}
+	if !slices.Contains(msgs, "fallback 1") {
+		t.Errorf("the tail's lines %q lack the first line", msgs)
+	}
+	t.Logf("fallback: %s", evs[0].Gap.Message)
+	noFollowers(t, ctx, tb, "gpu1")
 }
 
 // conn connects to host through the testbed's ssh_config with keepalives

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,17 @@ const (
 	GapReboot     = "reboot"      // the host booted again (a new _BOOT_ID) since the last line
 )
 
+// Format is an output format of journalctl that Follow reads.
+type Format string
+
+// The formats Follow reads. Export is the default: journalctl writes it
+// with no per-value formatting, and its JSON formatting is what limits the
+// stream (TESTBED.md §7). JSON is the fallback.
+const (
+	FormatExport Format = "export"
+	FormatJSON   Format = "json"
+)
+
 // Options configure Follow.
 type Options struct {
 	Host string // the host's name, for events
@@ -56,6 +68,10 @@ type Options struct {
 	// MaxLine caps a message, in bytes; longer ones are cut and marked
 	// Truncated. 0 means DefaultMaxLine.
 	MaxLine int
+	// Format is the output format asked of journalctl: "" or
+	// FormatExport, export with JSON as the fallback (see Follow);
+	// FormatJSON, JSON only.
+	Format Format
 	// Now stamps Seen; nil = time.Now. Sleep waits between attempts to
 	// open the stream; nil = a real timer. Rand feeds the retry jitter;
 	// nil = math/rand/v2.
@@ -85,13 +101,28 @@ type Options struct {
 //     still exists and follows from since otherwise; Follow expects the
 //     cursor's own entry first (--cursor, not --after-cursor) and reports
 //     a lost cursor when it is not there.
+//
+// The follow and the queries before it use opts.Format; a query prints its
+// entry's cursor as "__CURSOR=…" in either (from JSON, through sed).
 func Command(opts Options, cursor string, since time.Time) string {
 	unit := sshx.ShellQuote(opts.Unit)
-	follow := "exec journalctl -q -u " + unit + " -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
+	format := "export"
+	if opts.Format == FormatJSON {
+		format = "json --all"
+	}
+	follow := "exec journalctl -q -u " + unit + " -o " + format + " -f --no-pager --output-fields=" + OutputFields + " --no-tail "
+	// first prints the cursor of the first entry journalctl shows with args.
+	first := func(args string) string {
+		q := "journalctl -q -u " + unit + " " + args + " -o " + strings.Fields(format)[0] + " --output-fields=MESSAGE_ID 2>/dev/null | head -n1"
+		if opts.Format == FormatJSON {
+			q += ` | sed -n 's/.*"__CURSOR":"\([^"]*\)".*/__CURSOR=\1/p'`
+		}
+		return q
+	}
 	switch {
 	case cursor != "" && !since.IsZero():
 		c := sshx.ShellQuote(cursor)
-		return "f=$(journalctl -q -u " + unit + " --cursor=" + c + " -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); " +
+		return "f=$(" + first("--cursor="+c) + "); " +
 			"if [ \"$f\" = " + sshx.ShellQuote("__CURSOR="+cursor) + " ]; then " + follow + "--cursor=" + c + "; fi; " +
 			follow + "--since=@" + usec(since)
 	case cursor != "":
@@ -115,8 +146,8 @@ func Command(opts Options, cursor string, since time.Time) string {
 	if n == 0 {
 		n = DefaultTail
 	}
-	return fromStart + fmt.Sprintf("t=$(date +%%s.%%6N); c=$(journalctl -q -u %s -n %d -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); c=${c#__CURSOR=}; "+
-		"if [ -n \"$c\" ]; then %s--cursor=\"$c\"; fi; %s--since=@\"$t\"", unit, n, follow, follow)
+	return fromStart + fmt.Sprintf("t=$(date +%%s.%%6N); c=$(%s); c=${c#__CURSOR=}; "+
+		"if [ -n \"$c\" ]; then %s--cursor=\"$c\"; fi; %s--since=@\"$t\"", first(fmt.Sprintf("-n %d", n)), follow, follow)
 }
 
 // usec formats t as journalctl's @seconds.micros.
@@ -197,6 +228,9 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		f.seqID, f.seq, _ = seqOf(opts.Cursor)
 		f.realtime = cursorTime(opts.Cursor)
 	}
+	if f.opts.Format == "" {
+		f.opts.Format = FormatExport
+	}
 	bo := &backoff.Backoff{Base: 250 * time.Millisecond, Factor: 1.6, Max: time.Second, Jitter: 0.2, Rand: opts.Rand}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -209,7 +243,7 @@ func Follow(ctx context.Context, src Source, opts Options, emit func(event.Event
 		if f.seekLost {
 			cursor = ""
 		}
-		out, wait, err := src.Stream(ctx, Command(opts, cursor, since))
+		out, wait, err := src.Stream(ctx, Command(f.opts, cursor, since))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -261,11 +295,40 @@ func (f *follower) ended(res streamResult, reconnected bool) bool {
 		}
 		return f.gap(event.Gap{Reason: GapCursorLost, Message: msg})
 	}
+	if refusedExport(f.opts.Format, res) {
+		f.opts.Format = FormatJSON
+		return f.gap(event.Gap{Reason: GapReconnect, Message: "journalctl refused -o export (" + why + "); reading its JSON output instead"})
+	}
 	at := "the start"
 	if f.cursor != "" {
 		at = "the line of " + f.realtime.UTC().Format("15:04:05.000000")
 	}
 	return f.gap(event.Gap{Reason: GapReconnect, Message: "journal stream ended (" + why + "); resuming after " + at})
+}
+
+// refusedExport reports whether an export stream that ended as res shows
+// that the host will not give export at all, so that Follow falls back to
+// JSON: the command printed no entry and failed, its standard error
+// naming the format. journalctl itself has had -o export since systemd
+// 38, so the refusal to expect is not its own but a wrapper's: a forced
+// command or sudo rule that allows only `-o json`, or a journalctl
+// stand-in. journalctl's own refusal of a format reads "Unknown output
+// format 'export'."; a wrapper's is matched by the word in what the
+// command printed on its standard error (sshx ends the error with
+// "(stderr: …)"; the rest quotes the command, which names export itself).
+// A stream that ends without entries for another reason (a cut link, a
+// refused cursor, handled before) does not name the format there, and a
+// stream whose output turns out to be JSON is read as JSON whatever was
+// asked (Follow looks at its first byte), so neither needs the fallback.
+func refusedExport(format Format, res streamResult) bool {
+	if format == FormatJSON || res.entries > 0 || res.err == nil {
+		return false
+	}
+	msg := res.err.Error()
+	if i := strings.LastIndex(msg, "(stderr: "); i >= 0 {
+		return strings.Contains(strings.ToLower(msg[i:]), "export")
+	}
+	return strings.Contains(msg, "Unknown output format")
 }
 
 // gap emits g. Its Time is the host time of the last line delivered, when
@@ -295,32 +358,24 @@ func (f *follower) stream(ctx context.Context, out io.ReadCloser, wait func() er
 		stop()
 		res.err = finish(out, wait, res.err, res.stopped || ctx.Err() != nil)
 	}()
-	r := NewReader(out, lineLimit(f.opts.MaxLine))
+	next := entries(out, f.opts.MaxLine)
 	checkFirst := resumed != ""
 	sinceCut := f.seekLost && !f.realtime.IsZero()
 	for {
-		line, tail, oversize, err := r.Next()
-		if err != nil {
+		e, err := next()
+		var bad *EntryError
+		switch {
+		case errors.As(err, &bad):
+			if !f.gap(event.Gap{Reason: GapDropped, Count: 1, Message: bad.Error()}) {
+				res.stopped = true
+				return res
+			}
+			continue
+		case err != nil:
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				res.err = err
 			}
 			return res
-		}
-		var e Entry
-		switch {
-		case oversize:
-			e = DecodeOversize(line, tail)
-		case len(line) == 0:
-			continue
-		default:
-			e, err = DecodeLimit(line, f.opts.MaxLine)
-			if err != nil {
-				if !f.gap(event.Gap{Reason: GapDropped, Count: 1, Message: fmt.Sprintf("journal line of %d bytes not decoded: %v", len(line), err)}) {
-					res.stopped = true
-					return res
-				}
-				continue
-			}
 		}
 		res.entries++
 		if checkFirst {
@@ -356,6 +411,38 @@ func (f *follower) stream(ctx context.Context, out io.ReadCloser, wait func() er
 		if !f.deliver(e) {
 			res.stopped = true
 			return res
+		}
+	}
+}
+
+// entries returns the decoder of a stream: JSON when its first byte is
+// '{' (a journalctl asked for JSON, or a wrapper that gives JSON whatever
+// was asked), export otherwise. Either returns the stream's entries one by
+// one, an *EntryError for one it cannot decode, and io.EOF or
+// io.ErrUnexpectedEOF at the end.
+func entries(out io.Reader, maxMsg int) func() (Entry, error) {
+	br := bufio.NewReaderSize(out, 64<<10)
+	if b, _ := br.Peek(1); len(b) == 0 || b[0] != '{' {
+		r := NewExportReader(br, maxMsg)
+		return r.Next
+	}
+	r := NewReader(br, lineLimit(maxMsg))
+	return func() (Entry, error) {
+		for {
+			line, tail, oversize, err := r.Next()
+			switch {
+			case err != nil:
+				return Entry{}, err
+			case oversize:
+				return DecodeOversize(line, tail), nil
+			case len(line) == 0:
+				continue
+			}
+			e, err := DecodeLimit(line, maxMsg)
+			if err != nil {
+				return Entry{}, &EntryError{Size: len(line), Err: err}
+			}
+			return e, nil
 		}
 	}
 }

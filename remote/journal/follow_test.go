@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,16 +28,37 @@ type step struct {
 	partial bool // end with half of the next entry's line (cut mid-line)
 }
 
+// noExport is a waitErr for a host that refuses -o export, as journalctl
+// refuses a format it does not know, worded as sshx words it (the
+// command, its exit status and its standard error).
+const noExport = `gpu1: "exec journalctl -q -u 'seq.service' -o export -f": Process exited with status 1 (stderr: Unknown output format 'export'.)`
+
 // fakeJournal is a journal of numbered entries and a script of streams:
 // it reads the resume point from the command the way journalctl would.
 type fakeJournal struct {
 	t       *testing.T
 	mu      sync.Mutex
-	entries []string // JSON lines
+	entries []string // JSON lines; sent as export when the follow asks for it
 	plan    []step
 	cmds    []string
 	gen     uint64
 	wg      sync.WaitGroup
+	// noExport makes every follow that asks for -o export fail at once
+	// with the noExport error, as on a host whose journalctl (or a wrapper
+	// standing in for it) refuses the format.
+	noExport bool
+	// jsonOnly sends JSON whatever the command asks for, like a wrapper
+	// that rewrites the format.
+	jsonOnly bool
+	// exportStreams counts the streams sent as export.
+	exportStreams int
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func entryLine(i int, msg string) string {
@@ -132,8 +154,19 @@ func (j *fakeJournal) Stream(ctx context.Context, cmd string) (io.ReadCloser, fu
 	if st.before != nil {
 		st.before(j)
 	}
+	export := strings.Contains(cmd, "exec journalctl -q -u 'seq.service' -o export ")
+	j.exportStreams += btoi(export && !j.noExport && !j.jsonOnly)
+	if export && j.noExport {
+		st = step{send: 0, waitErr: noExport}
+	}
 	from := max(j.start(cmd)-st.back, 0)
 	lines := j.entries[from:]
+	if export && !j.jsonOnly {
+		lines = slices.Clone(lines)
+		for i, l := range lines {
+			lines[i] = strings.TrimSuffix(exportOf(l), "\n")
+		}
+	}
 	var half string
 	if st.send >= 0 && st.send < len(lines) {
 		if st.partial {
@@ -283,7 +316,7 @@ func TestFollowTail(t *testing.T) {
 	if strings.Join(msgs, ",") != strings.Join(seqLines(26, 30), ",") {
 		t.Errorf("tail of 5: %v", msgs)
 	}
-	if !strings.Contains(j.cmds[0], " -n 5 ") || !strings.Contains(j.cmds[0], "exec journalctl -q -u 'seq.service' -o json --all -f --no-pager --output-fields=MESSAGE,") {
+	if !strings.Contains(j.cmds[0], " -n 5 ") || !strings.Contains(j.cmds[0], "exec journalctl -q -u 'seq.service' -o export -f --no-pager --output-fields=MESSAGE,") {
 		t.Errorf("command %s", j.cmds[0])
 	}
 }
@@ -398,8 +431,11 @@ func TestFollowRefusesBadUnit(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
-	const follow = "exec journalctl -q -u 'sglang.service' -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
+	const follow = "exec journalctl -q -u 'sglang.service' -o export -f --no-pager --output-fields=" + OutputFields + " --no-tail "
+	const followJSON = "exec journalctl -q -u 'sglang.service' -o json --all -f --no-pager --output-fields=" + OutputFields + " --no-tail "
+	const sed = ` | sed -n 's/.*"__CURSOR":"\([^"]*\)".*/__CURSOR=\1/p'`
 	o := Options{Unit: "sglang.service"}
+	oj := Options{Unit: "sglang.service", Format: FormatJSON}
 	at := time.UnixMicro(1796000000000042)
 	for _, tt := range []struct {
 		name   string
@@ -417,6 +453,15 @@ func TestCommand(t *testing.T) {
 		{"resume", o, "s=1;i=2", at,
 			`f=$(journalctl -q -u 'sglang.service' --cursor='s=1;i=2' -o export --output-fields=MESSAGE_ID 2>/dev/null | head -n1); ` +
 				`if [ "$f" = '__CURSOR=s=1;i=2' ]; then ` + follow + `--cursor='s=1;i=2'; fi; ` + follow + "--since=@1796000000.000042"},
+		// The JSON fallback: the same scripts, the queries' cursor taken
+		// out of their JSON line.
+		{"json: start with the tail", oj, "", time.Time{},
+			`t=$(date +%s.%6N); c=$(journalctl -q -u 'sglang.service' -n 200 -o json --output-fields=MESSAGE_ID 2>/dev/null | head -n1` + sed + `); c=${c#__CURSOR=}; ` +
+				`if [ -n "$c" ]; then ` + followJSON + `--cursor="$c"; fi; ` + followJSON + `--since=@"$t"`},
+		{"json: cursor only", oj, "s=1", time.Time{}, followJSON + `--cursor='s=1'`},
+		{"json: resume", oj, "s=1;i=2", at,
+			`f=$(journalctl -q -u 'sglang.service' --cursor='s=1;i=2' -o json --output-fields=MESSAGE_ID 2>/dev/null | head -n1` + sed + `); ` +
+				`if [ "$f" = '__CURSOR=s=1;i=2' ]; then ` + followJSON + `--cursor='s=1;i=2'; fi; ` + followJSON + "--since=@1796000000.000042"},
 	} {
 		if got := Command(tt.opts, tt.cursor, tt.since); got != tt.want {
 			t.Errorf("%s:\ngot  %s\nwant %s", tt.name, got, tt.want)
@@ -443,5 +488,73 @@ func TestFollowMarksAReboot(t *testing.T) {
 	}
 	if g := evs[2]; g.Kind != event.KindGap || !strings.Contains(g.Gap.Message, "host rebooted (boot "+testBoot[:8]+" → bbbbbbbb)") {
 		t.Errorf("third event %+v, want the reboot gap before the new boot's line", g.Gap)
+	}
+}
+
+// TestFollowReadsExport: by default the follow asks for -o export and
+// decodes it (the fake renders its entries as journalctl would), through
+// reconnects.
+func TestFollowReadsExport(t *testing.T) {
+	j := newFakeJournal(t, 40, step{send: 15, waitErr: "connection lost"}, step{send: 5, partial: true}, step{send: -1})
+	msgs, gaps := lines(collect(t, j, Options{}, untilMessage("seq 40")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 40), ",") || strings.Join(gaps, ",") != "reconnect,reconnect" {
+		t.Errorf("delivered %v, gaps %v", msgs, gaps)
+	}
+	if j.exportStreams != 3 {
+		t.Errorf("%d of 3 streams were export:\n%s", j.exportStreams, strings.Join(j.cmds, "\n"))
+	}
+}
+
+// TestFollowFallsBackToJSON: a host that refuses -o export is read as
+// JSON from then on, through reconnects, with nothing lost; the marker
+// says why.
+func TestFollowFallsBackToJSON(t *testing.T) {
+	j := newFakeJournal(t, 30, step{}, step{send: 10, waitErr: "connection lost"}, step{send: -1})
+	j.noExport = true
+	evs := collect(t, j, Options{}, untilMessage("seq 30"))
+	msgs, gaps := lines(evs)
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 30), ",") || strings.Join(gaps, ",") != "reconnect,reconnect" {
+		t.Fatalf("delivered %v, gaps %v", msgs, gaps)
+	}
+	if g := evs[0].Gap; !strings.HasPrefix(g.Message, "journalctl refused -o export (gpu1: ") ||
+		!strings.HasSuffix(g.Message, "(stderr: Unknown output format 'export'.)); reading its JSON output instead") {
+		t.Errorf("fallback marker %q", g.Message)
+	}
+	if !strings.Contains(j.cmds[0], "-o export -f") || !strings.Contains(j.cmds[1], "-o json --all -f") ||
+		!strings.Contains(j.cmds[2], "-o json --output-fields=MESSAGE_ID 2>/dev/null | head -n1 | sed") || strings.Contains(j.cmds[2], "-o export") {
+		t.Errorf("commands:\n%s", strings.Join(j.cmds, "\n"))
+	}
+}
+
+// TestFollowKeepsExport: a stream that ends without entries for another
+// reason (a refused cursor, a cut link) does not switch the format.
+func TestFollowKeepsExport(t *testing.T) {
+	j := newFakeJournal(t, 20,
+		step{send: 10},
+		// As sshx words it: the command, quoted, names export itself.
+		step{send: 0, waitErr: `gpu1: "exec journalctl -q -u 'seq.service' -o export -f --cursor='x'": Process exited with status 1 (stderr: Failed to seek to cursor: Invalid argument)`},
+		step{send: 0, waitErr: `gpu1: "exec journalctl -q -u 'seq.service' -o export -f": Process exited with status 255`},
+		step{send: -1},
+	)
+	msgs, _ := lines(collect(t, j, Options{}, untilMessage("seq 20")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 20), ",") {
+		t.Errorf("delivered %v", msgs)
+	}
+	for i, c := range j.cmds {
+		if strings.Contains(c, "-o json") {
+			t.Errorf("command %d switched to JSON: %s", i, c)
+		}
+	}
+}
+
+// TestFollowReadsJSONWhateverWasAsked: a stream that is JSON although
+// export was asked for (a wrapper that rewrites the format) is decoded as
+// JSON: Follow looks at its first byte.
+func TestFollowReadsJSONWhateverWasAsked(t *testing.T) {
+	j := newFakeJournal(t, 10, step{send: -1})
+	j.jsonOnly = true
+	msgs, gaps := lines(collect(t, j, Options{}, untilMessage("seq 10")))
+	if strings.Join(msgs, ",") != strings.Join(seqLines(1, 10), ",") || len(gaps) != 0 || !strings.Contains(j.cmds[0], "-o export") {
+		t.Errorf("delivered %v, gaps %v, command %s", msgs, gaps, j.cmds[0])
 	}
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -31,7 +32,42 @@ func (a audited) report(c *event.Command) {
 
 // Exec runs cmd over the connection and reports it.
 func (a audited) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
-	return a.exec(ctx, cmd, a.h.conn.Exec)
+	return a.exec(ctx, cmd, a.h.conn.Exec, nil)
+}
+
+// ExecInput runs cmd with stdin as its input (a redeploy's tar stream and
+// rsync rules) and reports it with how much it was fed.
+func (a audited) ExecInput(ctx context.Context, cmd string, stdin io.Reader) ([]byte, []byte, int, error) {
+	if stdin == nil {
+		return a.Exec(ctx, cmd)
+	}
+	fed := &countingReader{r: stdin}
+	return a.exec(ctx, cmd, func(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
+		return a.h.conn.ExecInput(ctx, cmd, fed)
+	}, func() string { return fmt.Sprintf("%s < stdin (%s)", cmd, byteCount(fed.n)) })
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// byteCount is n bytes the way the log of commands shows sizes.
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // ExecTerm runs cmd the way systemd.ExecTerm does (a command cut short
@@ -39,14 +75,19 @@ func (a audited) Exec(ctx context.Context, cmd string) ([]byte, []byte, int, err
 func (a audited) ExecTerm(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
 	return a.exec(ctx, cmd, func(ctx context.Context, cmd string) ([]byte, []byte, int, error) {
 		return systemd.ExecTerm(ctx, a.h.conn, cmd)
-	})
+	}, nil)
 }
 
-// exec runs cmd with run and reports it.
-func (a audited) exec(ctx context.Context, cmd string, run func(context.Context, string) ([]byte, []byte, int, error)) ([]byte, []byte, int, error) {
+// exec runs cmd with run and reports it, as text() says when it is set
+// (after the run: what it fed the command), else as cmd.
+func (a audited) exec(ctx context.Context, cmd string, run func(context.Context, string) ([]byte, []byte, int, error), text func() string) ([]byte, []byte, int, error) {
 	start := time.Now()
 	out, errOut, code, err := run(ctx, cmd)
-	c := &event.Command{Via: "exec", Text: cmd, Exit: code, Duration: time.Since(start)}
+	shown := cmd
+	if text != nil {
+		shown = text()
+	}
+	c := &event.Command{Via: "exec", Text: shown, Exit: code, Duration: time.Since(start)}
 	if err != nil {
 		c.Err = err.Error()
 	} else if code != 0 {

@@ -131,6 +131,9 @@ func (h *Host) onState(st sshx.State, err error, retry time.Time) {
 // fixed the cause. It reports whether the connection was stopped that way.
 func (h *Host) Retry() bool { return h.conn.Retry() }
 
+// A live host's connection can be restarted from the console.
+var _ remote.Reconnecter = (*Host)(nil)
+
 // Name is the host's name.
 func (h *Host) Name() string { return h.opts.Name }
 

@@ -50,8 +50,9 @@ type Header struct {
 	Kernels kernels.Catalog `json:"kernels"`
 	// KeepEnv says the units' Environment was recorded whole
 	// (--record-env). Otherwise every value but those the replay needs
-	// (the kernels' mode variables and PYTHONPATH) is Redacted: the
-	// Environment of an inference unit carries tokens and keys, and a
+	// (the kernels' mode variables and PYTHONPATH) is Redacted, and so
+	// are the secrets of ExecStart (RedactArgv): the Environment and the
+	// command line of an inference unit carry tokens and keys, and a
 	// recording is a file people pass around.
 	KeepEnv bool `json:"keep_env,omitempty"`
 }
@@ -172,9 +173,10 @@ func (r *Recorder) Add(ev event.Event) {
 	if ev.Seen.IsZero() {
 		ev.Seen = time.Now()
 	}
-	if u := ev.Unit; u != nil && r.keepVals != nil && len(u.Environment) > 0 {
+	if u := ev.Unit; u != nil && r.keepVals != nil && (len(u.Environment) > 0 || u.ExecStart != "") {
 		redacted := *u // a copy: the fleet gets the event as the host sent it
 		redacted.Environment = RedactEnv(u.Environment, r.keepVals)
+		redacted.ExecStart = RedactArgv(u.ExecStart)
 		ev.Unit = &redacted
 	}
 	if err := r.writeLine(Entry{At: r.clock.Now(), Event: ev}); err == nil {
@@ -202,6 +204,106 @@ func RedactEnv(env []string, keep map[string]bool) []string {
 	}
 	return out
 }
+
+// RedactArgv returns a command line (a unit's ExecStart) with the values
+// of secret-named options (`--api-key X`, `--hf-token=X`), of secret-named
+// variable assignments (`env HF_TOKEN=X python …`) and the credentials of
+// URLs (`https://user:pass@host`) replaced by Redacted. Everything else
+// stays: the replay's preflight reads the CUDA graph flags and the engine
+// from it. Whitespace between words is kept as it was.
+func RedactArgv(argv string) string {
+	if argv == "" {
+		return ""
+	}
+	var b strings.Builder
+	redactNext := false
+	for i := 0; i < len(argv); {
+		j := i
+		for j < len(argv) && isSpace(argv[j]) {
+			j++
+		}
+		b.WriteString(argv[i:j])
+		if j == len(argv) {
+			break
+		}
+		k := j
+		for k < len(argv) && !isSpace(argv[k]) {
+			k++
+		}
+		word := argv[j:k]
+		i = k
+		if redactNext && !strings.HasPrefix(word, "-") {
+			redactNext = false
+			b.WriteString(Redacted)
+			continue
+		}
+		redactNext = false
+		name, value, assigned := strings.Cut(word, "=")
+		switch {
+		case strings.HasPrefix(name, "-") && secretName(strings.TrimLeft(name, "-")):
+			if !assigned {
+				redactNext = true
+				b.WriteString(word)
+				continue
+			}
+			b.WriteString(name + "=" + Redacted)
+		case assigned && isEnvName(name) && secretName(name) && value != "":
+			b.WriteString(name + "=" + Redacted)
+		default:
+			b.WriteString(redactURLCredentials(word))
+		}
+	}
+	return b.String()
+}
+
+// secretWords are the parts of an option or variable name (split at - and
+// _) that mark its value as a secret. Whole parts only: --tokenizer-path
+// and --ssl-keyfile name files, not secrets.
+var secretWords = map[string]bool{
+	"key": true, "apikey": true, "token": true, "secret": true, "password": true,
+	"passwd": true, "pass": true, "credential": true, "credentials": true,
+}
+
+func secretName(name string) bool {
+	for part := range strings.FieldsFuncSeq(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' }) {
+		if secretWords[part] {
+			return true
+		}
+	}
+	return false
+}
+
+// isEnvName reports whether s is a shell variable name.
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// redactURLCredentials replaces the user:password of a URL in word.
+func redactURLCredentials(word string) string {
+	scheme, rest, ok := strings.Cut(word, "://")
+	if !ok {
+		return word
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return word
+	}
+	return scheme + "://" + Redacted + rest[at:]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // Count is how many events were recorded.
 func (r *Recorder) Count() int {

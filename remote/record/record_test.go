@@ -304,9 +304,10 @@ func (unitDriver) Do(context.Context, remote.Action, remote.Emit) error { return
 // --record-env (keepEnv) records everything.
 func TestRecordRedactsEnvironment(t *testing.T) {
 	env := []string{"KDTREE_MODE=validate", "PYTHONPATH=/opt/kdtree/site", "HF_TOKEN=hf_s3cr3t", "OPENAI_API_KEY=sk-s3cr3t", "ODD"}
+	exec := "/usr/bin/env HF_TOKEN=hf_s3cr3t /opt/venv/bin/python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --api-key sk-s3cr3t"
 	for _, keepEnv := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "r.jsonl")
-		specs := []remote.HostSpec{{Driver: unitDriver{event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", Environment: env}}, Unit: "sglang.service"}}
+		specs := []remote.HostSpec{{Driver: unitDriver{event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", Environment: env, ExecStart: exec}}, Unit: "sglang.service"}}
 		clock := sim.NewManualClock(time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
 		rec, err := Start(path, specs, remote.Options{Kernels: kernels.DefaultCatalog(), Clock: clock}, 1, "test", keepEnv)
 		if err != nil {
@@ -336,12 +337,44 @@ func TestRecordRedactsEnvironment(t *testing.T) {
 		if !slices.Equal(recorded, want) || loaded.KeepEnv != keepEnv {
 			t.Errorf("keepEnv %v: recorded %q (header keep_env %v), want %q", keepEnv, recorded, loaded.KeepEnv, want)
 		}
+		wantExec := "/usr/bin/env HF_TOKEN=<redacted> /opt/venv/bin/python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --api-key <redacted>"
+		if keepEnv {
+			wantExec = exec
+		}
+		if got := loaded.Entries[0].Unit.ExecStart; got != wantExec {
+			t.Errorf("keepEnv %v: ExecStart recorded as %q, want %q", keepEnv, got, wantExec)
+		}
 		if secret := strings.Contains(string(raw), "s3cr3t"); secret != keepEnv {
 			t.Errorf("keepEnv %v: a secret in the file: %v", keepEnv, secret)
 		}
 		// The replay still knows the mode in force.
 		if m := loaded.Kernels.ModesIn(recorded); len(m) != 1 || m[0].Mode != "validate" {
 			t.Errorf("keepEnv %v: modes in the recording %+v", keepEnv, m)
+		}
+	}
+}
+
+// TestRedactArgv: secret-named options and assignments and URL
+// credentials lose their values; paths, flags the preflight reads and
+// look-alike names (--tokenizer-path, --ssl-keyfile) stay.
+func TestRedactArgv(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"python3 -m sglang.launch_server --model-path /models/x --disable-cuda-graph",
+			"python3 -m sglang.launch_server --model-path /models/x --disable-cuda-graph"},
+		{"vllm serve m --api-key sk-1 --hf-token=hf_2 --enforce-eager",
+			"vllm serve m --api-key <redacted> --hf-token=<redacted> --enforce-eager"},
+		{"x --admin_api_key  k3  --tokenizer-path /t --ssl-keyfile /etc/k.pem --tokenizer-mode auto",
+			"x --admin_api_key  <redacted>  --tokenizer-path /t --ssl-keyfile /etc/k.pem --tokenizer-mode auto"},
+		{"env HF_TOKEN=a AWS_SECRET_ACCESS_KEY=b CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 x",
+			"env HF_TOKEN=<redacted> AWS_SECRET_ACCESS_KEY=<redacted> CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 x"},
+		{"x --api-key --port 30000", "x --api-key --port 30000"}, // no value: the next flag stays
+		{"x --download-dir https://user:pw@example.com/m?x=1 --url http://h:1/p",
+			"x --download-dir https://<redacted>@example.com/m?x=1 --url http://h:1/p"},
+		{"x\t--password\tp w", "x\t--password\t<redacted> w"},
+	} {
+		if got := RedactArgv(tc.in); got != tc.want {
+			t.Errorf("RedactArgv(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -218,7 +218,7 @@ type StoppedError struct {
 }
 
 func (e *StoppedError) Error() string {
-	return fmt.Sprintf("%v (not retried automatically: fix the cause, then reconnect %s: restart bringup)", e.Err, e.Host)
+	return fmt.Sprintf("%v (not retried automatically: fix the cause, then reconnect %s: ctrl+r in the console, or run the command again)", e.Err, e.Host)
 }
 
 func (e *StoppedError) Unwrap() error { return e.Err }
@@ -352,6 +352,13 @@ const maxExecOutput = 16 << 20
 // non-zero exit is not an error; err is for transport failures. Ending ctx
 // kills the remote command and closes the session.
 func (c *Conn) Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exitCode int, err error) {
+	return c.ExecInput(ctx, cmd, nil)
+}
+
+// ExecInput is Exec with stdin as the command's standard input (nil: none),
+// read until the command exits. Privileged steps take their content this
+// way, so that no argument grows with it.
+func (c *Conn) ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdout, stderr []byte, exitCode int, err error) {
 	cl, err := c.current()
 	if err != nil {
 		return nil, nil, -1, err
@@ -362,7 +369,7 @@ func (c *Conn) Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exi
 	}
 	defer s.Close()
 	o, e := &capBuffer{max: maxExecOutput}, &capBuffer{max: maxExecOutput}
-	s.Stdout, s.Stderr = o, e
+	s.Stdin, s.Stdout, s.Stderr = stdin, o, e
 	stop := context.AfterFunc(ctx, func() {
 		_ = s.Signal(ssh.SIGKILL)
 		s.Close()
@@ -460,4 +467,46 @@ func (c *Conn) dial(ctx context.Context, network, addr string) (net.Conn, error)
 		return nil, fmt.Errorf("%s: open %s %s: %w", c.cfg.Alias, network, addr, err)
 	}
 	return nc, nil
+}
+
+// WithConn runs f over a managed connection to cfg opened for it, and
+// closes the connection when f returns: a command's one look at a host
+// (doctor, init). When the host is not reached before ctx ends, the error
+// carries the last attempt's cause (connection refused, no route), not
+// only the deadline.
+func WithConn(ctx context.Context, cfg Config, opts ConnOptions, f func(*Conn) error) error {
+	var mu sync.Mutex
+	var last error
+	onState := opts.OnState
+	opts.OnState = func(st State, err error, retryAt time.Time) {
+		if err != nil {
+			mu.Lock()
+			last = err
+			mu.Unlock()
+		}
+		if onState != nil {
+			onState(st, err, retryAt)
+		}
+	}
+	conn := NewConn(cfg, opts)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = conn.Run(rctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if _, err := conn.Client(ctx); err != nil {
+		mu.Lock()
+		cause := last
+		mu.Unlock()
+		if cause != nil && ctx.Err() != nil {
+			return fmt.Errorf("%w (last attempt: %w)", err, cause)
+		}
+		return err
+	}
+	return f(conn)
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bringup/cmd/bringup/config"
+	"bringup/remote/testbed"
+	"bringup/remote/testbed/e2e"
+)
+
+// TestInitOnTestbed: bringup init over real hosts writes a config that
+// names each host's inference unit and engine (a stopped SGLang unit, a
+// running vLLM one, found as a login without sudo), keeps a host it could
+// not reach with a note saying why, exits 1 for it, and refuses to
+// overwrite the file without --force.
+func TestInitOnTestbed(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 2, Host: func(i int) testbed.HostOptions {
+		if i == 1 {
+			return testbed.HostOptions{Engine: testbed.EngineVLLM, Enable: true}
+		}
+		return testbed.HostOptions{}
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "bringup", "config.yaml")
+	args := []string{"init", "-F", tb.SSHConfig(), "-o", path, "--timeout", "5s", "gpu1-deploy", "gpu2-deploy", "deploy@127.0.0.1:1"}
+	var out, errOut syncBuffer
+	code := run(ctx, testEnv(&out, &errOut), args)
+	t.Logf("exit %d\n%s", code, errOut.String())
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d (one host not reached)", code, exitFailed)
+	}
+	for _, want := range []string{
+		"gpu1-deploy: sglang.service (sglang, port 30000, inactive)\n",
+		"gpu2-deploy: vllm.service (vllm, port 30000, active)\n",
+		"deploy@127.0.0.1:1: not reached: ",
+		"wrote " + path + " (3 hosts)\n",
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("the config init wrote does not load: %v", err)
+	}
+	if cfg.SSHConfig != tb.SSHConfig() {
+		t.Errorf("ssh_config %q, want %q", cfg.SSHConfig, tb.SSHConfig())
+	}
+	got := map[string]string{}
+	for _, h := range cfg.Hosts {
+		got[h.Name] = h.Unit + " " + h.Engine
+	}
+	if got["gpu1-deploy"] != "sglang.service sglang" || got["gpu2-deploy"] != "vllm.service vllm" || got["deploy@127.0.0.1:1"] == "" {
+		t.Errorf("hosts read back: %v", got)
+	}
+
+	errOut = syncBuffer{}
+	if code := run(ctx, testEnv(&out, &errOut), args); code != exitUsage || !strings.Contains(errOut.String(), "exists: --force") {
+		t.Errorf("second init: exit %d, %q; want a refusal to overwrite", code, errOut.String())
+	}
+}
+
+// TestDoctorUnreachableHostsInOrder: doctor checks hosts at once, reports
+// them in the order given, and exits 1 when a host is unreachable (it
+// exited 0). Three loopback addresses with nothing listening on port 1.
+func TestDoctorUnreachableHostsInOrder(t *testing.T) {
+	e2e.Require(t, e2e.Command("ssh")) // ssh -G resolves the names
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var out, errOut syncBuffer
+	start := time.Now()
+	code := run(ctx, testEnv(&out, &errOut), []string{"doctor", "--timeout", "4s", "-H", "deploy@127.0.0.3:1,deploy@127.0.0.1:1,deploy@127.0.0.2:1"})
+	took := time.Since(start)
+	t.Logf("exit %d in %v\n%s%s", code, took, out.String(), errOut.String())
+	if code != exitFailed {
+		t.Errorf("exit %d, want %d: unreachable hosts fail", code, exitFailed)
+	}
+	i3, i1, i2 := strings.Index(out.String(), "127.0.0.3"), strings.Index(out.String(), "127.0.0.1"), strings.Index(out.String(), "127.0.0.2")
+	if i3 < 0 || i1 < i3 || i2 < i1 {
+		t.Errorf("hosts not reported in the order given (%d %d %d)", i3, i1, i2)
+	}
+	if !strings.Contains(out.String(), "connection refused") {
+		t.Errorf("no reason given for the unreachable hosts")
+	}
+}
