@@ -56,6 +56,7 @@ func commands() []command {
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...", "write a starter config: each host's inference unit and engine, found over SSH", runInit},
 		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
+		{"completion", "bringup completion bash|zsh|fish", "print the shell's completion script (commands, flags, host and group names from the config)", runCompletion},
 	}
 }
 
@@ -92,6 +93,9 @@ func run(ctx context.Context, e env, args []string) int {
 		}
 		usage(e.stdout)
 		return exitServing
+	}
+	if args[0] == "__complete" { // the completion scripts' helper, not listed
+		return runComplete(ctx, e, args[1:])
 	}
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(ctx, e, args[1:])

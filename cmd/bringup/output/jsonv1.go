@@ -167,8 +167,10 @@ func statusWord(s doctor.Status) string {
 		return "warn"
 	case doctor.Fail:
 		return "fail"
+	case doctor.Skip:
+		return "skip"
 	}
-	return "skip"
+	return "skip" // no other status exists
 }
 
 // DoctorJSON prints one host's checks as check lines and returns its
