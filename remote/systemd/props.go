@@ -112,6 +112,15 @@ func readBus(ctx context.Context, conn *dbus.Conn, unit string, path dbus.Object
 	return all, seq, nil
 }
 
+// readProp reads one property of the unit at path.
+func readProp(ctx context.Context, conn *dbus.Conn, path dbus.ObjectPath, iface, name string) (dbus.Variant, error) {
+	var v dbus.Variant
+	if err := conn.Object(busName, path).CallWithContext(ctx, propsIface+".Get", 0, iface, name).Store(&v); err != nil {
+		return dbus.Variant{}, fmt.Errorf("get %s: %w", name, err)
+	}
+	return v, nil
+}
+
 // keep copies into dst the properties of src that fromBus reads; the
 // rest (a service has some 250) is dropped.
 func keep(dst, src map[string]dbus.Variant) {
