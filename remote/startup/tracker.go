@@ -279,6 +279,7 @@ func (t *Tracker) State() Startup {
 	s.Spans = slices.Clone(t.st.Spans)
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
+	s.Stats = t.st.Stats.clone()
 	return s
 }
 
@@ -390,7 +391,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.credited = false
 	t.closeSpan(at)
 	t.st.InvocationID, t.st.StartedAt = id, at
-	t.st.Spans, t.st.Diag, t.st.Progress = nil, nil, Progress{}
+	t.st.Spans, t.st.Diag, t.st.Progress, t.st.Stats = nil, nil, Progress{}, nil
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
@@ -597,6 +598,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
 		}
 	case tbNone: // not part of a traceback
+	}
+	if kind == tbNone && t.applyMetric(msg, at, hit) {
+		// A stats line: no phase, no progress, no error.
+		t.contCand = -1
+		return
 	}
 	// A line inside an open traceback that is neither frame, source nor
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is

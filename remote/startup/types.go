@@ -160,6 +160,9 @@ type Startup struct {
 	// Restarts counts restarts of the unit (from NRestarts and new
 	// invocation ids, never from signals alone).
 	Restarts int `json:"restarts"`
+	// Stats is what the engine's periodic stats lines said in this
+	// invocation (throughput, requests, KV use); nil before the first.
+	Stats *Stats `json:"stats,omitempty"`
 }
 
 // ChangeKind says what a Change reports.
