@@ -55,6 +55,7 @@ func (t *fleetTable) columns(w int) []column {
 	gpu := column{"GPU MEM", 11, cellGPU}
 	diag := column{"DIAGNOSIS", 0, cellDiag}
 	eta := column{"ETA", 5, cellETA}
+	tps := column{"TOK/S", 7, cellTPS}
 	var layouts [][]column
 	if t.anyHistory() {
 		layouts = [][]column{
@@ -70,12 +71,53 @@ func (t *fleetTable) columns(w int) []column {
 		{host, phase, since, progShort, diag},
 		{host, phase, since, diag},
 	}...)
+	if t.anyStats() {
+		layouts = withTPS(layouts, tps, progShort)
+	}
 	for _, cols := range layouts {
 		if fixedWidth(cols)+minDiag <= w {
 			return cols
 		}
 	}
 	return layouts[len(layouts)-1]
+}
+
+// withTPS puts the decode-rate column after the progress (or the time in
+// phase) of every layout; where the mode column would not fit beside it,
+// a layout with the short progress and the mode comes first, since the
+// mode is what a rate is compared by.
+func withTPS(layouts [][]column, tps, progShort column) [][]column {
+	out := make([][]column, 0, len(layouts)+1)
+	for _, l := range layouts {
+		var cols []column
+		for _, c := range l {
+			cols = append(cols, c)
+			if c.title == "PROGRESS" || c.title == "IN PHASE" && !hasColumn(l, "PROGRESS") {
+				cols = append(cols, tps)
+			}
+		}
+		out = append(out, cols)
+		if len(l) == 6 && hasColumn(l, "MODE") && hasColumn(l, "PROGRESS") && !hasColumn(l, "UNIT") {
+			short := make([]column, 0, len(cols))
+			for _, c := range cols {
+				if c.title == "PROGRESS" {
+					c = progShort
+				}
+				short = append(short, c)
+			}
+			out = append(out, short)
+		}
+	}
+	return out
+}
+
+func hasColumn(cols []column, title string) bool {
+	for _, c := range cols {
+		if c.title == title {
+			return true
+		}
+	}
+	return false
 }
 
 // anyHistory reports whether some host has earlier startups to estimate

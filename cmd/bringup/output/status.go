@@ -31,6 +31,9 @@ type StatusHost struct {
 	// KernelHashes is, per kernel, the content hash the running service
 	// loaded: compare with the local build's (deploy.DirHash) for drift.
 	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
+	// Stats is the latest sample of the engine's stats lines (throughput,
+	// requests, KV use), once it printed one.
+	Stats *startup.Sample `json:"stats,omitempty"`
 }
 
 // StatusOf is h as `bringup status --json` prints it.
@@ -58,6 +61,10 @@ func StatusOf(h remote.HostState) StatusHost {
 	if h.Probe.Path != "" {
 		p := h.Probe
 		s.Probe = &p
+	}
+	if st := h.Startup.Stats; st != nil {
+		l := st.Latest
+		s.Stats = &l
 	}
 	return s
 }
