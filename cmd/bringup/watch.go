@@ -39,7 +39,6 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 		defer cancel()
 	}
 	started := map[string]time.Time{}
-	var stats output.StatsWatch
 	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
 		for _, h := range b.Hosts {
 			if !h.Startup.StartedAt.IsZero() {
@@ -52,7 +51,6 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 		for _, c := range b.Changes {
 			output.Change(w, c, started[c.Host], opts.JSON)
 		}
-		stats.Hosts(w, b.Hosts, opts.JSON)
 	})
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):

@@ -60,6 +60,11 @@ type Sample struct {
 	Graph string `json:"cuda_graph,omitempty"`
 }
 
+// StatsEvery is how much host time goes by between two ChangeStats of a
+// host: vLLM logs its stats every 10 s, SGLang every 40 decode steps (a
+// second or two), and a change is a line in a watch, not the log.
+const StatsEvery = 10 * time.Second
+
 // MaxDecodeSamples bounds the generation rates a startup keeps for the
 // sparkline and the steady rate (STYLE: every buffer is bounded; the
 // oldest go first).
@@ -193,8 +198,10 @@ func (r *compiledMetric) apply(msg string, at time.Time, s *Sample) bool {
 }
 
 // applyMetric runs the metric rules whose keywords hit msg; the first that
-// matches decides. It reports whether one did.
-func (t *Tracker) applyMetric(msg string, at time.Time, hit []uint64) bool {
+// matches decides. It reports whether one did, and reports the sample as a
+// ChangeStats when the line gave a generation rate StatsEvery or more
+// after the last one reported.
+func (t *Tracker) applyMetric(msg string, at time.Time, hit []uint64, out *[]Change) bool {
 	for w, bits := range hit {
 		for bits != 0 {
 			b := mbits.TrailingZeros64(bits)
@@ -218,6 +225,11 @@ func (t *Tracker) applyMetric(msg string, at time.Time, hit []uint64) bool {
 					sv.Decode = append(sv.Decode[:0], sv.Decode[1:]...)
 				}
 				sv.Decode = append(sv.Decode, sv.Latest.GenTPS)
+				if t.statsSaid.IsZero() || at.Sub(t.statsSaid) >= StatsEvery {
+					t.statsSaid = at
+					l := sv.Latest
+					*out = append(*out, Change{Kind: ChangeStats, Time: at, Phase: t.display(), Progress: t.st.Progress, Stats: &l})
+				}
 			}
 			return true
 		}

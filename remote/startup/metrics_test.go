@@ -170,3 +170,30 @@ metrics:
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestStatsChangesThrottled: stats lines with a rate become ChangeStats at
+// most one a StatsEvery of host time; lines without one never do.
+func TestStatsChangesThrottled(t *testing.T) {
+	tr := NewTracker(Options{Engine: "vllm"})
+	at := time.Date(2026, 5, 19, 10, 13, 11, 0, time.UTC)
+	// vllm-project/vllm#43295, as found: one line every 10 s.
+	lines := []string{
+		"(APIServer pid=3646) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 1055.3 tokens/s, Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix cache hit rate: 0.0%",
+		"(APIServer pid=3646) INFO 05-19 10:13:21 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 1226.3 tokens/s, Running: 18 reqs, Waiting: 42 reqs, GPU KV cache usage: 95.5%, Prefix cache hit rate: 0.0%",
+		"(APIServer pid=3646) INFO 05-19 10:13:31 [loggers.py:271] Engine 000: Avg prompt throughput: 12068.8 tokens/s, Avg generation throughput: 734.9 tokens/s, Running: 18 reqs, Waiting: 33 reqs, GPU KV cache usage: 87.7%, Prefix cache hit rate: 0.0%",
+	}
+	var stats []Change
+	for i, l := range lines {
+		// Each line twice, 5 s apart: the second is too soon.
+		for _, dt := range []time.Duration{0, 5 * time.Second} {
+			for _, c := range tr.Apply(event.Event{Kind: event.KindJournal, Time: at.Add(time.Duration(i)*10*time.Second + dt), Journal: &event.Journal{Message: l}}) {
+				if c.Kind == ChangeStats {
+					stats = append(stats, c)
+				}
+			}
+		}
+	}
+	if len(stats) != 3 || stats[1].Stats.GenTPS != 1226.3 || stats[2].Stats.Queued != 33 {
+		t.Fatalf("%d stats changes: %+v", len(stats), stats)
+	}
+}

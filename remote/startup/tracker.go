@@ -156,6 +156,8 @@ type Tracker struct {
 	// engine prints only when it gives up, the main process's exit): a
 	// line after it, however late it arrives, is not how far it got.
 	trailClosed bool
+	// statsSaid is the host time of the last ChangeStats.
+	statsSaid time.Time
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -403,6 +405,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
 	t.contCand = -1
 	t.stopping, t.trailClosed = false, false
+	t.statsSaid = time.Time{}
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped
@@ -599,7 +602,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		}
 	case tbNone: // not part of a traceback
 	}
-	if kind == tbNone && t.applyMetric(msg, at, hit) {
+	if kind == tbNone && t.applyMetric(msg, at, hit, out) {
 		// A stats line: no phase, no progress, no error.
 		t.contCand = -1
 		return

@@ -3,7 +3,6 @@ package output
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,37 +10,30 @@ import (
 	"bringup/remote/startup"
 )
 
-// TestStatsWatchAndStatus: a serving host's latest sample goes into status
-// --json and into watch lines, one a host per StatsEvery of host time.
-func TestStatsWatchAndStatus(t *testing.T) {
+// TestStatsInWatchAndStatus: a stats change is a watch line of kind
+// "stats" carrying the sample (JSON) or saying it (text), and status
+// --json carries a host's latest sample.
+func TestStatsInWatchAndStatus(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	host := func(at time.Time, gen float64) remote.HostState {
-		return remote.HostState{Name: "gpu1", Unit: "sglang.service", Startup: startup.Startup{Phase: startup.Serving,
-			Stats: &startup.Stats{Lines: 3, Latest: startup.Sample{Time: at, GenTime: at, GenTPS: gen, Running: 8, KVUsage: 0.12, Graph: "on"}}}}
-	}
+	sample := startup.Sample{Time: t0, GenTime: t0, GenTPS: 1921.7, Running: 8, KVUsage: 0.12, Graph: "on", PromptTPS: 559.53}
+	c := remote.HostChange{Host: "gpu1", Seen: t0.Add(time.Second),
+		Change: startup.Change{Kind: startup.ChangeStats, Time: t0, Phase: startup.Serving, Stats: &sample}}
 	var out bytes.Buffer
-	var sw StatsWatch
-	sw.Hosts(&out, []remote.HostState{host(t0, 1921.7), {Name: "gpu2"}}, true)
-	sw.Hosts(&out, []remote.HostState{host(t0.Add(2*time.Second), 1800)}, true) // too soon
-	sw.Hosts(&out, []remote.HostState{host(t0.Add(StatsEvery), 1930.2)}, true)
-	ls := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(ls) != 2 {
-		t.Fatalf("%d lines, want 2:\n%s", len(ls), out.String())
-	}
-	var l StatsLine
-	if err := json.Unmarshal([]byte(ls[1]), &l); err != nil {
+	Change(&out, c, t0.Add(-10*time.Minute), true)
+	var l WatchLine
+	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
 		t.Fatal(err)
 	}
-	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats.GenTPS != 1930.2 || l.Stats.Graph != "on" || l.Phase != "serving" {
+	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats == nil || l.Stats.GenTPS != 1921.7 || l.Stats.Graph != "on" || l.Phase != "serving" || l.Seen == "" {
 		t.Errorf("line %+v", l)
 	}
 	out.Reset()
-	Stats(&out, "gpu1", startup.Serving, host(t0, 1921.7).Startup.Stats.Latest, false)
-	if want := "2026-11-30T10:00:00.000000Z gpu1     decode 1921.7 tok/s · 8 running, 0 queued · KV 12% · cuda graph on\n"; out.String() != want {
+	Change(&out, c, time.Time{}, false)
+	if want := "2026-11-30T10:00:00.000000Z gpu1     decode 1921.7 tok/s · 8 running, 0 queued · KV 12% · cuda graph on · prompt 559.5 tok/s\n"; out.String() != want {
 		t.Errorf("text %q, want %q", out.String(), want)
 	}
 	out.Reset()
-	StatusJSON(&out, []remote.HostState{host(t0, 1921.7)})
+	StatusJSON(&out, []remote.HostState{{Name: "gpu1", Startup: startup.Startup{Phase: startup.Serving, Stats: &startup.Stats{Latest: sample, Lines: 3}}}})
 	var doc struct {
 		Hosts []StatusHost `json:"hosts"`
 	}
