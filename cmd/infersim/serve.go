@@ -36,6 +36,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	logs := &logWriter{stdout: stdout, stderr: stderr}
 	start := time.Now()
 	srv := newServer(cfg.engine, p, logs)
+	srv.dec.load, srv.dec.interval = cfg.load, cfg.stats
 
 	// The state file lets the nvidia-smi stand-in show this process's memory.
 	state := newGPUState(cfg.stateDir, os.Getpid())
@@ -108,6 +109,13 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		return pl.exitCode
 	}
 	// Serving, or hung: run until stopped.
+	if srv.ready.Load() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv.dec.report(stateCtx, cfg.engine, p, logs)
+		}()
+	}
 	if cfg.flood > 0 && srv.ready.Load() {
 		flood(ctx, cfg.flood, logs)
 	}
@@ -240,12 +248,16 @@ type server struct {
 	ready  atomic.Bool
 	logs   *logWriter
 	nextID atomic.Int64
+	// dec times completions at the kernel mode's rate and counts the
+	// tokens for the stats lines.
+	dec *decoder
 	// badRequest renders the engine's JSON error body for a 400.
 	badRequest func(msg string) string
 }
 
 func newServer(eng engine, p sglang.Params, logs *logWriter) *server {
-	s := &server{mux: http.NewServeMux(), eng: eng, p: p, model: p.ModelPath, logs: logs}
+	s := &server{mux: http.NewServeMux(), eng: eng, p: p, model: p.ModelPath, logs: logs,
+		dec: &decoder{rate: p.Rates.Rate(p.Kernel.Mode), interval: sglang.StatsEvery}}
 	eng.routes(s)
 	return s
 }
@@ -338,6 +350,9 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, cho
 		return
 	}
 	text, n := completion(req.MaxTokens)
+	if !s.dec.generate(r.Context(), n) {
+		return // the client went away
+	}
 	pt := promptTokens(req.Prompt)
 	c := map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length"}
 	maps.Copy(c, choice)
@@ -382,6 +397,9 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, n := completion(req.SamplingParams.MaxNewTokens)
+	if !s.dec.generate(r.Context(), n) {
+		return
+	}
 	writeJSON(w, map[string]any{"text": text, "meta_info": map[string]any{
 		"id": fmt.Sprintf("%032x", s.nextID.Add(1)), "finish_reason": map[string]any{"type": "length", "length": n},
 		"prompt_tokens": promptTokens(req.Text), "completion_tokens": n, "cached_tokens": 0, "e2e_latency": 0.042,
