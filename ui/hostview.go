@@ -19,6 +19,7 @@ type hostLayout struct {
 	meta         bool // the cause/phase/time line and the hint
 	gpu          bool
 	stats        bool // the serving line: decode rate and the engine's latest sample
+	ab           bool // the decode rate by kernel modes, from the history
 	modes        bool // a row per kernel: on disk, started with, pending
 	action       bool // the action under way, with its progress bar
 	logH         int  // rows of log lines
@@ -31,7 +32,7 @@ const minLogRows = 5
 // row, the diagnosis's meta lines, the rest of the evidence.
 func layoutHost(hs *remote.HostState, h int) hostLayout {
 	_, stats := servingStats(hs)
-	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
+	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
 	if d != nil {
 		l.evidence = len(d.Evidence)
@@ -56,6 +57,9 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		if l.stats {
 			n++
 		}
+		if l.ab {
+			n++
+		}
 		if l.modes {
 			n += len(hs.Modes)
 		}
@@ -69,6 +73,7 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
 		func() bool { l.modes = false; return true },
+		func() bool { l.ab = false; return true },
 		func() bool { l.stats = false; return true },
 		func() bool { l.meta = false; return true },
 		func() bool { l.evidence = min(l.evidence, 1); return true },
@@ -169,6 +174,9 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if l.stats {
 		add(v.statsRow(w))
+	}
+	if l.ab {
+		add(v.abRow(w))
 	}
 	if l.gpu {
 		add(v.gpuRow(w))

@@ -197,7 +197,7 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 			if busy(h.Action) {
 				break // the bar keeps its colours
 			}
-			if h.Startup.Diag != nil {
+			if h.Startup.Diag != nil || h.Throughput.Slower {
 				cell = t.styles.PhaseFailed.Render(cell)
 			} else {
 				cell = t.styles.Dim.Render(cell)
@@ -366,6 +366,8 @@ func cellDiag(t *fleetTable, h *remote.HostState) string {
 		text = h.Conn.Err
 	case h.Action != nil && h.Action.Stage == event.ActionFailed:
 		text = h.Action.Name + " failed"
+	default:
+		text = slowerText(h)
 	}
 	if b := t.drift[h.Name]; b != "" {
 		if text == "" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/startup"
 )
 
@@ -92,4 +93,66 @@ func (v *hostView) statsRow(w int) string {
 		line += " · prompt " + fmtTPS(l.PromptTPS) + " tok/s"
 	}
 	return line
+}
+
+// abShown reports whether the host view has a mode comparison to show: a
+// serving host whose rate history knows.
+func abShown(h *remote.HostState) bool {
+	return h.Startup.Phase == startup.Serving && h.Throughput.Known() && (h.Throughput.Compared() || !h.Throughput.Live)
+}
+
+// abText is the mode comparison: "decode 1 920 tok/s with kdtree-verify=on
+// vs 410 tok/s with off (4.7×, from 3 runs)"; a drop beyond the threshold
+// says so first, like a failure's hint.
+func abText(ab history.ModeAB) string { return abPhrase(ab, false) }
+
+// abPhrase is abText, or with short the same in fewer cells for a narrow
+// pane: "4.7× with kdtree-verify=on: 1 920 vs 410 tok/s with off (3 runs)".
+func abPhrase(ab history.ModeAB, short bool) string {
+	runs := ab.BaseRuns
+	if !ab.Live {
+		runs += ab.Runs
+	}
+	from := fmt.Sprintf("from %d runs", runs)
+	if runs == 1 {
+		from = "from 1 run"
+	}
+	if !ab.Compared() {
+		return fmt.Sprintf("decode %s tok/s with %s (%s)", fmtTPS(ab.TPS), ab.Modes, from)
+	}
+	ratio := strconv.FormatFloat(ab.Ratio, 'f', 1, 64)
+	s := fmt.Sprintf("decode %s tok/s with %s vs %s tok/s with %s (%s×, %s)", fmtTPS(ab.TPS), ab.Modes, fmtTPS(ab.BaseTPS), ab.Base, ratio, from)
+	slower := fmt.Sprintf("⚠ %d %% slower", int((1-ab.Ratio)*100+0.5))
+	switch {
+	case short && ab.Slower:
+		return fmt.Sprintf("%s with %s: %s vs %s tok/s with %s (%s)", slower, ab.Modes, fmtTPS(ab.TPS), fmtTPS(ab.BaseTPS), ab.Base, strings.TrimPrefix(from, "from "))
+	case short:
+		return fmt.Sprintf("%s× with %s: %s vs %s tok/s with %s (%s)", ratio, ab.Modes, fmtTPS(ab.TPS), fmtTPS(ab.BaseTPS), ab.Base, strings.TrimPrefix(from, "from "))
+	case ab.Slower:
+		return slower + ": " + s
+	}
+	return s
+}
+
+// slowerText is the table's word on a mode that decodes slower than the one
+// before: "decode −35 % vs off".
+func slowerText(h *remote.HostState) string {
+	if ab := h.Throughput; ab.Slower && h.Startup.Phase == startup.Serving {
+		return fmt.Sprintf("decode −%d %% vs %s", int((1-ab.Ratio)*100+0.5), ab.Base)
+	}
+	return ""
+}
+
+// abRow is the host view's comparison line in w cells, the short form when
+// the long one does not fit, styled as a failure when slower.
+func (v *hostView) abRow(w int) string {
+	ab := v.hs.Throughput
+	text := abPhrase(ab, false)
+	if width(text)+2 > w {
+		text = abPhrase(ab, true)
+	}
+	if ab.Slower {
+		return "  " + v.styles.PhaseFailed.Render(text)
+	}
+	return "  " + text
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/startup"
 )
 
@@ -23,6 +24,22 @@ func setupServingStats(t *testing.T, m *Model, _ *fakeSource) {
 				Running: 8, Queued: 0, KVUsage: 0.12, Graph: "on"},
 			Decode: servingDecode, Lines: 14,
 		}
+		hs[0].Throughput = history.ModeAB{Modes: "kdtree-verify=on", TPS: 1917.5, Live: true,
+			Base: "off", BaseTPS: 410, BaseRuns: 3, Ratio: 1917.5 / 410}
+	})
+}
+
+// setupSlower is gpu1 serving in a mode that decodes 35 % slower than the
+// one before.
+func setupSlower(t *testing.T, m *Model, src *fakeSource) {
+	setupServingStats(t, m, src)
+	feed(t, m, func(hs []remote.HostState) {
+		hs[0].Startup.Stats = &startup.Stats{
+			Latest: startup.Sample{Time: at("12m30s"), GenTime: at("12m30s"), GenTPS: 1240, Running: 8, KVUsage: 0.12, Graph: "on"},
+			Decode: []float64{1200, 1250, 1240, 1238}, Lines: 4,
+		}
+		hs[0].Throughput = history.ModeAB{Modes: "kdtree-verify=on", TPS: 1240, Live: true,
+			Base: "off", BaseTPS: 1905, BaseRuns: 4, Ratio: 1240.0 / 1905, Slower: true}
 	})
 }
 
@@ -30,17 +47,20 @@ func setupServingStats(t *testing.T, m *Model, _ *fakeSource) {
 // with stats. Regenerate with: go test ./ui -run TestGoldenServing -update
 func TestGoldenServing(t *testing.T) {
 	screens := []struct {
-		name string
-		keys []string
+		name  string
+		keys  []string
+		setup func(*testing.T, *Model, *fakeSource)
 	}{
-		{"table", nil},
-		{"host-gpu1", []string{"enter"}},
+		{"table", nil, setupServingStats},
+		{"host-gpu1", []string{"enter"}, setupServingStats},
+		{"table-slower", nil, setupSlower},
+		{"host-gpu1-slower", []string{"enter"}, setupSlower},
 	}
 	for _, size := range [][2]int{{80, 24}, {160, 48}, {60, 20}} {
 		for _, sc := range screens {
 			t.Run(fmt.Sprintf("%s-%dx%d", sc.name, size[0], size[1]), func(t *testing.T) {
 				m, src := newTestModel(t, size[0], size[1])
-				setupServingStats(t, m, src)
+				sc.setup(t, m, src)
 				press(m, sc.keys...)
 				out := render(m)
 				checkFits(t, out, size[0], size[1])
@@ -93,6 +113,24 @@ func TestFmtTPS(t *testing.T) {
 	for v, want := range map[float64]string{0: "0.0", 41.7: "41.7", 186.64: "187", 1920: "1 920", 12345.6: "12 346", 1234567: "1 234 567", -1: "—"} {
 		if got := fmtTPS(v); got != want {
 			t.Errorf("fmtTPS(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestABText(t *testing.T) {
+	for _, tc := range []struct {
+		ab   history.ModeAB
+		want string
+	}{
+		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1920, Live: true, Base: "off", BaseTPS: 410, BaseRuns: 3, Ratio: 1920.0 / 410},
+			"decode 1 920 tok/s with kdtree-verify=on vs 410 tok/s with off (4.7×, from 3 runs)"},
+		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1905, Runs: 4},
+			"decode 1 905 tok/s with kdtree-verify=on (from 4 runs)"},
+		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1240, Live: true, Base: "off", BaseTPS: 1905, BaseRuns: 1, Ratio: 1240.0 / 1905, Slower: true},
+			"⚠ 35 % slower: decode 1 240 tok/s with kdtree-verify=on vs 1 905 tok/s with off (0.7×, from 1 run)"},
+	} {
+		if got := abText(tc.ab); got != tc.want {
+			t.Errorf("abText(%+v)\n got %q\nwant %q", tc.ab, got, tc.want)
 		}
 	}
 }

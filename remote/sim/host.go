@@ -59,6 +59,10 @@ type HostSpec struct {
 	// Restart makes systemd restart the unit RestartSec after a failure
 	// (Restart=on-failure), as a crash loop needs.
 	Restart bool
+	// Earlier are the kernel modes of the host's earlier runs (History);
+	// nil: the modes it starts with, a mode that is not capture-safe
+	// replaced by a safe one.
+	Earlier map[string]string
 }
 
 // invocation is one run of the unit's main process.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"bringup/remote"
+	"bringup/remote/history"
 	"bringup/remote/startup"
 )
 
@@ -33,7 +34,8 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 		t.Errorf("text %q, want %q", out.String(), want)
 	}
 	out.Reset()
-	StatusJSON(&out, []remote.HostState{{Name: "gpu1", Startup: startup.Startup{Phase: startup.Serving, Stats: &startup.Stats{Latest: sample, Lines: 3}}}})
+	StatusJSON(&out, []remote.HostState{{Name: "gpu1", Startup: startup.Startup{Phase: startup.Serving, Stats: &startup.Stats{Latest: sample, Lines: 3}},
+		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 1921.7 / 480}}})
 	var doc struct {
 		Hosts []StatusHost `json:"hosts"`
 	}
@@ -42,5 +44,8 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 	}
 	if s := doc.Hosts[0].Stats; s == nil || s.GenTPS != 1921.7 || s.Running != 8 {
 		t.Errorf("status stats %+v", s)
+	}
+	if ab := doc.Hosts[0].Throughput; ab == nil || ab.Base != "off" || ab.Ratio < 4 || ab.Ratio > 4.01 {
+		t.Errorf("status throughput %+v", ab)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"bringup/remote"
 	"bringup/remote/event"
+	"bringup/remote/history"
 	"bringup/remote/startup"
 )
 
@@ -34,6 +35,9 @@ type StatusHost struct {
 	// Stats is the latest sample of the engine's stats lines (throughput,
 	// requests, KV use), once it printed one.
 	Stats *startup.Sample `json:"stats,omitempty"`
+	// Throughput is the decode rate of the current kernel modes against
+	// the modes the host ran before (history), once known.
+	Throughput *history.ModeAB `json:"throughput,omitempty"`
 }
 
 // StatusOf is h as `bringup status --json` prints it.
@@ -61,6 +65,9 @@ func StatusOf(h remote.HostState) StatusHost {
 	if h.Probe.Path != "" {
 		p := h.Probe
 		s.Probe = &p
+	}
+	if ab := h.Throughput; ab.Known() {
+		s.Throughput = &ab
 	}
 	if st := h.Startup.Stats; st != nil {
 		l := st.Latest
