@@ -2,8 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"maps"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"time"
 
