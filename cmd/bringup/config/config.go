@@ -117,6 +117,10 @@ type Config struct {
 	// default. A relative path is relative to the config file; a leading
 	// ~ is expanded by Load (Parse leaves it: see ExpandHome).
 	SSHConfig string
+	// ThroughputDrop is the drop in decode rate against the kernel modes a
+	// host ran before that flags its modes as slower (throughput_drop:
+	// 0.2 for 20 %); 0: the default.
+	ThroughputDrop float64
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else

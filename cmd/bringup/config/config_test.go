@@ -144,6 +144,7 @@ func TestParseErrors(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown top field", "hsots: [a]\n", `c.yaml:1:1: unknown field "hsots" (did you mean "hosts"?)`},
+		{"throughput drop in percent", "throughput_drop: 20\n", `c.yaml:1:18: throughput_drop: want a fraction between 0 and 1 (0.2 for 20 %), got int 20`},
 		{"unknown host field", "hosts:\n  - gpu1\n  - name: gpu2\n    engin: vllm\n", `c.yaml:4:5: hosts[1]: unknown field "engin" (did you mean "engine"?)`},
 		{"unknown field, no suggestion", "defaults: {colour: red}\n", `c.yaml:1:12: defaults: unknown field "colour"`},
 		{"case suggestion", "defaults: {Unit: x}\n", `c.yaml:1:12: defaults: unknown field "Unit" (did you mean "unit"?)`},
@@ -488,5 +489,12 @@ func TestRulesFiles(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want one holding %q", tt.config, err, tt.want)
 		}
+	}
+}
+
+func TestThroughputDrop(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("hosts: [gpu1]\nthroughput_drop: 0.35\n"))
+	if err != nil || c.ThroughputDrop != 0.35 {
+		t.Fatalf("throughput_drop: %v, %v", c, err)
 	}
 }
