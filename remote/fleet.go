@@ -269,6 +269,16 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
+// Driver returns host's driver (a real host's, for what only it can do:
+// remote/bench's tunnel to the service).
+func (f *Fleet) Driver(host string) (Driver, bool) {
+	i, ok := f.byName[host]
+	if !ok {
+		return nil, false
+	}
+	return f.specs[i].Driver, true
+}
+
 // Hosts lists the host names in order.
 func (f *Fleet) Hosts() []string {
 	out := make([]string, len(f.specs))

@@ -38,9 +38,11 @@ const maxBatch = 256
 func (d *decoder) perStream(n int) float64 { return d.rate / float64(max(n, fullBatch)) }
 
 // generate decodes n tokens of one request: it waits its turn in the
-// batch, then sleeps as long as n tokens take at its share of the rate.
-// It returns false when ctx ended first.
-func (d *decoder) generate(ctx context.Context, n int) bool {
+// batch, then sleeps as long as n tokens take at its share of the rate,
+// calling each (when not nil) with the count of tokens done whenever a
+// token is done (a streamed answer sends it then). It returns false when
+// ctx ended first.
+func (d *decoder) generate(ctx context.Context, n int, each func(done int)) bool {
 	if n <= 0 {
 		return true
 	}
@@ -95,10 +97,14 @@ func (d *decoder) generate(ctx context.Context, n int) bool {
 		case <-timer.C:
 		}
 		got = min(left, got)
+		before := n - int(left+0.999999)
 		left -= got
 		d.mu.Lock()
 		d.tokens += got
 		d.mu.Unlock()
+		if after := n - int(left+0.999999); each != nil && after > before {
+			each(after)
+		}
 	}
 	return true
 }

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"bringup/remote/bench"
 	"bringup/remote/event"
+	"bringup/remote/sim/sglang"
 	"bringup/remote/startup"
 )
 
@@ -45,7 +50,7 @@ func TestDecodeRateByMode(t *testing.T) {
 	for _, r := range []float64{on, off} {
 		d := &decoder{rate: r, interval: time.Second}
 		begin := time.Now()
-		if !d.generate(t.Context(), 9) {
+		if !d.generate(t.Context(), 9, nil) {
 			t.Fatal("generate gave up")
 		}
 		if took, least := time.Since(begin), time.Duration(9/(r/fullBatch)*float64(time.Second)); took < least {
@@ -67,7 +72,7 @@ func TestDecodeRateByMode(t *testing.T) {
 	// A cancelled request stops decoding.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if (&decoder{rate: off, interval: time.Second}).generate(ctx, 1000) {
+	if (&decoder{rate: off, interval: time.Second}).generate(ctx, 1000, nil) {
 		t.Error("a cancelled request decoded on")
 	}
 }
@@ -132,4 +137,40 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// localDialer dials the test server, wherever the host's address points.
+type localDialer string
+
+func (d localDialer) DialTCP(ctx context.Context, _ string) (net.Conn, error) {
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", string(d))
+}
+
+// TestBenchAgainstModes: bringup's smoke load against infersim's streamed
+// completions: every request answers, tokens stream one at a time, and
+// mode on serves well over twice the output rate of off (4× by the
+// rates; the margin is for a busy machine, which only slows on).
+func TestBenchAgainstModes(t *testing.T) {
+	rate := map[string]float64{}
+	for _, mode := range []string{"on", "off"} {
+		p := sglang.Params{ModelPath: "/models/demo", Kernel: sglang.Kernel{Name: "kdtree-verify", Mode: mode, CaptureSafe: true}, Rates: sglang.DefaultRates()}
+		s := newServer(sglangEngine{}, p, &logWriter{stdout: io.Discard, stderr: io.Discard})
+		s.ready.Store(true)
+		ts := httptest.NewServer(s)
+		res, err := bench.Run(t.Context(), localDialer(strings.TrimPrefix(ts.URL, "http://")), bench.Options{Addr: "127.0.0.1:30000", Requests: 32, Concurrency: 8}, nil)
+		ts.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tokens := completion(bench.DefaultMaxTokens)
+		if res.OK != 32 || res.Errors != 0 || res.OutputTokens != 32*tokens || res.TTFTP50 <= 0 || res.TTFTP50 >= res.LatencyP50 {
+			t.Fatalf("mode %s: %+v", mode, res)
+		}
+		rate[mode] = res.OutputTPS
+		t.Logf("mode %s: %.0f output tok/s, ttft p50 %v, latency p50 %v", mode, res.OutputTPS, res.TTFTP50, res.LatencyP50)
+	}
+	if rate["off"] > sglang.DefaultRates()["off"]*1.05 || rate["on"] < 2*rate["off"] {
+		t.Errorf("output rates %v: want off at most its 480 tok/s and on over twice off", rate)
+	}
 }

@@ -273,6 +273,13 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Flush passes a streamed answer's chunks on as they are written.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 // ServeHTTP serves r and writes uvicorn's access line to stdout.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
@@ -302,9 +309,15 @@ const cannedText = " Paris. It is the largest city in France."
 
 // request is the part of a completion or generate request infersim reads.
 type request struct {
-	Prompt         any `json:"prompt"`
-	Text           any `json:"text"`
-	MaxTokens      int `json:"max_tokens"`
+	Prompt    any  `json:"prompt"`
+	Text      any  `json:"text"`
+	MaxTokens int  `json:"max_tokens"`
+	Stream    bool `json:"stream"`
+	// StreamOptions.IncludeUsage adds the usage chunk to a stream, as
+	// the OpenAI API (and both engines) do.
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	SamplingParams struct {
 		MaxNewTokens int `json:"max_new_tokens"`
 	} `json:"sampling_params"`
@@ -350,10 +363,14 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, cho
 		return
 	}
 	text, n := completion(req.MaxTokens)
-	if !s.dec.generate(r.Context(), n) {
+	pt := promptTokens(req.Prompt)
+	if req.Stream {
+		s.stream(w, r, id, text, n, pt, req.StreamOptions.IncludeUsage)
+		return
+	}
+	if !s.dec.generate(r.Context(), n, nil) {
 		return // the client went away
 	}
-	pt := promptTokens(req.Prompt)
 	c := map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length"}
 	maps.Copy(c, choice)
 	resp := map[string]any{
@@ -363,6 +380,43 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, cho
 	}
 	maps.Copy(resp, extra)
 	writeJSON(w, resp)
+}
+
+// stream answers a completion as server-sent events, a chunk a token as
+// the tokens are decoded, then the usage (when asked) and [DONE], the way
+// both engines' OpenAI routes stream.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, id, text string, n, pt int, usage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	words := strings.SplitAfter(strings.TrimPrefix(text, " "), " ")
+	created := time.Now().Unix()
+	send := func(v any) {
+		b, _ := json.Marshal(v)                  // maps of strings and numbers
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b) // a client gone away is no error of the server's
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	sent := 0
+	ok := s.dec.generate(r.Context(), n, func(done int) {
+		for ; sent < done && sent < len(words); sent++ {
+			finish := any(nil)
+			if sent == n-1 {
+				finish = "length"
+			}
+			send(map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.model,
+				"choices": []map[string]any{{"index": 0, "text": " " + strings.TrimSpace(words[sent]), "logprobs": nil, "finish_reason": finish}}})
+		}
+	})
+	if !ok {
+		return
+	}
+	if usage {
+		send(map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": pt, "completion_tokens": n, "total_tokens": pt + n}})
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 // sglangRoutes are SGLang's endpoints.
@@ -397,7 +451,7 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, n := completion(req.SamplingParams.MaxNewTokens)
-	if !s.dec.generate(r.Context(), n) {
+	if !s.dec.generate(r.Context(), n, nil) {
 		return
 	}
 	writeJSON(w, map[string]any{"text": text, "meta_info": map[string]any{
