@@ -75,7 +75,12 @@ func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- fleet.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("fleet: %v", err)
+		}
+	})
 	deadline := time.After(2 * time.Minute) // a hang, not a speed target
 	var last []remote.HostState
 	wait := func(what string, until func(remote.Batch) bool) {

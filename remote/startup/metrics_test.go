@@ -98,8 +98,8 @@ func TestMetricLines(t *testing.T) {
 }
 
 func near(a, b Sample) bool {
-	close := func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 }
-	return close(a.GenTPS, b.GenTPS) && close(a.PromptTPS, b.PromptTPS) && close(a.KVUsage, b.KVUsage) &&
+	same := func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 }
+	return same(a.GenTPS, b.GenTPS) && same(a.PromptTPS, b.PromptTPS) && same(a.KVUsage, b.KVUsage) &&
 		a.Running == b.Running && a.Queued == b.Queued && a.Graph == b.Graph
 }
 
