@@ -85,12 +85,25 @@ func Compare(records []Record, host, unit string, modes map[string]string, live,
 		slowerBy = DefaultSlowerBy
 	}
 	key := ModesKey(modes)
-	byKey := map[string][]Record{}
+	// One run, one rate: every bringup that followed the run while it
+	// served (the console, a status, a bench) recorded it; the newest
+	// record of an invocation counts.
+	byRun := map[string]Record{}
+	var noID []Record
 	for _, r := range records {
-		if r.Kind == KindThroughput && r.Host == host && r.Unit == unit && r.DecodeTPS > 0 {
-			k := ModesKey(r.Modes)
-			byKey[k] = append(byKey[k], r)
+		if r.Kind != KindThroughput || r.Host != host || r.Unit != unit || r.DecodeTPS <= 0 {
+			continue
 		}
+		if r.InvocationID == "" {
+			noID = append(noID, r)
+		} else if prev, ok := byRun[r.InvocationID]; !ok || r.Time.After(prev.Time) {
+			byRun[r.InvocationID] = r
+		}
+	}
+	byKey := map[string][]Record{}
+	for _, r := range append(noID, slices.Collect(maps.Values(byRun))...) {
+		k := ModesKey(r.Modes)
+		byKey[k] = append(byKey[k], r)
 	}
 	ab := ModeAB{Modes: key}
 	own := newest(byKey[key])

@@ -29,15 +29,17 @@ func TestCompare(t *testing.T) {
 		Record{Time: t0, Host: "gpu3", Unit: "sglang.service", Modes: on},
 		Throughput(t0, "gpu3", "other.service", "sglang", on, "", 1))
 
+	// The same run recorded twice (two bringups followed it) is one run.
+	recs = append(recs, Throughput(t0, "gpu3", "sglang.service", "sglang", off, "inv-9", 410), Throughput(t0.Add(time.Minute), "gpu3", "sglang.service", "sglang", off, "inv-9", 410))
 	ab := Compare(recs, "gpu3", "sglang.service", on, 1920, 0)
-	if !ab.Compared() || !ab.Live || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.BaseTPS != 410 || ab.BaseRuns != 3 || ab.Ratio < 4.68 || ab.Ratio > 4.69 || ab.Slower {
+	if !ab.Compared() || !ab.Live || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.BaseTPS != 410 || ab.BaseRuns != 4 || ab.Ratio < 4.68 || ab.Ratio > 4.69 || ab.Slower {
 		t.Errorf("on against off: %+v", ab)
 	}
 	// Without a live rate, the modes' own runs; none: nothing to show.
 	if ab := Compare(recs, "gpu3", "sglang.service", on, 0, 0); ab.Known() {
 		t.Errorf("no rate for on yet: %+v", ab)
 	}
-	if ab := Compare(recs, "gpu3", "sglang.service", off, 0, 0); ab.TPS != 410 || ab.Runs != 3 || ab.Compared() {
+	if ab := Compare(recs, "gpu3", "sglang.service", off, 0, 0); ab.TPS != 410 || ab.Runs != 4 || ab.Compared() {
 		t.Errorf("off alone: %+v", ab)
 	}
 	// The newest other configuration is the one compared with; a drop
