@@ -1,6 +1,7 @@
 package startup
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,42 @@ func TestStatsChangesThrottled(t *testing.T) {
 	}
 	if len(stats) != 3 || stats[1].Stats.GenTPS != 1226.3 || stats[2].Stats.Queued != 33 {
 		t.Fatalf("%d stats changes: %+v", len(stats), stats)
+	}
+}
+
+// benchDecodeLine is sglang/pull/22166's decode line, as found.
+const benchDecodeLine = "[2026-04-05 20:02:51] Decode batch, #running-req: 32, #token: 11179, token usage: 0.08, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0"
+
+// BenchmarkMetricLabels reads a decode line with the pack's literal labels.
+func BenchmarkMetricLabels(b *testing.B) {
+	c, err := sglangPack().Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &c.metrics[0]
+	var s Sample
+	at := time.Unix(1, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !m.apply(benchDecodeLine, at, &s) {
+			b.Fatal("no match")
+		}
+	}
+}
+
+// BenchmarkMetricRegexp is the obvious alternative, a pattern per field
+// with a capture group, side by side with BenchmarkMetricLabels.
+func BenchmarkMetricRegexp(b *testing.B) {
+	res := []*regexp.Regexp{
+		regexp.MustCompile(`gen throughput \(token/s\): ([\d.]+)`), regexp.MustCompile(`#running-req: (\d+)`),
+		regexp.MustCompile(`#queue-req: (\d+)`), regexp.MustCompile(`token usage: ([\d.]+)`), regexp.MustCompile(`(?:cuda|npu|cpu) graph: (True|False)`),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, re := range res {
+			if re.FindStringSubmatch(benchDecodeLine) == nil {
+				b.Fatal("no match")
+			}
+		}
 	}
 }
