@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"bringup/remote/sanitize"
 )
 
 // Dialer opens a TCP connection as seen from the host (probe.Dialer).
@@ -182,7 +184,9 @@ func summarise(rs []one, took time.Duration) Result {
 		if r.err != nil {
 			res.Errors++
 			if res.FirstError == "" {
-				res.FirstError = r.err.Error()
+				// The host's words may be in it (an SSH channel's
+				// rejection, an answer's body): sanitised, as they enter.
+				res.FirstError = sanitize.String(r.err.Error())
 			}
 			continue
 		}
@@ -237,7 +241,9 @@ func model(ctx context.Context, c *http.Client, opts Options) (string, error) {
 	if len(list.Data) == 0 || list.Data[0].ID == "" {
 		return "", errors.New("GET /v1/models: no model listed")
 	}
-	return list.Data[0].ID, nil
+	// Remote text: it is printed, so it passes the one sanitiser here,
+	// where it enters.
+	return sanitize.String(list.Data[0].ID), nil
 }
 
 // chunk is the part of a streamed completion chunk bench reads.

@@ -151,3 +151,23 @@ func TestNoModel(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// TestRemoteTextSanitised: the model id and an error body come from the
+// host; escapes in them reach no terminal.
+func TestRemoteTextSanitised(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"data":[{"id":"evil\u001b]0;pwned\u0007model"}]}`)
+			return
+		}
+		http.Error(w, "bad \x1b[2Jthing", http.StatusBadRequest)
+	}))
+	defer ts.Close()
+	res, err := Run(t.Context(), &tcpDialer{addr: strings.TrimPrefix(ts.URL, "http://")}, Options{Addr: "x:1", Requests: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(res.Model+res.FirstError, "\x1b\x07") || res.Errors != 1 {
+		t.Errorf("remote text not sanitised: model %q, error %q", res.Model, res.FirstError)
+	}
+}
