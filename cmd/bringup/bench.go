@@ -9,6 +9,7 @@ import (
 	"bringup/cmd/bringup/cli"
 	"bringup/cmd/bringup/output"
 	"bringup/remote/bench"
+	"bringup/remote/sanitize"
 	"bringup/remote/startup"
 )
 
@@ -72,7 +73,8 @@ func runBench(ctx context.Context, e env, args []string) int {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				output.Bench(e.stdout, h.Name, nil, err.Error(), *asJSON)
+				// The host's answer may be in it: sanitised before it is printed.
+				output.Bench(e.stdout, h.Name, nil, sanitize.String(err.Error()), *asJSON)
 				code = max(code, exitFailed)
 				return
 			}
