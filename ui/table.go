@@ -55,7 +55,7 @@ func (t *fleetTable) columns(w int) []column {
 	gpu := column{"GPU MEM", 11, cellGPU}
 	diag := column{"DIAGNOSIS", 0, cellDiag}
 	eta := column{"ETA", 5, cellETA}
-	tps := column{"TOK/S", 7, cellTPS}
+	tps := column{"TOK/S", 6, cellTPS}
 	var layouts [][]column
 	if t.anyHistory() {
 		layouts = [][]column{
@@ -83,9 +83,9 @@ func (t *fleetTable) columns(w int) []column {
 }
 
 // withTPS puts the decode-rate column after the progress (or the time in
-// phase) of every layout; where the mode column would not fit beside it,
-// a layout with the short progress and the mode comes first, since the
-// mode is what a rate is compared by.
+// phase) of every layout; after each layout with the mode and no unit
+// comes the same with the short progress, so that at 80 columns the mode
+// (what a rate is compared by) and the ETA stay beside the rate.
 func withTPS(layouts [][]column, tps, progShort column) [][]column {
 	out := make([][]column, 0, len(layouts)+1)
 	for _, l := range layouts {
@@ -97,7 +97,7 @@ func withTPS(layouts [][]column, tps, progShort column) [][]column {
 			}
 		}
 		out = append(out, cols)
-		if len(l) == 6 && hasColumn(l, "MODE") && hasColumn(l, "PROGRESS") && !hasColumn(l, "UNIT") {
+		if hasColumn(l, "MODE") && hasColumn(l, "PROGRESS") && !hasColumn(l, "UNIT") {
 			short := make([]column, 0, len(cols))
 			for _, c := range cols {
 				if c.title == "PROGRESS" {
