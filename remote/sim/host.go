@@ -92,14 +92,15 @@ type invocation struct {
 	rng   *rand.Rand
 }
 
+// simStatsEvery is how often a simulated engine prints its stats line
+// while it serves: vLLM's interval; SGLang's 40 decode steps are a second
+// or two, but a fleet simulated a thousand times faster than life (the
+// rollout tests) would spend itself on them.
+const simStatsEvery = 10 * time.Second
+
 // statsEvery is how often the engine prints its stats line while it
-// serves: SGLang every 40 decode steps, vLLM every 10 s.
-func (h *Host) statsEvery() time.Duration {
-	if h.engine == kernels.EngineVLLM {
-		return 10 * time.Second
-	}
-	return sglang.StatsEvery
-}
+// serves.
+func (h *Host) statsEvery() time.Duration { return simStatsEvery }
 
 // statsDue is when inv's next stats line is due; zero when it prints none
 // (not ready, or gone).

@@ -92,9 +92,8 @@ func DecodeLine(b Batch) string {
 		b.Running, b.Tokens, b.Usage, graph, b.GenTPS, b.Queued)
 }
 
-// StatsEvery is how often the stand-ins print a stats line while they
-// decode: SGLang every 40 decode steps (about two seconds under load),
-// vLLM every 10 s (its stat-logger interval).
+// StatsEvery is how often SGLang prints its decode stats line under load
+// (every 40 decode steps: about two seconds), infersim's default.
 const StatsEvery = 2 * time.Second
 
 // SteadyLoad is the load the simulated hosts serve once up, at rate (the
