@@ -86,7 +86,7 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 // liveFleet builds the fleet over real hosts.
 func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: bundle.LocalHashes(cfg.Kernels)}
+		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
 		if err != nil { // ParsePacks compiled each one already

@@ -123,3 +123,8 @@ func (e *vllmEngine) routes(s *server) {
 			map[string]any{"service_tier": nil, "system_fingerprint": nil, "kv_transfer_params": nil})
 	})
 }
+
+// statsLine is vLLM V1's stats record, logged by the API server.
+func (e *vllmEngine) statsLine(p sglang.Params, b sglang.Batch) line {
+	return line{stdout: true, text: func(t time.Time) string { return vllm.StatsLine(p, b, t) }}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -259,4 +260,18 @@ func connState(s sshx.State) event.ConnState {
 	case sshx.StateConnecting:
 	}
 	return event.ConnConnecting
+}
+
+// DialTCP opens a TCP connection to addr as seen from the host, over the
+// host's one SSH connection (the tunnel the readiness probe uses).
+func (h *Host) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	return h.conn.DialTCP(ctx, addr)
+}
+
+// ProbeAddr is the service's address as seen from the host.
+func (h *Host) ProbeAddr() string {
+	if h.opts.Probe.Addr != "" {
+		return h.opts.Probe.Addr
+	}
+	return probe.DefaultAddr
 }

@@ -120,6 +120,10 @@ type Config struct {
 	// Notify are the console's signals for a person not looking (the
 	// notify: section; notify.Defaults without one).
 	Notify notify.Settings
+	// ThroughputDrop is the drop in decode rate against the kernel modes a
+	// host ran before that flags its modes as slower (throughput_drop:
+	// 0.2 for 20 %); 0: the default.
+	ThroughputDrop float64
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else

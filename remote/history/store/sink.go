@@ -44,6 +44,13 @@ func (k *Sink) Expect(host, unit string, modes map[string]string) (history.Expec
 	return e, e.Known()
 }
 
+// Compare sets the decode rate of host's unit under modes (live: the
+// current run's steady rate, 0 when none yet) against the configuration it
+// ran before (history.Compare). It does no IO.
+func (k *Sink) Compare(host, unit string, modes map[string]string, live, slowerBy float64) history.ModeAB {
+	return history.Compare(k.store.Throughput(host, unit), host, unit, modes, live, slowerBy)
+}
+
 // Record appends r to the history (the file, or memory for a memory store).
 func (k *Sink) Record(r history.Record) error { return k.store.Append(r) }
 
