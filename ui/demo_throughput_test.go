@@ -10,12 +10,12 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/history/store"
-	"bringup/remote/sim"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/sim"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // steppedDemoHost is a simulated host that steps only when told, then

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/remote"
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // servingStats is the host's stats sample when it is serving and its

@@ -7,9 +7,9 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
-	"bringup/remote"
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // servingDecode are gpu1's recent decode rates: ramping up under load,

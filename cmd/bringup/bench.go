@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/remote/bench"
-	"bringup/remote/sanitize"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/bench"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // exitBenchRefused is bench's exit code when a host was refused (not

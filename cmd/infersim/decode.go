@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // fullBatch is the number of streams at which the simulated engine reaches

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/bench"
-	"bringup/remote/event"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/bench"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestDecodeRateByMode: the kernel mode sets the rate (on 4× off by

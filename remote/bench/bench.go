@@ -23,7 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
 // Dialer opens a TCP connection as seen from the host (probe.Dialer).

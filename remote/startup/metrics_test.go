@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // TestMetricLines reads real stats lines of both engines, copied as found

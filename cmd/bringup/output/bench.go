@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"bringup/remote/bench"
+	"github.com/bringup-dev/bringup/remote/bench"
 )
 
 // BenchLine is one host's line of `bringup bench --json`: what the smoke

@@ -3,7 +3,7 @@ package output
 import (
 	"fmt"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // SampleText is a sample as one phrase: "decode 1921.7 tok/s · 8 running,

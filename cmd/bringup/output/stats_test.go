@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestStatsInWatchAndStatus: a stats change is a watch line of kind
