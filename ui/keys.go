@@ -28,6 +28,7 @@ type KeyMap struct {
 	HostFilter                    key.Binding // / on the table: filter the hosts
 	Palette                       key.Binding // : the command palette
 	Follow, Wrap                  key.Binding
+	Fold                          key.Binding // fold the ranks' copies of a line into one row, or unfold
 	PageUp, PageDown, Top, Bottom key.Binding
 	// On the table: first and last host, sort, next/previous failed
 	// host, mark every host shown.
@@ -74,6 +75,7 @@ func DefaultKeyMap() KeyMap {
 		Palette:    b([]string{":"}, ":", "commands"),
 		Follow:     b([]string{"f"}, "f", "follow on/off"),
 		Wrap:       b([]string{"w"}, "w", "wrap on/off"),
+		Fold:       b([]string{"z"}, "z", "fold ranks on/off"),
 		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
 		Top:        b([]string{"g", "home"}, "g", "oldest line"),
@@ -127,7 +129,7 @@ func (k KeyMap) hostHelp() helpKeys {
 		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.Mode, k.Restart},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
+			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Fold, k.Back},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
 		},
 	}
