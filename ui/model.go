@@ -788,6 +788,10 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
 		}
+	case key.Matches(msg, k.CopyFix):
+		return m.copyFix()
+	case key.Matches(msg, k.CopyEvidence):
+		return m.copyEvidence()
 	}
 	return nil
 }
@@ -838,6 +842,10 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.lv.wrap = !m.lv.wrap
 	case key.Matches(msg, k.Fold):
 		return m.toggleFold()
+	case key.Matches(msg, k.CopyFix):
+		return m.copyFix()
+	case key.Matches(msg, k.CopyEvidence):
+		return m.copyEvidence()
 	case key.Matches(msg, k.Filter):
 		m.focus.push(focusLogFilter)
 		m.filter.SetValue(m.lv.query)

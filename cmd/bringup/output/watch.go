@@ -96,7 +96,7 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
 		l.FailedIn = string(d.Phase)
 		if d.Fix != nil {
-			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+			l.Fix = d.Fix.Command(c.Host)
 		}
 	}
 	if asJSON {
