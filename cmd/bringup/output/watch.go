@@ -39,6 +39,8 @@ type WatchLine struct {
 	Fix string `json:"fix,omitempty"`
 	// Elapsed is the time from the invocation's start to this change.
 	Elapsed string `json:"elapsed,omitempty"`
+	// ConnErr is why an unknown host cannot be reached.
+	ConnErr string `json:"conn_error,omitempty"`
 }
 
 // Timeout is the line that ends a watch when its --timeout d passed: JSON
@@ -75,13 +77,14 @@ func Notice(w io.Writer, ev event.Event, asJSON bool) {
 // began, for the elapsed time) as a text line or a JSON line (WatchLine).
 func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 	l := WatchLine{
-		Time:  c.Time.Format(TimeLayout),
-		Seen:  c.Seen.Format(TimeLayout),
-		Host:  c.Host,
-		Kind:  string(c.Kind),
-		Phase: string(c.Phase),
-		From:  string(c.From),
-		Unit:  c.Unit,
+		Time:    c.Time.Format(TimeLayout),
+		Seen:    c.Seen.Format(TimeLayout),
+		Host:    c.Host,
+		Kind:    string(c.Kind),
+		Phase:   string(c.Phase),
+		From:    string(c.From),
+		Unit:    c.Unit,
+		ConnErr: c.ConnErr,
 	}
 	if c.Progress.Known() {
 		l.Progress = fmt.Sprintf("%d/%d", c.Progress.Done, c.Progress.Total)
@@ -129,6 +132,9 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		}
 	default:
 		fmt.Fprintf(&b, "%s", c.Phase)
+		if l.ConnErr != "" {
+			fmt.Fprintf(&b, " (%s)", l.ConnErr)
+		}
 		if l.Elapsed != "" {
 			fmt.Fprintf(&b, " at +%s", l.Elapsed)
 		}
