@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/history"
-	"bringup/remote/sanitize"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // ErrReadOnly is returned for every changing action in read-only mode.

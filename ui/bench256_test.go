@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup/corpus"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 // realLongLines are the lines of the real-log corpus 240 to 600 bytes

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"testing"
 
-	"bringup/remote"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // BenchmarkHostView is one frame of the host view over a full 5 000-line

@@ -6,7 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // copyFix answers y: the selected host's fix command (the one `bringup

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Rank folding. With tensor (and data, expert, pipeline) parallelism every

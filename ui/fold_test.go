@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
-	"bringup/remote/startup/corpus"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 // corpusLog is one corpus log's body, by name.

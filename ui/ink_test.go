@@ -3,7 +3,7 @@ package ui
 import (
 	"testing"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestTableInksPaintAsLipgloss: the table paints its cells with inks, the

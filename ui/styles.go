@@ -7,7 +7,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/lipgloss/v2"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // palette is the handful of colours the UI uses, picked for the terminal's

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"slices"
 
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // tableSort is the order of the table's rows.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
 )
 
 // Shell completion without a framework: `bringup completion SHELL` prints

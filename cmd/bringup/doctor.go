@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/remote/doctor"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {

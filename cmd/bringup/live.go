@@ -5,15 +5,15 @@ import (
 
 	"fmt"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
-	"bringup/kernels/bundle"
-	"bringup/remote"
-	"bringup/remote/history/store"
-	"bringup/remote/live"
-	"bringup/remote/probe"
-	"bringup/remote/sshx"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/probe"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // fleetFlags are the flags of every command that talks to real hosts.

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 )
 
 // env is the slice of the process environment the commands read, so tests

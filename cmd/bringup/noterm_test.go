@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // TestNoTerminalRefused: the console and the demo, with no terminal, say

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // config is everything a run of the server needs, read from flags and

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // engine is what differs between the servers infersim stands in for: their

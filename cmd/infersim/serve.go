@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // serve plays the engine's startup, serves HTTP from the moment the engine

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/sim/sglang"
-	"bringup/remote/sim/vllm"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/vllm"
 )
 
 // vllmEngine plays vLLM's OpenAI server (`vllm serve MODEL ...`); its

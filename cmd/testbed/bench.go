@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"bringup/remote/fleetbench"
+	"github.com/bringup-dev/bringup/remote/fleetbench"
 )
 
 // bench runs remote/fleetbench and prints its figures: a table, and the

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/remote/fleetbench"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/fleetbench"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestPrintSummary: every figure is printed with its two sides and its

@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 func main() {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // TestFleetbenchOnTestbed runs the whole bench, small: two hosts, a short

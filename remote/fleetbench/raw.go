@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/journal"
 )
 
 // The raw side of every comparison is what a person would type: OpenSSH's

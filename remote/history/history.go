@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Record is one successful startup: the phases it went through with their

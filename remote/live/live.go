@@ -11,16 +11,16 @@ import (
 	"sync"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/dropin"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/journal"
-	"bringup/remote/probe"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/dropin"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/probe"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Options configure a live host.

@@ -16,14 +16,14 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/sshx"
-	"bringup/remote/startup"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/e2e"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // fastEnv keeps a testbed startup to a few seconds while every phase shows.

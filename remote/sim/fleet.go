@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/history/store"
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // DefaultSpeed is the speed at which the seed scenario's gpu3 failure

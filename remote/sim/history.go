@@ -6,12 +6,12 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/history"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // HistoryRuns is how many earlier startups the demo gives each host: enough

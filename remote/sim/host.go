@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/sim/vllm"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/vllm"
 )
 
 // systemd's MESSAGE_IDs for its messages about a unit (logformats.md §6.4).

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Options configures a Tracker.

@@ -11,7 +11,7 @@ package startup
 import (
 	"time"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // Phase is where a host's service is in its startup.

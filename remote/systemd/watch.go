@@ -9,8 +9,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"bringup/remote/event"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Defaults for WatchOptions.

@@ -16,9 +16,9 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/startup"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // The engines a host can run.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // full is the example of the design, every section used.

@@ -14,10 +14,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"bringup/kernels"
-	"bringup/remote/startup"
-	"bringup/remote/unitname"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // Error is one problem in a config file, at File:Line:Column, in Field

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/doctor"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // The v1 JSON schema: one object a line, the same shape for the --json of

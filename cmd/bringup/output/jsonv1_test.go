@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/doctor"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestValidateLine: the validator takes the schema's lines and refuses

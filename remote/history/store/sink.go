@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history"
 )
 
 // Sink connects a Store to the fleet: Expect answers from memory (with a

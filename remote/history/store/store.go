@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history"
 )
 
 // MaxPerKey is how many records a Store keeps in memory for each host,

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // Version is the vLLM release whose log this package writes.
