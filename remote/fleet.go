@@ -185,6 +185,20 @@ type HostChange struct {
 	// Seen is when the event that caused the change was received here.
 	Seen time.Time `json:"seen"`
 	startup.Change
+	// ConnErr is why the host cannot be reached, on a change to unknown:
+	// its connection's last error ("… connection refused"), so that the
+	// change says why as status does.
+	ConnErr string `json:"conn_error,omitempty"`
+}
+
+// hostChange is c of host h, with the connection's error when c makes
+// the host unknown.
+func hostChange(h *hostFold, seen time.Time, c startup.Change) HostChange {
+	hc := HostChange{Host: h.state.Name, Seen: seen, Change: c}
+	if c.Kind == startup.ChangePhase && c.Phase == startup.Unknown {
+		hc.ConnErr = h.state.Conn.Err
+	}
+	return hc
 }
 
 // Batch is what the fleet hands out each flush: the snapshot of every host,
@@ -630,7 +644,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			now, wall := f.opts.Clock.Now(), time.Now()
 			for _, h := range hosts {
 				for _, c := range h.tracker.Tick(now) {
-					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: wall, Change: c})
+					pending.Changes = append(pending.Changes, hostChange(h, wall, c))
 					dirty, h.snapOK = true, false
 				}
 				// A provisional failure whose wait is over settles in a
@@ -749,7 +763,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 	}
 	changes := h.tracker.Apply(ev)
 	for _, c := range changes {
-		pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: ev.Seen, Change: c})
+		pending.Changes = append(pending.Changes, hostChange(h, ev.Seen, c))
 	}
 	if n := h.tracker.StatsLines(); n != h.statsLines {
 		h.statsLines = n

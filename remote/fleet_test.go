@@ -626,3 +626,34 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 		t.Errorf("gpu2's snapshot with an ETA was handed out again, not taken anew")
 	}
 }
+
+// TestFleetUnknownCarriesTheConnError: a host that cannot be reached
+// turns unknown with its connection's error on the change (sanitised like
+// all remote text), so that watch can say why, as status does; its other
+// changes carry none.
+func TestFleetUnknownCarriesTheConnError(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	refused := "dial 127.0.0.1: connect 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"
+	d := &scriptDriver{name: "gpu1", events: []event.Event{
+		{Kind: event.KindConn, Time: t0, Conn: &event.Conn{State: event.ConnUp}},
+		{Kind: event.KindUnit, Time: t0, Unit: &event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running"}},
+		{Kind: event.KindConn, Time: t0.Add(time.Second), Conn: &event.Conn{State: event.ConnUnreachable, Err: refused + "\x1b]0;x\x07"}},
+	}}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
+	var changes []HostChange
+	collect(t, f, func(_ []event.Event, b Batch) bool {
+		changes = append(changes, b.Changes...)
+		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Unknown
+	})
+	var unknown []HostChange
+	for _, c := range changes {
+		if c.Phase == startup.Unknown {
+			unknown = append(unknown, c)
+		} else if c.ConnErr != "" {
+			t.Errorf("a change to %s carries a connection error %q", c.Phase, c.ConnErr)
+		}
+	}
+	if len(unknown) != 1 || unknown[0].ConnErr != refused+"␛]0;x␇" {
+		t.Fatalf("changes to unknown %+v, want one with the sanitised error", unknown)
+	}
+}

@@ -380,6 +380,9 @@ func (v *hostView) paneTitle(w int, info paneInfo) string {
 	if v.lv.wrap {
 		parts = append(parts, "wrap")
 	}
+	if f := v.lv.fold; f != nil && f.hidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d folded", f.hidden))
+	}
 	if v.lv.query != "" {
 		parts = append(parts, fmt.Sprintf("/%s %d matches", v.lv.query, v.lv.matches))
 	}

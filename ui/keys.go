@@ -20,6 +20,7 @@ type KeyMap struct {
 	Rollout                              key.Binding // a gated rollout over the marked hosts
 	Actions                              key.Binding // the log of remote commands
 	Reconnect                            key.Binding // dial a host stopped on a host-key or auth failure again
+	CopyFix, CopyEvidence                key.Binding // the selected host's fix command, its evidence, to the clipboard
 
 	// Rollback and Abort answer a halted rollout in the rollout view.
 	Rollback, Abort key.Binding
@@ -28,6 +29,7 @@ type KeyMap struct {
 	HostFilter                    key.Binding // / on the table: filter the hosts
 	Palette                       key.Binding // : the command palette
 	Follow, Wrap                  key.Binding
+	Fold                          key.Binding // fold the ranks' copies of a line into one row, or unfold
 	PageUp, PageDown, Top, Bottom key.Binding
 	// On the table: first and last host, sort, next/previous failed
 	// host, mark every host shown.
@@ -64,6 +66,9 @@ func DefaultKeyMap() KeyMap {
 		Actions:     b([]string{"@"}, "@", "remote commands"),
 		Reconnect:   b([]string{"ctrl+r"}, "ctrl+r", "reconnect"),
 
+		CopyFix:      b([]string{"y"}, "y", "copy fix command"),
+		CopyEvidence: b([]string{"Y"}, "Y", "copy evidence"),
+
 		Rollback: b([]string{"b"}, "b", "roll back halted host"),
 		Abort:    b([]string{"a"}, "a", "abort rollout"),
 
@@ -74,6 +79,7 @@ func DefaultKeyMap() KeyMap {
 		Palette:    b([]string{":"}, ":", "commands"),
 		Follow:     b([]string{"f"}, "f", "follow on/off"),
 		Wrap:       b([]string{"w"}, "w", "wrap on/off"),
+		Fold:       b([]string{"z"}, "z", "fold ranks on/off"),
 		PageUp:     b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
 		PageDown:   b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
 		Top:        b([]string{"g", "home"}, "g", "oldest line"),
@@ -115,7 +121,7 @@ func (k KeyMap) tableHelp() helpKeys {
 		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
-			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.Help, k.Quit},
+			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions, k.Reconnect},
 		},
 	}
@@ -127,7 +133,7 @@ func (k KeyMap) hostHelp() helpKeys {
 		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.Mode, k.Restart},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Back},
+			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Fold, k.CopyFix, k.CopyEvidence, k.Back},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
 		},
 	}

@@ -17,9 +17,93 @@ type logView struct {
 	lq      string // query, lower-cased, for matching
 	cur     int    // sequence number of the current match, or -1
 	matches int    // lines in the ring that match
+
+	// fold folds the ranks' copies of a line into one row (fold.go); nil
+	// shows every line. expanded is the first line of the one group shown
+	// unfolded because the current match is inside it, or -1.
+	fold     *foldIndex
+	expanded int
 }
 
-func newLogView() logView { return logView{follow: true, cur: -1} }
+func newLogView() logView { return logView{follow: true, cur: -1, expanded: -1} }
+
+// setFold folds r's lines (on) or shows each (off). Building the index
+// looks at every line held once; from then on each line is looked at as
+// it arrives (synced).
+func (v *logView) setFold(on bool, r *ring) {
+	v.fold = nil
+	if on && r != nil {
+		v.fold = newFoldIndex(r)
+	}
+}
+
+// synced brings the fold index up to r: O(lines that came and went).
+func (v *logView) synced(r *ring) {
+	if v.fold != nil {
+		v.fold.sync(r)
+	}
+}
+
+// shown reports whether line seq is a row of its own: every line when
+// not folding; else a line not folded into another's row, or one of the
+// group the current match opened.
+func (v *logView) shown(seq int) bool {
+	if v.fold == nil {
+		return true
+	}
+	h := v.fold.headOf(seq)
+	return h == seq || h == v.expanded
+}
+
+// rowOf is the row that shows line seq: seq, or the first line of the
+// group it is folded into.
+func (v *logView) rowOf(seq int) int {
+	if v.shown(seq) {
+		return seq
+	}
+	return v.fold.headOf(seq)
+}
+
+// step moves n rows from row seq (back when n < 0), stopping at the
+// oldest and the newest row. Without folding it is arithmetic; folded, a
+// row is at most foldWindow lines from the next, so it costs O(n ×
+// foldWindow).
+func (v *logView) step(r *ring, seq, n int) int {
+	lo, hi := r.first(), v.lastRow(r)
+	if v.fold == nil {
+		return min(max(seq+n, lo), hi)
+	}
+	for ; n > 0 && seq < hi; n-- {
+		seq = v.after(r, seq)
+	}
+	for ; n < 0 && seq > lo; n++ {
+		seq = v.before(seq)
+	}
+	return min(max(seq, lo), hi)
+}
+
+// after is the row after line seq, or r.total when there is none.
+func (v *logView) after(r *ring, seq int) int {
+	for seq++; seq < r.total && !v.shown(seq); seq++ {
+	}
+	return seq
+}
+
+// before is the row before line seq (first()-1 when there is none; the
+// oldest line is always a row).
+func (v *logView) before(seq int) int {
+	for seq--; !v.shown(seq); seq-- {
+	}
+	return seq
+}
+
+// lastRow is the newest row: the newest line, unless it is folded.
+func (v *logView) lastRow(r *ring) int {
+	if r.n == 0 {
+		return r.first() - 1
+	}
+	return v.rowOf(r.total - 1)
+}
 
 // matches reports whether l matches the filter (case-insensitive).
 func (v *logView) match(l logLine) bool {
@@ -28,7 +112,7 @@ func (v *logView) match(l logLine) bool {
 
 // setQuery sets the filter and counts its matches: O(ring), once per query.
 func (v *logView) setQuery(q string, r *ring) {
-	v.query, v.lq, v.cur, v.matches = q, strings.ToLower(q), -1, 0
+	v.query, v.lq, v.cur, v.matches, v.expanded = q, strings.ToLower(q), -1, 0, -1
 	if r == nil || v.lq == "" {
 		return
 	}
@@ -52,21 +136,35 @@ func (v *logView) pushed(l, old logLine, evicted bool) {
 	}
 }
 
-// start is the sequence number of the first line shown in an h-line pane.
+// start is the sequence number of the first row shown in an h-row pane.
 func (v *logView) start(r *ring, h int) int {
-	lo, hi := r.first(), max(r.first(), r.total-h)
+	lo := r.first()
+	hi := max(lo, r.total-h)
+	if v.fold != nil {
+		hi = max(lo, v.step(r, v.lastRow(r), -(h-1)))
+	}
 	if v.follow {
 		return hi
 	}
-	return min(max(v.top, lo), hi)
+	return min(max(v.rowOf(max(v.top, lo)), lo), hi)
 }
 
-// scroll moves the view by n lines (up when negative). Scrolling up leaves
+// scroll moves the view by n rows (up when negative). Scrolling up leaves
 // follow mode; reaching the bottom returns to it, as in less +F.
 func (v *logView) scroll(r *ring, h, n int) {
-	v.top = v.start(r, h) + n
 	v.follow = false
-	if v.top >= r.total-h {
+	v.top = v.step(r, v.start(r, h), n)
+	v.settle(r, h)
+}
+
+// settle returns to follow mode when the top row shows the newest rows,
+// and keeps the top in the ring.
+func (v *logView) settle(r *ring, h int) {
+	follow := v.follow
+	v.follow = true
+	bottom := v.start(r, h)
+	v.follow = follow
+	if v.top >= bottom {
 		v.follow = true
 	}
 	v.top = v.start(r, h)
@@ -74,6 +172,9 @@ func (v *logView) scroll(r *ring, h, n int) {
 
 // find looks for the next match after seq (dir 1) or before it (dir -1),
 // wrapping around the ring like less does with its wrap-search option.
+// Folded, a match inside a group is found too (jump opens the group), but
+// once per group: a line whose group already matched at an earlier line
+// shows nothing new.
 func (v *logView) find(r *ring, seq, dir int) (found int, wrapped, ok bool) {
 	if v.lq == "" || r.n == 0 {
 		return 0, false, false
@@ -87,23 +188,54 @@ func (v *logView) find(r *ring, seq, dir int) (found int, wrapped, ok bool) {
 		} else if s < lo {
 			s, wrapped = hi, true
 		}
-		if v.match(r.at(s)) {
+		if v.match(r.at(s)) && !v.matchedBefore(r, s) {
 			return s, wrapped, true
 		}
 	}
 	return 0, false, false
 }
 
-// jump makes seq the current match and scrolls it into view a third of the
-// way down, so the lines leading up to it show too.
-func (v *logView) jump(r *ring, h, seq int) {
-	v.cur = seq
-	v.follow = false
-	v.top = seq - h/3
-	v.top = v.start(r, h)
-	if v.top >= r.total-h {
-		v.follow = true
+// matchedBefore reports whether line seq is folded into a group whose
+// earlier lines already match the filter.
+func (v *logView) matchedBefore(r *ring, seq int) bool {
+	if v.fold == nil {
+		return false
 	}
+	head := v.fold.headOf(seq)
+	g := v.fold.group(head)
+	if head == seq || g == nil {
+		return false
+	}
+	for _, m := range g.members {
+		if m == seq {
+			return false
+		}
+		if v.match(r.at(m)) {
+			return true
+		}
+	}
+	return false
+}
+
+// jump makes seq the current match and scrolls it into view a third of the
+// way down, so the lines leading up to it show too. A match folded into a
+// group opens the group.
+func (v *logView) jump(r *ring, h, seq int) {
+	v.cur, v.expanded = seq, -1
+	if v.fold != nil && !v.shown(seq) {
+		v.expanded = v.fold.headOf(seq)
+	}
+	v.follow = false
+	v.top = v.step(r, seq, -(h / 3))
+	v.settle(r, h)
+}
+
+// end is the first line after an h-row pane's last row.
+func (v *logView) end(r *ring, h int) int {
+	if v.fold == nil {
+		return min(r.total, v.start(r, h)+h)
+	}
+	return v.after(r, v.step(r, v.start(r, h), h-1))
 }
 
 // paneInfo is what a render learned that the pane's title shows.
@@ -121,16 +253,16 @@ func (v *logView) render(r *ring, w, h int, s Styles) (string, paneInfo) {
 	rows := make([]string, 0, h)
 	if !v.wrap {
 		first := v.start(r, h)
-		for seq := first; seq < r.total && len(rows) < h; seq++ {
-			rows = append(rows, v.renderLine(r.at(seq), seq, w, stamp, s)[0])
+		for seq := first; seq < r.total && len(rows) < h; seq = v.after(r, seq) {
+			rows = append(rows, v.renderLine(r, seq, w, stamp, s)[0])
 			info.last = seq
 		}
 	} else if v.follow {
 		// Fill from the bottom up, wrapping only lines that will show.
 		var rev [][]string
 		n := 0
-		for seq := r.total - 1; seq >= r.first() && n < h; seq-- {
-			ls := v.renderLine(r.at(seq), seq, w, stamp, s)
+		for seq := v.lastRow(r); seq >= r.first() && n < h; seq = v.before(seq) {
+			ls := v.renderLine(r, seq, w, stamp, s)
 			rev = append(rev, ls)
 			n += len(ls)
 		}
@@ -140,11 +272,14 @@ func (v *logView) render(r *ring, w, h int, s Styles) (string, paneInfo) {
 		rows = rows[max(0, len(rows)-h):]
 		info.last = r.total - 1
 	} else {
-		for seq := v.start(r, h); seq < r.total && len(rows) < h; seq++ {
-			rows = append(rows, v.renderLine(r.at(seq), seq, w, stamp, s)...)
+		for seq := v.start(r, h); seq < r.total && len(rows) < h; seq = v.after(r, seq) {
+			rows = append(rows, v.renderLine(r, seq, w, stamp, s)...)
 			info.last = seq
 		}
 		rows = rows[:min(h, len(rows))]
+	}
+	if info.last >= 0 && info.last < r.total-1 && v.after(r, info.last) >= r.total {
+		info.last = r.total - 1 // the lines after the last row are folded into rows shown
 	}
 	for len(rows) < h {
 		rows = append(rows, "")
@@ -155,7 +290,8 @@ func (v *logView) render(r *ring, w, h int, s Styles) (string, paneInfo) {
 // renderLine draws one log line: one row, or several when wrapping. The
 // text is cut while still plain, then painted, so styling never has to
 // measure it again.
-func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []string {
+func (v *logView) renderLine(r *ring, seq, w int, stamp bool, s Styles) []string {
+	l := r.at(seq)
 	k := s.log
 	prefix, pw := " ", 1
 	if seq == v.cur {
@@ -183,10 +319,19 @@ func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []stri
 		text, style = "── "+text+" ──", k.mark
 	case lineJournal: // the terminal's own colour
 	}
-	if !v.wrap {
-		return []string{prefix + v.highlight(clip(precut(text, bw), bw), style, k.match)}
+	mark := ""
+	if g := v.foldedAt(seq); g != nil {
+		text, mark = g.label(text), g.mark()
 	}
-	parts := strings.Split(ansi.Hardwrap(text, bw, true), "\n")
+	if !v.wrap {
+		// The count stays in sight: the text gives way to it.
+		mw := width(mark)
+		if mw >= bw {
+			mark, mw = "", 0
+		}
+		return []string{prefix + v.highlight(clip(precut(text, bw-mw), bw-mw), style, k.match) + k.fold.paint(mark)}
+	}
+	parts := strings.Split(ansi.Hardwrap(text+mark, bw, true), "\n")
 	out := make([]string, len(parts))
 	indent := strings.Repeat(" ", pw)
 	for i, p := range parts {
@@ -197,6 +342,16 @@ func (v *logView) renderLine(l logLine, seq, w int, stamp bool, s Styles) []stri
 		out[i] = lead + v.highlight(clip(p, bw), style, k.match)
 	}
 	return out
+}
+
+// foldedAt is the group line seq's row stands for, or nil when the row is
+// the line alone (not folding, a line no other rank repeated, or the
+// group the current match opened).
+func (v *logView) foldedAt(seq int) *foldGroup {
+	if v.fold == nil || seq == v.expanded {
+		return nil
+	}
+	return v.fold.group(seq)
 }
 
 // highlight paints text, marking every case-insensitive match of the

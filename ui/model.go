@@ -165,6 +165,10 @@ type Model struct {
 	lv    logView
 	dlg   *dialog // the dialog focusDialog or focusRolloutForm shows
 
+	// unfold shows every rank's copy of a line in the host view (z); by
+	// default they fold into one row.
+	unfold bool
+
 	status    string
 	statusErr bool
 	statusSeq int
@@ -484,11 +488,16 @@ func (m *Model) trimLogs() {
 		}
 		return false
 	}
-	if slices.Contains(m.logs.trim(idle), m.open) && m.lv.query != "" {
-		r, cur := m.ring(m.open), m.lv.cur
+	if !slices.Contains(m.logs.trim(idle), m.open) {
+		return
+	}
+	r := m.ring(m.open)
+	m.lv.synced(r)
+	if m.lv.query != "" {
+		cur, expanded := m.lv.cur, m.lv.expanded
 		m.lv.setQuery(m.lv.query, r)
 		if cur >= r.first() {
-			m.lv.cur = cur
+			m.lv.cur, m.lv.expanded = cur, expanded
 		}
 	}
 }
@@ -498,6 +507,7 @@ func (m *Model) push(host string, l logLine) {
 	r, old, evicted := m.logs.push(host, l)
 	if m.focus.view() == focusHost && host == m.open {
 		m.lv.pushed(r.at(r.total-1), old, evicted)
+		m.lv.synced(r)
 	}
 }
 
@@ -778,6 +788,10 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
 		}
+	case key.Matches(msg, k.CopyFix):
+		return m.copyFix()
+	case key.Matches(msg, k.CopyEvidence):
+		return m.copyEvidence()
 	}
 	return nil
 }
@@ -791,6 +805,7 @@ func (m *Model) openHost(name string) {
 	m.lv = newLogView()
 	m.lv.wrap = wrap
 	m.lv.setQuery(q, m.ring(name))
+	m.lv.setFold(!m.unfold, m.ring(name))
 }
 
 // logHeight is the log pane's height in the host view right now.
@@ -825,6 +840,12 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.toggleFollow()
 	case key.Matches(msg, k.Wrap):
 		m.lv.wrap = !m.lv.wrap
+	case key.Matches(msg, k.Fold):
+		return m.toggleFold()
+	case key.Matches(msg, k.CopyFix):
+		return m.copyFix()
+	case key.Matches(msg, k.CopyEvidence):
+		return m.copyEvidence()
 	case key.Matches(msg, k.Filter):
 		m.focus.push(focusLogFilter)
 		m.filter.SetValue(m.lv.query)
@@ -836,6 +857,20 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.nextMatch(-1)
 	}
 	return nil
+}
+
+// toggleFold folds the ranks' copies of a line into one row, or shows
+// each again; the choice holds for every host view until changed. The
+// view keeps its place: the row on top stays on top.
+func (m *Model) toggleFold() tea.Cmd {
+	m.unfold = !m.unfold
+	r := m.ring(m.open)
+	m.lv.setFold(!m.unfold, r)
+	if m.unfold {
+		m.lv.expanded = -1
+		return m.setStatus("unfolded: every rank's line", false)
+	}
+	return m.setStatus("folded: the ranks' copies of a line as one row (z unfolds)", false)
 }
 
 // toggleFollow stops following the log where it is, or follows again.
@@ -858,7 +893,7 @@ func (m *Model) nextMatch(dir int) tea.Cmd {
 	if from < r.first() {
 		from = m.lv.start(r, h) - 1
 		if dir < 0 || m.lv.follow {
-			from = min(r.total, m.lv.start(r, h)+h)
+			from = m.lv.end(r, h)
 		}
 	}
 	seq, wrapped, ok := m.lv.find(r, from, dir)

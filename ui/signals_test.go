@@ -21,13 +21,28 @@ func raws(t *testing.T, m *Model, src *fakeSource, b remote.Batch) string {
 	t.Helper()
 	src.ch <- remote.Batch{}
 	_, cmd := m.Update(batchMsg(b))
+	return rawsOf(cmd)
+}
+
+// rawsOf is what cmd would print raw, walking its batches. A command
+// that waits (a tick: the status line's expiry, the clock) is left to
+// finish on its own.
+func rawsOf(cmd tea.Cmd) string {
 	var out strings.Builder
 	var walk func(tea.Cmd)
 	walk = func(c tea.Cmd) {
 		if c == nil {
 			return
 		}
-		switch msg := c().(type) {
+		done := make(chan tea.Msg, 1)
+		go func() { done <- c() }()
+		var m tea.Msg
+		select {
+		case m = <-done:
+		case <-time.After(100 * time.Millisecond):
+			return
+		}
+		switch msg := m.(type) {
 		case tea.BatchMsg:
 			for _, c := range msg {
 				walk(c)

@@ -66,6 +66,7 @@ type Styles struct {
 	LogAction lipgloss.Style
 	LogMatch  lipgloss.Style // a filter match inside a line
 	LogCur    lipgloss.Style // the gutter of the current match
+	LogFold   lipgloss.Style // the count at the end of a row of folded ranks' lines
 	Rule      lipgloss.Style // pane titles and dividers
 
 	Status    lipgloss.Style
@@ -90,11 +91,11 @@ type tableInks struct {
 }
 
 // logInks are the log pane's styles reduced to SGR strings.
-type logInks struct{ time, err, gap, action, match, cur, mark ink }
+type logInks struct{ time, err, gap, action, match, cur, mark, fold ink }
 
 func (s *Styles) makeInks() {
 	s.log = logInks{time: inkOf(s.LogTime), err: inkOf(s.LogErr), gap: inkOf(s.LogGap),
-		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur), mark: inkOf(s.Title)}
+		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur), mark: inkOf(s.Title), fold: inkOf(s.LogFold)}
 	s.table = tableInks{header: inkOf(s.Header), dim: inkOf(s.Dim), mark: inkOf(s.Mark),
 		barFull: inkOf(s.BarFull), barEmpty: inkOf(s.BarEmpty), unknownRow: inkOf(s.PhaseUnknown),
 		phase: map[startup.Phase]ink{}}
@@ -127,7 +128,7 @@ func newStyles(isDark, noColor bool) Styles {
 			PhaseActive: plain, PhaseStopped: plain, PhaseRestarting: plain,
 			BarFull: plain, BarEmpty: plain, Warn: plain,
 			DiagBorder: plain, DiagSummary: plain, DiagHint: plain, EvidenceFirst: plain, Evidence: plain,
-			LogTime: plain, LogErr: plain, LogGap: plain, LogAction: plain, LogMatch: plain, LogCur: plain, Rule: plain,
+			LogTime: plain, LogErr: plain, LogGap: plain, LogAction: plain, LogMatch: plain, LogCur: plain, LogFold: plain, Rule: plain,
 			Status: plain, StatusErr: plain,
 			DialogBorder: plain, DialogTitle: plain, Choice: plain,
 			Help: help.Styles{Ellipsis: plain, ShortKey: plain, ShortDesc: plain, ShortSeparator: plain,
@@ -168,6 +169,7 @@ func newStyles(isDark, noColor bool) Styles {
 		LogAction: fg(p.magenta),
 		LogMatch:  plain.Background(p.matchBg).Foreground(p.fg),
 		LogCur:    fg(p.accent).Bold(true),
+		LogFold:   fg(p.accent),
 		Rule:      fg(p.dim),
 
 		Status:    fg(p.fg),

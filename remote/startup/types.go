@@ -121,6 +121,12 @@ type Fix struct {
 	Mode   string `json:"mode"`
 }
 
+// Command is the command line that applies the fix to host: the one
+// `bringup watch` prints and the console copies (y).
+func (f Fix) Command(host string) string {
+	return "bringup mode " + host + " " + f.Kernel + "=" + f.Mode + " --restart"
+}
+
 // Startup is the fold of one host's signals.
 type Startup struct {
 	Phase        Phase     `json:"phase"`

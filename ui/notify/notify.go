@@ -233,6 +233,29 @@ func (e Encoder) Encode(s Signals) string {
 	return b.String()
 }
 
+// Clipboard is the sequence that puts text on the system clipboard,
+// OSC 52 (ESC ] 52 ; c ; base64 BEL). Control characters are dropped
+// first, but for the newlines between lines: the text is remote text,
+// sanitised where it entered the fleet, and this keeps what lands in the
+// clipboard the text the console shows, whatever it is. Inside tmux it
+// goes twice: as it is, for tmux itself (with `set -g set-clipboard on`
+// tmux keeps it as a paste buffer and hands it to the terminal outside),
+// and through the passthrough (with `set -g allow-passthrough on`)
+// straight to that terminal. Either setting is enough; with both, the
+// same text is set twice.
+func (e Encoder) Clipboard(text string) string {
+	seq := ansi.SetSystemClipboard(strings.Map(func(r rune) rune {
+		if r == '\n' || r >= ' ' && r != 0x7f && (r < 0x80 || r >= 0xa0) {
+			return r
+		}
+		return -1
+	}, text))
+	if e.Tmux {
+		return seq + e.pass(seq)
+	}
+	return seq
+}
+
 // ClearProgress is the sequence that removes the bar, for when the
 // console ends; "" when progress is off.
 func (e Encoder) ClearProgress() string {

@@ -77,7 +77,7 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Log) {
 			}
 		}
 		if d.Fix != nil {
-			fmt.Fprintf(w, "  fix: bringup mode HOST %s=%s --restart\n", d.Fix.Kernel, d.Fix.Mode)
+			fmt.Fprintf(w, "  fix: %s\n", d.Fix.Command("HOST"))
 		}
 	}
 }

@@ -257,7 +257,7 @@ func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
 	if d := c.Diag; d != nil {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.KernelMode, l.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
 		if d.Fix != nil {
-			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+			l.Fix = d.Fix.Command(c.Host)
 		}
 	}
 	if l.Kind == string(startup.ChangeUnit) {

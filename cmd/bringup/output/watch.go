@@ -42,6 +42,8 @@ type WatchLine struct {
 	// Stats is the engine's latest stats sample, on a line of kind
 	// "stats" (throughput, requests, KV use).
 	Stats *startup.Sample `json:"stats,omitempty"`
+	// ConnErr is why an unknown host cannot be reached.
+	ConnErr string `json:"conn_error,omitempty"`
 }
 
 // Timeout is the line that ends a watch when its --timeout d passed: JSON
@@ -78,14 +80,15 @@ func Notice(w io.Writer, ev event.Event, asJSON bool) {
 // began, for the elapsed time) as a text line or a JSON line (WatchLine).
 func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 	l := WatchLine{
-		Time:  c.Time.Format(TimeLayout),
-		Seen:  c.Seen.Format(TimeLayout),
-		Host:  c.Host,
-		Kind:  string(c.Kind),
-		Phase: string(c.Phase),
-		From:  string(c.From),
-		Unit:  c.Unit,
-		Stats: c.Stats,
+		Time:    c.Time.Format(TimeLayout),
+		Seen:    c.Seen.Format(TimeLayout),
+		Host:    c.Host,
+		Kind:    string(c.Kind),
+		Phase:   string(c.Phase),
+		From:    string(c.From),
+		Unit:    c.Unit,
+		Stats:   c.Stats,
+		ConnErr: c.ConnErr,
 	}
 	if c.Progress.Known() {
 		l.Progress = fmt.Sprintf("%d/%d", c.Progress.Done, c.Progress.Total)
@@ -100,7 +103,7 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
 		l.FailedIn = string(d.Phase)
 		if d.Fix != nil {
-			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+			l.Fix = d.Fix.Command(c.Host)
 		}
 	}
 	if asJSON {
@@ -137,6 +140,9 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		}
 	default:
 		fmt.Fprintf(&b, "%s", c.Phase)
+		if l.ConnErr != "" {
+			fmt.Fprintf(&b, " (%s)", l.ConnErr)
+		}
 		if l.Elapsed != "" {
 			fmt.Fprintf(&b, " at +%s", l.Elapsed)
 		}

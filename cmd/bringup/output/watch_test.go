@@ -127,3 +127,23 @@ func TestNotice(t *testing.T) {
 		t.Errorf("JSON %s: %+v, %v", js.String(), l, err)
 	}
 }
+
+// TestChangeUnknownSaysWhy: a host that cannot be reached prints as
+// unknown with the connection's error, in text and in JSON (conn_error,
+// as status names it).
+func TestChangeUnknownSaysWhy(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	refused := "dial 127.0.0.1: connect 127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused"
+	c := remote.HostChange{Host: "gpu1", Seen: at, ConnErr: refused,
+		Change: startup.Change{Kind: startup.ChangePhase, Time: at, Phase: startup.Unknown, From: startup.Stopped}}
+	var text, js bytes.Buffer
+	Change(&text, c, time.Time{}, false)
+	Change(&js, c, time.Time{}, true)
+	if want := "2026-11-30T10:00:00.000000Z gpu1     unknown (" + refused + ")\n"; text.String() != want {
+		t.Errorf("text %q, want %q", text.String(), want)
+	}
+	var l WatchLine
+	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Phase != "unknown" || l.ConnErr != refused {
+		t.Errorf("JSON %s: %+v %v", js.String(), l, err)
+	}
+}
