@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 
 	"bringup/remote"
 )
@@ -30,5 +31,10 @@ func (o *OnDemand) Do(ctx context.Context, a remote.Action, emit remote.Emit) er
 		cancel()
 		<-done
 	}()
+	// The action's commands run on the connection as it is (they do not
+	// wait for one): connect first, failing at once on a refused key.
+	if _, err := h.conn.Client(ctx); err != nil {
+		return fmt.Errorf("%s: %s over SSH: %w", o.opts.Name, a, err)
+	}
 	return h.Do(ctx, a, emit)
 }
