@@ -116,6 +116,70 @@ func TestStoreFleet(t *testing.T) {
 		t.Fatalf("watch gpu3 through the store after the fix: exit %d\n%s%s", code, wout, werr)
 	}
 	fmt.Fprintln(testWriter{t}, "gpu3 after the fix, through the store:\n"+wout)
+
+	// Side by side, at once on the same hosts and load: a watch over SSH
+	// and one through the store, the units stopped first so that both
+	// wait, then all 16 started. Time to a full table (a line for every
+	// host) and the latency each adds (a phase line's receipt less its
+	// host timestamp), medians over the new runs' phase lines.
+	for _, h := range tb.Hosts() {
+		w.sh(t, ctx, h.Name, "systemctl stop sglang")
+	}
+	type watcher struct {
+		name        string
+		out, errOut syncBuffer
+		code        chan int
+		full        time.Duration
+	}
+	began := time.Now()
+	var ws []*watcher
+	for _, c := range []struct{ name, src string }{{"ssh", "--source=ssh"}, {"store", src}} {
+		wr := &watcher{name: c.name, code: make(chan int, 1)}
+		ws = append(ws, wr)
+		go func() {
+			wr.code <- run(ctx, testEnv(&wr.out, &wr.errOut), []string{"watch", "--json", "--timeout", "3m", "--config", w.cfg, c.src})
+		}()
+	}
+	for _, wr := range ws {
+		for {
+			hosts := map[string]bool{}
+			for _, l := range watchLines(t, wr.out.String()) {
+				hosts[l.Host] = true
+			}
+			if len(hosts) == storeHosts {
+				wr.full = time.Since(began)
+				break
+			}
+			if time.Since(began) > time.Minute {
+				t.Fatalf("%s watch: lines for %d hosts after a minute\n%s%s", wr.name, len(hosts), wr.out.String(), wr.errOut.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	startAt := time.Now()
+	for _, h := range tb.Hosts() {
+		w.sh(t, ctx, h.Name, "systemctl start sglang")
+	}
+	for _, wr := range ws {
+		if code := <-wr.code; code != exitServing {
+			t.Fatalf("%s watch: exit %d\n%s%s", wr.name, code, wr.out.String(), wr.errOut.String())
+		}
+		var lat []time.Duration
+		for _, l := range watchLines(t, wr.out.String()) {
+			at, err1 := time.Parse(time.RFC3339Nano, l.Time)
+			seen, err2 := time.Parse(time.RFC3339Nano, l.Seen)
+			if l.Kind == "phase" && err1 == nil && err2 == nil && at.After(startAt) {
+				lat = append(lat, seen.Sub(at))
+			}
+		}
+		if len(lat) < storeHosts*8 {
+			t.Errorf("%s watch: %d phase lines of the new runs, want every phase of 16 hosts", wr.name, len(lat))
+			continue
+		}
+		slices.Sort(lat)
+		t.Logf("%s: full table after %v; phase-line latency median %v, p90 %v (%d lines)", wr.name,
+			wr.full.Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), len(lat))
+	}
 }
 
 // testWriter sends lines to t.Log.

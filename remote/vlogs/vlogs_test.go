@@ -105,7 +105,7 @@ func TestParseRowRefuses(t *testing.T) {
 func TestUnitStateFromPID1(t *testing.T) {
 	states := map[string]*unitState{"gpu1": {}, "gpu2": {}}
 	got := map[string][]string{}
-	var last map[string]event.Unit = map[string]event.Unit{}
+	last := map[string]event.Unit{}
 	for _, l := range lines(t, "pid1-unit-messages.jsonl") {
 		r, err := ParseRow(l, 0)
 		if err != nil {
