@@ -2,6 +2,8 @@ package vlogs
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +36,14 @@ const (
 	DefaultOffset = 2 * time.Second
 	// DefaultRefresh is the tail's refresh_interval.
 	DefaultRefresh = 500 * time.Millisecond
+	// DefaultSweep is how often the recent past is read again with a
+	// plain query while the tail runs. VictoriaLogs' tail skips a row
+	// whose time is at or before the newest it already sent for the row's
+	// stream, and a row can become searchable after a later one of the
+	// same stream: TestE2EResumeAfterCuts saw rows 50-92 of a host's
+	// flood skipped while 93 onwards arrived. The sweep finds them; the
+	// seen-set drops what the tail already gave.
+	DefaultSweep = 3 * time.Second
 	// overlap is how far before the newest entry delivered a resumed tail
 	// starts again: entries in it are dropped by the seen-set, so that a
 	// resume loses nothing the store had and repeats nothing.
@@ -58,6 +68,9 @@ type Options struct {
 	// Offset and Refresh are the tail's; defaults DefaultOffset and
 	// DefaultRefresh.
 	Offset, Refresh time.Duration
+	// Sweep is how often the last overlap before the newest entry is
+	// read again (see DefaultSweep); default DefaultSweep.
+	Sweep time.Duration
 	// MaxLine caps a message as the SSH follower does; default
 	// journal.DefaultMaxLine.
 	MaxLine int
@@ -109,6 +122,9 @@ func New(opts Options) (*Source, error) {
 	}
 	if opts.Refresh <= 0 {
 		opts.Refresh = DefaultRefresh
+	}
+	if opts.Sweep <= 0 {
+		opts.Sweep = DefaultSweep
 	}
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = journal.DefaultMaxLine
@@ -234,8 +250,10 @@ func (s *Source) each(fn func(*sink)) {
 	}
 }
 
-// stream is the state of the follow across tail requests.
+// stream is the state of the follow across tail requests. The tail's
+// reader and the sweep both deliver, under mu.
 type stream struct {
+	mu     sync.Mutex
 	newest time.Time            // the newest entry delivered
 	seen   map[string]time.Time // keys of entries delivered, by their time
 	// pruneAt is the seen-set's size that triggers the next pruning:
@@ -400,26 +418,155 @@ func (s *Source) tail(ctx context.Context, st *stream, since time.Time) error {
 	s.each(func(k *sink) {
 		k.emit(event.Event{Host: k.name, Kind: event.KindConn, Time: now, Seen: now, Conn: &event.Conn{State: event.ConnUp}})
 	})
-	err = eachLine(resp.Body, func(line []byte) error {
-		s.deliver(st, line)
-		return nil
-	})
-	if err == nil {
-		err = io.ErrUnexpectedEOF // a tail never ends on its own
+	sctx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		s.sweep(sctx, st)
+	}()
+	defer func() {
+		stopSweep()
+		<-swept
+	}()
+	// The reader hands lines over; rows of one timestamp are held until
+	// the run ends (a later time, or a pause: the store writes each
+	// refresh's rows at once) and delivered in journal order.
+	lines := make(chan []byte, 256)
+	readErr := make(chan error, 1)
+	defer func() {
+		// Ends the reader (its read fails) and waits for it.
+		_ = resp.Body.Close()
+		for range lines {
+		}
+	}()
+	go func() {
+		defer close(lines)
+		readErr <- eachLine(resp.Body, func(line []byte) error {
+			select {
+			case lines <- bytes.Clone(line):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	var run []Row
+	flush := func() {
+		for _, r := range inJournalOrder(run) {
+			s.deliver(st, r)
+		}
+		run = run[:0]
 	}
-	return err
+	pause := time.NewTimer(time.Hour)
+	defer pause.Stop()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				flush()
+				if err := <-readErr; err != nil {
+					return err
+				}
+				return io.ErrUnexpectedEOF // a tail never ends on its own
+			}
+			r, err := ParseRow(line, s.opts.MaxLine)
+			if err != nil {
+				continue // a row the journal rules refuse is not shown (as over SSH)
+			}
+			if len(run) > 0 && !r.Time.Equal(run[0].Time) {
+				flush()
+			}
+			run = append(run, r)
+			pause.Reset(runPause)
+		case <-pause.C:
+			flush()
+		}
+	}
+}
+
+// runPause is how long a run of rows with one timestamp waits for more
+// before it is delivered: the store writes a refresh's rows at once.
+const runPause = 30 * time.Millisecond
+
+// inJournalOrder sorts rows of one timestamp by host and journal sequence
+// number (the cursor's i=). journald stamps a whole read from a service's
+// stdout with one time, and the store returns rows of equal time in no
+// particular order (a captured tail of a test host's flood had 328 of
+// 3000 lines after a later one); the sequence number is the order they
+// were written in. Rows without a cursor keep the order they came in.
+func inJournalOrder(rows []Row) []Row {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if c := cmp.Compare(a.Hostname, b.Hostname); c != 0 {
+			return c
+		}
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(seqnum(a.Key), seqnum(b.Key))
+	})
+	return rows
+}
+
+// seqnum is the i= field of a journal cursor (hex), 0 when there is none.
+func seqnum(cursor string) uint64 {
+	for f := range strings.SplitSeq(cursor, ";") {
+		if v, ok := strings.CutPrefix(f, "i="); ok {
+			n, err := strconv.ParseUint(v, 16, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// sweep reads the overlap before the newest entry delivered again, every
+// Sweep, until ctx ends: what the tail skipped arrives then (late, by up
+// to Sweep), what it gave is dropped by the seen-set.
+func (s *Source) sweep(ctx context.Context, st *stream) {
+	t := time.NewTicker(s.opts.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		newest := st.newest
+		st.mu.Unlock()
+		if newest.IsZero() {
+			continue
+		}
+		// Behind the tail's frontier only: what is newer, the tail sends
+		// in order, and a sweep ahead of it would put its rows out of
+		// order.
+		q := fmt.Sprintf("%s %s _time:[%s, %s] | sort by (_time)", s.unitFilter(), s.hostFilter(),
+			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano))
+		var rows []Row
+		err := s.query(ctx, q, func(line []byte) error {
+			if r, err := ParseRow(line, s.opts.MaxLine); err == nil {
+				rows = append(rows, r)
+			}
+			return nil
+		})
+		if err != nil {
+			continue // retried at the next tick; a dead store ends the tail
+		}
+		for _, r := range inJournalOrder(rows) {
+			s.deliver(st, r)
+		}
+	}
 }
 
 // deliver turns one tail row into the host's events, once.
-func (s *Source) deliver(st *stream, line []byte) {
-	r, err := ParseRow(line, s.opts.MaxLine)
-	if err != nil {
-		return // a row the journal rules refuse is not shown (as over SSH)
-	}
+func (s *Source) deliver(st *stream, r Row) {
 	k := s.sinkOf(r.Hostname)
 	if k == nil {
 		return
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if _, dup := st.seen[r.Key]; dup {
 		return
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +150,10 @@ type store struct {
 	tail     [][]byte
 	stats    [][]byte
 	cut      int
+	// skip leaves these rows out of every tail response, as VictoriaLogs'
+	// tail does with a row that became searchable after a later one of
+	// its stream; a sweep's query returns them.
+	skip map[int]bool
 	mu       sync.Mutex
 	requests []string
 }
@@ -163,7 +169,11 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch r.URL.Path {
 	case "/select/logsql/query":
-		for _, l := range s.stats {
+		rows := s.stats
+		if !strings.Contains(r.Form.Get("query"), "| stats") {
+			rows = s.tail // a sweep: every row (the seen-set drops the repeats)
+		}
+		for _, l := range rows {
 			_, _ = w.Write(append(l, '\n'))
 		}
 	case "/select/logsql/tail":
@@ -171,8 +181,10 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if n == 2 && s.cut > 0 { // the first tail, after the stats query
 			rows = rows[:s.cut]
 		}
-		for _, l := range rows {
-			_, _ = w.Write(append(l, '\n'))
+		for i, l := range rows {
+			if !s.skip[i] {
+				_, _ = w.Write(append(l, '\n'))
+			}
 		}
 		w.(http.Flusher).Flush()
 		if n == 2 && s.cut > 0 {
@@ -185,11 +197,11 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // collect runs a source over two hosts until want journal events arrived.
-func collect(t *testing.T, st *store, want int) (map[string][]event.Event, []string) {
+func collect(t *testing.T, st *store, want int, sweep time.Duration) (map[string][]event.Event, []string) {
 	t.Helper()
 	srv := httptest.NewServer(st)
 	defer srv.Close()
-	src, err := New(Options{URL: srv.URL, Unit: "sglang.service", Now: func() time.Time {
+	src, err := New(Options{URL: srv.URL, Unit: "sglang.service", Sweep: sweep, Now: func() time.Time {
 		return time.Date(2026, 12, 1, 22, 33, 0, 0, time.UTC)
 	}})
 	if err != nil {
@@ -259,7 +271,7 @@ func TestSourceCatchUpAndResume(t *testing.T) {
 	}
 	total := len(wantKeys["gpu1"]) + len(wantKeys["gpu2"])
 	st := &store{t: t, tail: tail, stats: stats, cut: 300}
-	evs, reqs := collect(t, st, total)
+	evs, reqs := collect(t, st, total, time.Hour)
 	for h, keys := range wantKeys {
 		var got []string
 		var gaps, units int
@@ -318,5 +330,112 @@ func TestActionsNeedSSH(t *testing.T) {
 	}
 	if _, err := New(Options{URL: "127.0.0.1:9428", Unit: "sglang"}); err == nil {
 		t.Error("a URL without a scheme was taken")
+	}
+}
+
+// TestSweepFindsWhatTheTailSkipped: rows the tail never sends arrive
+// through the sweep, once each; nothing the tail sent is repeated.
+func TestSweepFindsWhatTheTailSkipped(t *testing.T) {
+	tail := lines(t, "tail-two-hosts.jsonl")
+	stats := lines(t, "stats-run-start.jsonl")
+	skip := map[int]bool{}
+	for i := 440; i < 460; i++ {
+		skip[i] = true
+	}
+	starts := map[string]time.Time{}
+	for _, l := range stats {
+		h, ts, _ := parseStart(l)
+		starts[h] = ts
+	}
+	want := map[string]bool{}
+	for _, l := range tail {
+		r, _ := ParseRow(l, 0)
+		if !r.Time.Before(starts[r.Hostname].Add(-runSlack)) {
+			want[r.Key] = true
+		}
+	}
+	evs, reqs := collect(t, &store{t: t, tail: tail, stats: stats, skip: skip}, len(want), 100*time.Millisecond)
+	got := map[string]int{}
+	for _, h := range []string{"gpu1", "gpu2"} {
+		for _, ev := range evs[h] {
+			if ev.Kind == event.KindJournal {
+				got[ev.Journal.Cursor]++
+			}
+		}
+	}
+	for k := range want {
+		if got[k] != 1 {
+			t.Errorf("entry %s delivered %d times, want once", k, got[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d entries, want %d", len(got), len(want))
+	}
+	sweeps := 0
+	for _, r := range reqs {
+		if strings.Contains(r, "| sort by (_time)") && strings.Contains(r, "_time:[2026-12-01T") {
+			sweeps++
+		}
+	}
+	if sweeps == 0 {
+		t.Errorf("no sweep query among\n%s", strings.Join(reqs, "\n"))
+	}
+}
+
+// TestJournalOrderOfEqualTimes: the first 300 lines of a real tail
+// response (VictoriaLogs v1.52.1, a test host's flood.service printing
+// "line N" in bursts of 50, captured 2026-12-01) come in another order
+// where journald stamped a burst with one time; sorted by the cursor's
+// sequence number they are in the order written.
+func TestJournalOrderOfEqualTimes(t *testing.T) {
+	var rows []Row
+	for _, l := range lines(t, "tail-flood-equal-times.jsonl") {
+		r, err := ParseRow(l, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	number := func(r Row) int {
+		var n int
+		if _, err := fmt.Sscanf(r.Entry.Message, "line %d", &n); err != nil {
+			t.Fatalf("%q: %v", r.Entry.Message, err)
+		}
+		return n
+	}
+	inversions := func(rs []Row) int {
+		inv, hi := 0, 0
+		for _, r := range rs {
+			if n := number(r); n < hi {
+				inv++
+			} else {
+				hi = n
+			}
+		}
+		return inv
+	}
+	if inversions(rows) == 0 {
+		t.Fatal("the capture is in order already: it tests nothing")
+	}
+	// Runs of one time, as the tail reader cuts them.
+	var out []Row
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].Time.Equal(rows[i].Time) {
+			j++
+		}
+		out = append(out, inJournalOrder(slices.Clone(rows[i:j]))...)
+		i = j
+	}
+	if n := inversions(out); n != 0 {
+		t.Errorf("%d lines after a later one once sorted", n)
+	}
+	for i, r := range out {
+		if number(r) != i+1 {
+			t.Fatalf("row %d is %q", i, r.Entry.Message)
+		}
+	}
+	if seqnum("s=390aef01f64f42b7b8b05bb42e300fe7;i=43;b=26d8;m=dbe5a84e;t=6619a16a82fa4;x=5c31") != 0x43 || seqnum("") != 0 {
+		t.Error("seqnum")
 	}
 }
