@@ -146,14 +146,14 @@ func TestUnitStateFromPID1(t *testing.T) {
 // store replays captured responses: the tail serves its rows, cut after
 // cut rows on the first request (a dropped stream), in full after.
 type store struct {
-	t        *testing.T
-	tail     [][]byte
-	stats    [][]byte
-	cut      int
+	t     *testing.T
+	tail  [][]byte
+	stats [][]byte
+	cut   int
 	// skip leaves these rows out of every tail response, as VictoriaLogs'
 	// tail does with a row that became searchable after a later one of
 	// its stream; a sweep's query returns them.
-	skip map[int]bool
+	skip     map[int]bool
 	mu       sync.Mutex
 	requests []string
 }
