@@ -167,6 +167,7 @@ func statusWord(s doctor.Status) string {
 		return "warn"
 	case doctor.Fail:
 		return "fail"
+	case doctor.Skip:
 	}
 	return "skip"
 }
