@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"bringup/remote"
+	"bringup/remote/backoff"
 	"bringup/remote/event"
 	"bringup/remote/journal"
 	"bringup/remote/unitname"
@@ -267,7 +267,7 @@ type stream struct {
 func (s *Source) run(ctx context.Context) {
 	st := &stream{seen: map[string]time.Time{}, pruneAt: minPrune}
 	since := s.catchUpStart(ctx)
-	backoff := time.Second
+	bo := backoff.New(nil) // the one reconnect pacing: 1 s × 1.6, cap 2 min, ±20 %
 	for ctx.Err() == nil {
 		began := s.opts.Now()
 		err := s.tail(ctx, st, since)
@@ -275,8 +275,9 @@ func (s *Source) run(ctx context.Context) {
 			return
 		}
 		if s.opts.Now().Sub(began) > 10*time.Second {
-			backoff = time.Second // it ran: a new drop, not the same failure
+			bo.Reset() // it ran: a new drop, not the same failure
 		}
+		d := bo.Next()
 		at := "the start"
 		if !st.newest.IsZero() {
 			since = st.newest.Add(-overlap)
@@ -285,18 +286,15 @@ func (s *Source) run(ctx context.Context) {
 		now := s.opts.Now()
 		s.each(func(k *sink) {
 			k.emit(event.Event{Host: k.name, Kind: event.KindConn, Time: now, Seen: now,
-				Conn: &event.Conn{State: event.ConnDown, Err: "log store: " + err.Error(), Retry: now.Add(backoff)}})
+				Conn: &event.Conn{State: event.ConnDown, Err: "log store: " + err.Error(), Retry: now.Add(d)}})
 			k.emit(event.Event{Host: k.name, Kind: event.KindGap, Time: now, Seen: now, Gap: &event.Gap{
 				Reason: journal.GapReconnect, Message: "log store stream ended (" + err.Error() + "); resuming after " + at}})
 		})
-		// Jittered, as the SSH reconnects are (±20 %).
-		d := time.Duration(float64(backoff) * (0.8 + 0.4*rand.Float64()))
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(d):
 		}
-		backoff = min(backoff*8/5, 30*time.Second)
 	}
 }
 
