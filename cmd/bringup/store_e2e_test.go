@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"bringup/cmd/bringup/output"
 	"bringup/remote/testbed"
 )
 
@@ -116,6 +118,18 @@ func TestStoreFleet(t *testing.T) {
 		t.Fatalf("watch gpu3 through the store after the fix: exit %d\n%s%s", code, wout, werr)
 	}
 	fmt.Fprintln(testWriter{t}, "gpu3 after the fix, through the store:\n"+wout)
+	// status through the store: every host serving, the state marked as
+	// read from the journal.
+	code, sout, serr := w.bringup(ctx, "status", "--json", "--config", w.cfg, src)
+	var doc struct{ Hosts []output.StatusHost }
+	if err := json.Unmarshal([]byte(sout), &doc); err != nil || code != exitServing || len(doc.Hosts) != storeHosts {
+		t.Fatalf("status through the store: exit %d, %v\n%s%s", code, err, sout, serr)
+	}
+	for _, h := range doc.Hosts {
+		if h.Phase != "serving" || h.StatusPath != "journal" {
+			t.Errorf("status %s: phase %s, state path %q, want serving from the journal", h.Host, h.Phase, h.StatusPath)
+		}
+	}
 
 	// Side by side, at once on the same hosts and load: a watch over SSH
 	// and one through the store, the units stopped first so that both

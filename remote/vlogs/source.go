@@ -39,10 +39,11 @@ const (
 	// DefaultSweep is how often the recent past is read again with a
 	// plain query while the tail runs. VictoriaLogs' tail skips a row
 	// whose time is at or before the newest it already sent for the row's
-	// stream, and a row can become searchable after a later one of the
-	// same stream: TestE2EResumeAfterCuts saw rows 50-92 of a host's
-	// flood skipped while 93 onwards arrived. The sweep finds them; the
-	// seen-set drops what the tail already gave.
+	// stream (app/vlselect/logsql, getTailRows), so a row reaching the
+	// store later than the tail's offset is never sent (its docs: "If you
+	// see gaps in the logs delivered by live tailing, then increase the
+	// offset"). The sweep finds such rows; the seen-set drops what the
+	// tail already gave. On the test hosts it found none.
 	DefaultSweep = 3 * time.Second
 	// overlap is how far before the newest entry delivered a resumed tail
 	// starts again: entries in it are dropped by the seen-set, so that a
