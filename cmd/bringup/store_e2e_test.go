@@ -118,6 +118,24 @@ func TestStoreFleet(t *testing.T) {
 		t.Fatalf("watch gpu3 through the store after the fix: exit %d\n%s%s", code, wout, werr)
 	}
 	fmt.Fprintln(testWriter{t}, "gpu3 after the fix, through the store:\n"+wout)
+	// doctor on the store: it answers, each host's journal and the
+	// unit's entries arrive, no clock ahead (the inventory's
+	// config-store.yaml names the store).
+	code, dout, derr := w.bringup(ctx, "doctor", "--json", "--config", tb.Inventory()+"/"+testbed.StoreConfigName, "gpu1", "gpu3")
+	status := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(dout), "\n") {
+		var c struct{ Kind, Host, Check, Status string }
+		if err := json.Unmarshal([]byte(l), &c); err == nil && c.Kind == "check" {
+			status[c.Host+" "+c.Check] = c.Status
+		}
+	}
+	for _, h := range []string{"gpu1", "gpu3"} {
+		for _, c := range []string{"log store", "uploads", "clock"} {
+			if status[h+" "+c] != "ok" {
+				t.Errorf("doctor through the store: %s %s is %q (exit %d)\n%s%s", h, c, status[h+" "+c], code, dout, derr)
+			}
+		}
+	}
 	// status through the store: every host serving, the state marked as
 	// read from the journal.
 	code, sout, serr := w.bringup(ctx, "status", "--json", "--config", w.cfg, src)

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -123,7 +124,8 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "inventory %s (%d hosts in %s)\n", tb.Inventory(), len(tb.Hosts()), time.Since(start).Round(100*time.Millisecond))
 	if u := tb.LogStoreURL(); u != "" {
-		fmt.Fprintf(stdout, "log store %s (VictoriaLogs %s; every host's journal uploads to it)\n", u, testbed.VictoriaLogsVersion)
+		fmt.Fprintf(stdout, "log store %s (VictoriaLogs %s; every host's journal uploads to it): bringup --config %s\n",
+			u, testbed.VictoriaLogsVersion, filepath.Join(tb.Inventory(), testbed.StoreConfigName))
 	}
 	for _, h := range tb.Hosts() {
 		mode := h.Options.KernelMode

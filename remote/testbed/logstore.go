@@ -152,7 +152,27 @@ func (tb *Testbed) startStore(ctx context.Context, bin, inv string) error {
 	if err := tb.save(); err != nil {
 		return err
 	}
-	return waitHealthy(ctx, st.URL+"/health", p, st.Log)
+	if err := waitHealthy(ctx, st.URL+"/health", p, st.Log); err != nil {
+		return err
+	}
+	return writeStoreConfig(inv, st.URL)
+}
+
+// StoreConfigName is the inventory's config that follows the hosts
+// through the log store: config.yaml plus its source: section.
+const StoreConfigName = "config-store.yaml"
+
+// writeStoreConfig writes StoreConfigName next to config.yaml.
+func writeStoreConfig(inv, url string) error {
+	b, err := os.ReadFile(filepath.Join(inv, configName))
+	if err != nil {
+		return fmt.Errorf("log store: %w", err)
+	}
+	b = append(b, []byte("# The hosts' journals through the run's VictoriaLogs (actions still over SSH).\nsource: {kind: victorialogs, url: \""+url+"\"}\n")...)
+	if err := os.WriteFile(filepath.Join(inv, StoreConfigName), b, 0o644); err != nil {
+		return fmt.Errorf("log store: %w", err)
+	}
+	return nil
 }
 
 // waitHealthy polls the store's /health until it answers 200.
