@@ -7,7 +7,7 @@ GO ?= go
 # vulnerabilities that govulncheck finds reachable from bringup's code).
 export GOTOOLCHAIN ?= go1.26.10
 
-.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak
+.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak fleetbench
 
 demo:
 	$(GO) run ./cmd/bringup demo
@@ -89,3 +89,12 @@ soak: deps
 .PHONY: ingest-bench
 ingest-bench: deps
 	flock /tmp/bringup-e2e.lock env BRINGUP_E2E=1 BRINGUP_BENCH=1 $(GO) test -count=1 -run '^TestE2EIngest$$' -timeout 20m -v ./remote/journal
+
+# fleetbench boots FLEETBENCH_HOSTS test hosts (default 64) and measures
+# bringup's fleet side by side with plain `ssh host journalctl`: added
+# latency while every unit starts, catch-up of a 400 000-line run, time to
+# a full table, steady-state CPU and RSS (60 s). It prints a table, writes
+# fleetbench.json and takes the hosts down. By hand, as root: not in test.
+FLEETBENCH_HOSTS ?= 64
+fleetbench: deps
+	$(GO) run ./cmd/testbed bench --hosts $(FLEETBENCH_HOSTS) -o fleetbench.json

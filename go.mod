@@ -1,4 +1,4 @@
-module bringup
+module github.com/bringup-dev/bringup
 
 go 1.26.7
 

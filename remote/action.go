@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // ActionKind names an action on a host.

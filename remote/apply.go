@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // ApplyReport hears how Apply goes, as it goes. Calls come from Apply's

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // hangDriver's restarts (and redeploys) never end on their own: like a

@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/history"
-	"bringup/remote/sanitize"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // ErrReadOnly is returned for every changing action in read-only mode.
@@ -77,6 +77,9 @@ type Options struct {
 	History HistorySink
 	// Deadlines bound each action (zero fields: the defaults).
 	Deadlines Deadlines
+	// SlowerBy is the drop in decode rate against the kernel modes a host
+	// ran before that flags its modes as slower (0: history.DefaultSlowerBy).
+	SlowerBy float64
 }
 
 // DefaultLogBudget is Options.LogBudget's default: with 256 hosts the
@@ -94,6 +97,13 @@ const PendingShare = 8
 type HistorySink interface {
 	Expect(host, unit string, modes map[string]string) (history.Expectation, bool)
 	Record(history.Record) error
+}
+
+// ThroughputSink is a HistorySink that also compares serving runs' decode
+// rates by kernel modes (store.Sink is one). Compare is called from the
+// fold loop, so it must answer from memory without IO.
+type ThroughputSink interface {
+	Compare(host, unit string, modes map[string]string, live, slowerBy float64) history.ModeAB
 }
 
 // historyQueue bounds the records waiting for the history writer; beyond
@@ -149,6 +159,10 @@ type HostState struct {
 	// still come. systemd's D-Bus signal beats the journal follow; a
 	// reader that wants the cause waits until this clears (Settled).
 	Provisional bool `json:"provisional,omitempty"`
+	// Throughput is the decode rate of the host's current kernel modes
+	// (the run's steady rate, or earlier runs') against the modes it ran
+	// before, from the history; zero without one.
+	Throughput history.ModeAB `json:"throughput,omitzero"`
 }
 
 // Settled reports whether h has reached an end a reader can act on: it
@@ -174,7 +188,9 @@ type HostChange struct {
 }
 
 // Batch is what the fleet hands out each flush: the snapshot of every host,
-// and what happened since the last batch.
+// and what happened since the last batch. A host that did not change is
+// the same snapshot as in the batch before, its slices and maps shared:
+// consumers read them and never write to them.
 type Batch struct {
 	Hosts   []HostState   `json:"hosts"`
 	Events  []event.Event `json:"events,omitempty"`
@@ -253,6 +269,16 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 		f.byName[name] = i
 	}
 	return f, nil
+}
+
+// Driver returns host's driver (a real host's, for what only it can do:
+// remote/bench's tunnel to the service).
+func (f *Fleet) Driver(host string) (Driver, bool) {
+	i, ok := f.byName[host]
+	if !ok {
+		return nil, false
+	}
+	return f.specs[i].Driver, true
 }
 
 // Hosts lists the host names in order.
@@ -544,6 +570,25 @@ type hostFold struct {
 	failKey     string
 	failWall    time.Time
 	provisional bool
+
+	// snap is the host's last snapshot, handed out again while nothing
+	// changed: on a quiet fleet most batches carry one host's probe or GPU
+	// sample, and copying every host's state for it was the fold's main
+	// cost (measured: a fifth of the console's CPU at 64 serving hosts).
+	// snapOK is cleared by every event and tick change of the host;
+	// timed says the snapshot holds what the clock alone changes (an ETA,
+	// a provisional failure), so it is taken anew every time.
+	snap          HostState
+	snapOK, timed bool
+	// statsLines is the tracker's count of stats lines last looked at;
+	// tputInv the invocation (its StartedAt) tputRecorded is about: its
+	// steady decode rate has been handed to the history. live is that
+	// rate (0: not steady yet), ab the comparison by kernel modes.
+	statsLines   int
+	tputInv      time.Time
+	tputRecorded bool
+	live         float64
+	ab           history.ModeAB
 }
 
 // DefaultSettle is Options.Settle's default.
@@ -586,7 +631,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			for _, h := range hosts {
 				for _, c := range h.tracker.Tick(now) {
 					pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: wall, Change: c})
-					dirty = true
+					dirty, h.snapOK = true, false
 				}
 				// A provisional failure whose wait is over settles in a
 				// snapshot of its own, journal lines or not.
@@ -609,14 +654,20 @@ func (f *Fleet) fold(ctx context.Context) {
 func snapshot(hosts []*hostFold, now, wall time.Time, settle time.Duration) []HostState {
 	out := make([]HostState, len(hosts))
 	for i, h := range hosts {
+		if h.snapOK && !h.timed {
+			out[i] = h.snap
+			continue
+		}
 		s := h.state
 		s.Startup = h.tracker.State()
 		s.Provisional = h.provisionalAt(s.Startup, wall, settle)
 		s.Expected = h.expect
-		if eta, ok := history.ETA(h.expect, s.Startup, now); ok {
+		eta, timed := history.ETA(h.expect, s.Startup, now)
+		if timed {
 			s.ETA = eta
 		}
 		s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
+		s.Throughput = h.ab
 		s.GPU = append([]event.GPU(nil), h.state.GPU...)
 		s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
 		s.KernelHashes = maps.Clone(h.state.KernelHashes)
@@ -624,6 +675,7 @@ func snapshot(hosts []*hostFold, now, wall time.Time, settle time.Duration) []Ho
 			a := *h.state.Action
 			s.Action = &a
 		}
+		h.snap, h.snapOK, h.timed = s, true, timed || s.Provisional
 		out[i] = s
 	}
 	return out
@@ -653,6 +705,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		return
 	}
 	h := hosts[i]
+	h.snapOK = false
 	if ev.Seen.IsZero() {
 		ev.Seen = time.Now()
 	}
@@ -697,6 +750,10 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 	changes := h.tracker.Apply(ev)
 	for _, c := range changes {
 		pending.Changes = append(pending.Changes, HostChange{Host: h.state.Name, Seen: ev.Seen, Change: c})
+	}
+	if n := h.tracker.StatsLines(); n != h.statsLines {
+		h.statsLines = n
+		f.followThroughput(h)
 	}
 	if len(changes) > 0 || ev.Kind == event.KindUnit {
 		f.followHistory(h, changes)
@@ -816,6 +873,59 @@ func (f *Fleet) refreshExpect(h *hostFold) {
 	h.expect = e
 }
 
+// followThroughput runs after a stats line of h: once the serving run's
+// decode rate is steady it is queued for the history (once a run) and
+// compared with the kernel modes the host ran before. Stats lines come a
+// few a second at most, so the copy of the state here is cheap enough.
+func (f *Fleet) followThroughput(h *hostFold) {
+	if f.opts.History == nil {
+		return
+	}
+	st := h.tracker.State()
+	if !st.StartedAt.Equal(h.tputInv) {
+		h.tputInv, h.tputRecorded, h.live = st.StartedAt, false, 0
+	}
+	if st.Phase == startup.Serving && st.Stats != nil {
+		if v, ok := history.Steady(st.Stats.Decode); ok {
+			h.live = v
+			if !h.tputRecorded {
+				h.tputRecorded = true
+				f.queue(history.Throughput(st.Stats.Latest.Time, h.state.Name, h.state.Unit, st.Engine,
+					kernels.ModeMap(st.Modes), st.InvocationID, v))
+			}
+		}
+	}
+	f.refreshAB(h, st)
+}
+
+// refreshAB compares h's decode rate under the modes its run started with
+// against the modes it ran before, when the history can.
+func (f *Fleet) refreshAB(h *hostFold, st startup.Startup) {
+	ts, ok := f.opts.History.(ThroughputSink)
+	if !ok {
+		return
+	}
+	modes := st.Modes
+	if len(modes) == 0 {
+		modes = h.state.Modes
+	}
+	live := h.live
+	if !st.StartedAt.Equal(h.tputInv) {
+		live = 0 // a new run: its rate is not known yet
+	}
+	h.ab = ts.Compare(h.state.Name, h.state.Unit, kernels.ModeMap(modes), live, f.opts.SlowerBy)
+}
+
+// queue hands r to the history writer, or drops it when the writer is
+// behind.
+func (f *Fleet) queue(r history.Record) {
+	select {
+	case f.hist <- r:
+	default:
+		f.histDropped.Add(1)
+	}
+}
+
 // followHistory runs after h's startup changed or its unit was read: it
 // refreshes the expectation (the modes or the history may have changed),
 // notes the GPU memory when weights end, and queues the record of a
@@ -841,6 +951,7 @@ func (f *Fleet) followHistory(h *hostFold, changes []startup.Change) {
 			h.recorded = true
 			f.queueRecord(h, st, c.Time)
 		}
+		f.refreshAB(h, st)
 	}
 }
 
@@ -858,11 +969,7 @@ func (f *Fleet) queueRecord(h *hostFold, st startup.Startup, at time.Time) {
 	if r.WeightMemMiB == 0 && len(h.state.GPU) > 0 {
 		r.WeightMemMiB = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])
 	}
-	select {
-	case f.hist <- r:
-	default:
-		f.histDropped.Add(1)
-	}
+	f.queue(r)
 }
 
 // wholeStartup reports whether spans run from starting through weights to

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // startupLines is one whole SGLang startup as its journal lines.

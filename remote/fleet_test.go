@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/history"
-	"bringup/remote/history/store"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // scriptDriver emits a fixed list of events, then waits for ctx.
@@ -579,5 +579,50 @@ func TestFleetReconnect(t *testing.T) {
 	}
 	if err := f.Reconnect("nosuch"); err == nil || !strings.Contains(err.Error(), `unknown host "nosuch"`) {
 		t.Fatalf("nosuch: err %v, want unknown host", err)
+	}
+}
+
+// TestSnapshotReusesQuietHosts: a host with no event since the last
+// snapshot is handed out as it was, without copying its state again; an
+// event, a tick change or a clock-dependent field (an ETA) takes it anew.
+func TestSnapshotReusesQuietHosts(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	d := &scriptDriver{name: "gpu1"}
+	f, err := NewFleet([]HostSpec{{Driver: d, Unit: "sglang.service"}, {Driver: &scriptDriver{name: "gpu2"}, Unit: "sglang.service"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := []*hostFold{
+		{tracker: startup.NewTracker(startup.Options{}), state: HostState{Name: "gpu1"}},
+		{tracker: startup.NewTracker(startup.Options{}), state: HostState{Name: "gpu2"}},
+	}
+	first := snapshot(hosts, now, now, time.Second)
+	if !hosts[0].snapOK || !hosts[1].snapOK {
+		t.Fatal("snapshot did not keep the hosts' snapshots")
+	}
+	// An event for gpu1 only: gpu1 is taken anew, gpu2 handed out as it was.
+	var pending Batch
+	f.apply(hosts, &pending, event.Event{Host: "gpu1", Kind: event.KindProbe, Time: now, Probe: &event.Probe{OK: true, Status: 200}})
+	hosts[1].state.Probe = event.Probe{Status: 599} // not through apply: must not show
+	second := snapshot(hosts, now.Add(time.Second), now.Add(time.Second), time.Second)
+	if !second[0].Probe.OK || first[0].Probe.OK {
+		t.Errorf("gpu1's probe %+v after its event, want the new one", second[0].Probe)
+	}
+	if second[1].Probe.Status != 0 {
+		t.Errorf("gpu2 was taken anew without an event of its own: %+v", second[1].Probe)
+	}
+	// A starting host with an expectation has an ETA that moves with the
+	// clock: it is taken anew each time.
+	hosts[1].expect = history.Expectation{Runs: 3, Total: 10 * time.Minute}
+	hosts[1].snapOK = false
+	f.apply(hosts, &pending, event.Event{Host: "gpu2", Kind: event.KindUnit, Time: now,
+		Unit: &event.Unit{Name: "sglang.service", ActiveState: "activating", SubState: "start", ExecMainStart: now}})
+	a := snapshot(hosts, now.Add(time.Minute), now, time.Second)
+	if a[1].ETA.IsZero() || !hosts[1].timed {
+		t.Fatalf("gpu2 starting with an expectation: ETA %v, timed %v", a[1].ETA, hosts[1].timed)
+	}
+	hosts[1].state.Probe = event.Probe{Status: 503}
+	if b := snapshot(hosts, now.Add(2*time.Minute), now, time.Second); b[1].Probe.Status != 503 {
+		t.Errorf("gpu2's snapshot with an ETA was handed out again, not taken anew")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // The loops every reader of a fleet shares, written once: run the fleet,

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // lateLogHost is a host whose unit fails before the journal line that

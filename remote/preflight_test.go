@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestPreflightEngine checks which engine's flag the preflight asks for:

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
 // hostile is text a host, or a crafted recording, may send: OSC 52 (set

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // actionEntry is one line of the log of remote commands: an action's

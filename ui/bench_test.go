@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"testing"
 
-	"bringup/remote"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // BenchmarkHostView is one frame of the host view over a full 5 000-line
@@ -46,13 +46,7 @@ func BenchmarkHostView(b *testing.B) {
 // frame of the fleet table at 160×48. The rings must cap it.
 func BenchmarkConsoleMemory64Hosts(b *testing.B) {
 	const hosts = 64
-	base := fleetFixture()
-	batch := remote.Batch{}
-	for i := range hosts {
-		h := base.Hosts[i%len(base.Hosts)]
-		h.Name = fmt.Sprintf("gpu%02d", i+1)
-		batch.Hosts = append(batch.Hosts, h)
-	}
+	batch := fleetOf(hosts, "gpu%02d")
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -78,4 +72,17 @@ func BenchmarkConsoleMemory64Hosts(b *testing.B) {
 	}
 	b.ReportMetric(retained, "MB-retained") // after the loop: ResetTimer clears metrics
 	runtime.KeepAlive(m)
+}
+
+// fleetOf is a batch of n hosts named by the format (gpu%02d: gpu01…),
+// their states the fixture's taken in turn.
+func fleetOf(n int, name string) remote.Batch {
+	base := fleetFixture()
+	batch := remote.Batch{}
+	for i := range n {
+		h := base.Hosts[i%len(base.Hosts)]
+		h.Name = fmt.Sprintf(name, i+1)
+		batch.Hosts = append(batch.Hosts, h)
+	}
+	return batch
 }

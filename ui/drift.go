@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // drifts compares, per kernel of the catalog, the build each host's

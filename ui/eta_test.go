@@ -7,8 +7,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 func TestApproxLeft(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // fakeSource is a Source that records the actions asked of it.

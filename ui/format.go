@@ -163,7 +163,7 @@ func bar(frac float64, w int, s Styles) string {
 		out += string([]rune(eighths)[part-1])
 		n++
 	}
-	return s.BarFull.Render(out) + s.BarEmpty.Render(strings.Repeat("░", w-n))
+	return s.table.barFull.paint(out) + s.table.barEmpty.paint(strings.Repeat("░", w-n))
 }
 
 // sparkLevels are the heights of a sparkline, low to high.

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // hostLayout is how the host view spends its rows. It is computed the same
@@ -18,6 +18,8 @@ type hostLayout struct {
 	evidence     int  // evidence lines shown in the diagnosis box
 	meta         bool // the cause/phase/time line and the hint
 	gpu          bool
+	stats        bool // the serving line: decode rate and the engine's latest sample
+	ab           bool // the decode rate by kernel modes, from the history
 	modes        bool // a row per kernel: on disk, started with, pending
 	action       bool // the action under way, with its progress bar
 	logH         int  // rows of log lines
@@ -29,7 +31,8 @@ const minLogRows = 5
 // that hurts least: evidence beyond two lines, the full timeline, the GPU
 // row, the diagnosis's meta lines, the rest of the evidence.
 func layoutHost(hs *remote.HostState, h int) hostLayout {
-	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
+	_, stats := servingStats(hs)
+	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
 	if d != nil {
 		l.evidence = len(d.Evidence)
@@ -51,6 +54,12 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		if l.gpu {
 			n++
 		}
+		if l.stats {
+			n++
+		}
+		if l.ab {
+			n++
+		}
 		if l.modes {
 			n += len(hs.Modes)
 		}
@@ -64,6 +73,8 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
 		func() bool { l.modes = false; return true },
+		func() bool { l.ab = false; return true },
+		func() bool { l.stats = false; return true },
 		func() bool { l.meta = false; return true },
 		func() bool { l.evidence = min(l.evidence, 1); return true },
 	}
@@ -160,6 +171,12 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if st.Diag != nil {
 		out = append(out, strings.Split(v.diagBox(w, l), "\n")...)
+	}
+	if l.stats {
+		add(v.statsRow(w))
+	}
+	if l.ab {
+		add(v.abRow(w))
 	}
 	if l.gpu {
 		add(v.gpuRow(w))

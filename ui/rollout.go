@@ -7,8 +7,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/remote"
-	"bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
 // rolloutRun is the rollout the console drives: the state machine, its

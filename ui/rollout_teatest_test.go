@@ -13,12 +13,12 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/rollout"
-	"bringup/remote/sim"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/remote/sim"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // rolloutSpeed is the simulated fleet's speed in these tests: a startup of

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
 // rolloutForm is the rollout dialog: the hosts (fixed when R is pressed),

@@ -7,8 +7,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 
-	"bringup/remote/rollout"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // rolloutView draws the rollout: the plan and its state, one lane per

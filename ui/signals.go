@@ -3,8 +3,8 @@ package ui
 import (
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/remote/rollout"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // signal folds the current snapshot into the signals for a person not

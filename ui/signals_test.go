@@ -8,10 +8,10 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/startup"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // raws feeds b to m and returns what its commands would print raw (the

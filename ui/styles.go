@@ -2,11 +2,12 @@ package ui
 
 import (
 	"image/color"
+	"slices"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/lipgloss/v2"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // palette is the handful of colours the UI uses, picked for the terminal's
@@ -76,7 +77,16 @@ type Styles struct {
 
 	Help help.Styles
 
-	log logInks // the log pane's styles as inks, for the per-line path
+	log   logInks   // the log pane's styles as inks, for the per-line path
+	table tableInks // the fleet table's, for the per-cell path
+}
+
+// tableInks are the fleet table's per-cell styles reduced to SGR strings:
+// lipgloss's Render measures and re-splits its text on every call, which
+// at 256 hosts was most of a table frame (five calls a row).
+type tableInks struct {
+	header, dim, mark, barFull, barEmpty, unknownRow ink
+	phase                                            map[startup.Phase]ink
 }
 
 // logInks are the log pane's styles reduced to SGR strings.
@@ -85,6 +95,20 @@ type logInks struct{ time, err, gap, action, match, cur, mark ink }
 func (s *Styles) makeInks() {
 	s.log = logInks{time: inkOf(s.LogTime), err: inkOf(s.LogErr), gap: inkOf(s.LogGap),
 		action: inkOf(s.LogAction), match: inkOf(s.LogMatch), cur: inkOf(s.LogCur), mark: inkOf(s.Title)}
+	s.table = tableInks{header: inkOf(s.Header), dim: inkOf(s.Dim), mark: inkOf(s.Mark),
+		barFull: inkOf(s.BarFull), barEmpty: inkOf(s.BarEmpty), unknownRow: inkOf(s.PhaseUnknown),
+		phase: map[startup.Phase]ink{}}
+	for _, p := range append(slices.Clone(startup.Order), startup.Failed, startup.Restarting, startup.Stuck, startup.Unknown, "") {
+		s.table.phase[p] = inkOf(s.Phase(p))
+	}
+}
+
+// phaseInk is the ink of phase p (the style Phase gives it).
+func (k tableInks) phaseInk(s Styles, p startup.Phase) ink {
+	if i, ok := k.phase[p]; ok {
+		return i
+	}
+	return inkOf(s.Phase(p)) // a phase the map was not built with
 }
 
 // NewStyles builds the styles for a background; noColor gives plain ones.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // column is one column of the fleet table.
@@ -55,6 +55,7 @@ func (t *fleetTable) columns(w int) []column {
 	gpu := column{"GPU MEM", 11, cellGPU}
 	diag := column{"DIAGNOSIS", 0, cellDiag}
 	eta := column{"ETA", 5, cellETA}
+	tps := column{"TOK/S", 6, cellTPS}
 	var layouts [][]column
 	if t.anyHistory() {
 		layouts = [][]column{
@@ -70,12 +71,53 @@ func (t *fleetTable) columns(w int) []column {
 		{host, phase, since, progShort, diag},
 		{host, phase, since, diag},
 	}...)
+	if t.anyStats() {
+		layouts = withTPS(layouts, tps, progShort)
+	}
 	for _, cols := range layouts {
 		if fixedWidth(cols)+minDiag <= w {
 			return cols
 		}
 	}
 	return layouts[len(layouts)-1]
+}
+
+// withTPS puts the decode-rate column after the progress (or the time in
+// phase) of every layout; after each layout with the mode and no unit
+// comes the same with the short progress, so that at 80 columns the mode
+// (what a rate is compared by) and the ETA stay beside the rate.
+func withTPS(layouts [][]column, tps, progShort column) [][]column {
+	out := make([][]column, 0, len(layouts)+1)
+	for _, l := range layouts {
+		var cols []column
+		for _, c := range l {
+			cols = append(cols, c)
+			if c.title == "PROGRESS" || c.title == "IN PHASE" && !hasColumn(l, "PROGRESS") {
+				cols = append(cols, tps)
+			}
+		}
+		out = append(out, cols)
+		if hasColumn(l, "MODE") && hasColumn(l, "PROGRESS") && !hasColumn(l, "UNIT") {
+			short := make([]column, 0, len(cols))
+			for _, c := range cols {
+				if c.title == "PROGRESS" {
+					c = progShort
+				}
+				short = append(short, c)
+			}
+			out = append(out, short)
+		}
+	}
+	return out
+}
+
+func hasColumn(cols []column, title string) bool {
+	for _, c := range cols {
+		if c.title == title {
+			return true
+		}
+	}
+	return false
 }
 
 // anyHistory reports whether some host has earlier startups to estimate
@@ -114,7 +156,7 @@ func (t *fleetTable) Render(w, h int) string {
 		if cw == 0 {
 			cw = rest
 		}
-		b.WriteString(t.styles.Header.Render(fit(c.title, cw)))
+		b.WriteString(t.styles.table.header.paint(fit(c.title, cw)))
 		if i < len(cols)-1 {
 			b.WriteByte(' ')
 		}
@@ -138,7 +180,7 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		cur = "›"
 	}
 	if t.marked[h.Name] {
-		mark = t.styles.Mark.Render("●")
+		mark = t.styles.table.mark.paint("●")
 	}
 	var b strings.Builder
 	b.WriteString(cur + mark + " ")
@@ -150,15 +192,15 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		cell := fit(c.cell(t, h), cw)
 		switch c.title {
 		case "PHASE":
-			cell = t.styles.Phase(h.Startup.Phase).Render(cell)
+			cell = t.styles.table.phaseInk(t.styles, h.Startup.Phase).paint(cell)
 		case "DIAGNOSIS":
 			if busy(h.Action) {
 				break // the bar keeps its colours
 			}
-			if h.Startup.Diag != nil {
-				cell = t.styles.PhaseFailed.Render(cell)
+			if h.Startup.Diag != nil || h.Throughput.Slower {
+				cell = t.styles.table.phaseInk(t.styles, startup.Failed).paint(cell)
 			} else {
-				cell = t.styles.Dim.Render(cell)
+				cell = t.styles.table.dim.paint(cell)
 			}
 		}
 		b.WriteString(cell)
@@ -171,7 +213,7 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		return t.styles.Selected.Render(line)
 	}
 	if h.Startup.Phase == startup.Unknown || h.Conn.State == event.ConnUnreachable {
-		return t.styles.PhaseUnknown.Render(line)
+		return t.styles.table.unknownRow.paint(line)
 	}
 	return line
 }
@@ -324,6 +366,8 @@ func cellDiag(t *fleetTable, h *remote.HostState) string {
 		text = h.Conn.Err
 	case h.Action != nil && h.Action.Stage == event.ActionFailed:
 		text = h.Action.Name + " failed"
+	default:
+		text = slowerText(h)
 	}
 	if b := t.drift[h.Name]; b != "" {
 		if text == "" {

@@ -7,9 +7,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestHostFilterTerms filters the fixture fleet (gpu1 serving, gpu2 in

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"slices"
 
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // tableSort is the order of the table's rows.
@@ -28,15 +28,18 @@ func (s tableSort) String() string {
 // attention ranks a host by how much it needs a person: failed first,
 // then unreachable or stuck, then starting, then serving.
 func attention(h *remote.HostState) int {
-	switch p := h.Startup.Phase; {
-	case p == startup.Failed:
+	switch h.Startup.Phase {
+	case startup.Failed:
 		return 0
-	case p == startup.Unknown || p == startup.Stuck:
+	case startup.Unknown, startup.Stuck:
 		return 1
-	case p == startup.Serving:
+	case startup.Serving:
 		return 3
+	case startup.Stopped, startup.Starting, startup.Init, startup.Weights, startup.KVCache,
+		startup.GraphCapture, startup.HTTP, startup.Warmup, startup.Restarting:
+		return 2
 	}
-	return 2
+	return 2 // a phase not yet known ("")
 }
 
 // sortRows orders rows (indices into hosts) by s; ties keep the config's
@@ -51,6 +54,7 @@ func sortRows(rows []int, hosts []remote.HostState, s tableSort) {
 			return c
 		}
 		switch s {
+		case sortConfig, sortFailed, sortCount: // attention alone, then the config's order
 		case sortPhase:
 			return cmp.Compare(ha.Startup.Phase.Rank(), hb.Startup.Phase.Rank())
 		case sortETA:

@@ -8,9 +8,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // sizedFleet is n hosts h01..; those in failed are failed, every third of

@@ -8,8 +8,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"bringup/remote"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // footerRows is the status line and the short help.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/kernels"
-	"bringup/remote"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // The changing commands: each names its hosts, says exactly what will
@@ -207,6 +207,12 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	states, err := fl.AwaitUnits(ctx, s.hosts, min(answerTimeout, *timeout))
 	if err != nil {
 		fail("%v", err)
+		if cli.WasInterrupted(ctx) {
+			if *asJSON {
+				output.Summary(out, c.name, "interrupted", exitInterrupted, nil, err.Error())
+			}
+			return exitInterrupted
+		}
 		return refused(err.Error())
 	}
 	if o.restart {

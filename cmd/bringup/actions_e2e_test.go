@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/kernels"
-	"bringup/kernels/bundle"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestActionsOnTestbed runs the changing commands against three real

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/startup/corpus"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // corpusSample picks at least n logs of the real-log corpus: one of every

@@ -10,12 +10,12 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/sim"
-	"bringup/ui"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/sim"
+	"github.com/bringup-dev/bringup/ui"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // simFlags are the flags every command that can run over the simulated

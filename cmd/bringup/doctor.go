@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
-	"bringup/cmd/bringup/output"
-	"bringup/remote/doctor"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
-	"bringup/remote/vlogs"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes it.

@@ -13,12 +13,12 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
-	"bringup/ui"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/ui"
 )
 
 // oscRe matches the console's own OSC sequences: its window title and the

@@ -7,12 +7,12 @@ import (
 
 	"golang.org/x/term"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
-	"bringup/cmd/bringup/output"
-	"bringup/kernels"
-	"bringup/remote/logfile"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Exit codes of `bringup explain`.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/startup/corpus"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 func runExplainArgs(t *testing.T, stdin string, args ...string) (int, string, string) {

@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // hostileStderr is what the test host's tools write to stderr: OSC 52

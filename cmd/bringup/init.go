@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
-	"bringup/remote/live"
-	"bringup/remote/sanitize"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // initParallel bounds how many hosts init looks at at once.

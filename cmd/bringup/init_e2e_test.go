@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/config"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // TestInitOnTestbed: bringup init over real hosts writes a config that

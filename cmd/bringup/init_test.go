@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/cmd/bringup/config"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // TestStarterHost: the unit init writes for a host, from what it found.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
 )
 
 // TestActionsJSON runs the changing commands with --json over the

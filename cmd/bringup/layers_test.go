@@ -18,14 +18,14 @@ import (
 // in cmd/bringup because the binary is the one package that may import
 // every layer, and the module root holds no package.
 
-const module = "bringup"
+const module = "github.com/bringup-dev/bringup"
 
 // uiIOPackages are the bringup packages that talk to hosts: the UI sees
 // the fleet through remote.Source and acts through Fleet.Do, so none of
 // them may be among the bringup packages it pulls in.
 var uiIOPackages = []string{
-	"bringup/remote/sshx", "bringup/remote/deploy", "bringup/remote/dropin", "bringup/remote/systemd",
-	"bringup/remote/journal", "bringup/remote/probe", "bringup/remote/live",
+	module + "/remote/sshx", module + "/remote/deploy", module + "/remote/dropin", module + "/remote/systemd",
+	module + "/remote/journal", module + "/remote/probe", module + "/remote/live",
 }
 
 // remoteLibraries are the third-party packages that carry SSH and SFTP,
@@ -39,7 +39,7 @@ var uiDirectBans = []string{"net", "net/", "os/exec"}
 
 // purePackages fold and compute; they get their inputs and clocks handed
 // to them, so they import no IO, directly or through a bringup package.
-var purePackages = []string{"bringup/remote/startup", "bringup/remote/rollout", "bringup/remote/history", "bringup/remote/sanitize", "bringup/remote/unitname"}
+var purePackages = []string{module + "/remote/startup", module + "/remote/rollout", module + "/remote/history", module + "/remote/sanitize", module + "/remote/unitname"}
 
 // ioImports are what a pure package may not reach. A prefix ending in "/"
 // bans a tree.
@@ -99,7 +99,7 @@ func importGraph(t *testing.T) map[string][]string {
 			graph[p.ImportPath] = p.Imports
 		}
 	}
-	if len(graph) < 10 || graph["bringup/ui"] == nil {
+	if len(graph) < 10 || graph[module+"/ui"] == nil {
 		t.Fatalf("go list found %d bringup packages, without bringup/ui: not the module root?", len(graph))
 	}
 	return graph
@@ -107,7 +107,7 @@ func importGraph(t *testing.T) map[string][]string {
 
 // reach walks the bringup packages root pulls in, root included, and
 // calls visit for each one's direct imports with the chain that leads to
-// it ("bringup/ui → bringup/remote").
+// it ("…/ui → …/remote").
 func reach(graph map[string][]string, root string, visit func(pkg string, imports []string, chain string)) {
 	from := map[string]string{root: ""}
 	queue := []string{root}
@@ -139,7 +139,7 @@ func layerViolations(graph map[string][]string) []string {
 		}
 		out = append(out, v)
 	}
-	reach(graph, "bringup/ui", func(pkg string, imports []string, chain string) {
+	reach(graph, module+"/ui", func(pkg string, imports []string, chain string) {
 		for _, imp := range imports {
 			switch {
 			case slices.Contains(uiIOPackages, imp):
@@ -166,12 +166,12 @@ func layerViolations(graph map[string][]string) []string {
 	}
 	slices.Sort(pkgs)
 	for _, pkg := range pkgs {
-		lower := under(pkg, "bringup/remote") || under(pkg, "bringup/kernels")
+		lower := under(pkg, module+"/remote") || under(pkg, module+"/kernels")
 		for _, imp := range graph[pkg] {
 			switch {
-			case lower && (under(imp, "bringup/ui") || under(imp, "bringup/cmd")):
+			case lower && (under(imp, module+"/ui") || under(imp, module+"/cmd")):
 				add(pkg, imp, pkg, "nothing under remote/ or kernels/ imports ui or cmd")
-			case under(pkg, "bringup/kernels") && under(imp, "bringup/remote"):
+			case under(pkg, module+"/kernels") && under(imp, module+"/remote"):
 				add(pkg, imp, pkg, "arrows run remote → kernels only: nothing under kernels/ imports remote/")
 			}
 		}
@@ -181,7 +181,7 @@ func layerViolations(graph map[string][]string) []string {
 
 func TestLayers(t *testing.T) {
 	graph := importGraph(t)
-	for _, root := range append([]string{"bringup/ui"}, purePackages...) {
+	for _, root := range append([]string{module + "/ui"}, purePackages...) {
 		if graph[root] == nil {
 			t.Errorf("%s is not in the module: the rules about it check nothing", root)
 		}
@@ -196,34 +196,34 @@ func TestLayers(t *testing.T) {
 // package, a typo in a list) shows here rather than passing in silence.
 func TestLayerRulesBite(t *testing.T) {
 	graph := map[string][]string{
-		"bringup/ui":               {"bringup/remote", "charm.land/bubbletea/v2", "net"},
-		"bringup/remote":           {"bringup/remote/helper", "bringup/kernels"},
-		"bringup/remote/helper":    {"bringup/remote/sshx"},
-		"bringup/remote/sshx":      {"golang.org/x/crypto/ssh/agent", "os/exec"},
-		"bringup/remote/rollout":   {"bringup/remote"},
-		"bringup/remote/startup":   {"bringup/kernels"},
-		"bringup/remote/history":   {"bringup/remote/history/x"},
-		"bringup/remote/history/x": {"io/fs"},
-		"bringup/remote/sanitize":  {"unicode/utf8"},
-		"bringup/kernels":          {"strings"},
-		"bringup/kernels/bad":      {"bringup/remote/sshx", "bringup/ui"},
-		"charm.land/bubbletea/v2":  {"os/exec"},
+		module + "/ui":               {module + "/remote", "charm.land/bubbletea/v2", "net"},
+		module + "/remote":           {module + "/remote/helper", module + "/kernels"},
+		module + "/remote/helper":    {module + "/remote/sshx"},
+		module + "/remote/sshx":      {"golang.org/x/crypto/ssh/agent", "os/exec"},
+		module + "/remote/rollout":   {module + "/remote"},
+		module + "/remote/startup":   {module + "/kernels"},
+		module + "/remote/history":   {module + "/remote/history/x"},
+		module + "/remote/history/x": {"io/fs"},
+		module + "/remote/sanitize":  {"unicode/utf8"},
+		module + "/kernels":          {"strings"},
+		module + "/kernels/bad":      {module + "/remote/sshx", module + "/ui"},
+		"charm.land/bubbletea/v2":    {"os/exec"},
 	}
 	got := strings.Join(layerViolations(graph), "\n")
 	for _, want := range []string{
-		"bringup/ui imports net: neither the UI",
-		"bringup/remote/helper imports bringup/remote/sshx: the UI pulls in no package that talks to hosts (it acts through Fleet.Do) (reached as bringup/ui → bringup/remote → bringup/remote/helper)",
-		"bringup/remote/sshx imports golang.org/x/crypto/ssh/agent: the UI pulls in no SSH or SFTP library",
-		"bringup/remote/sshx imports os/exec: bringup/remote/rollout is pure",
-		"bringup/remote/history/x imports io/fs: bringup/remote/history is pure",
-		"bringup/kernels/bad imports bringup/remote/sshx: arrows run remote → kernels only",
-		"bringup/kernels/bad imports bringup/ui: nothing under remote/ or kernels/ imports ui or cmd",
+		module + "/ui imports net: neither the UI",
+		module + "/remote/helper imports " + module + "/remote/sshx: the UI pulls in no package that talks to hosts (it acts through Fleet.Do) (reached as " + module + "/ui → " + module + "/remote → " + module + "/remote/helper)",
+		module + "/remote/sshx imports golang.org/x/crypto/ssh/agent: the UI pulls in no SSH or SFTP library",
+		module + "/remote/sshx imports os/exec: " + module + "/remote/rollout is pure",
+		module + "/remote/history/x imports io/fs: " + module + "/remote/history is pure",
+		module + "/kernels/bad imports " + module + "/remote/sshx: arrows run remote → kernels only",
+		module + "/kernels/bad imports " + module + "/ui: nothing under remote/ or kernels/ imports ui or cmd",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing violation %q in:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "charm.land") || strings.Contains(got, "bringup/remote/startup is pure") || strings.Contains(got, "sanitize is pure") {
+	if strings.Contains(got, "charm.land") || strings.Contains(got, module+"/remote/startup is pure") || strings.Contains(got, "sanitize is pure") {
 		t.Errorf("a third-party package's imports or a clean package was reported:\n%s", got)
 	}
 }

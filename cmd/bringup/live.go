@@ -5,16 +5,16 @@ import (
 
 	"fmt"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/config"
-	"bringup/kernels/bundle"
-	"bringup/remote"
-	"bringup/remote/history/store"
-	"bringup/remote/live"
-	"bringup/remote/probe"
-	"bringup/remote/sshx"
-	"bringup/remote/startup"
-	"bringup/remote/vlogs"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/probe"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 // fleetFlags are the flags of every command that talks to real hosts.
@@ -112,7 +112,7 @@ func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote
 // liveFleet builds the fleet over real hosts.
 func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: bundle.LocalHashes(cfg.Kernels)}
+		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
 		if err != nil { // ParsePacks compiled each one already

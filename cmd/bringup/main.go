@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 )
 
 // env is the slice of the process environment the commands read, so tests
@@ -44,6 +44,7 @@ func commands() []command {
 		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts", runDemo},
 		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
+		{"bench", "bringup bench [-n N] [--concurrency C] [--max-tokens T] [--json] [-H hosts | --config F] [HOST|GROUP...]", "a bounded smoke load on each serving host's /v1/completions over its SSH tunnel: req/s, output tok/s, TTFT and latency p50/p99, errors; exit 0 clean, 1 errors, 3 a host refused (not serving)", runBench},
 		{"doctor", "bringup doctor [--json] [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
 		actionCommand("mode"),
 		actionCommand("redeploy"),
@@ -56,6 +57,7 @@ func commands() []command {
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...", "write a starter config: each host's inference unit and engine, found over SSH", runInit},
 		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
+		{"completion", "bringup completion bash|zsh|fish", "print the shell's completion script (commands, flags, host and group names from the config)", runCompletion},
 	}
 }
 
@@ -92,6 +94,9 @@ func run(ctx context.Context, e env, args []string) int {
 		}
 		usage(e.stdout)
 		return exitServing
+	}
+	if args[0] == "__complete" { // the completion scripts' helper, not listed
+		return runComplete(ctx, e, args[1:])
 	}
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(ctx, e, args[1:])

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 )
 
 // TestConventions: help asked for goes to stdout with exit 0; a usage

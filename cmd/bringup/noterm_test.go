@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // TestNoTerminalRefused: the console and the demo, with no terminal, say
@@ -64,5 +66,43 @@ func TestNoTerminalBinary(t *testing.T) {
 		if stdout.Len() != 0 {
 			t.Errorf("%q: stdout %q, want nothing", args, stdout.String())
 		}
+	}
+}
+
+// TestInterruptedWatch: ctrl-c in watch exits 130, not 2 (the timeout's
+// code): the signal is the context's cause.
+func TestInterruptedWatch(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(300*time.Millisecond, func() { cancel(cli.Interrupted{Signal: os.Interrupt}) })
+	var out, errOut syncBuffer
+	if code := run(ctx, testEnv(&out, &errOut), []string{"watch", "--demo", "--speed", "1"}); code != exitInterrupted {
+		t.Errorf("exit %d, want %d; stderr %q", code, exitInterrupted, errOut.String())
+	}
+	// A deadline of its own is still a timeout.
+	var out2, errOut2 syncBuffer
+	if code := run(context.Background(), testEnv(&out2, &errOut2), []string{"watch", "--demo", "--speed", "1", "--timeout", "300ms"}); code != exitTimeout {
+		t.Errorf("--timeout: exit %d, want %d", code, exitTimeout)
+	}
+}
+
+// TestInterruptedBinary sends SIGINT to the built binary's watch, as
+// ctrl-c does: exit 130.
+func TestInterruptedBinary(t *testing.T) {
+	e2e.Require(t) // builds and runs the binary
+	bin := buildBringup(t)
+	cmd := exec.CommandContext(t.Context(), bin, "watch", "--demo", "--speed", "1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+		t.Errorf("%v, want exit %d; stderr %q", err, exitInterrupted, stderr.String())
 	}
 }

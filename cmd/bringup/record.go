@@ -5,11 +5,11 @@ import (
 
 	"fmt"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/remote"
-	"bringup/remote/record"
-	"bringup/ui"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/record"
+	"github.com/bringup-dev/bringup/ui"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // recordFlag is --record FILE: every event the fleet receives goes to a

@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/remote"
-	"bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
 const rolloutUsage = `bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--force]

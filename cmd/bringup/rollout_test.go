@@ -11,8 +11,8 @@ import (
 	"testing/iotest"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // rolloutDemo runs `bringup rollout --demo --speed 1600 args...` with in as

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // TestSignalsInTmux runs `bringup demo` in a tmux window that is not the

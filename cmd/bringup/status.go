@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/remote"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote"
 )
 
 func runStatus(ctx context.Context, e env, args []string) int {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // storeHosts is the fleet of TestStoreFleet: the most test hosts one run

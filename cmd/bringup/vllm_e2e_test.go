@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestVLLMOnTestbed runs bringup against two real hosts whose infersim

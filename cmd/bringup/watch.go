@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"bringup/cmd/bringup/cli"
-	"bringup/cmd/bringup/output"
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Exit codes, for scripts: the one table in package cli.
@@ -50,7 +50,20 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 		for _, ev := range b.Events {
 			output.Notice(w, ev, opts.JSON)
 		}
+		// The batch that settles the last host may carry stats lines
+		// from after that moment: where the watch ends is the outcome,
+		// and a line past it would depend on where the batch was cut.
+		final := remote.AllSettled(b.Hosts)
+		var cut time.Time
 		for _, c := range b.Changes {
+			if c.Kind != startup.ChangeStats && c.Time.After(cut) {
+				cut = c.Time
+			}
+		}
+		for _, c := range b.Changes {
+			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
+				continue
+			}
 			output.Change(w, c, started[c.Host], opts.JSON)
 		}
 	})

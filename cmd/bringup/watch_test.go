@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // watchLines decodes watch --json output, a line each; a line that is not

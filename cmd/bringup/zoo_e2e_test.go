@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/cmd/bringup/output"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // zooHost is one way a startup goes wrong, on one test host, and what

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // config is everything a run of the server needs, read from flags and
@@ -28,6 +28,12 @@ type config struct {
 	// serves (INFERSIM_FLOOD; 0: none): load for soak tests, whose lines
 	// the follower must deliver each once, in order.
 	flood int
+	// load is the background streams the engine decodes once serving
+	// (INFERSIM_LOAD; 0: none, the engine is idle without clients);
+	// stats is how often it prints its stats line while it decodes
+	// (INFERSIM_STATS_SECONDS; SGLang 2 s, vLLM 10 s by default).
+	load  int
+	stats time.Duration
 }
 
 // engines are the servers infersim stands in for, by INFERSIM_ENGINE.
@@ -99,7 +105,24 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if err != nil || flood < 0 {
 		return config{}, fmt.Errorf("INFERSIM_FLOOD %q: want a number of lines a second", getenv("INFERSIM_FLOOD"))
 	}
-	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng, flood: flood}, nil
+	if p.Rates, err = sglang.ParseRates(getenv("INFERSIM_DECODE_TPS")); err != nil {
+		return config{}, fmt.Errorf("INFERSIM_DECODE_TPS: %w", err)
+	}
+	load, err := strconv.Atoi(envOr(getenv, "INFERSIM_LOAD", "0"))
+	if err != nil || load < 0 || load > maxBatch {
+		return config{}, fmt.Errorf("INFERSIM_LOAD=%q: want a number of streams from 0 to %d", getenv("INFERSIM_LOAD"), maxBatch)
+	}
+	every := 2.0
+	if name == "vllm" {
+		every = 10
+	}
+	if v := getenv("INFERSIM_STATS_SECONDS"); v != "" {
+		if every, err = strconv.ParseFloat(v, 64); err != nil || every <= 0 {
+			return config{}, fmt.Errorf("INFERSIM_STATS_SECONDS=%q: want a positive number of seconds", v)
+		}
+	}
+	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng, flood: flood,
+		load: load, stats: time.Duration(every * float64(time.Second))}, nil
 }
 
 // engineArg takes --engine NAME (or --engine=NAME) out of args; without

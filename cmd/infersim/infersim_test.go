@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/sim/sglang"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 func TestHandlers(t *testing.T) {

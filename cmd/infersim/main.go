@@ -33,6 +33,9 @@
 //	INFERSIM_KERNEL_NAME   the kernel's name in the log (default kdtree-verify)
 //	INFERSIM_UNSAFE_MODES  comma-separated modes that are not capture-safe (default validate)
 //	INFERSIM_STATE_DIR     where the GPU state for nvidia-smi goes (default /run/infersim)
+//	INFERSIM_DECODE_TPS    decode tokens/s at a full batch per kernel mode (default off=480,on=1920)
+//	INFERSIM_LOAD          background streams decoded once serving (default 0: idle without clients)
+//	INFERSIM_STATS_SECONDS how often the stats line is printed while decoding (SGLang 2, vLLM 10)
 //	PYTHONPATH             its first entry is the kernel directory whose content hash is logged
 package main
 

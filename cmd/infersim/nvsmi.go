@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // The driver the stand-in reports (fixtures/gpu/nvidia-smi.txt).

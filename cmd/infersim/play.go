@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // engine is what differs between the servers infersim stands in for: their
@@ -32,6 +32,8 @@ type engine interface {
 	uvicorn(p sglang.Params, level, msg string, access bool) line
 	// routes adds the engine's HTTP endpoints to s.
 	routes(s *server)
+	// statsLine is the engine's periodic stats line for the load b.
+	statsLine(p sglang.Params, b sglang.Batch) line
 }
 
 // line is one thing an engine's startup does at At after the process
@@ -153,6 +155,12 @@ func (sglangEngine) uvicorn(_ sglang.Params, level, msg string, access bool) lin
 	l := sglangMain(sglang.Uvicorn(level, msg))
 	l.stdout = access
 	return l
+}
+
+// statsLine is SGLang's decode stats line, printed by the first rank.
+func (sglangEngine) statsLine(_ sglang.Params, b sglang.Batch) line {
+	l := sglang.Line{Prefix: sglang.PrefixLogger, Tag: " TP0", Text: sglang.DecodeLine(b)}
+	return line{text: l.Render}
 }
 
 // sglangMain is an untagged line of SGLang's main process.

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // serve plays the engine's startup, serves HTTP from the moment the engine
@@ -36,6 +36,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	logs := &logWriter{stdout: stdout, stderr: stderr}
 	start := time.Now()
 	srv := newServer(cfg.engine, p, logs)
+	srv.dec.load, srv.dec.interval = cfg.load, cfg.stats
 
 	// The state file lets the nvidia-smi stand-in show this process's memory.
 	state := newGPUState(cfg.stateDir, os.Getpid())
@@ -108,6 +109,13 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		return pl.exitCode
 	}
 	// Serving, or hung: run until stopped.
+	if srv.ready.Load() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv.dec.report(stateCtx, cfg.engine, p, logs)
+		}()
+	}
 	if cfg.flood > 0 && srv.ready.Load() {
 		flood(ctx, cfg.flood, logs)
 	}
@@ -240,12 +248,16 @@ type server struct {
 	ready  atomic.Bool
 	logs   *logWriter
 	nextID atomic.Int64
+	// dec times completions at the kernel mode's rate and counts the
+	// tokens for the stats lines.
+	dec *decoder
 	// badRequest renders the engine's JSON error body for a 400.
 	badRequest func(msg string) string
 }
 
 func newServer(eng engine, p sglang.Params, logs *logWriter) *server {
-	s := &server{mux: http.NewServeMux(), eng: eng, p: p, model: p.ModelPath, logs: logs}
+	s := &server{mux: http.NewServeMux(), eng: eng, p: p, model: p.ModelPath, logs: logs,
+		dec: &decoder{rate: p.Rates.Rate(p.Kernel.Mode), interval: sglang.StatsEvery}}
 	eng.routes(s)
 	return s
 }
@@ -259,6 +271,13 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes a streamed answer's chunks on as they are written.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // ServeHTTP serves r and writes uvicorn's access line to stdout.
@@ -290,9 +309,15 @@ const cannedText = " Paris. It is the largest city in France."
 
 // request is the part of a completion or generate request infersim reads.
 type request struct {
-	Prompt         any `json:"prompt"`
-	Text           any `json:"text"`
-	MaxTokens      int `json:"max_tokens"`
+	Prompt    any  `json:"prompt"`
+	Text      any  `json:"text"`
+	MaxTokens int  `json:"max_tokens"`
+	Stream    bool `json:"stream"`
+	// StreamOptions.IncludeUsage adds the usage chunk to a stream, as
+	// the OpenAI API (and both engines) do.
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	SamplingParams struct {
 		MaxNewTokens int `json:"max_new_tokens"`
 	} `json:"sampling_params"`
@@ -339,6 +364,13 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, cho
 	}
 	text, n := completion(req.MaxTokens)
 	pt := promptTokens(req.Prompt)
+	if req.Stream {
+		s.stream(w, r, id, text, n, pt, req.StreamOptions.IncludeUsage)
+		return
+	}
+	if !s.dec.generate(r.Context(), n, nil) {
+		return // the client went away
+	}
 	c := map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": "length"}
 	maps.Copy(c, choice)
 	resp := map[string]any{
@@ -348,6 +380,43 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, id string, cho
 	}
 	maps.Copy(resp, extra)
 	writeJSON(w, resp)
+}
+
+// stream answers a completion as server-sent events, a chunk a token as
+// the tokens are decoded, then the usage (when asked) and [DONE], the way
+// both engines' OpenAI routes stream.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, id, text string, n, pt int, usage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	words := strings.SplitAfter(strings.TrimPrefix(text, " "), " ")
+	created := time.Now().Unix()
+	send := func(v any) {
+		b, _ := json.Marshal(v)                  // maps of strings and numbers
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b) // a client gone away is no error of the server's
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	sent := 0
+	ok := s.dec.generate(r.Context(), n, func(done int) {
+		for ; sent < done && sent < len(words); sent++ {
+			finish := any(nil)
+			if sent == n-1 {
+				finish = "length"
+			}
+			send(map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.model,
+				"choices": []map[string]any{{"index": 0, "text": " " + strings.TrimSpace(words[sent]), "logprobs": nil, "finish_reason": finish}}})
+		}
+	})
+	if !ok {
+		return
+	}
+	if usage {
+		send(map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": pt, "completion_tokens": n, "total_tokens": pt + n}})
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 // sglangRoutes are SGLang's endpoints.
@@ -382,6 +451,9 @@ func (s *server) generate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, n := completion(req.SamplingParams.MaxNewTokens)
+	if !s.dec.generate(r.Context(), n, nil) {
+		return
+	}
 	writeJSON(w, map[string]any{"text": text, "meta_info": map[string]any{
 		"id": fmt.Sprintf("%032x", s.nextID.Add(1)), "finish_reason": map[string]any{"type": "length", "length": n},
 		"prompt_tokens": promptTokens(req.Text), "completion_tokens": n, "cached_tokens": 0, "e2e_latency": 0.042,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/sim/sglang"
-	"bringup/remote/sim/vllm"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/vllm"
 )
 
 // vllmEngine plays vLLM's OpenAI server (`vllm serve MODEL ...`); its
@@ -122,4 +122,9 @@ func (e *vllmEngine) routes(s *server) {
 			map[string]any{"stop_reason": nil, "prompt_logprobs": nil, "token_ids": nil, "prompt_token_ids": nil},
 			map[string]any{"service_tier": nil, "system_fingerprint": nil, "kv_transfer_params": nil})
 	})
+}
+
+// statsLine is vLLM V1's stats record, logged by the API server.
+func (e *vllmEngine) statsLine(p sglang.Params, b sglang.Batch) line {
+	return line{stdout: true, text: func(t time.Time) string { return vllm.StatsLine(p, b, t) }}
 }

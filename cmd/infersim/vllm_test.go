@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/sanitize"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 func TestVLLMConfig(t *testing.T) {

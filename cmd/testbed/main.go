@@ -6,10 +6,13 @@
 //	           [--sudo gpu2=none] [--enable] [--journal-rate-limit] [--cache DIR] [--infersim BIN]
 //	testbed down [--inventory DIR]     (no --inventory: every run made by `testbed up`, and all leftovers)
 //	testbed status [--inventory DIR]
+//	testbed bench [--hosts N] [--quiet 60s] [--catchup-lines 400000] [--catchup-runs 3] [-o FILE]
 //
 // up prints the inventory directory and one line per host, then exits
 // leaving the hosts running; `ssh -F INVENTORY/ssh_config gpu1` reaches
-// them.
+// them. bench boots N hosts, measures bringup's fleet side by side with
+// plain `ssh host journalctl` (remote/fleetbench), prints a table, writes
+// a JSON summary and takes the hosts down again, on Ctrl-C too.
 package main
 
 import (
@@ -25,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 func main() {
@@ -42,7 +45,9 @@ const usage = `usage:
              [--sudo HOST=nopasswd|none]... [--enable] [--journal-rate-limit]
              [--cache DIR] [--infersim BIN]
   testbed down [--inventory DIR]
-  testbed status [--inventory DIR]`
+  testbed status [--inventory DIR]
+  testbed bench [--hosts N] [--quiet D] [--catchup-lines N] [--catchup-runs N] [-o FILE]
+                [--cache DIR] [--infersim BIN]`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -55,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return down(ctx, args[1:], stderr)
 	case "status":
 		return status(ctx, args[1:], stdout)
+	case "bench":
+		return bench(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

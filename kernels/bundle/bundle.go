@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // ContentHash is the content hash of the tree rooted at fsys's ".", in hex:

@@ -35,8 +35,8 @@ import (
 	"sync"
 	"time"
 
-	"bringup/kernels/bundle"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // Privilege says how the install step gets the rights to write the

@@ -15,9 +15,9 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
-	"bringup/kernels/bundle"
-	"bringup/remote/sanitize"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // Conn is what deploy needs of a host connection; *sshx.Conn has it.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"bringup/kernels/bundle"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // session is one Sync's SFTP client and its connection.

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels/bundle"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // A non-root login installs through sudo with sshx's fixed deploy

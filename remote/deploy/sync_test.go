@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels/bundle"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // newBuild makes a local kernel build like the demo's.

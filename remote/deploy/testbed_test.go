@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/kernels/bundle"
-	"bringup/remote"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestTestbed redeploys the kernel directory on real hosts: one testbed

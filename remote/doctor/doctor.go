@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/live"
-	"bringup/remote/sanitize"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // Status is the outcome of one doctor check.

@@ -15,9 +15,9 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/live"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestClassifyDialError checks that each way a dial can fail lands on the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // events keeps the commands an action ran (KindCommand), for errors.

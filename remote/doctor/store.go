@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"bringup/remote/vlogs"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 // skewLimit is how far ahead of this machine a host's newest entry may be

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/vlogs"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 func TestStoreChecks(t *testing.T) {

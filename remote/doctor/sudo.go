@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/deploy"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/deploy"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // Scope is what a login needs to run as root for bringup's actions on

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // fakeSudo answers the doctor's sudo check as a host whose sudo allows

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/live"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/live"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
 )
 
 // TestLeastPrivilegeOnTestbed runs every action as a login whose sudoers

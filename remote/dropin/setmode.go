@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // ModeController is the part of a unit controller SetMode needs;

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // fakeHost answers the commands SetMode sends: a login with uid, a drop-in

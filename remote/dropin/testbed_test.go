@@ -18,12 +18,12 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/kernels"
-	"bringup/remote/dropin"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/dropin"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
 )
 
 const unit = testbed.UnitName

@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // Runner runs a command on the host; *sshx.Conn satisfies it. A non-zero

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Query is the field list Run asks nvidia-smi for, in the column order

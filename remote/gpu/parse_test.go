@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 func mustOpen(t *testing.T, name string) *os.File {

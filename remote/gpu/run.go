@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/backoff"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/backoff"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Streamer starts a long-running command on the host. *sshx.Conn is one.

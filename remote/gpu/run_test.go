@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // exitErr is a command's exit, as *ssh.ExitError reports it.

@@ -13,12 +13,16 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Record is one successful startup: the phases it went through with their
-// host-side times, and the GPU memory the weights took.
+// host-side times, and the GPU memory the weights took. A record of Kind
+// KindThroughput is instead a serving run's steady decode rate (DecodeTPS),
+// with no spans.
 type Record struct {
+	// Kind is "" for a startup, KindThroughput for a decode rate.
+	Kind string `json:"kind,omitempty"`
 	// Time is when the startup reached serving (host time).
 	Time   time.Time `json:"time"`
 	Host   string    `json:"host"`
@@ -33,6 +37,8 @@ type Record struct {
 	// WeightMemMiB is the mean memory per GPU when the weights had loaded
 	// (or at serving when no sample fell at the end of weights); 0 unknown.
 	WeightMemMiB int `json:"weight_mem_mib,omitempty"`
+	// DecodeTPS is a throughput record's steady decode rate (tokens/s).
+	DecodeTPS float64 `json:"decode_tps,omitempty"`
 }
 
 // ModesKey is a canonical text for a modes map ("k1=m1,k2=m2", sorted), so
@@ -84,7 +90,7 @@ func Estimate(records []Record, host, unit string, modes map[string]string) Expe
 	key := ModesKey(modes)
 	var own, other []Record
 	for _, r := range records {
-		if r.Unit != unit || ModesKey(r.Modes) != key {
+		if r.Kind != "" || r.Unit != unit || ModesKey(r.Modes) != key {
 			continue
 		}
 		if r.Host == host {

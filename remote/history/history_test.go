@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)

@@ -21,7 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // DefaultMaxLine is the longest MESSAGE kept, in bytes. journald itself

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sanitize"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestE2E runs the package's tests against real hosts: one testbed of two

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // captures are the pairs under testdata/export: the same entries of one

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/backoff"
-	"bringup/remote/event"
-	"bringup/remote/sshx"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/backoff"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Source runs a command on a host and streams its stdout; *sshx.Conn is

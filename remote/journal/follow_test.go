@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // step is what one Stream call of fakeJournal does.

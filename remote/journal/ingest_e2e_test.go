@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // benchEnv, set to 1 with BRINGUP_E2E=1, runs TestE2EIngest (make

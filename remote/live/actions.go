@@ -11,11 +11,11 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote"
-	"bringup/remote/deploy"
-	"bringup/remote/dropin"
-	"bringup/remote/event"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deploy"
+	"github.com/bringup-dev/bringup/remote/dropin"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // audited wraps the host's connection so that every command an action

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // actionEnd is how one action of the fleet went.

@@ -3,8 +3,8 @@ package live
 import (
 	"context"
 
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // Discover connects to the host o names, lists the inference units on it

@@ -8,19 +8,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/dropin"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/journal"
-	"bringup/remote/probe"
-	"bringup/remote/sshx"
-	"bringup/remote/systemd"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/dropin"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/probe"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Options configure a live host.
@@ -259,4 +260,18 @@ func connState(s sshx.State) event.ConnState {
 	case sshx.StateConnecting:
 	}
 	return event.ConnConnecting
+}
+
+// DialTCP opens a TCP connection to addr as seen from the host, over the
+// host's one SSH connection (the tunnel the readiness probe uses).
+func (h *Host) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	return h.conn.DialTCP(ctx, addr)
+}
+
+// ProbeAddr is the service's address as seen from the host.
+func (h *Host) ProbeAddr() string {
+	if h.opts.Probe.Addr != "" {
+		return h.opts.Probe.Addr
+	}
+	return probe.DefaultAddr
 }

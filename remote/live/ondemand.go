@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"bringup/remote"
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // OnDemand performs a host's actions over SSH when the host is otherwise

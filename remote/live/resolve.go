@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/probe"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/probe"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // Target is one configured host before it is resolved: the ssh_config

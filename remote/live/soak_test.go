@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/sshx"
-	"bringup/remote/startup"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // The soak: N real hosts (SOAK_HOSTS, default 32) followed for a while

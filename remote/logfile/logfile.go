@@ -19,10 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/journal"
-	"bringup/remote/sanitize"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Format is the shape a log was read as.

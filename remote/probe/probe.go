@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // Dialer opens a TCP connection as seen from the host. *sshx.Conn is one.

@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // pipeListener is a net.Listener fed by pipeDialer: the service and the

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
 )
 
 // TestProbeOnTestbed probes infersim on a real host through a real SSH

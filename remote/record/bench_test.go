@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sim"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim"
 )
 
 func benchEvent(i int, t time.Time) event.Event {

@@ -21,9 +21,9 @@ import (
 	"sync"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Format names the file format and its version in the header.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sim"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim"
 )
 
 // tenSeconds is a one-host recording with an entry every 10 s of host

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"bringup/remote"
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // Driver is the one loop around a Rollout, shared by the console and

@@ -26,10 +26,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // ModeChange is the kernel mode a rollout sets.

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // stepRun drives a rollout over gpu1 and gpu2 through its Driver, the way

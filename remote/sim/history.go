@@ -3,15 +3,16 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
-	"bringup/remote/gpu"
-	"bringup/remote/history"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // HistoryRuns is how many earlier startups the demo gives each host: enough
@@ -28,7 +29,8 @@ const historyLimit = time.Hour
 const historyStride = time.Second
 
 // History is the startup history of the scenario's hosts from before the
-// demo: for each host, runs earlier successful startups, the k-th newest
+// demo: for each host, runs earlier successful startups, each with the
+// steady decode rate it then served at, the k-th newest
 // starting k days before `before` (at the host's StartAfter), so all of
 // them served long before it. Each is the host as it normally runs: its
 // scripted failure (a crash loop) left out and every kernel mode that is
@@ -53,11 +55,11 @@ func History(scenario string, runs int, before time.Time, opts Options) ([]histo
 	for _, spec := range specs {
 		usual := usualSpec(spec, opts.Kernels)
 		for k := 1; k <= runs; k++ {
-			r, err := earlierRun(usual, k, before.Add(-time.Duration(k)*24*time.Hour+spec.StartAfter), opts)
+			rs, err := earlierRun(usual, k, before.Add(-time.Duration(k)*24*time.Hour+spec.StartAfter), opts)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s history: %w", scenario, err)
 			}
-			out = append(out, r)
+			out = append(out, rs...)
 		}
 	}
 	return out, nil
@@ -70,6 +72,10 @@ func usualSpec(spec HostSpec, cat kernels.Catalog) HostSpec {
 	s := spec
 	s.Failure, s.Restart, s.StartAfter = sglang.FailNone, false, 0
 	s.Modes = map[string]string{}
+	if spec.Earlier != nil {
+		maps.Copy(s.Modes, spec.Earlier)
+		return s
+	}
 	for name, mode := range spec.Modes {
 		if k, ok := cat.Kernel(name); ok {
 			if m, known := k.Mode(mode); known && !m.CaptureSafe {
@@ -100,14 +106,20 @@ func jitter(spec HostSpec, k int) HostSpec {
 	return spec
 }
 
+// steadyLimit bounds the virtual time an earlier run serves before its
+// decode rate is steady.
+const steadyLimit = 10 * time.Minute
+
 // earlierRun plays the k-th earlier startup of spec from start until the
-// phase engine sees it serving, and returns its record.
-func earlierRun(spec HostSpec, k int, start time.Time, opts Options) (history.Record, error) {
+// phase engine sees it serving, and on until its decode rate is steady, and
+// returns its records: the startup, then the throughput, as the fleet
+// records them.
+func earlierRun(spec HostSpec, k int, start time.Time, opts Options) ([]history.Record, error) {
 	spec = jitter(spec, k)
 	clock := NewManualClock(start)
 	h, err := NewHost(spec, Options{Clock: clock, Kernels: opts.Kernels, Unit: opts.Unit, Seen: clock.Now})
 	if err != nil {
-		return history.Record{}, err
+		return nil, err
 	}
 	// Numbered apart from the invocations the live host will make, so the
 	// earlier runs have their own seeds, PIDs and invocation IDs.
@@ -137,10 +149,7 @@ func earlierRun(spec HostSpec, k int, start time.Time, opts Options) (history.Re
 	}
 	// The fleet hears first that the host is reachable, as Run says.
 	follow(tr.Apply(h.stamp(event.Event{Kind: event.KindConn, Time: start, Conn: &event.Conn{State: event.ConnUp}})))
-	for now := start; served.IsZero(); now = clock.Advance(historyStride) {
-		if now.Sub(start) > historyLimit {
-			return history.Record{}, fmt.Errorf("%s: earlier run %d did not serve within %v (phase %s)", spec.Name, k, historyLimit, tr.State().Phase)
-		}
+	step := func(now time.Time) {
 		for _, ev := range h.Step(now) {
 			switch {
 			case ev.Unit != nil:
@@ -153,10 +162,31 @@ func earlierRun(spec HostSpec, k int, start time.Time, opts Options) (history.Re
 		}
 		follow(tr.Tick(now))
 	}
+	for now := start; served.IsZero(); now = clock.Advance(historyStride) {
+		if now.Sub(start) > historyLimit {
+			return nil, fmt.Errorf("%s: earlier run %d did not serve within %v (phase %s)", spec.Name, k, historyLimit, tr.State().Phase)
+		}
+		step(now)
+	}
 	st := tr.State()
 	if weightMem == 0 && last != nil {
 		weightMem = gpu.MemPerGPU(*last)
 	}
-	return history.Record{Time: served, Host: h.Name(), Unit: h.Unit(), Engine: st.Engine, Modes: modes,
-		InvocationID: st.InvocationID, Spans: st.Spans, Total: served.Sub(st.StartedAt), WeightMemMiB: weightMem}, nil
+	run := history.Record{Time: served, Host: h.Name(), Unit: h.Unit(), Engine: st.Engine, Modes: modes,
+		InvocationID: st.InvocationID, Spans: st.Spans, Total: served.Sub(st.StartedAt), WeightMemMiB: weightMem}
+	// Serving on, as the fleet sees it, until the decode rate is steady.
+	for now := clock.Now(); ; now = clock.Advance(historyStride) {
+		if now.Sub(served) > steadyLimit {
+			return nil, fmt.Errorf("%s: earlier run %d printed no steady decode rate within %v of serving", spec.Name, k, steadyLimit)
+		}
+		step(now)
+		s := tr.State()
+		if s.Stats == nil {
+			continue
+		}
+		if tps, ok := history.Steady(s.Stats.Decode); ok {
+			return []history.Record{run, history.Throughput(s.Stats.Latest.Time, h.Name(), h.Unit(), s.Engine,
+				kernels.ModeMap(s.Modes), s.InvocationID, tps)}, nil
+		}
+	}
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/history"
-	"bringup/remote/history/store"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 var (
@@ -41,15 +41,38 @@ func TestSeedHistory(t *testing.T) {
 		t.Errorf("History is not deterministic (err %v)", err)
 	}
 	specs, _ := Scenario("seed")
-	if len(recs) != len(specs)*HistoryRuns {
-		t.Fatalf("%d records, want %d", len(recs), len(specs)*HistoryRuns)
+	if len(recs) != 2*len(specs)*HistoryRuns {
+		t.Fatalf("%d records, want %d (a startup and a throughput a run)", len(recs), 2*len(specs)*HistoryRuns)
 	}
+	// Each run's throughput record follows its startup: the same run, its
+	// steady decode rate at the rate of its modes (gpu3 ran off before).
+	var startups []history.Record
+	for i, r := range recs {
+		if i%2 == 0 {
+			startups = append(startups, r)
+			continue
+		}
+		run := recs[i-1]
+		want := 1920.0
+		if r.Host == "gpu3" {
+			want = 480
+		}
+		if r.Kind != history.KindThroughput || r.InvocationID != run.InvocationID || !r.Time.After(run.Time) ||
+			history.ModesKey(r.Modes) != history.ModesKey(run.Modes) || r.DecodeTPS < want*0.97 || r.DecodeTPS > want*1.03 {
+			t.Errorf("%s: throughput record %+v after run %s at %v, want %v tok/s", r.Host, r, run.InvocationID, run.Time, want)
+		}
+	}
+	recs = startups
 	ids := map[string]bool{}
 	for _, r := range recs {
 		if !r.Time.Before(t0.Add(-20*time.Hour)) || r.Total <= 0 || !r.Time.Equal(r.Spans[0].Start.Add(r.Total)) {
 			t.Errorf("%s: run served at %v after %v (start %v), want a whole run the day before %v or earlier", r.Host, r.Time, r.Total, r.Spans[0].Start, t0)
 		}
-		if r.Unit != "sglang.service" || r.Engine != kernels.EngineSGLang || history.ModesKey(r.Modes) != "kdtree-verify=on" {
+		modes := "kdtree-verify=on"
+		if r.Host == "gpu3" {
+			modes = "kdtree-verify=off"
+		}
+		if r.Unit != "sglang.service" || r.Engine != kernels.EngineSGLang || history.ModesKey(r.Modes) != modes {
 			t.Errorf("%s: unit %s engine %s modes %v", r.Host, r.Unit, r.Engine, r.Modes)
 		}
 		if first, last := r.Spans[0].Phase, r.Spans[len(r.Spans)-1].Phase; first != startup.Starting || last != startup.Serving {
@@ -65,7 +88,11 @@ func TestSeedHistory(t *testing.T) {
 	}
 
 	for _, s := range specs {
-		e := history.Estimate(recs, s.Name, "sglang.service", modeOn)
+		modes := modeOn
+		if s.Name == "gpu3" {
+			modes = map[string]string{"kdtree-verify": "off"}
+		}
+		e := history.Estimate(recs, s.Name, "sglang.service", modes)
 		if e.Runs != HistoryRuns || e.OtherHosts {
 			t.Errorf("%s: %d runs (other hosts %v), want %d of its own", s.Name, e.Runs, e.OtherHosts, HistoryRuns)
 			continue
@@ -259,8 +286,8 @@ func TestSeedFleetShowsETA(t *testing.T) {
 		}
 	}
 
-	// The demo moment: switch gpu3 to on and restart it; its own history
-	// in on gives it an ETA.
+	// The demo moment: switch gpu3 to on and restart it; the other hosts'
+	// history in on gives it an ETA (its own earlier runs were in off).
 	for _, a := range []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: remote.ActRestart}} {
 		id, err := fleet.Do("gpu3", a)
 		if err != nil {
@@ -273,10 +300,21 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	}
 	step(clock.Advance(5 * time.Second)) // past the restart's stop
 	samples, end = follow("gpu3")
-	if e := end.Expected; e.Runs < HistoryRuns || e.OtherHosts {
-		t.Errorf("gpu3 in on: expectation %+v, want its own %d runs or more", e, HistoryRuns)
+	if e := end.Expected; e.Runs < HistoryRuns || !e.OtherHosts {
+		t.Errorf("gpu3 in on: expectation %+v, want the other hosts' %d runs or more", e, HistoryRuns)
 	}
 	checkETA("gpu3", samples, end)
+	// Serving in on, its steady decode rate is measured against its
+	// earlier runs in off: four times as fast.
+	var ab history.ModeAB
+	for range 120 {
+		if ab = host(step(clock.Advance(time.Second)), "gpu3").Throughput; ab.Compared() && ab.Live {
+			break
+		}
+	}
+	if !ab.Live || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.BaseRuns != HistoryRuns || ab.Ratio < 3.8 || ab.Ratio > 4.2 || ab.Slower {
+		t.Errorf("gpu3 in on against off: %+v, want about 4× live against %d runs", ab, HistoryRuns)
+	}
 
 	for range 100 {
 		if fleet.HistoryStats().Written >= 4 { // gpu1, gpu2, gpu4, gpu3's second start

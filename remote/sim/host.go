@@ -5,15 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/sim/sglang"
-	"bringup/remote/sim/vllm"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/vllm"
 )
 
 // systemd's MESSAGE_IDs for its messages about a unit (logformats.md §6.4).
@@ -58,6 +59,10 @@ type HostSpec struct {
 	// Restart makes systemd restart the unit RestartSec after a failure
 	// (Restart=on-failure), as a crash loop needs.
 	Restart bool
+	// Earlier are the kernel modes of the host's earlier runs (History);
+	// nil: the modes it starts with, a mode that is not capture-safe
+	// replaced by a safe one.
+	Earlier map[string]string
 }
 
 // invocation is one run of the unit's main process.
@@ -81,6 +86,41 @@ type invocation struct {
 	exitCode            int
 	exited              bool
 	probes              int
+	// stats counts the engine's periodic stats lines written once ready;
+	// rng varies their rate.
+	stats int
+	rng   *rand.Rand
+}
+
+// simStatsEvery is how often a simulated engine prints its stats line
+// while it serves: vLLM's interval; SGLang's 40 decode steps are a second
+// or two, but a fleet simulated a thousand times faster than life (the
+// rollout tests) would spend itself on them.
+const simStatsEvery = 10 * time.Second
+
+// statsEvery is how often the engine prints its stats line while it
+// serves.
+func (h *Host) statsEvery() time.Duration { return simStatsEvery }
+
+// statsDue is when inv's next stats line is due; zero when it prints none
+// (not ready, or gone).
+func (h *Host) statsDue(inv *invocation) time.Time {
+	if inv.exited || inv.ready == sglang.Never {
+		return time.Time{}
+	}
+	return inv.start.Add(inv.ready + time.Duration(inv.stats+1)*h.statsEvery())
+}
+
+// statsLine is the engine's stats line at t under a steady load at the
+// rate of the mode the invocation started in.
+func (h *Host) statsLine(inv *invocation, t time.Time) event.Event {
+	inv.stats++
+	p := inv.script.Params
+	b := sglang.SteadyLoad(p.Rates.Rate(p.Kernel.Mode), inv.stats, inv.rng)
+	if h.engine == kernels.EngineVLLM {
+		return h.line(t, vllm.StatsLine(p, b, t))
+	}
+	return h.line(t, sglang.Line{Prefix: sglang.PrefixLogger, Tag: " TP0", Text: sglang.DecodeLine(b)}.Render(t))
 }
 
 // output is one write of the service's process: a line, or (partial) the
@@ -242,6 +282,7 @@ func (h *Host) nextDue() time.Time {
 		if inv.exit != sglang.Never {
 			consider(inv.start.Add(inv.exit))
 		}
+		consider(h.statsDue(inv))
 		consider(h.nextProbe)
 	}
 	return next
@@ -269,6 +310,9 @@ func (h *Host) fire(t time.Time) []event.Event {
 		}
 		if inv.exit != sglang.Never && !inv.start.Add(inv.exit).After(t) {
 			return h.exit(t)
+		}
+		if due := h.statsDue(inv); !due.IsZero() && !due.After(t) {
+			return []event.Event{h.statsLine(inv, t)}
 		}
 		if !h.nextProbe.After(t) {
 			h.nextProbe = t.Add(probeEvery)
@@ -364,7 +408,8 @@ func (h *Host) start(t time.Time) []event.Event {
 	p.PID = 4000 + int(h.hash("pid")[0])*8 + h.nInv*97
 	p.Failure = h.spec.Failure
 	p.Kernel = h.kernel()
-	h.inv = &invocation{id: h.hash(fmt.Sprint("invocation", h.nInv)), pid: p.PID, start: t}
+	h.inv = &invocation{id: h.hash(fmt.Sprint("invocation", h.nInv)), pid: p.PID, start: t,
+		rng: rand.New(rand.NewPCG(uint64(p.Seed), 1))}
 	h.play(h.inv, sglang.New(p))
 	h.nextProbe = t.Add(probeEvery)
 	h.result = "success"

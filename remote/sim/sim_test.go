@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)

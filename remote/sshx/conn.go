@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/backoff"
-	"bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/backoff"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
 // State is the connection state of one host.

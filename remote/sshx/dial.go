@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // ip runs ip(8) and fails the test on error.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // benchLines is a realistic mix: mostly lines no rule cares about (request
@@ -69,7 +69,9 @@ func BenchmarkApplyUninteresting(b *testing.B) {
 	benchApply(b, lines)
 }
 
-// TestUninterestingLinesDoNotAllocate pins the per-line allocation budget.
+// TestUninterestingLinesDoNotAllocate pins the per-line allocation budget
+// on a decode stats line, the bulk of a serving host's journal: read into a
+// sample, it still allocates nothing.
 func TestUninterestingLinesDoNotAllocate(t *testing.T) {
 	tr := benchTracker()
 	ev := benchEvents([]string{"[2026-11-30 10:00:01 TP0] Decode batch. #running-req: 1, #token: 100, token usage: 0.01, cuda graph: True, gen throughput (token/s): 1234.5, #queue-req: 0"})[0]

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/remote/logfile"
-	"bringup/remote/startup"
-	"bringup/remote/startup/corpus"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 type corpusLog = corpus.Log

@@ -3,7 +3,7 @@ package startup
 import (
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Outcome is what a saved log says of its startup.

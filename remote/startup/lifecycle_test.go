@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 const sgReady = "[2025-01-24 09:40:08] The server is fired up and ready to roll!"

@@ -82,7 +82,7 @@ func yamlErr(err error) error {
 	return err
 }
 
-var ruleIndexRe = regexp.MustCompile(`(phases|failures|frames)\[(\d+)\]`)
+var ruleIndexRe = regexp.MustCompile(`(phases|failures|frames|metrics)\[(\d+)\]`)
 
 // errLine finds the line of the rule a compile error names
 // ("failures[3]") in the pack's node, or the pack's own line.

@@ -52,10 +52,63 @@ var shardRule = PhaseRule{
 	Label:    "shards",
 }
 
+// SGLang's stats labels, shared by its decode and prefill lines
+// (scheduler_metrics_mixin.py; scheduler.py before 0.4.6): "#running-req:
+// 8", "#queue-req: 0", "token usage: 0.12" ("full token usage" with a
+// hybrid pool), "cuda graph: True" (npu/cpu graph on those devices).
+var (
+	sglRunning = []string{"#running-req: "}
+	sglQueued  = []string{"#queue-req: "}
+	sglUsage   = []string{"token usage: "}
+	sglGraph   = []string{"cuda graph: ", "npu graph: ", "cpu graph: "}
+)
+
+func sglangMetrics() []MetricRule {
+	return []MetricRule{
+		{
+			// "Decode batch. #running-req: 8, #token: 62531, token usage:
+			// 0.12, gen throughput (token/s): 186.64, #queue-req: 0" (0.1 →
+			// 0.4.x, with "[gpu_id=0] " before 0.3), "Decode batch,
+			// #running-req: 32, …, cuda graph: True, gen throughput
+			// (token/s): 1635.11, #queue-req: 0" (0.5 on).
+			Keywords: []string{"Decode batch"},
+			GenTPS:   []string{"gen throughput (token/s): "},
+			Running:  sglRunning, Queued: sglQueued, KVUsage: sglUsage, Graph: sglGraph,
+		},
+		{
+			// "Prefill batch. #new-seq: 1, #new-token: 7, …" (no rate before
+			// 0.4.x), "Prefill batch, #new-seq: 1, …, cuda graph: True,
+			// input throughput (token/s): 559.53". A prefill's graph flag is
+			// not the decode's: left out.
+			Keywords:  []string{"Prefill batch"},
+			PromptTPS: []string{"input throughput (token/s): "},
+			Running:   sglRunning, Queued: sglQueued, KVUsage: sglUsage,
+		},
+	}
+}
+
+// vllmMetrics reads vLLM's periodic stats line: V0's metrics.py "Avg prompt
+// throughput: 0.0 tokens/s, Avg generation throughput: 44.9 tokens/s,
+// Running: 2 reqs, Swapped: 0 reqs, Pending: 3 reqs, GPU KV cache usage:
+// 82.1%, CPU KV cache usage: 0.0%" and V1's loggers.py "Engine 000: Avg
+// prompt throughput: …, Running: 1 reqs, Waiting: 0 reqs, [Preemptions: N,]
+// GPU KV cache usage: 17.5%, Prefix cache hit rate: …".
+func vllmMetrics() []MetricRule {
+	return []MetricRule{{
+		Keywords:  []string{"Avg generation throughput"},
+		GenTPS:    []string{"Avg generation throughput: "},
+		PromptTPS: []string{"Avg prompt throughput: "},
+		Running:   []string{"Running: "},
+		Queued:    []string{"Waiting: ", "Pending: "},
+		KVPercent: []string{"GPU KV cache usage: "},
+	}}
+}
+
 func sglangPack() RulePack {
 	return RulePack{
-		Engine: "sglang",
-		Detect: []string{"server_args=", "[gpu_id=", "sglang/srt", "sglang::", "The server is fired up"},
+		Engine:  "sglang",
+		Metrics: sglangMetrics(),
+		Detect:  []string{"server_args=", "[gpu_id=", "sglang/srt", "sglang::", "The server is fired up"},
 		// The logger prefix: [date time TAGS], [time TAGS] (v0.3).
 		DetectPattern: `\[(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?: (?:DP|PP|TP|EP|ATTN_CP|MOE_DP)\d+)*\] `,
 		Phases: []PhaseRule{
@@ -152,8 +205,9 @@ func sglangPack() RulePack {
 
 func vllmPack() RulePack {
 	return RulePack{
-		Engine: "vllm",
-		Detect: []string{"vLLM API server version", "(EngineCore", "(APIServer pid=", "(VllmWorker", "LLM engine (v", "Starting vLLM"},
+		Engine:  "vllm",
+		Metrics: vllmMetrics(),
+		Detect:  []string{"vLLM API server version", "(EngineCore", "(APIServer pid=", "(VllmWorker", "LLM engine (v", "Starting vLLM"},
 		// The logger prefix: LEVEL mm-dd hh:mm:ss.
 		DetectPattern: `(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} `,
 		Phases: []PhaseRule{

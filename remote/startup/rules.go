@@ -23,6 +23,8 @@ type RulePack struct {
 	Failures      []FailureRule `json:"failures,omitempty" yaml:"failures,omitempty"`
 	// Frames map traceback frames to the phase the process died in.
 	Frames []FrameRule `json:"frames,omitempty" yaml:"frames,omitempty"`
+	// Metrics read the engine's periodic stats lines into serving samples.
+	Metrics []MetricRule `json:"metrics,omitempty" yaml:"metrics,omitempty"`
 	// First puts a user pack before the built-in ones, so that its rules
 	// win where both match a line; by default the built-in packs win.
 	First bool `json:"first,omitempty" yaml:"first,omitempty"`
@@ -111,6 +113,7 @@ type CompiledPack struct {
 	phases   []compiledPhase
 	failures []compiledFailure
 	frames   []FrameRule
+	metrics  []compiledMetric
 }
 
 type compiledPhase struct {
@@ -186,6 +189,13 @@ func (p RulePack) Compile() (*CompiledPack, error) {
 		}
 	}
 	c.frames = p.Frames
+	for i, r := range p.Metrics {
+		m, err := compileMetric(fmt.Sprintf("pack %s: metrics[%d]", p.Engine, i), r)
+		if err != nil {
+			return nil, err
+		}
+		c.metrics = append(c.metrics, m)
+	}
 	return c, nil
 }
 

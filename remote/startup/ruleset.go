@@ -71,6 +71,7 @@ const (
 	refPhase
 	refFail
 	refTB // the traceback header
+	refMetric
 )
 
 type ruleRef struct {
@@ -122,6 +123,11 @@ func newRuleSet(packs []*CompiledPack) *ruleSet {
 		for i, r := range c.failures {
 			for _, kw := range r.Keywords {
 				add(kw, ruleRef{kind: refFail, pack: p, idx: i})
+			}
+		}
+		for i, r := range c.metrics {
+			for _, kw := range r.Keywords {
+				add(kw, ruleRef{kind: refMetric, pack: p, idx: i})
 			}
 		}
 	}

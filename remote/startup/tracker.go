@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Options configures a Tracker.
@@ -156,6 +156,8 @@ type Tracker struct {
 	// engine prints only when it gives up, the main process's exit): a
 	// line after it, however late it arrives, is not how far it got.
 	trailClosed bool
+	// statsSaid is the host time of the last ChangeStats.
+	statsSaid time.Time
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -279,6 +281,7 @@ func (t *Tracker) State() Startup {
 	s.Spans = slices.Clone(t.st.Spans)
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
+	s.Stats = t.st.Stats.clone()
 	return s
 }
 
@@ -390,7 +393,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.credited = false
 	t.closeSpan(at)
 	t.st.InvocationID, t.st.StartedAt = id, at
-	t.st.Spans, t.st.Diag, t.st.Progress = nil, nil, Progress{}
+	t.st.Spans, t.st.Diag, t.st.Progress, t.st.Stats = nil, nil, Progress{}, nil
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
@@ -402,6 +405,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
 	t.contCand = -1
 	t.stopping, t.trailClosed = false, false
+	t.statsSaid = time.Time{}
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped
@@ -597,6 +601,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
 		}
 	case tbNone: // not part of a traceback
+	}
+	if kind == tbNone && t.applyMetric(msg, at, hit, out) {
+		// A stats line: no phase, no progress, no error.
+		t.contCand = -1
+		return
 	}
 	// A line inside an open traceback that is neither frame, source nor
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is

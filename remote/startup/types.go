@@ -11,7 +11,7 @@ package startup
 import (
 	"time"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // Phase is where a host's service is in its startup.
@@ -160,6 +160,9 @@ type Startup struct {
 	// Restarts counts restarts of the unit (from NRestarts and new
 	// invocation ids, never from signals alone).
 	Restarts int `json:"restarts"`
+	// Stats is what the engine's periodic stats lines said in this
+	// invocation (throughput, requests, KV use); nil before the first.
+	Stats *Stats `json:"stats,omitempty"`
 }
 
 // ChangeKind says what a Change reports.
@@ -170,6 +173,9 @@ const (
 	ChangePhase ChangeKind = "phase"  // entered a new phase
 	ChangeFail  ChangeKind = "failed" // the invocation failed; Diag is set
 	ChangeUnit  ChangeKind = "unit"   // the unit's ActiveState/SubState changed
+	// ChangeStats reports the engine's latest stats sample (Stats), at
+	// most one a StatsEvery of host time: a watch line, not the log.
+	ChangeStats ChangeKind = "stats"
 )
 
 // Change is one thing worth a line in `bringup watch`.
@@ -182,4 +188,6 @@ type Change struct {
 	Unit     string     `json:"unit,omitempty"`
 	Diag     *Diagnosis `json:"diagnosis,omitempty"`
 	Progress Progress   `json:"progress"`
+	// Stats is the sample a ChangeStats reports.
+	Stats *Sample `json:"stats,omitempty"`
 }

@@ -10,8 +10,8 @@ import (
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
 
-	"bringup/remote/sshx"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Outcome is how an action on a unit ended: the result of its systemd job.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // InferenceUnit is a service on a host whose ExecStart runs an inference

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/kernels"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
 )
 
 // TestDiscoverOnTestbed finds the inference unit of a real host as

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // TestParseDiscover reads DiscoverCommand's real output, captured from

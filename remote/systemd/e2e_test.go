@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
-	"bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
 )
 
 // Hosts of the shared testbed, one per concern so subtests run in parallel.

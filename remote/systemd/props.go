@@ -10,7 +10,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // showProps are the properties read, in `systemctl show -p` form. The
@@ -110,6 +110,15 @@ func readBus(ctx context.Context, conn *dbus.Conn, unit string, path dbus.Object
 		keep(all, m)
 	}
 	return all, seq, nil
+}
+
+// readProp reads one property of the unit at path.
+func readProp(ctx context.Context, conn *dbus.Conn, path dbus.ObjectPath, iface, name string) (dbus.Variant, error) {
+	var v dbus.Variant
+	if err := conn.Object(busName, path).CallWithContext(ctx, propsIface+".Get", 0, iface, name).Store(&v); err != nil {
+		return dbus.Variant{}, fmt.Errorf("get %s: %w", name, err)
+	}
+	return v, nil
 }
 
 // keep copies into dst the properties of src that fromBus reads; the

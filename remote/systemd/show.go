@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
 // showCommand is the `systemctl show` that the polling path runs.

@@ -32,7 +32,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
 // Dialer is the SSH connection to one host; *sshx.Conn satisfies it.

@@ -12,8 +12,8 @@ import (
 	"github.com/godbus/dbus/v5"
 	"golang.org/x/crypto/ssh"
 
-	"bringup/remote/event"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // showRunning is `systemctl show` of a running unit on systemd 252

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"bringup/kernels"
+	"github.com/bringup-dev/bringup/kernels"
 )
 
 // Inventory file names.

@@ -87,7 +87,7 @@ func Clean(ctx context.Context, runDir string, logf func(string, ...any)) error 
 		return fmt.Errorf("testbed: clean: %w", err)
 	}
 	defer unlock()
-	if err := sweep(ctx, runDir, func(r runState) bool { return r.Detached }, logf); err != nil {
+	if err := sweep(ctx, runDir, "", func(r runState) bool { return r.Detached }, logf); err != nil {
 		return fmt.Errorf("testbed: clean: %w", err)
 	}
 	return nil

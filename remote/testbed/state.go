@@ -46,11 +46,15 @@ type runState struct {
 	Owner proc `json:"owner"`
 	// Detached runs (`testbed up`) outlive their owner: only Down, an up
 	// with the same inventory, or Clean removes them.
-	Detached  bool        `json:"detached"`
-	Inventory string      `json:"inventory"`
-	RunDir    string      `json:"run_dir"`
-	Created   time.Time   `json:"created"`
-	Hosts     []hostState `json:"hosts"`
+	Detached  bool   `json:"detached"`
+	Inventory string `json:"inventory"`
+	// OwnInventory says Up made the inventory directory (the default one
+	// under the run directory, or a --inventory that did not exist): Down
+	// removes it whole. Otherwise only the run's state file goes from it.
+	OwnInventory bool        `json:"own_inventory,omitempty"`
+	RunDir       string      `json:"run_dir"`
+	Created      time.Time   `json:"created"`
+	Hosts        []hostState `json:"hosts"`
 	// Store is the run's log store (Options.LogStore), nil without one.
 	Store *storeState `json:"store,omitempty"`
 }
@@ -130,11 +134,14 @@ func readRuns(runDir string) (runs []runState, bad []string, err error) {
 }
 
 // sweep removes what earlier runs left: runs whose owner died, detached
-// runs that drop (as chosen by drop), then namespaces, links and nspawn
-// processes with the testbed's prefix that no remaining run claims. The
-// caller holds the run directory's lock, so no run is being recorded
-// meanwhile; runs being booted are live and left alone.
-func sweep(ctx context.Context, runDir string, drop func(runState) bool, logf func(string, ...any)) error {
+// runs that drop (as chosen by drop), with the inventories they made, then
+// namespaces, links and nspawn processes with the testbed's prefix that no
+// remaining run claims, and inventories under runDir that no run record
+// names any more. keepInv (if not "") is the inventory of the run being
+// made, which may be a dropped run's: it stays. The caller holds the run
+// directory's lock, so no run is being recorded meanwhile; runs being
+// booted are live and left alone.
+func sweep(ctx context.Context, runDir, keepInv string, drop func(runState) bool, logf func(string, ...any)) error {
 	runs, bad, err := readRuns(runDir)
 	if err != nil {
 		return err
@@ -157,7 +164,15 @@ func sweep(ctx context.Context, runDir string, drop func(runState) bool, logf fu
 			errs = append(errs, fmt.Errorf("remove run %s: %w", r.RunID, err))
 			continue
 		}
-		_ = os.Remove(recordPath(runDir, r.RunID))
+		if r.Inventory == keepInv {
+			r.OwnInventory = false
+		}
+		if err := forget(runDir, r); err != nil {
+			errs = append(errs, fmt.Errorf("remove run %s: %w", r.RunID, err))
+		}
+	}
+	if err := removeOrphanInventories(runDir, keepInv, logf); err != nil {
+		errs = append(errs, err)
 	}
 	// Processes first: a namespace's processes keep it alive.
 	ps, err := listProcs()
@@ -210,6 +225,83 @@ func sweep(ctx context.Context, runDir string, drop func(runState) bool, logf fu
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forget removes run r's record and state file once everything it made
+// is gone, and its inventory when the run made it (OwnInventory): it holds
+// a copy of infersim (about 9 MB) and the hosts' console logs, and under
+// /run, on tmpfs, that is memory.
+func forget(runDir string, r runState) error {
+	if err := os.Remove(recordPath(runDir, r.RunID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove record: %w", err)
+	}
+	if r.Inventory == "" {
+		return nil
+	}
+	if r.OwnInventory {
+		if err := os.RemoveAll(r.Inventory); err != nil {
+			return fmt.Errorf("remove inventory: %w", err)
+		}
+		return nil
+	}
+	if err := os.Remove(filepath.Join(r.Inventory, stateName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove inventory state: %w", err)
+	}
+	return nil
+}
+
+// removeOrphanInventories removes the inventories under runDir that no
+// run record names: those Up made by default (runDir/<run id>, holding a
+// state.json) for runs whose record is gone, as every run removed before
+// Down removed its inventory left them. A directory that does not look
+// like one (another name, no state.json, a state of another run id) stays.
+// The caller holds the run directory's lock.
+func removeOrphanInventories(runDir, keepInv string, logf func(string, ...any)) error {
+	runs, _, err := readRuns(runDir)
+	if err != nil {
+		return err
+	}
+	claimed := map[string]bool{keepInv: true}
+	for _, r := range runs {
+		claimed[r.Inventory] = true
+	}
+	ents, err := os.ReadDir(runDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", runDir, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		dir := filepath.Join(runDir, e.Name())
+		if !e.IsDir() || !isRunID(e.Name()) || claimed[dir] {
+			continue
+		}
+		st, err := readRun(filepath.Join(dir, stateName))
+		if err != nil || st.RunID != e.Name() {
+			continue
+		}
+		logf("testbed: removing inventory %s of run %s, which no record names", dir, st.RunID)
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove inventory %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isRunID reports whether s has the shape newRunID gives: six lower-case
+// hex digits.
+func isRunID(s string) bool {
+	if len(s) != 6 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // nspawnMachine returns the testbed machine name a systemd-nspawn process

@@ -48,6 +48,9 @@ const (
 	DefaultBootTimeout = 90 * time.Second
 	// EnvCache overrides DefaultCacheDir.
 	EnvCache = "BRINGUP_TESTBED_CACHE"
+	// MaxHosts bounds Options.Hosts: the console is built for a few
+	// hundred hosts (link names and addresses have room for far more).
+	MaxHosts = 256
 	// EnvInfersim names a prebuilt infersim binary to use instead of
 	// building cmd/infersim.
 	EnvInfersim = "BRINGUP_TESTBED_INFERSIM"
@@ -118,10 +121,13 @@ type Testbed struct {
 	signer    ssh.Signer
 	hostKeyCB ssh.HostKeyCallback
 
-	mu sync.Mutex // guards st and down
+	mu sync.Mutex // guards st, down and raised
 	st runState
 	// down is set once Down has removed everything.
 	down bool
+
+	// raised are the kernel limits Up raised for this run.
+	raised []Limit
 
 	// reapers wait for the nspawn processes this process started, so that
 	// none stays a zombie; Down waits for them.
@@ -133,8 +139,8 @@ func Up(ctx context.Context, o Options) (_ *Testbed, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("testbed: needs root (network namespaces, systemd-nspawn)")
 	}
-	if o.Hosts < 1 || o.Hosts > 99 {
-		return nil, fmt.Errorf("testbed: %d hosts: want 1 to 99", o.Hosts)
+	if o.Hosts < 1 || o.Hosts > MaxHosts {
+		return nil, fmt.Errorf("testbed: %d hosts: want 1 to %d", o.Hosts, MaxHosts)
 	}
 	for _, tool := range []string{"systemd-nspawn", "ip", "chroot"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -164,6 +170,11 @@ func Up(ctx context.Context, o Options) (_ *Testbed, err error) {
 		// nspawn's --bind-ro takes SRC:DEST; ssh_config splits words.
 		return nil, fmt.Errorf("testbed: inventory path %q must not hold ':' or spaces", inv)
 	}
+	// What the testbed makes it removes at Down; a directory that was
+	// there before (a test's TempDir, one the person named again) is the
+	// caller's, and only the run's own files go from it.
+	_, statErr := os.Stat(inv)
+	ownInv := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(filepath.Join(inv, "hosts"), 0o755); err != nil {
 		return nil, fmt.Errorf("testbed: inventory: %w", err)
 	}
@@ -177,7 +188,7 @@ func Up(ctx context.Context, o Options) (_ *Testbed, err error) {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
 	tb := &Testbed{runDir: o.RunDir, logf: logf, st: runState{
-		RunID: runID, Owner: owner, Inventory: inv, RunDir: o.RunDir, Created: time.Now().UTC(),
+		RunID: runID, Owner: owner, Inventory: inv, OwnInventory: ownInv, RunDir: o.RunDir, Created: time.Now().UTC(),
 	}}
 	for i := range o.Hosts {
 		var ho HostOptions
@@ -285,6 +296,9 @@ func withDefaults(o Options) Options {
 	return o
 }
 
+// procSys is where the kernel's settings are (sysctl's tree).
+const procSys = "/proc/sys"
+
 // newRunID makes a short random id: short because it goes into interface
 // names (15 bytes at most), random because runs in several processes
 // start at once.
@@ -317,7 +331,7 @@ func (tb *Testbed) record(ctx context.Context, inv string) error {
 		_, err := os.Stat(r.Inventory)
 		return errors.Is(err, os.ErrNotExist)
 	}
-	if err := sweep(ctx, tb.runDir, drop, tb.logf); err != nil {
+	if err := sweep(ctx, tb.runDir, inv, drop, tb.logf); err != nil {
 		return fmt.Errorf("sweep leftovers: %w", err)
 	}
 	used, err := usedSlots(ctx)
@@ -328,11 +342,23 @@ func (tb *Testbed) record(ctx context.Context, inv string) error {
 	if err != nil {
 		return err
 	}
+	hosts := len(tb.st.Hosts) // every live run's hosts share the limits
 	for _, r := range runs {
 		for _, h := range r.Hosts {
 			used[h.Slot] = true
 		}
+		hosts += len(r.Hosts)
 	}
+	raised, err := raiseLimits(procSys, hosts)
+	if err != nil {
+		return fmt.Errorf("kernel limits: %w", err)
+	}
+	for _, l := range raised {
+		tb.logf("testbed: raised %s from %d to %d (%d hosts on this machine)", l.Name, l.From, l.To, hosts)
+	}
+	tb.mu.Lock()
+	tb.raised = raised
+	tb.mu.Unlock()
 	k := 0
 	for i := range tb.st.Hosts {
 		for k < slots && used[k] {
@@ -610,6 +636,14 @@ func (tb *Testbed) HostKey(host string) (ssh.PublicKey, error) {
 	return nil, fmt.Errorf("testbed: no key for %q in %s", host, knownHostsName)
 }
 
+// Raised lists the kernel limits Up raised so that the hosts boot (none
+// when the machine's were high enough).
+func (tb *Testbed) Raised() []Limit {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return slices.Clone(tb.raised)
+}
+
 // RunID is the run's id, part of every name the run made.
 func (tb *Testbed) RunID() string { return tb.st.RunID }
 
@@ -730,9 +764,9 @@ func (tb *Testbed) Down(ctx context.Context) error {
 		}
 	}
 	if err == nil {
-		_ = os.Remove(recordPath(tb.runDir, st.RunID))
-		_ = os.Remove(filepath.Join(st.Inventory, stateName))
-	} else {
+		err = forget(tb.runDir, st)
+	}
+	if err != nil {
 		err = fmt.Errorf("testbed: down run %s: %w", st.RunID, err)
 	}
 	if err == nil {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testbed/e2e"
 )
 
 // startupWait bounds a startup of sglang.service with the testbed's phase
@@ -157,6 +157,42 @@ func TestTestbed(t *testing.T) {
 			t.Errorf("run record still there (err %v)", err)
 		}
 	})
+}
+
+// TestDownRemovesDefaultInventory is `testbed up` then `testbed down
+// --inventory` on a real host: the inventory Up made under the run
+// directory (a copy of infersim, the consoles) is gone after down, not
+// only its state file.
+func TestDownRemovesDefaultInventory(t *testing.T) {
+	e2e.Require(t, e2e.Root())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	up, err := Up(ctx, Options{Hosts: 1, Detach: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := up.Inventory()
+	t.Cleanup(func() { _ = up.Down(context.Background()) }) // if the test fails half-way
+	if filepath.Dir(inv) != DefaultRunDir {
+		t.Fatalf("inventory %s, want it under %s", inv, DefaultRunDir)
+	}
+	if _, err := os.Stat(filepath.Join(inv, "bin", "infersim")); err != nil {
+		t.Fatalf("the inventory holds no infersim: the test proves nothing: %v", err)
+	}
+	tb, err := Open(inv) // as a later `testbed down --inventory` does
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(inv); !os.IsNotExist(err) {
+		ents, _ := os.ReadDir(inv)
+		t.Errorf("inventory %s still there after down (%d entries, err %v)", inv, len(ents), err)
+	}
+	if left, err := tb.Leftovers(); err != nil || len(left) > 0 {
+		t.Errorf("after down: %v %v", left, err)
+	}
 }
 
 // TestUpSweepsKilledRun kills a process in the middle of a run, as a

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/event"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // cutter is a TCP proxy to the store whose connections can be cut, as a

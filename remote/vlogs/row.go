@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"time"
 
-	"bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/journal"
 )
 
 // Row is one log entry as VictoriaLogs returns it from /select/logsql/query

@@ -17,11 +17,11 @@ import (
 	"sync"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/backoff"
-	"bringup/remote/event"
-	"bringup/remote/journal"
-	"bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/backoff"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 // Defaults for Options.

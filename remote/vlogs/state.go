@@ -3,8 +3,8 @@ package vlogs
 import (
 	"strconv"
 
-	"bringup/remote/event"
-	"bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/journal"
 )
 
 // PathJournal is the event.Unit Path of a state read from PID 1's journal

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/journal"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/journal"
 )
 
 // The captures in testdata are VictoriaLogs v1.52.1's own responses, taken

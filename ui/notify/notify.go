@@ -17,8 +17,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // The desktop notification sequences Settings.Desktop can name.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/remote"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // fleet is a snapshot from "name=phase" words; a failed host's diagnosis

@@ -17,9 +17,9 @@ import (
 	"strconv"
 	"strings"
 
-	"bringup/kernels"
-	"bringup/remote/startup"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // The engines a host can run.
@@ -121,6 +121,10 @@ type Config struct {
 	// Notify are the console's signals for a person not looking (the
 	// notify: section; notify.Defaults without one).
 	Notify notify.Settings
+	// ThroughputDrop is the drop in decode rate against the kernel modes a
+	// host ran before that flags its modes as slower (throughput_drop:
+	// 0.2 for 20 %); 0: the default.
+	ThroughputDrop float64
 	// Source is where the journals and unit states come from (the
 	// source: section, --source); the zero value is SSH to every host.
 	Source Source

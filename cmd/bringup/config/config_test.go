@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // full is the example of the design, every section used.
@@ -154,6 +154,7 @@ func TestParseErrors(t *testing.T) {
 		{"source without url", "hosts: [a]\nsource: {kind: victorialogs}\n", `c.yaml:2:9: source: kind victorialogs needs url: (the store's http://HOST:PORT)`},
 		{"source field", "hosts: [a]\nsource: {kind: ssh, via: bastion}\n", `c.yaml:2:21: source: unknown field "via"`},
 		{"notify desktop", "hosts: [a]\nnotify:\n  desktop: growl\n", `c.yaml:3:12: notify.desktop: unknown desktop notification "growl" (want off, osc9 or osc777)`},
+		{"throughput drop in percent", "throughput_drop: 20\n", `c.yaml:1:18: throughput_drop: want a fraction between 0 and 1 (0.2 for 20 %), got int 20`},
 		{"unknown host field", "hosts:\n  - gpu1\n  - name: gpu2\n    engin: vllm\n", `c.yaml:4:5: hosts[1]: unknown field "engin" (did you mean "engine"?)`},
 		{"unknown field, no suggestion", "defaults: {colour: red}\n", `c.yaml:1:12: defaults: unknown field "colour"`},
 		{"case suggestion", "defaults: {Unit: x}\n", `c.yaml:1:12: defaults: unknown field "Unit" (did you mean "unit"?)`},
@@ -498,5 +499,12 @@ func TestRulesFiles(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want one holding %q", tt.config, err, tt.want)
 		}
+	}
+}
+
+func TestThroughputDrop(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("hosts: [gpu1]\nthroughput_drop: 0.35\n"))
+	if err != nil || c.ThroughputDrop != 0.35 {
+		t.Fatalf("throughput_drop: %v, %v", c, err)
 	}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"bringup/kernels"
-	"bringup/remote/unitname"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // Flags are how a command names its hosts and config: --config, -H, -u,

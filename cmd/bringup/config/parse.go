@@ -14,10 +14,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"bringup/kernels"
-	"bringup/remote/startup"
-	"bringup/remote/unitname"
-	"bringup/ui/notify"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/unitname"
+	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // Error is one problem in a config file, at File:Line:Column, in Field
@@ -303,7 +303,7 @@ func (d *decoder) check(n *yaml.Node, field string, f func(string) (string, erro
 
 // The fields of each mapping, as functions so no table can be changed.
 func topFields() []string {
-	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "source"}
+	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop", "source"}
 }
 func notifyFields() []string { return []string{"bell", "title", "progress", "desktop"} }
 func sourceFields() []string { return []string{"kind", "url"} }
@@ -355,6 +355,9 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 	if v := sections["notify"]; v != nil {
 		d.notify(v, &c.Notify)
 	}
+	if v := sections["throughput_drop"]; v != nil {
+		c.ThroughputDrop, _ = d.fraction(v, "throughput_drop")
+	}
 	if v := sections["source"]; v != nil {
 		d.source(v, &c.Source)
 	}
@@ -403,6 +406,19 @@ func (d *decoder) notify(n *yaml.Node, set *notify.Settings) {
 			set.Desktop = s
 		}
 	})
+}
+
+// fraction reads a number between 0 and 1, both excluded (0.2 is 20 %).
+func (d *decoder) fraction(n *yaml.Node, field string) (float64, bool) {
+	if n = d.resolve(n); n == nil || isNull(n) {
+		return 0, false
+	}
+	var f float64
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") || n.Decode(&f) != nil || f <= 0 || f >= 1 {
+		d.errorf(n, field, "want a fraction between 0 and 1 (0.2 for 20 %%), got %s", describe(n))
+		return 0, false
+	}
+	return f, true
 }
 
 // rules reads the rule pack files the config lists (paths relative to the

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"bringup/kernels"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestLoadTestbedInventory loads the config.yaml a testbed writes: the file

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Preflight says why the restart was refused and what to do.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/doctor"
 )
 
 // Doctor prints one host's checks, a fix under each that failed. Their

@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/logfile"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // ExplainSummary is the last line of `bringup explain --json`.

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/doctor"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // The v1 JSON schema: one object a line, the same shape for the --json of
@@ -61,12 +61,25 @@ type Line struct {
 	KernelMode string    `json:"kernel_mode,omitempty"`
 	FailedIn   string    `json:"failed_in,omitempty"`
 	Invocation string    `json:"invocation,omitempty"`
+	// stats: the engine's latest stats line, while serving
+	Stats *Stats `json:"stats,omitempty"`
 
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
 	Outcome string        `json:"outcome,omitempty"`
 	Hosts   []HostOutcome `json:"hosts,omitempty"`
+}
+
+// Stats is the engine's latest stats sample in the v1 schema: rates in
+// tokens a second, KV use as a fraction.
+type Stats struct {
+	GenTPS    float64 `json:"gen_tps"`
+	PromptTPS float64 `json:"prompt_tps"`
+	Running   int     `json:"running"`
+	Queued    int     `json:"queued"`
+	KVUsage   float64 `json:"kv_usage"`
+	Graph     string  `json:"cuda_graph,omitempty"` // on, off; absent when no line said
 }
 
 // Progress is a count in the v1 schema.
@@ -102,6 +115,7 @@ func Schema() []Kind {
 		{"phase", "a followed startup entered a phase", []string{"host", "phase"}, []string{"from", "progress", "elapsed"}},
 		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed"}},
 		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed"}},
 		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
 		{"summary", "the last line: the outcome and exit code", []string{"command", "outcome", "exit"}, []string{"hosts", "err"}},
@@ -116,7 +130,7 @@ func FieldType() map[string]string {
 		"effects": "[string]", "action": "string", "stage": "string", "percent": "number", "err": "string",
 		"phase": "string", "from": "string", "unit": "string", "progress": "progress", "elapsed": "number",
 		"cause": "string", "summary": "string", "hint": "string", "evidence": "[string]", "kernel_mode": "string",
-		"failed_in": "string", "invocation": "string",
+		"failed_in": "string", "invocation": "string", "stats": "stats",
 		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]",
 	}
 }
@@ -168,8 +182,9 @@ func statusWord(s doctor.Status) string {
 	case doctor.Fail:
 		return "fail"
 	case doctor.Skip:
+		return "skip"
 	}
-	return "skip"
+	return "skip" // no other status exists
 }
 
 // DoctorJSON prints one host's checks as check lines and returns its
@@ -247,6 +262,11 @@ func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
 	}
 	if l.Kind == string(startup.ChangeUnit) {
 		l.Progress = nil // a unit line has no count
+	}
+	if c.Kind == startup.ChangeStats && c.Stats != nil {
+		l.Progress = nil
+		l.Stats = &Stats{GenTPS: c.Stats.GenTPS, PromptTPS: c.Stats.PromptTPS, Running: c.Stats.Running,
+			Queued: c.Stats.Queued, KVUsage: c.Stats.KVUsage, Graph: c.Stats.Graph}
 	}
 	emit(p.W, l)
 }
@@ -354,6 +374,15 @@ func checkType(typ string, raw json.RawMessage) error {
 		}
 		if err = json.Unmarshal(raw, &p); err == nil && (p.Done == nil || p.Total == nil) {
 			err = fmt.Errorf("%s: want done and total", raw)
+		}
+	case "stats":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			for _, f := range []string{"gen_tps", "prompt_tps", "running", "queued", "kv_usage"} {
+				if checkType("number", all[f]) != nil {
+					return fmt.Errorf("%s: want %s, a number", raw, f)
+				}
+			}
 		}
 	case "[host]":
 		var hs []struct {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/doctor"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/doctor"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestValidateLine: the validator takes the schema's lines and refuses
@@ -92,6 +92,8 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	p.Change(remote.HostChange{Host: "gpu3", Change: startup.Change{Time: at, Kind: startup.ChangeFail, Phase: startup.Failed, From: startup.GraphCapture,
 		Diag: &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed", Hint: "switch mode", Evidence: []string{"CUDA error"},
 			KernelMode: "kdtree-verify=validate", Phase: startup.GraphCapture, Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}}}, started)
+	p.Change(remote.HostChange{Host: "gpu1", Change: startup.Change{Time: at, Kind: startup.ChangeStats, Phase: startup.Serving,
+		Stats: &startup.Sample{Time: at, GenTPS: 1920.5, PromptTPS: 12, Running: 8, KVUsage: 0.12, Graph: "on"}}}, started)
 	h := remote.HostState{Name: "gpu3"}
 	h.Startup.Phase, h.Startup.PhaseSince, h.Startup.InvocationID = startup.Failed, at, "5bf6e81d"
 	h.Startup.Diag = &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed"}

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/rollout"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/rollout"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Rollout prints the rollout's progress: lines of text, or with

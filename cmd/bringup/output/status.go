@@ -8,9 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // StatusHost is one host in `bringup status --json`.
@@ -31,6 +32,12 @@ type StatusHost struct {
 	// KernelHashes is, per kernel, the content hash the running service
 	// loaded: compare with the local build's (deploy.DirHash) for drift.
 	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
+	// Stats is the latest sample of the engine's stats lines (throughput,
+	// requests, KV use), once it printed one.
+	Stats *startup.Sample `json:"stats,omitempty"`
+	// Throughput is the decode rate of the current kernel modes against
+	// the modes the host ran before (history), once known.
+	Throughput *history.ModeAB `json:"throughput,omitempty"`
 }
 
 // StatusOf is h as `bringup status --json` prints it.
@@ -58,6 +65,13 @@ func StatusOf(h remote.HostState) StatusHost {
 	if h.Probe.Path != "" {
 		p := h.Probe
 		s.Probe = &p
+	}
+	if ab := h.Throughput; ab.Known() {
+		s.Throughput = &ab
+	}
+	if st := h.Startup.Stats; st != nil {
+		l := st.Latest
+		s.Stats = &l
 	}
 	return s
 }

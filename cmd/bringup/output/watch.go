@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TimeLayout is RFC 3339 with microseconds, always printed, so lines line
@@ -24,7 +24,7 @@ type WatchLine struct {
 	Time     string   `json:"time"` // host time
 	Seen     string   `json:"seen"` // local receipt time
 	Host     string   `json:"host"`
-	Kind     string   `json:"kind"` // phase, failed, unit, done, host-key
+	Kind     string   `json:"kind"` // phase, failed, unit, stats, done, host-key
 	Phase    string   `json:"phase"`
 	From     string   `json:"from,omitempty"`
 	Unit     string   `json:"unit,omitempty"`
@@ -39,6 +39,9 @@ type WatchLine struct {
 	Fix string `json:"fix,omitempty"`
 	// Elapsed is the time from the invocation's start to this change.
 	Elapsed string `json:"elapsed,omitempty"`
+	// Stats is the engine's latest stats sample, on a line of kind
+	// "stats" (throughput, requests, KV use).
+	Stats *startup.Sample `json:"stats,omitempty"`
 }
 
 // Timeout is the line that ends a watch when its --timeout d passed: JSON
@@ -82,6 +85,7 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		Phase: string(c.Phase),
 		From:  string(c.From),
 		Unit:  c.Unit,
+		Stats: c.Stats,
 	}
 	if c.Progress.Known() {
 		l.Progress = fmt.Sprintf("%d/%d", c.Progress.Done, c.Progress.Total)
@@ -113,6 +117,10 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 	switch c.Kind {
 	case startup.ChangeUnit:
 		fmt.Fprintf(&b, "unit %s", c.Unit)
+	case startup.ChangeStats:
+		if c.Stats != nil {
+			b.WriteString(SampleText(*c.Stats))
+		}
 	case startup.ChangeFail:
 		fmt.Fprintf(&b, "FAILED in %s", l.FailedIn)
 		if l.Elapsed != "" {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/event"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestChange pins watch's two formats for a phase change and a failure:

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history"
 )
 
 // Sink connects a Store to the fleet: Expect answers from memory (with a
@@ -42,6 +42,13 @@ func (k *Sink) Expect(host, unit string, modes map[string]string) (history.Expec
 		k.cache[key] = e
 	}
 	return e, e.Known()
+}
+
+// Compare sets the decode rate of host's unit under modes (live: the
+// current run's steady rate, 0 when none yet) against the configuration it
+// ran before (history.Compare). It does no IO.
+func (k *Sink) Compare(host, unit string, modes map[string]string, live, slowerBy float64) history.ModeAB {
+	return history.Compare(k.store.Throughput(host, unit), host, unit, modes, live, slowerBy)
 }
 
 // Record appends r to the history (the file, or memory for a memory store).

@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history"
 )
 
 // MaxPerKey is how many records a Store keeps in memory for each host,
@@ -40,7 +40,7 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "bringup", "history.jsonl"), nil
 }
 
-type storeKey struct{ host, unit, modes string }
+type storeKey struct{ host, unit, modes, kind string }
 
 // Store is the history file and the records read from it. It is safe for
 // concurrent use; Records and Expect never wait for file IO.
@@ -124,7 +124,9 @@ func (s *Store) problem(err error) {
 // add keeps r in memory, dropping the oldest record of its key beyond
 // MaxPerKey. The caller holds mu or owns s exclusively.
 func (s *Store) add(r history.Record) {
-	k := storeKey{r.Host, r.Unit, history.ModesKey(r.Modes)}
+	// Throughput records are kept apart, so that they take no room from
+	// the startups the ETAs come from.
+	k := storeKey{r.Host, r.Unit, history.ModesKey(r.Modes), r.Kind}
 	l := append(s.recs[k], r)
 	if n := len(l) - MaxPerKey; n > 0 {
 		l = append(l[:0], l[n:]...)
@@ -198,15 +200,29 @@ func (s *Store) write(line []byte) error {
 	return nil
 }
 
-// Records returns a copy of the records in memory for unit and modes, on
-// every host, oldest first within each host.
+// Records returns a copy of the startup records in memory for unit and
+// modes, on every host, oldest first within each host.
 func (s *Store) Records(unit string, modes map[string]string) []history.Record {
 	key := history.ModesKey(modes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []history.Record
 	for k, l := range s.recs {
-		if k.unit == unit && k.modes == key {
+		if k.unit == unit && k.modes == key && k.kind == "" {
+			out = append(out, l...)
+		}
+	}
+	return out
+}
+
+// Throughput returns a copy of host's throughput records for unit, under
+// every kernel configuration.
+func (s *Store) Throughput(host, unit string) []history.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []history.Record
+	for k, l := range s.recs {
+		if k.host == host && k.unit == unit && k.kind == history.KindThroughput {
 			out = append(out, l...)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/history"
-	"bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -180,5 +180,40 @@ func TestMemoryStore(t *testing.T) {
 	}
 	if got := len(s.Records("sglang.service", on)); got != 3 {
 		t.Errorf("records = %d, want 3", got)
+	}
+}
+
+// TestThroughputRecordsKeptApart: throughput records go to the file and
+// come back, apart from the startups (no room taken from the ETAs'), and
+// the sink compares the modes from them.
+func TestThroughputRecordsKeptApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, on := map[string]string{"kdtree-verify": "off"}, map[string]string{"kdtree-verify": "on"}
+	recs := []history.Record{served("gpu3", "off", 0, 300*time.Second)}
+	for i := range MaxPerKey + 5 {
+		recs = append(recs, history.Throughput(t0.Add(time.Duration(i)*time.Minute), "gpu3", "sglang.service", "sglang", off, "", 480))
+	}
+	for _, r := range recs {
+		if err := s.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Records("sglang.service", off); len(got) != 1 || got[0].Kind != "" {
+		t.Errorf("startup records %+v", got)
+	}
+	if got := again.Throughput("gpu3", "sglang.service"); len(got) != MaxPerKey || got[0].DecodeTPS != 480 {
+		t.Errorf("%d throughput records", len(got))
+	}
+	ab := NewSink(again).Compare("gpu3", "sglang.service", on, 1920, 0)
+	if ab.Base != "off" || ab.Ratio != 4 || ab.BaseRuns != 20 {
+		t.Errorf("compare %+v", ab)
 	}
 }

@@ -89,6 +89,9 @@ type Params struct {
 	DisableCUDAGraph bool
 	Kernel           Kernel
 	Failure          Failure
+	// Rates is the decode rate each kernel mode gives once serving (nil:
+	// DefaultRates).
+	Rates Rates
 }
 
 // Defaults returns the parameters of a DeepSeek-V3 start on eight H200s
@@ -146,6 +149,9 @@ func (p Params) withDefaults() Params {
 	dur(&p.HTTP, d.HTTP)
 	dur(&p.Warmup, d.Warmup)
 	dur(&p.NCCLTimeout, d.NCCLTimeout)
+	if p.Rates == nil {
+		p.Rates = DefaultRates()
+	}
 	return p
 }
 

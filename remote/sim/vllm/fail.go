@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // Paths in vLLM's tracebacks: a pip install into the system Python of a

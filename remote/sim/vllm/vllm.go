@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 // Version is the vLLM release whose log this package writes.
@@ -487,4 +487,16 @@ func Uvicorn(p sglang.Params, level, msg string, access bool) Line {
 	l := fixed(0, vproc{"APIServer", p.PID}.tag()+sglang.Uvicorn(level, msg))
 	l.Stdout = access
 	return l
+}
+
+// StatsLine is vLLM V1's periodic stats record (loggers.py,
+// LoggingStatLogger.log) as the API server logs it at t: "(APIServer
+// pid=1) INFO 05-19 10:13:11 [loggers.py:271] Engine 000: Avg prompt
+// throughput: 0.0 tokens/s, Avg generation throughput: 1055.3 tokens/s,
+// Running: 18 reqs, Waiting: 43 reqs, GPU KV cache usage: 95.9%, Prefix
+// cache hit rate: 0.0%".
+func StatsLine(p sglang.Params, b sglang.Batch, t time.Time) string {
+	return vproc{"APIServer", p.PID}.tag() + "INFO " + t.Format(timeLayout) + " [loggers.py:271] " +
+		fmt.Sprintf("Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%",
+			0.0, b.GenTPS, b.Running, b.Queued, b.Usage*100, 0.0)
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote"
-	"bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
 var at = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"bringup/remote/sshx"
-	"bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // Connect returns a connected sshx.Conn to alias (gpu1, gpu2-deploy, …) of

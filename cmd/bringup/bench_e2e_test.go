@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/testbed"
+)
+
+// TestBenchModesOnTestbed is the story's payoff on a real host: gpu1
+// serves in kdtree-verify=off, `bringup bench` loads it through its SSH
+// connection, `bringup mode gpu1 kdtree-verify=on --restart` switches it,
+// bench again: on is about four times off (infersim's rates), and the
+// history holds each run's steady decode rate, so `status --json` shows
+// the ratio.
+func TestBenchModesOnTestbed(t *testing.T) {
+	tb := testbed.StartWith(t, testbed.Options{Hosts: 1, Host: func(int) testbed.HostOptions {
+		// Eight background streams keep the engine decoding, so its stats
+		// lines give a steady rate without a client; a line a second.
+		return testbed.HostOptions{KernelMode: "off", Env: map[string]string{"INFERSIM_LOAD": "8", "INFERSIM_STATS_SECONDS": "0.5"}}
+	}})
+	cfg := filepath.Join(tb.Inventory(), "config.yaml")
+	state := t.TempDir()
+	bringup := func(ctx context.Context, args ...string) (int, string, string) {
+		var out, errOut syncBuffer
+		e := env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
+			switch k {
+			case "HOME":
+				return "/nonexistent"
+			case "XDG_STATE_HOME":
+				return state // the history of this test alone
+			}
+			return ""
+		}}
+		code := run(ctx, e, args)
+		return code, out.String(), errOut.String()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	if out, err := tb.Run(ctx, "gpu1", "systemctl start sglang"); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if code, out, errOut := bringup(ctx, "watch", "--json", "--timeout", "2m", "--config", cfg, "gpu1"); code != exitServing {
+		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
+	}
+	benchOnce := func(mode string) output.BenchLine {
+		t.Helper()
+		time.Sleep(6 * time.Second) // a dozen stats lines: a steady rate in the journal
+		code, out, errOut := bringup(ctx, "bench", "--json", "-n", "64", "--concurrency", "8", "--config", cfg, "gpu1")
+		var l output.BenchLine
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &l); code != exitServing || err != nil || l.Result == nil {
+			t.Fatalf("bench in %s: exit %d, %v\n%s%s", mode, code, err, out, errOut)
+		}
+		r := l.Result
+		if r.Requests != 64 || r.OK != 64 || r.Errors != 0 || r.TTFTP50 <= 0 || r.LatencyP99 < r.LatencyP50 {
+			t.Errorf("bench in %s: %+v", mode, r)
+		}
+		t.Logf("bench gpu1 in %s: %s", mode, out)
+		code, text, _ := bringup(ctx, "bench", "-n", "8", "--config", cfg, "gpu1")
+		t.Logf("bench gpu1 in %s (text, exit %d):\n%s", mode, code, text)
+		return l
+	}
+	off := benchOnce("off")
+	if code, out, errOut := bringup(ctx, "mode", "gpu1", "kdtree-verify=on", "--restart", "--yes", "--timeout", "2m", "--config", cfg); code != exitServing {
+		t.Fatalf("mode on --restart: exit %d\n%s%s", code, out, errOut)
+	}
+	on := benchOnce("on")
+	if ratio := on.Result.OutputTPS / off.Result.OutputTPS; ratio < 2.5 || ratio > 5 {
+		t.Errorf("bench output tok/s on %.0f / off %.0f = %.1f×, want about 4×", on.Result.OutputTPS, off.Result.OutputTPS, ratio)
+	}
+
+	// The history has both runs' steady decode rates, and status sets on
+	// against off.
+	code, out, errOut := bringup(ctx, "status", "--json", "--config", cfg, "gpu1")
+	var doc struct {
+		Hosts []output.StatusHost `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitServing || len(doc.Hosts) != 1 {
+		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	ab := doc.Hosts[0].Throughput
+	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || doc.Hosts[0].Stats == nil {
+		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, doc.Hosts[0].Stats)
+	}
+	t.Logf("status --json throughput: %+v", ab)
+	b, err := os.ReadFile(filepath.Join(state, "bringup", "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r history.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind == history.KindThroughput {
+			rates[history.ModesKey(r.Modes)] = r.DecodeTPS
+		}
+	}
+	if on, off := rates["kdtree-verify=on"], rates["kdtree-verify=off"]; off < 470 || off > 490 || on < 1900 || on > 1940 {
+		t.Errorf("history decode rates %v, want off 480 and on 1920 tok/s", rates)
+	}
+}

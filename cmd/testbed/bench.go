@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/bringup-dev/bringup/remote/fleetbench"
+)
+
+// bench runs remote/fleetbench and prints its figures: a table, and the
+// JSON summary to -o.
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o fleetbench.Options
+	fs.IntVar(&o.Hosts, "hosts", 64, "how many test hosts to boot")
+	fs.DurationVar(&o.Quiet, "quiet", fleetbench.DefaultQuiet, "steady-state window, every host serving")
+	fs.IntVar(&o.CatchupLines, "catchup-lines", fleetbench.DefaultCatchupLines, "lines in the catch-up run")
+	fs.IntVar(&o.CatchupRuns, "catchup-runs", fleetbench.DefaultCatchupRuns, "reads of the catch-up run by each side (the median counts)")
+	fs.StringVar(&o.Testbed.CacheDir, "cache", "", "image cache (default the testbed's)")
+	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
+	out := fs.String("o", "", "write the JSON summary to FILE")
+	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		o.SteadyProfile = f
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+	}
+	o.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stderr, "fleetbench: stopping: taking the hosts down")
+		case <-finished:
+		}
+	}()
+	s, err := fleetbench.Run(ctx, o)
+	close(finished)
+	if s != nil {
+		printSummary(stdout, s)
+		if *out != "" {
+			b, jerr := json.MarshalIndent(s, "", "  ")
+			if jerr == nil {
+				jerr = os.WriteFile(*out, append(b, '\n'), 0o644)
+			}
+			if jerr != nil {
+				fmt.Fprintf(stderr, "fleetbench: summary %s: %v\n", *out, jerr)
+			}
+		}
+	}
+	return err
+}
+
+// printSummary prints the figures side by side, each with its ratio.
+func printSummary(w io.Writer, s *fleetbench.Summary) {
+	fmt.Fprintf(w, "fleetbench: %d hosts on %d cores, load %.1f → %.1f, booted in %.1f s, %.0f s in all\n",
+		s.Hosts, s.Cores, s.Load[0], s.Load[1], s.BootS, s.TookS)
+	for _, l := range s.Raised {
+		fmt.Fprintf(w, "  raised %s\n", l)
+	}
+	row := func(what, bringup, raw string, r float64, note string) {
+		fmt.Fprintf(w, "%-34s %-22s %-22s %7s  %s\n", what, bringup, raw, fmtRatio(r), note)
+	}
+	fmt.Fprintf(w, "%-34s %-22s %-22s %7s\n", "", "bringup", "raw ssh", "ratio")
+	if t := s.FullTable; t.RawS > 0 {
+		row("time to a full table", fmt.Sprintf("%.2f s", t.BringupS), fmt.Sprintf("%.2f s", t.RawS), t.Ratio,
+			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config", t.ResolveS))
+	}
+	if l := s.Latency; l.Lines > 0 {
+		d := func(x fleetbench.Dist) string {
+			return fmt.Sprintf("%s/%s/%s ms", fmtMs(x.P50ms), fmtMs(x.P99ms), fmtMs(x.MaxMs))
+		}
+		row("latency p50/p99/max (start all)", d(l.Fleet), d(l.Raw), l.Ratio, fmt.Sprintf("p99 bringup/raw; %d lines", l.Lines))
+		row("  added per line (fleet − raw)", d(l.Added), "", 0, fmt.Sprintf("min %s ms: the raw reader later", fmtMs(l.Added.MinMs)))
+		row("  delivered in a batch", d(l.Delivered), "", 0, "after the fold and the 50 ms flush")
+		for i, x := range l.Late {
+			if i == 3 || x.AddedMs < 100 {
+				break
+			}
+			fmt.Fprintf(w, "    late: %s at %.1f s, +%.0f ms: %s\n", x.Host, x.AtS, x.AddedMs, x.Message)
+		}
+	}
+	if st := s.Steady; st.WindowS > 0 {
+		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", st.BringupCPUPct), fmt.Sprintf("%.2f %%", st.RawCPUPct), st.CPURatio,
+			fmt.Sprintf("bringup/raw over %.0f s quiet, %d events", st.WindowS, st.Events))
+		row("steady RSS", fmt.Sprintf("%.1f MiB", st.BringupRSSMiB), fmt.Sprintf("%.1f MiB", st.RawRSSMiB), st.RSSRatio,
+			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet", st.BaseRSSMiB))
+	}
+	if c := s.Catchup; len(c.Runs) > 0 {
+		rate := func(sec float64) string {
+			if sec == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f s %.0fk/s", sec, float64(c.Lines)/sec/1000)
+		}
+		row(fmt.Sprintf("catch-up %d lines (median of %d)", c.Lines, len(c.Runs)), rate(c.BringupS), rate(c.RawS), c.Speedup,
+			fmt.Sprintf("speed bringup/raw; raw %.0f bytes a line", c.RawBytesPerLine))
+	}
+	cl := s.Cleanup
+	switch {
+	case cl.Down && len(cl.Left) == 0 && cl.InventoryRemoved:
+		fmt.Fprintln(w, "cleaned up: hosts down, no namespace, link, process or inventory left")
+	default:
+		fmt.Fprintf(w, "NOT cleaned up: down=%v inventory removed=%v left: %s %s\n", cl.Down, cl.InventoryRemoved, strings.Join(cl.Left, ", "), cl.Err)
+	}
+}
+
+// fmtMs prints whole milliseconds, without a "-0".
+func fmtMs(v float64) string {
+	if math.Abs(v) < 0.5 {
+		return "0"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func fmtRatio(r float64) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f×", r)
+}

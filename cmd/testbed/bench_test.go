@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bringup-dev/bringup/remote/fleetbench"
+	"github.com/bringup-dev/bringup/remote/testbed"
+)
+
+// TestPrintSummary: every figure is printed with its two sides and its
+// ratio, and a run that left something behind says so.
+func TestPrintSummary(t *testing.T) {
+	s := &fleetbench.Summary{Hosts: 16, Cores: 2, Load: [2]float64{9.3, 3}, BootS: 3.5, TookS: 166,
+		Raised:    []testbed.Limit{{Name: "fs.inotify.max_user_instances", From: 192, To: 384}},
+		FullTable: fleetbench.FullTable{BringupS: 0.455, RawS: 1.807, ResolveS: 0.069, Ratio: 0.2518},
+		Latency: fleetbench.Latency{Lines: 768,
+			Fleet: fleetbench.Dist{N: 768, P50ms: 257, P99ms: 465, MaxMs: 490}, Raw: fleetbench.Dist{N: 768, P50ms: 256, P99ms: 465, MaxMs: 490},
+			Added: fleetbench.Dist{N: 768, P50ms: -0.2, P99ms: 2, MaxMs: 301}, Ratio: 1.0,
+			Late: []fleetbench.LateLine{{Host: "gpu7", AtS: 4.2, AddedMs: 301, Message: "[2026-12-01 22:00:01 TP0] Load weight begin."}}},
+		Steady:  fleetbench.Steady{WindowS: 60, BringupCPUPct: 1.79, RawCPUPct: 0.07, CPURatio: 25.6, BringupRSSMiB: 29.4, RawRSSMiB: 128.3, RSSRatio: 0.23, BaseRSSMiB: 16.7},
+		Catchup: fleetbench.Catchup{Lines: 400000, Runs: make([]fleetbench.CatchupPair, 3), BringupS: 11.91, RawS: 7.88, Speedup: 0.66, RawBytesPerLine: 518},
+		Cleanup: fleetbench.Cleanup{Down: true, InventoryRemoved: true},
+	}
+	var b strings.Builder
+	printSummary(&b, s)
+	out := b.String()
+	for _, want := range []string{
+		"16 hosts on 2 cores, load 9.3 → 3.0",
+		"raised fs.inotify.max_user_instances 192 → 384",
+		"0.46 s                 1.81 s                   0.25×",
+		"257/465/490 ms         256/465/490 ms           1.00×",
+		"added per line (fleet − raw)     0/2/301 ms",
+		"late: gpu7 at 4.2 s, +301 ms: [2026-12-01 22:00:01 TP0] Load weight begin.",
+		"1.79 %                 0.07 %                  25.60×",
+		"11.91 s 34k/s          7.88 s 51k/s             0.66×",
+		"cleaned up: hosts down",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	s.Cleanup = fleetbench.Cleanup{Down: true, Left: []string{"netns brtb-abc123-gpu1"}}
+	b.Reset()
+	printSummary(&b, s)
+	if !strings.Contains(b.String(), "NOT cleaned up") || !strings.Contains(b.String(), "netns brtb-abc123-gpu1") {
+		t.Errorf("a run that left a namespace:\n%s", b.String())
+	}
+}
