@@ -168,7 +168,12 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	defer closeKeys()
-	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: "bringup · " + strings.Join(fleet.Hosts(), ","), Groups: ff.groups,
+	title := "bringup · " + strings.Join(fleet.Hosts(), ",")
+	if ff.cfg.Source.Store() {
+		// The header says where the journals and unit states come from.
+		title += " · state from journal via victorialogs"
+	}
+	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: title, Groups: ff.groups,
 		Signals: signals(ff.cfg.Notify, *quiet)})
 }
 

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
@@ -55,7 +57,14 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	defer closeKeys()
 	code, outcome := exitServing, "ok"
 	var hostsOut []output.HostOutcome
+	var survey *doctor.StoreSurvey
+	if cfg.Source.Store() {
+		survey = storeSurvey(ctx, cfg, hosts, *timeout)
+	}
 	for rep := range doctorAll(ctx, rs, *timeout) {
+		if survey != nil {
+			doctor.Store(rep, *survey)
+		}
 		if *asJSON {
 			hostsOut = append(hostsOut, output.DoctorJSON(e.stdout, rep))
 		} else {
@@ -73,6 +82,26 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		output.Summary(e.stdout, "doctor", outcome, code, hostsOut, "")
 	}
 	return code
+}
+
+// storeSurvey looks once at the log store for every host: the store's
+// checks on each host's report come from it.
+func storeSurvey(ctx context.Context, cfg *config.Config, hosts []config.Host, timeout time.Duration) *doctor.StoreSurvey {
+	s := &doctor.StoreSurvey{URL: cfg.Source.URL, LookBack: 24 * time.Hour, At: time.Now()}
+	unit := config.DefaultUnit
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i], unit = h.Name, h.Unit
+	}
+	src, err := vlogs.New(vlogs.Options{URL: cfg.Source.URL, Unit: unit})
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s.Arrivals, s.Err = src.Survey(ctx, names, s.LookBack)
+	return s
 }
 
 // doctorParallel bounds how many hosts doctor checks at once.

@@ -14,6 +14,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/probe"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 // fleetFlags are the flags of every command that talks to real hosts.
@@ -83,6 +84,31 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 	return live.Resolve(ctx, targets, cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
 }
 
+// storeSpecs are the fleet's hosts read from a VictoriaLogs store at url:
+// one tail stream for them all (they must share one unit), each host's
+// actions over SSH, opened for the action only.
+func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	unit := hosts[0].Unit
+	for _, h := range hosts {
+		if h.Unit != unit {
+			return nil, fmt.Errorf("source victorialogs: every host must run one unit (%s runs %s, %s runs %s); use -u or --source ssh", hosts[0].Name, unit, h.Name, h.Unit)
+		}
+	}
+	src, err := vlogs.New(vlogs.Options{URL: url, Unit: unit})
+	if err != nil {
+		return nil, fmt.Errorf("source victorialogs: %w", err)
+	}
+	specs := make([]remote.HostSpec, len(hosts))
+	for i, o := range hosts {
+		o.Kernels = opts.Kernels
+		specs[i] = remote.HostSpec{Driver: src.Host(o.Name, live.NewOnDemand(o)), Unit: o.Unit, Engine: o.Engine}
+	}
+	return specs, nil
+}
+
 // liveFleet builds the fleet over real hosts.
 func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
@@ -95,6 +121,12 @@ func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink
 		opts.Packs = packs
 	}
 	specs := live.Specs(hosts, opts)
+	if cfg.Source.Store() {
+		var err error
+		if specs, err = storeSpecs(cfg.Source.URL, hosts, opts); err != nil {
+			return nil, err
+		}
+	}
 	if err := rec.start(specs, opts, 1, "live"); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -92,6 +93,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.CacheDir, "cache", "", "image cache (default $"+testbed.EnvCache+" or "+testbed.DefaultCacheDir+")")
 	fs.StringVar(&o.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
 	fs.BoolVar(&o.JournalRateLimit, "journal-rate-limit", false, "keep journald's default rate limit on the hosts")
+	fs.BoolVar(&o.LogStore, "log-store", false, "start VictoriaLogs "+testbed.VictoriaLogsVersion+" and point every host's systemd-journal-upload at it")
 	enable := fs.Bool("enable", false, "start sglang.service at boot")
 	fs.Var(modes, "mode", "HOST=MODE: KDTREE_MODE on a host (repeatable)")
 	fs.Var(extra, "args", "HOST=ARGS: extra infersim arguments on a host, space-separated (repeatable)")
@@ -128,6 +130,10 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "inventory %s (%d hosts in %s)\n", tb.Inventory(), len(tb.Hosts()), time.Since(start).Round(100*time.Millisecond))
+	if u := tb.LogStoreURL(); u != "" {
+		fmt.Fprintf(stdout, "log store %s (VictoriaLogs %s; every host's journal uploads to it): bringup --config %s\n",
+			u, testbed.VictoriaLogsVersion, filepath.Join(tb.Inventory(), testbed.StoreConfigName))
+	}
 	for _, h := range tb.Hosts() {
 		mode := h.Options.KernelMode
 		if mode == "" {

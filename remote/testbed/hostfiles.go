@@ -186,7 +186,7 @@ type bind struct{ Src, Dest string }
 // writeHostFiles writes the per-host files under dir and returns the binds
 // that put them in place. Binding (rather than copying into the image)
 // keeps the shared image untouched and each host's overlay clean.
-func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, rootPub []byte, infersim string, journalLimit bool) ([]bind, error) {
+func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, rootPub []byte, infersim string, journalLimit bool, upload string) ([]bind, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "authorized_keys.d"), 0o755); err != nil {
 		return nil, fmt.Errorf("host %s files: %w", h.Name, err)
 	}
@@ -237,6 +237,14 @@ func writeHostFiles(dir string, h hostState, o HostOptions, hostKey keyPair, roo
 	if !journalLimit {
 		files = append(files, file{"journald.conf", 0o644, []byte("# Tests that count lines must not lose any to journald's rate limit.\n[Journal]\nRateLimitIntervalSec=0\nRateLimitBurst=0\n"),
 			"/etc/systemd/journald.conf.d/bringup-testbed.conf"})
+	}
+	if upload != "" {
+		// Its own journal to the run's log store, from boot: the uploader
+		// is wanted by multi-user.target like the service below.
+		files = append(files,
+			file{"journal-upload.conf", 0o644, []byte(upload), "/etc/systemd/journal-upload.conf.d/bringup-testbed.conf"},
+			file{"enable-upload.conf", 0o644, []byte("[Unit]\nWants=systemd-journal-upload.service\n"),
+				"/etc/systemd/system/multi-user.target.d/bringup-testbed-upload.conf"})
 	}
 	if o.Enable {
 		files = append(files, file{"enable-service.conf", 0o644, []byte("[Unit]\nWants=" + o.Unit() + "\n"),

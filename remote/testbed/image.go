@@ -26,8 +26,9 @@ const (
 	// includePackages are added to debootstrap's minbase: a real systemd as
 	// PID 1 with D-Bus and sshd, sudo for the deploy user, python3 for the
 	// kernel's sitecustomize, rsync for redeploy, curl for probes from
-	// inside a host.
-	includePackages = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,sudo,rsync,curl"
+	// inside a host, systemd-journal-remote for systemd-journal-upload
+	// (a host's journal to the log store, Options.LogStore).
+	includePackages = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,sudo,rsync,curl,systemd-journal-remote"
 )
 
 // imageFile is one file the recipe writes into the image.

@@ -55,6 +55,8 @@ type runState struct {
 	RunDir       string      `json:"run_dir"`
 	Created      time.Time   `json:"created"`
 	Hosts        []hostState `json:"hosts"`
+	// Store is the run's log store (Options.LogStore), nil without one.
+	Store *storeState `json:"store,omitempty"`
 }
 
 // live reports whether the run is still wanted by someone.
@@ -385,6 +387,8 @@ func teardownRun(ctx context.Context, r runState) error {
 		}()
 	}
 	wg.Wait()
+	// The store goes after the hosts: their uploaders stop first.
+	errs = append(errs, stopStore(ctx, r.Store))
 	return errors.Join(errs...)
 }
 
@@ -447,6 +451,7 @@ func runLeftovers(r runState) ([]string, error) {
 			}
 		}
 	}
+	out = append(out, storeLeftovers(r.Store)...)
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }

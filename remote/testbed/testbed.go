@@ -87,6 +87,10 @@ type Options struct {
 	// JournalRateLimit keeps journald's default rate limit on the hosts.
 	// Off by default: tests that count lines must not lose any to it.
 	JournalRateLimit bool
+	// LogStore starts VictoriaLogs on the machine for the run and points
+	// every host's systemd-journal-upload at it (LogStoreURL); Down stops
+	// it and removes its data.
+	LogStore bool
 	// BootTimeout bounds each host's boot; default DefaultBootTimeout.
 	BootTimeout time.Duration
 	// Logf receives progress lines; default discards them.
@@ -229,6 +233,26 @@ func Up(ctx context.Context, o Options) (_ *Testbed, err error) {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
 
+	if o.LogStore {
+		bin, err := storeBinary(ctx, o.CacheDir, logf)
+		if err != nil {
+			return nil, fmt.Errorf("testbed: %w", err)
+		}
+		// The store listens on the links' machine ends: they must exist
+		// before it starts, and it must run before the uploaders do.
+		for i := range tb.st.Hosts {
+			tb.mu.Lock()
+			h := tb.st.Hosts[i]
+			tb.mu.Unlock()
+			if err := setupNet(ctx, &h); err != nil {
+				return nil, fmt.Errorf("testbed: %w", err)
+			}
+			tb.setHost(i, h)
+		}
+		if err := tb.startStore(ctx, bin, inv); err != nil {
+			return nil, fmt.Errorf("testbed: %w", err)
+		}
+	}
 	for i := range tb.st.Hosts {
 		if err := tb.bootHost(ctx, i, rootfs, inv, hostKeys[i], rootKey.Public, infersim, o); err != nil {
 			return nil, fmt.Errorf("testbed: %w", err)
@@ -369,9 +393,15 @@ func (tb *Testbed) saveLocked() error {
 func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, hostKey keyPair, rootPub []byte, infersim string, o Options) error {
 	tb.mu.Lock()
 	h := tb.st.Hosts[i]
+	upload := ""
+	if st := tb.st.Store; st != nil {
+		upload = uploadConf(h.RootAddr, st.Port)
+	}
 	tb.mu.Unlock()
-	if err := setupNet(ctx, &h); err != nil {
-		return err
+	if h.NetNSID == "" { // made already when a log store listens on it
+		if err := setupNet(ctx, &h); err != nil {
+			return err
+		}
 	}
 	// The image's dbus package left a machine id that systemd would prefer
 	// to nspawn's --uuid, giving every host the same one; bringup keys
@@ -386,7 +416,7 @@ func (tb *Testbed) bootHost(ctx context.Context, i int, rootfs, inv string, host
 	id[8] = id[8]&0x3f | 0x80
 	h.MachineID = hex.EncodeToString(id)
 	tb.setHost(i, h)
-	binds, err := writeHostFiles(filepath.Join(inv, "hosts", h.Name), h, h.Options, hostKey, rootPub, infersim, o.JournalRateLimit)
+	binds, err := writeHostFiles(filepath.Join(inv, "hosts", h.Name), h, h.Options, hostKey, rootPub, infersim, o.JournalRateLimit, upload)
 	if err != nil {
 		return err
 	}

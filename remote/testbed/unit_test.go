@@ -230,7 +230,7 @@ func TestDeploySudoers(t *testing.T) {
 		{HostOptions{DeploySudo: SudoNone}, ""},
 	} {
 		dir := t.TempDir()
-		binds, err := writeHostFiles(dir, hostState{Index: 0, Name: "gpu1", Addr: "10.0.0.2"}, c.o, key, key.Public, "/bin/true", false)
+		binds, err := writeHostFiles(dir, hostState{Index: 0, Name: "gpu1", Addr: "10.0.0.2"}, c.o, key, key.Public, "/bin/true", false, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,6 +125,52 @@ type Config struct {
 	// host ran before that flags its modes as slower (throughput_drop:
 	// 0.2 for 20 %); 0: the default.
 	ThroughputDrop float64
+	// Source is where the journals and unit states come from (the
+	// source: section, --source); the zero value is SSH to every host.
+	Source Source
+}
+
+// The kinds of Source.
+const (
+	SourceSSH          = "ssh"          // one SSH connection per host (the default)
+	SourceVictoriaLogs = "victorialogs" // one live tail from a VictoriaLogs the hosts upload to
+)
+
+// Source says where the fleet's journals come from. With
+// SourceVictoriaLogs the hosts' own systemd-journal-upload feeds the store
+// at URL, and bringup reads every host from it; actions still go over SSH.
+type Source struct {
+	Kind string // SourceSSH ("" too) or SourceVictoriaLogs
+	URL  string // the store's base URL, http://HOST:PORT (victorialogs)
+}
+
+// Store reports whether the fleet is read from a log store.
+func (s Source) Store() bool { return s.Kind == SourceVictoriaLogs }
+
+// checkSourceKind accepts the kinds of Source.
+func checkSourceKind(s string) (string, error) {
+	switch s {
+	case SourceSSH, SourceVictoriaLogs:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown source %q: want %s or %s%s", s, SourceSSH, SourceVictoriaLogs, suggest(s, []string{SourceSSH, SourceVictoriaLogs}))
+}
+
+// checkStoreURL accepts http(s)://HOST[:PORT][/PATH] without query or
+// credentials: the address of the store's HTTP API.
+func checkStoreURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("not a URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("%q: want http://HOST:PORT (VictoriaLogs listens on :9428)", s)
+	case u.Host == "":
+		return "", fmt.Errorf("%q: no host", s)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", fmt.Errorf("%q: want only scheme, host, port and path", s)
+	}
+	return strings.TrimRight(s, "/"), nil
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/bringup/config.yaml, else

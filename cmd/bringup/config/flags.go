@@ -21,6 +21,7 @@ type Flags struct {
 	Unit      string // -u sglang.service
 	SSHConfig string // -F, like ssh
 	ReadOnly  bool
+	Source    string // --source ssh | victorialogs | victorialogs=URL
 }
 
 // Register adds the flags to fs.
@@ -30,6 +31,7 @@ func (f *Flags) Register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.Unit, "unit", "u", "", "the `UNIT` to watch on every host (default the config's, else sglang.service)")
 	fs.BoolVar(&f.ReadOnly, "read-only", false, "refuse every action that would change a host")
 	fs.StringVarP(&f.SSHConfig, "ssh-config", "F", "", "the ssh_config `FILE` (like ssh -F); default the config's ssh_config, else ~/.ssh/config")
+	fs.StringVar(&f.Source, "source", "", "where journals come from: `ssh`, victorialogs (the config's source.url) or victorialogs=URL (default the config's source:, else ssh)")
 }
 
 // EnvConfig is the environment variable naming the config file when
@@ -47,6 +49,8 @@ const EnvConfig = "BRINGUP_CONFIG"
 //     Without a file, -H alone is the whole config.
 //   - -u sets the unit of every host, over the file's.
 //   - -F and --read-only override the file's ssh_config and read_only.
+//   - --source overrides the file's source: (victorialogs without =URL
+//     keeps the file's url).
 //
 // It then selects the hosts named in args (host or group names; none =
 // all).
@@ -66,6 +70,11 @@ func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host,
 		}
 	}
 	cfg.ReadOnly = cfg.ReadOnly || f.ReadOnly
+	if f.Source != "" {
+		if err := cfg.setSource(f.Source); err != nil {
+			return nil, nil, err
+		}
+	}
 	if f.SSHConfig != "" {
 		cfg.SSHConfig = f.SSHConfig // as given: relative to the working directory, like ssh -F
 	}
@@ -108,6 +117,32 @@ func (f Flags) base(getenv func(string) string) (*Config, error) {
 		return nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
 	}
 	return nil, fmt.Errorf("no config at %s: write one (see README), set $%s or pass --config FILE or -H HOSTS; `bringup demo` needs none", path, EnvConfig)
+}
+
+// setSource applies --source: ssh, victorialogs (the file's url) or
+// victorialogs=URL.
+func (c *Config) setSource(v string) error {
+	kind, u, withURL := strings.Cut(v, "=")
+	kind, err := checkSourceKind(kind)
+	if err != nil {
+		return fmt.Errorf("--source: %w", err)
+	}
+	switch {
+	case kind == SourceSSH && withURL:
+		return errors.New("--source: ssh takes no URL")
+	case kind == SourceSSH:
+		c.Source = Source{Kind: SourceSSH}
+	case withURL:
+		if u, err = checkStoreURL(u); err != nil {
+			return fmt.Errorf("--source: %w", err)
+		}
+		c.Source = Source{Kind: kind, URL: u}
+	case c.Source.URL == "":
+		return fmt.Errorf("--source %s: no url: pass --source %s=http://HOST:9428 or set source.url in the config", kind, kind)
+	default:
+		c.Source.Kind = kind
+	}
+	return nil
 }
 
 // useHosts makes -H's list (comma-separated ssh_config aliases or

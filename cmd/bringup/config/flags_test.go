@@ -126,3 +126,47 @@ func with(m map[string]string, k, v string) map[string]string {
 	}
 	return out
 }
+
+// TestSourcePrecedence: --source over the file's source:, which is ssh
+// when absent; victorialogs without a URL keeps the file's.
+func TestSourcePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store.yaml")
+	if err := os.WriteFile(store, []byte("hosts: [gpu1]\nsource: {kind: victorialogs, url: \"http://10.0.0.9:9428/\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.yaml")
+	if err := os.WriteFile(plain, []byte("hosts: [gpu1]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags Flags
+		want  Source
+		err   string
+	}{
+		{flags: Flags{Path: store}, want: Source{Kind: SourceVictoriaLogs, URL: "http://10.0.0.9:9428"}},
+		{flags: Flags{Path: plain}, want: Source{}},
+		{flags: Flags{Path: store, Source: "ssh"}, want: Source{Kind: SourceSSH}},
+		{flags: Flags{Path: plain, Source: "victorialogs=http://127.0.0.1:9428"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://127.0.0.1:9428"}},
+		{flags: Flags{Path: store, Source: "victorialogs=http://127.0.0.1:1"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://127.0.0.1:1"}},
+		{flags: Flags{Path: store, Source: "victorialogs"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://10.0.0.9:9428"}},
+		{flags: Flags{Path: plain, Source: "victorialogs"}, err: "--source victorialogs: no url: pass --source victorialogs=http://HOST:9428 or set source.url in the config"},
+		{flags: Flags{Path: plain, Source: "loki=http://x"}, err: `--source: unknown source "loki": want ssh or victorialogs`},
+		{flags: Flags{Path: plain, Source: "ssh=http://x"}, err: "--source: ssh takes no URL"},
+		{flags: Flags{Path: plain, Source: "victorialogs=ftp://x"}, err: `--source: "ftp://x": want http://HOST:PORT`},
+	} {
+		cfg, _, err := tc.flags.Open(func(string) string { return "" }, nil)
+		if tc.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%+v: error %v, want %q", tc.flags, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.flags, err)
+		}
+		if cfg.Source != tc.want {
+			t.Errorf("%+v: source %+v, want %+v", tc.flags, cfg.Source, tc.want)
+		}
+	}
+}

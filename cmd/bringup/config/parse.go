@@ -303,9 +303,10 @@ func (d *decoder) check(n *yaml.Node, field string, f func(string) (string, erro
 
 // The fields of each mapping, as functions so no table can be changed.
 func topFields() []string {
-	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop"}
+	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop", "source"}
 }
 func notifyFields() []string { return []string{"bell", "title", "progress", "desktop"} }
+func sourceFields() []string { return []string{"kind", "url"} }
 func defFields() []string    { return []string{"unit", "engine", "probe", "user"} }
 func hostFields() []string {
 	return []string{"name", "ssh", "user", "address", "port", "unit", "engine", "probe"}
@@ -356,6 +357,37 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 	}
 	if v := sections["throughput_drop"]; v != nil {
 		c.ThroughputDrop, _ = d.fraction(v, "throughput_drop")
+	}
+	if v := sections["source"]; v != nil {
+		d.source(v, &c.Source)
+	}
+}
+
+// source reads the source: section: {kind: victorialogs, url: …}; a
+// store needs its URL.
+func (d *decoder) source(n *yaml.Node, src *Source) {
+	var seen, urlSeen *yaml.Node
+	d.mapping(n, "source", sourceFields(), func(key string, _, v *yaml.Node) {
+		switch key {
+		case "kind":
+			seen = v
+			if s, ok := d.check(v, "source.kind", checkSourceKind); ok {
+				src.Kind = s
+			}
+		default: // url
+			urlSeen = v
+			if s, ok := d.check(v, "source.url", checkStoreURL); ok {
+				src.URL = s
+			}
+		}
+	})
+	switch {
+	case seen == nil && src.URL != "":
+		d.errorf(n, "source", "url without kind: add kind: %s", SourceVictoriaLogs)
+	case src.Kind == SourceVictoriaLogs && urlSeen == nil:
+		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", SourceVictoriaLogs)
+	case src.Kind == SourceSSH && src.URL != "":
+		d.errorf(n, "source.url", "kind ssh takes no url")
 	}
 }
 
