@@ -99,11 +99,11 @@ func (w *actWorld) seedStory(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("watch gpu1: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	var fail *output.WatchLine
+	var fail *output.Line
 	if l, ok := readWatch(t, out).failed["gpu1"]; ok {
 		fail = &l
 	}
-	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.Kernel != "kdtree-verify=validate" || fail.FailedIn != "graph-capture" {
+	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.KernelMode != "kdtree-verify=validate" || fail.FailedIn != "graph-capture" {
 		t.Fatalf("failure = %+v\n%s", fail, out)
 	}
 

@@ -126,7 +126,7 @@ func TestCommandsOnTestbed(t *testing.T) {
 		}
 		story := readWatch(t, out.String())
 		phases := story.phases
-		var fail *output.WatchLine
+		var fail *output.Line
 		if l, ok := story.failed["gpu3"]; ok {
 			fail = &l
 		}

@@ -21,11 +21,15 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 		Change: startup.Change{Kind: startup.ChangeStats, Time: t0, Phase: startup.Serving, Stats: &sample}}
 	var out bytes.Buffer
 	Change(&out, c, t0.Add(-10*time.Minute), true)
-	var l WatchLine
+	if err := ValidateLine(out.Bytes()); err != nil {
+		t.Errorf("%v: %s", err, out.String())
+	}
+	var l Line
 	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
 		t.Fatal(err)
 	}
-	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats == nil || l.Stats.GenTPS != 1921.7 || l.Stats.Graph != "on" || l.Phase != "serving" || l.Seen == "" {
+	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats == nil || l.Stats.GenTPS != 1921.7 || l.Stats.Graph != "on" || l.Phase != "serving" ||
+		l.Latency == nil || *l.Latency != 1 || l.Elapsed == nil || *l.Elapsed != 600 {
 		t.Errorf("line %+v", l)
 	}
 	out.Reset()
