@@ -49,23 +49,23 @@ type Line struct {
 	Err     string   `json:"err,omitempty"`
 
 	// phase, failed, unit, ended: a startup followed after a restart
-	Phase      string    `json:"phase,omitempty"`
-	From       string    `json:"from,omitempty"`
-	Unit       string    `json:"unit,omitempty"`
-	Progress   *Progress `json:"progress,omitempty"`
-	Elapsed    *float64  `json:"elapsed,omitempty"` // seconds since the startup began
+	Phase    string    `json:"phase,omitempty"`
+	From     string    `json:"from,omitempty"`
+	Unit     string    `json:"unit,omitempty"`
+	Progress *Progress `json:"progress,omitempty"`
+	Elapsed  *float64  `json:"elapsed,omitempty"` // seconds since the startup began
 	// Latency is seconds from the host's time of the line to when this
 	// machine received it (watch's former "seen"): a number, because the
 	// schema's times are whole seconds and the gap is mostly less; negative
 	// when the host's clock runs ahead of ours.
-	Latency *float64 `json:"latency,omitempty"`
-	Cause      string    `json:"cause,omitempty"`
-	Summary    string    `json:"summary,omitempty"`
-	Hint       string    `json:"hint,omitempty"`
-	Evidence   []string  `json:"evidence,omitempty"`
-	KernelMode string    `json:"kernel_mode,omitempty"`
-	FailedIn   string    `json:"failed_in,omitempty"`
-	Invocation string    `json:"invocation,omitempty"`
+	Latency    *float64 `json:"latency,omitempty"`
+	Cause      string   `json:"cause,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	Hint       string   `json:"hint,omitempty"`
+	Evidence   []string `json:"evidence,omitempty"`
+	KernelMode string   `json:"kernel_mode,omitempty"`
+	FailedIn   string   `json:"failed_in,omitempty"`
+	Invocation string   `json:"invocation,omitempty"`
 	// stats: the engine's latest stats line, while serving
 	Stats *Stats `json:"stats,omitempty"`
 
