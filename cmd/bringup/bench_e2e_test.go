@@ -79,15 +79,16 @@ func TestBenchModesOnTestbed(t *testing.T) {
 	// The history has both runs' steady decode rates, and status sets on
 	// against off.
 	code, out, errOut := bringup(ctx, "status", "--json", "--config", cfg, "gpu1")
-	var doc struct {
-		Hosts []output.StatusHost `json:"hosts"`
+	if code != exitServing {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitServing || len(doc.Hosts) != 1 {
-		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, errOut)
+	st := statusLines(t, out, code)
+	if len(st) != 1 {
+		t.Fatalf("status: %d hosts\n%s", len(st), out)
 	}
-	ab := doc.Hosts[0].Throughput
-	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || doc.Hosts[0].Stats == nil {
-		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, doc.Hosts[0].Stats)
+	ab := st["gpu1"].Throughput
+	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || st["gpu1"].Stats == nil {
+		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, st["gpu1"].Stats)
 	}
 	t.Logf("status --json throughput: %+v", ab)
 	b, err := os.ReadFile(filepath.Join(state, "bringup", "history.jsonl"))

@@ -75,12 +75,14 @@ func runExplain(_ context.Context, e env, args []string) int {
 		return e.fail("explain", "%s holds no log lines", logName)
 	}
 	x := startup.Explain(lg.Events, opts)
-	code := explainUndecided
+	code := explainUndecided // for an outcome this build does not know
 	switch x.Outcome {
 	case startup.OutcomeServed:
 		code = explainServed
 	case startup.OutcomeFailed:
 		code = explainFailed
+	case startup.OutcomeUndecided:
+		code = explainUndecided
 	}
 	if *asJSON {
 		output.ExplainJSON(e.stdout, x, lg, code)

@@ -82,7 +82,7 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 		word = "failed"
 	}
 	if opts.JSON {
-		output.WatchSummary(w, hosts, word, code, msg)
+		output.WatchSummary(w, "watch", hosts, word, code, msg)
 	}
 	return code
 }

@@ -34,6 +34,25 @@ func watchLines(t *testing.T, out string) []output.Line {
 	return lines
 }
 
+// statusLines decodes status --json output: every line v1, a status line
+// per host by name, then the summary line with exit code.
+func statusLines(t *testing.T, out string, code int) map[string]output.Line {
+	t.Helper()
+	lines := watchLines(t, out)
+	if len(lines) == 0 || lines[len(lines)-1].Kind != "summary" || lines[len(lines)-1].Command != "status" ||
+		lines[len(lines)-1].Exit == nil || *lines[len(lines)-1].Exit != code {
+		t.Fatalf("status --json does not end in its summary line with exit %d:\n%s", code, out)
+	}
+	hosts := map[string]output.Line{}
+	for _, l := range lines[:len(lines)-1] {
+		if l.Kind != "status" {
+			t.Errorf("status --json printed a %s line: %+v", l.Kind, l)
+		}
+		hosts[l.Host] = l
+	}
+	return hosts
+}
+
 // watchSummary is the last of lines, which must be watch's summary.
 func watchSummary(t *testing.T, lines []output.Line) output.Line {
 	t.Helper()

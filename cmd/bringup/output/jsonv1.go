@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -69,6 +70,20 @@ type Line struct {
 	// stats: the engine's latest stats line, while serving
 	Stats *Stats `json:"stats,omitempty"`
 
+	// status: one host's state as status reads it
+	Conn         string            `json:"conn,omitempty"`
+	ConnErr      string            `json:"conn_error,omitempty"`
+	State        string            `json:"state,omitempty"` // ActiveState/SubState, or "not-found" (event.Unit.State)
+	Since        string            `json:"since,omitempty"` // host time the phase began
+	Modes        map[string]string `json:"modes,omitempty"`
+	Probe        *Probe            `json:"probe,omitempty"`
+	Restarts     *int              `json:"restarts,omitempty"`
+	StatePath    string            `json:"state_path,omitempty"` // how unit state was read
+	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
+	// Throughput is the decode rate of the current kernel modes against
+	// the modes the host ran before (history), once known.
+	Throughput *history.ModeAB `json:"throughput,omitempty"`
+
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
@@ -114,6 +129,16 @@ type Stats struct {
 	Graph     string  `json:"cuda_graph,omitempty"` // on, off; absent when no line said
 }
 
+// Probe is the health probe's last answer in the v1 schema: its latency in
+// seconds.
+type Probe struct {
+	Path    string  `json:"path"`
+	Status  int     `json:"status"` // HTTP status; 0 when no answer
+	OK      bool    `json:"ok"`
+	Latency float64 `json:"latency"`
+	Err     string  `json:"err,omitempty"`
+}
+
 // Progress is a count in the v1 schema.
 type Progress struct {
 	Done  int    `json:"done"`
@@ -151,6 +176,9 @@ func Schema() []Kind {
 		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency"}},
 		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
+		{"status", "status: one host's state", []string{"host", "restarts"},
+			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
+				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
 			[]string{"hosts", "err", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
@@ -166,7 +194,9 @@ func FieldType() map[string]string {
 		"cause": "string", "summary": "string", "hint": "string", "evidence": "[string]", "kernel_mode": "string",
 		"failed_in": "string", "invocation": "string", "stats": "stats",
 		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]", "latency": "number",
-		"format": "string", "timed": "bool", "lines": "number", "engine": "string", "trail": "[span]",
+		"format": "string", "timed": "bool",
+		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
+		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "lines": "number", "engine": "string", "trail": "[span]",
 	}
 }
 
@@ -422,6 +452,25 @@ func checkType(typ string, raw json.RawMessage) error {
 	case "[string]":
 		var ss []string
 		err = json.Unmarshal(raw, &ss)
+	case "{string}":
+		var m map[string]string
+		err = json.Unmarshal(raw, &m)
+	case "probe":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			for f, typ := range map[string]string{"path": "string", "status": "number", "ok": "bool", "latency": "number"} {
+				if checkType(typ, all[f]) != nil {
+					return fmt.Errorf("%s: want %s, a %s", raw, f, typ)
+				}
+			}
+		}
+	case "throughput":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			if checkType("string", all["modes"]) != nil || checkType("number", all["decode_tps"]) != nil {
+				return fmt.Errorf("%s: want modes, a string, and decode_tps, a number", raw)
+			}
+		}
 	case "[span]":
 		var spans []map[string]json.RawMessage
 		if err = json.Unmarshal(raw, &spans); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -109,7 +110,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		Gap: &event.Gap{Reason: event.GapHostKey, Message: "learned new host key for gpu1"}}, true)
 	Change(&b, remote.HostChange{Host: "gpu1", Seen: at.Add(1500 * time.Millisecond), Change: startup.Change{Time: at, Kind: startup.ChangePhase,
 		Phase: startup.Weights, Progress: startup.Progress{Done: 1, Total: 2}}}, started, true)
-	WatchSummary(&b, []remote.HostState{h, {Name: "gpu1"}}, "failed", 1, "")
+	WatchSummary(&b, "watch", []remote.HostState{h, {Name: "gpu1"}}, "failed", 1, "")
 	// explain: its changes and its summary with the trail and diagnosis
 	diag := &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed", Hint: "switch mode", Evidence: []string{"CUDA error"},
 		Phase: startup.GraphCapture, Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}
@@ -117,6 +118,15 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		Startup: startup.Startup{Engine: "sglang", Phase: startup.Failed, StartedAt: started, Diag: diag,
 			Spans: []startup.Span{{Phase: startup.Weights, Start: started, End: at}, {Phase: startup.GraphCapture, Start: at, Inferred: true}}}}
 	ExplainJSON(&b, x, logfile.Log{Format: logfile.FormatJournal, Timed: true, Events: make([]event.Event, 3)}, 1)
+	// status: a host with every part it may carry, one barely known
+	gpu3 := remote.HostState{Name: "gpu3", Unit: "sglang.service", Conn: event.Conn{State: event.ConnUp}, KernelHashes: map[string]string{"kdtree-verify": "ab12"},
+		UnitState:  event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Path: "dbus"},
+		Probe:      event.Probe{Path: "/health", Status: 200, OK: true, Latency: 12 * time.Millisecond},
+		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 4}}
+	gpu3.Startup.Phase, gpu3.Startup.PhaseSince, gpu3.Startup.Diag = startup.Failed, at, diag
+	gpu3.Startup.Progress = startup.Progress{Done: 3, Total: 65, Label: "shards"}
+	gpu3.Startup.Stats = &startup.Stats{Latest: startup.Sample{GenTPS: 10}}
+	StatusJSON(&b, []remote.HostState{gpu3, {Name: "gpu9"}}, "failed", 1)
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -131,7 +141,8 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"fix":"bringup mode gpu3 kdtree-verify=on --restart"`, `"effects":["set kdtree-verify`, `"exit":2`, `"latency":1.5`,
 		`"kind":"host-key","host":"gpu1","latency":1,"summary":"learned new host key for gpu1"`, `"command":"watch","exit":1,"outcome":"failed"`,
 		`"trail":[{"phase":"weights","start":"2026-11-30T05:15:31Z","end":"2026-11-30T05:25:31Z","seconds":600},{"phase":"graph-capture","start":"2026-11-30T05:25:31Z","inferred":true}]`,
-		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`} {
+		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`,
+		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
 		}

@@ -24,22 +24,19 @@ func Timeout(w io.Writer, d time.Duration) {
 	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
 }
 
-// WatchSummary is the last line of `bringup watch --json`: the outcome
-// (serving, failed, timeout, interrupted, error), the exit code and each
-// host's last phase.
-func WatchSummary(w io.Writer, hosts []remote.HostState, outcome string, exit int, err string) {
+// WatchSummary is the last line of `bringup watch --json` and `status
+// --json` (command): the outcome (serving, failed, timeout, interrupted,
+// error), the exit code and each host's last phase.
+func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome string, exit int, err string) {
 	var hs []HostOutcome
 	for _, h := range hosts {
 		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase)}
-		switch {
-		case h.Startup.Phase == startup.Failed:
-			o.Outcome = "failed"
-		case h.Startup.Phase == startup.Serving:
-			o.Outcome = "serving"
+		if settled, ok := map[startup.Phase]string{startup.Failed: "failed", startup.Serving: "serving"}[h.Startup.Phase]; ok {
+			o.Outcome = settled
 		}
 		hs = append(hs, o)
 	}
-	Summary(w, "watch", outcome, exit, hs, err)
+	Summary(w, command, outcome, exit, hs, err)
 }
 
 // Notice prints the notices among a host's events that a watch must not
