@@ -84,6 +84,9 @@ type Line struct {
 	// the modes the host ran before (history), once known.
 	Throughput *history.ModeAB `json:"throughput,omitempty"`
 
+	// bench: what a smoke load measured on a host (refused: err says why)
+	Bench *BenchResult `json:"bench,omitempty"`
+
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
@@ -139,6 +142,26 @@ type Probe struct {
 	Err     string  `json:"err,omitempty"`
 }
 
+// BenchResult is a smoke load's result in the v1 schema: durations in
+// seconds (remote/bench.Result has them in nanoseconds).
+type BenchResult struct {
+	Model        string  `json:"model"`
+	Requests     int     `json:"requests"`
+	OK           int     `json:"ok"`
+	Errors       int     `json:"errors"`
+	Concurrency  int     `json:"concurrency"`
+	Interrupted  bool    `json:"interrupted,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	ReqPerSec    float64 `json:"req_per_s"`
+	OutputTokens int     `json:"output_tokens"`
+	OutputTPS    float64 `json:"output_tok_per_s"`
+	TTFTP50      float64 `json:"ttft_p50"`
+	TTFTP99      float64 `json:"ttft_p99"`
+	LatencyP50   float64 `json:"latency_p50"`
+	LatencyP99   float64 `json:"latency_p99"`
+	FirstError   string  `json:"first_error,omitempty"`
+}
+
 // Progress is a count in the v1 schema.
 type Progress struct {
 	Done  int    `json:"done"`
@@ -179,6 +202,7 @@ func Schema() []Kind {
 		{"status", "status: one host's state", []string{"host", "restarts"},
 			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
 				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
 			[]string{"hosts", "err", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
@@ -196,7 +220,7 @@ func FieldType() map[string]string {
 		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]", "latency": "number",
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
-		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "lines": "number", "engine": "string", "trail": "[span]",
+		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "trail": "[span]",
 	}
 }
 
@@ -461,6 +485,16 @@ func checkType(typ string, raw json.RawMessage) error {
 			for f, typ := range map[string]string{"path": "string", "status": "number", "ok": "bool", "latency": "number"} {
 				if checkType(typ, all[f]) != nil {
 					return fmt.Errorf("%s: want %s, a %s", raw, f, typ)
+				}
+			}
+		}
+	case "bench":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			for _, f := range []string{"requests", "ok", "errors", "concurrency", "seconds", "req_per_s", "output_tokens", "output_tok_per_s",
+				"ttft_p50", "ttft_p99", "latency_p50", "latency_p99"} {
+				if checkType("number", all[f]) != nil {
+					return fmt.Errorf("%s: want %s, a number", raw, f)
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/bench"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
@@ -127,6 +128,9 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	gpu3.Startup.Progress = startup.Progress{Done: 3, Total: 65, Label: "shards"}
 	gpu3.Startup.Stats = &startup.Stats{Latest: startup.Sample{GenTPS: 10}}
 	StatusJSON(&b, []remote.HostState{gpu3, {Name: "gpu9"}}, "failed", 1)
+	// bench: a result and a refusal
+	Bench(&b, "gpu1", &bench.Result{Model: "m", Requests: 8, OK: 8, Concurrency: 8, Duration: 280 * time.Millisecond, TTFTP50: 34 * time.Millisecond}, "", true)
+	Bench(&b, "gpu2", nil, "not serving (phase weights)", true)
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -142,7 +146,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"kind":"host-key","host":"gpu1","latency":1,"summary":"learned new host key for gpu1"`, `"command":"watch","exit":1,"outcome":"failed"`,
 		`"trail":[{"phase":"weights","start":"2026-11-30T05:15:31Z","end":"2026-11-30T05:25:31Z","seconds":600},{"phase":"graph-capture","start":"2026-11-30T05:25:31Z","inferred":true}]`,
 		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`,
-		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`} {
+		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
 		}
