@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,11 +98,11 @@ func (w *actWorld) seedStory(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("watch gpu1: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	var fail *output.WatchLine
+	var fail *output.Line
 	if l, ok := readWatch(t, out).failed["gpu1"]; ok {
 		fail = &l
 	}
-	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.Kernel != "kdtree-verify=validate" || fail.FailedIn != "graph-capture" {
+	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.KernelMode != "kdtree-verify=validate" || fail.FailedIn != "graph-capture" {
 		t.Fatalf("failure = %+v\n%s", fail, out)
 	}
 
@@ -192,11 +191,11 @@ func (w *actWorld) redeploy(t *testing.T) {
 		if code != exitServing {
 			t.Fatalf("status gpu1: exit %d\n%s%s", code, out, errOut)
 		}
-		var doc struct{ Hosts []output.StatusHost }
-		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Hosts) != 1 {
-			t.Fatalf("status --json: %v\n%s", err, out)
+		st := statusLines(t, out, code)
+		if len(st) != 1 {
+			t.Fatalf("status --json: %d hosts\n%s", len(st), out)
 		}
-		return doc.Hosts[0].KernelHashes["kdtree-verify"]
+		return st["gpu1"].KernelHashes["kdtree-verify"]
 	}
 	redeploy := func(want string) {
 		t.Helper()

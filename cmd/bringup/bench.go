@@ -24,7 +24,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 	n := fs.IntP("requests", "n", bench.DefaultRequests, "send `N` requests to each host, exactly")
 	c := fs.Int("concurrency", bench.DefaultConcurrency, "at most `C` requests at a time")
 	maxTokens := fs.Int("max-tokens", bench.DefaultMaxTokens, "max_tokens of each request")
-	asJSON := fs.Bool("json", false, "print one JSON object per host")
+	asJSON := fs.Bool("json", false, "print a v1 JSON line per host, then a summary line")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for every host to answer before the load")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
@@ -85,5 +85,9 @@ func runBench(ctx context.Context, e env, args []string) int {
 		}()
 	}
 	wg.Wait()
+	if *asJSON {
+		word := map[int]string{exitServing: "done", exitFailed: "failed", exitBenchRefused: "refused"}[code]
+		output.Summary(e.stdout, "bench", word, code, nil, "")
+	}
 	return code
 }

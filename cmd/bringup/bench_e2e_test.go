@@ -50,15 +50,17 @@ func TestBenchModesOnTestbed(t *testing.T) {
 	if code, out, errOut := bringup(ctx, "watch", "--json", "--timeout", "2m", "--config", cfg, "gpu1"); code != exitServing {
 		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
 	}
-	benchOnce := func(mode string) output.BenchLine {
+	benchOnce := func(mode string) output.Line {
 		t.Helper()
 		time.Sleep(6 * time.Second) // a dozen stats lines: a steady rate in the journal
 		code, out, errOut := bringup(ctx, "bench", "--json", "-n", "64", "--concurrency", "8", "--config", cfg, "gpu1")
-		var l output.BenchLine
-		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &l); code != exitServing || err != nil || l.Result == nil {
-			t.Fatalf("bench in %s: exit %d, %v\n%s%s", mode, code, err, out, errOut)
+		lines := watchLines(t, out)
+		if code != exitServing || len(lines) != 2 || lines[0].Kind != "bench" || lines[0].Bench == nil ||
+			lines[1].Kind != "summary" || lines[1].Exit == nil || *lines[1].Exit != code {
+			t.Fatalf("bench in %s: exit %d\n%s%s", mode, code, out, errOut)
 		}
-		r := l.Result
+		l := lines[0]
+		r := l.Bench
 		if r.Requests != 64 || r.OK != 64 || r.Errors != 0 || r.TTFTP50 <= 0 || r.LatencyP99 < r.LatencyP50 {
 			t.Errorf("bench in %s: %+v", mode, r)
 		}
@@ -72,22 +74,23 @@ func TestBenchModesOnTestbed(t *testing.T) {
 		t.Fatalf("mode on --restart: exit %d\n%s%s", code, out, errOut)
 	}
 	on := benchOnce("on")
-	if ratio := on.Result.OutputTPS / off.Result.OutputTPS; ratio < 2.5 || ratio > 5 {
-		t.Errorf("bench output tok/s on %.0f / off %.0f = %.1f×, want about 4×", on.Result.OutputTPS, off.Result.OutputTPS, ratio)
+	if ratio := on.Bench.OutputTPS / off.Bench.OutputTPS; ratio < 2.5 || ratio > 5 {
+		t.Errorf("bench output tok/s on %.0f / off %.0f = %.1f×, want about 4×", on.Bench.OutputTPS, off.Bench.OutputTPS, ratio)
 	}
 
 	// The history has both runs' steady decode rates, and status sets on
 	// against off.
 	code, out, errOut := bringup(ctx, "status", "--json", "--config", cfg, "gpu1")
-	var doc struct {
-		Hosts []output.StatusHost `json:"hosts"`
+	if code != exitServing {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitServing || len(doc.Hosts) != 1 {
-		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, errOut)
+	st := statusLines(t, out, code)
+	if len(st) != 1 {
+		t.Fatalf("status: %d hosts\n%s", len(st), out)
 	}
-	ab := doc.Hosts[0].Throughput
-	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || doc.Hosts[0].Stats == nil {
-		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, doc.Hosts[0].Stats)
+	ab := st["gpu1"].Throughput
+	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || st["gpu1"].Stats == nil {
+		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, st["gpu1"].Stats)
 	}
 	t.Logf("status --json throughput: %+v", ab)
 	b, err := os.ReadFile(filepath.Join(state, "bringup", "history.jsonl"))

@@ -68,7 +68,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 		batch := sample[start:min(start+hosts, len(sample))]
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		names := make([]string, len(batch))
-		want := map[string]output.ExplainSummary{}
+		want := map[string]output.Line{}
 		for i, l := range batch {
 			host := fmt.Sprintf("gpu%d", i+1)
 			names[i] = host
@@ -78,8 +78,8 @@ func TestCorpusOnTestbed(t *testing.T) {
 			}
 			code, out, errOut := w.bringup(ctx, "explain", "--json", file)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			var sum output.ExplainSummary
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" {
+			var sum output.Line
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "summary" || sum.Command != "explain" {
 				t.Fatalf("%s: explain exit %d: no summary line (%v)\n%s%s", l.Name, code, err, out, errOut)
 			}
 			want[host] = sum
@@ -98,16 +98,16 @@ func TestCorpusOnTestbed(t *testing.T) {
 		for i, l := range batch {
 			host, x := names[i], want[names[i]]
 			got, ok := failed[host]
-			t.Logf("%s on %s: explain %s %v; watch %+v", l.Name, host, x.Outcome, x.Diag != nil, got.Cause)
+			t.Logf("%s on %s: explain %s %v; watch %+v", l.Name, host, x.Outcome, x.Cause != "", got.Cause)
 			switch {
 			case x.Outcome != "failed" && ok:
 				t.Errorf("%s: watch says %s in %s, explain says %s (%s)\n%s", l.Name, got.Cause, got.FailedIn, x.Outcome, l.Source, errOut)
 			case x.Outcome == "failed" && !ok:
-				t.Errorf("%s: watch saw no failure, explain says %s in %s (%s)\n%s%s", l.Name, x.Diag.Cause, x.Diag.Phase, l.Source, out, errOut)
+				t.Errorf("%s: watch saw no failure, explain says %s in %s (%s)\n%s%s", l.Name, x.Cause, x.FailedIn, l.Source, out, errOut)
 			case x.Outcome == "failed":
-				if got.Cause != x.Diag.Cause || got.FailedIn != string(x.Diag.Phase) || len(got.Evidence) == 0 || got.Evidence[0] != x.Diag.Evidence[0] {
+				if got.Cause != x.Cause || got.FailedIn != x.FailedIn || len(got.Evidence) == 0 || len(x.Evidence) == 0 || got.Evidence[0] != x.Evidence[0] {
 					t.Errorf("%s: watch says %s in %s (%q), explain %s in %s (%q) (%s)", l.Name, got.Cause, got.FailedIn, first(got.Evidence),
-						x.Diag.Cause, x.Diag.Phase, x.Diag.Evidence[0], l.Source)
+						x.Cause, x.FailedIn, first(x.Evidence), l.Source)
 				}
 				// What the journal holds, as a person would paste it:
 				// explain reads journalctl's own formats the same way.
@@ -120,14 +120,14 @@ func TestCorpusOnTestbed(t *testing.T) {
 					}
 					code, out, errOut := w.bringup(ctx, "explain", "--json", file)
 					lines := strings.Split(strings.TrimSpace(out), "\n")
-					var sum output.ExplainSummary
-					if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != explainFailed || sum.Diag == nil {
+					var sum output.Line
+					if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != explainFailed || sum.Cause == "" || len(sum.Evidence) == 0 {
 						t.Errorf("%s: explain of journalctl -o %s: exit %d (%v)\n%s", l.Name, format, code, err, errOut)
 						continue
 					}
-					if sum.Diag.Cause != x.Diag.Cause || sum.Diag.Phase != x.Diag.Phase || sum.Diag.Evidence[0] != x.Diag.Evidence[0] {
+					if sum.Cause != x.Cause || sum.FailedIn != x.FailedIn || sum.Evidence[0] != x.Evidence[0] {
 						t.Errorf("%s: explain of journalctl -o %s says %s in %s (%q), of the log %s in %s (%q)", l.Name, format,
-							sum.Diag.Cause, sum.Diag.Phase, sum.Diag.Evidence[0], x.Diag.Cause, x.Diag.Phase, x.Diag.Evidence[0])
+							sum.Cause, sum.FailedIn, sum.Evidence[0], x.Cause, x.FailedIn, first(x.Evidence))
 					}
 				}
 				cancel()

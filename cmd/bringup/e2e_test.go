@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -126,7 +125,7 @@ func TestCommandsOnTestbed(t *testing.T) {
 		}
 		story := readWatch(t, out.String())
 		phases := story.phases
-		var fail *output.WatchLine
+		var fail *output.Line
 		if l, ok := story.failed["gpu3"]; ok {
 			fail = &l
 		}
@@ -157,18 +156,11 @@ func TestCommandsOnTestbed(t *testing.T) {
 		if code != exitFailed {
 			t.Fatalf("status exit %d, want %d\n%s%s", code, exitFailed, out.String(), errOut.String())
 		}
-		var doc struct{ Hosts []output.StatusHost }
-		if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
-			t.Fatalf("status --json: %v\n%s", err, out.String())
-		}
-		got := map[string]output.StatusHost{}
-		for _, h := range doc.Hosts {
-			got[h.Host] = h
-		}
+		got := statusLines(t, out.String(), code)
 		if got["gpu1"].Phase != "serving" || got["gpu2"].Phase != "serving" || got["gpu1"].Probe == nil || !got["gpu1"].Probe.OK {
-			t.Errorf("gpu1/gpu2 not serving: %+v", doc.Hosts)
+			t.Errorf("gpu1/gpu2 not serving: %+v", got)
 		}
-		if g := got["gpu3"]; g.Phase != "failed" || g.Diagnosis == nil || g.Diagnosis.Cause != "graph-capture-host-sync" || g.Modes["kdtree-verify"] != "validate" {
+		if g := got["gpu3"]; g.Phase != "failed" || g.Cause != "graph-capture-host-sync" || g.Modes["kdtree-verify"] != "validate" {
 			t.Errorf("gpu3 = %+v", g)
 		}
 	})

@@ -75,19 +75,21 @@ func runExplain(_ context.Context, e env, args []string) int {
 		return e.fail("explain", "%s holds no log lines", logName)
 	}
 	x := startup.Explain(lg.Events, opts)
+	code := explainUndecided // for an outcome this build does not know
+	switch x.Outcome {
+	case startup.OutcomeServed:
+		code = explainServed
+	case startup.OutcomeFailed:
+		code = explainFailed
+	case startup.OutcomeUndecided:
+		code = explainUndecided
+	}
 	if *asJSON {
-		output.ExplainJSON(e.stdout, x, lg)
+		output.ExplainJSON(e.stdout, x, lg, code)
 	} else {
 		output.Explain(e.stdout, logName, x, lg)
 	}
-	switch x.Outcome {
-	case startup.OutcomeServed:
-		return explainServed
-	case startup.OutcomeFailed:
-		return explainFailed
-	default:
-		return explainUndecided
-	}
+	return code
 }
 
 // isTerminal reports whether v (a reader or writer) is a terminal.

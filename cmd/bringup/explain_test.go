@@ -61,14 +61,23 @@ func TestExplainCorpusLogs(t *testing.T) {
 		// The same text on standard input, as JSON.
 		code, out, _ = runExplainArgs(t, l.Body, "--json", "-")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var sum output.ExplainSummary
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "explained" || code != tt.code {
+		for i, l := range lines {
+			if err := output.ValidateLine([]byte(l)); err != nil {
+				t.Errorf("%s: line %d: %v\n%s", tt.name, i+1, err, l)
+			}
+		}
+		var sum output.Line
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Kind != "summary" || sum.Command != "explain" ||
+			code != tt.code || sum.Exit == nil || *sum.Exit != tt.code || sum.Lines == nil || *sum.Lines == 0 || len(sum.Trail) == 0 {
 			t.Errorf("%s --json -: exit %d, summary %q (%v)", tt.name, code, lines[len(lines)-1], err)
 		}
+		if (sum.Outcome == "failed") != (sum.Cause != "") || (tt.code == explainFailed) != (sum.Outcome == "failed") {
+			t.Errorf("%s: summary outcome %q, cause %q", tt.name, sum.Outcome, sum.Cause)
+		}
 		for _, l := range lines[:len(lines)-1] {
-			var w output.WatchLine
-			if err := json.Unmarshal([]byte(l), &w); err != nil || w.Host != "log" || w.Kind == "" {
-				t.Errorf("%s: line %q is not in watch's shape (%v)", tt.name, l, err)
+			var w output.Line
+			if err := json.Unmarshal([]byte(l), &w); err != nil || w.Host != "log" || w.Kind == "" || w.Latency != nil {
+				t.Errorf("%s: line %q is not in watch's shape without a latency (%v)", tt.name, l, err)
 			}
 		}
 	}

@@ -13,7 +13,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	fs := cli.NewFlags(e.stdout, e.stderr, "status", "bringup status [--json] [--timeout D] [-H hosts | --config F] [HOST|GROUP...]")
 	var ff fleetFlags
 	ff.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON document")
+	asJSON := fs.Bool("json", false, "print a v1 JSON line per host, then a summary line")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long (`D`) to wait for every host to answer")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
@@ -27,16 +27,19 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	fl, stop := follow(ctx, e, "status", fleet)
 	hosts := fl.Snapshot(ctx, *timeout)
 	stop()
+	code, word := outcome(hosts), "serving"
+	switch {
+	case cli.WasInterrupted(ctx):
+		code, word = exitInterrupted, "interrupted"
+	case !remote.AllSettled(hosts):
+		code, word = exitTimeout, "timeout"
+	case code == exitFailed:
+		word = "failed"
+	}
 	if *asJSON {
-		output.StatusJSON(e.stdout, hosts)
+		output.StatusJSON(e.stdout, hosts, word, code)
 	} else {
 		output.StatusTable(e.stdout, hosts)
 	}
-	if cli.WasInterrupted(ctx) {
-		return exitInterrupted
-	}
-	if !remote.AllSettled(hosts) {
-		return exitTimeout
-	}
-	return outcome(hosts)
+	return code
 }

@@ -139,13 +139,22 @@ func TestStoreFleet(t *testing.T) {
 	// status through the store: every host serving, the state marked as
 	// read from the journal.
 	code, sout, serr := w.bringup(ctx, "status", "--json", "--config", w.cfg, src)
-	var doc struct{ Hosts []output.StatusHost }
-	if err := json.Unmarshal([]byte(sout), &doc); err != nil || code != exitServing || len(doc.Hosts) != storeHosts {
-		t.Fatalf("status through the store: exit %d, %v\n%s%s", code, err, sout, serr)
+	var rows []output.Line
+	for l := range strings.Lines(strings.TrimSpace(sout)) {
+		if err := output.ValidateLine([]byte(l)); err != nil {
+			t.Errorf("status through the store: %v\n%s", err, l)
+		}
+		var row output.Line
+		if err := json.Unmarshal([]byte(l), &row); err == nil && row.Kind == "status" {
+			rows = append(rows, row)
+		}
 	}
-	for _, h := range doc.Hosts {
-		if h.Phase != "serving" || h.StatusPath != "journal" {
-			t.Errorf("status %s: phase %s, state path %q, want serving from the journal", h.Host, h.Phase, h.StatusPath)
+	if code != exitServing || len(rows) != storeHosts {
+		t.Fatalf("status through the store: exit %d, %d hosts\n%s%s", code, len(rows), sout, serr)
+	}
+	for _, h := range rows {
+		if h.Phase != "serving" || h.StatePath != "journal" {
+			t.Errorf("status %s: phase %s, state path %q, want serving from the journal", h.Host, h.Phase, h.StatePath)
 		}
 	}
 
@@ -198,10 +207,9 @@ func TestStoreFleet(t *testing.T) {
 		}
 		var lat []time.Duration
 		for _, l := range watchLines(t, wr.out.String()) {
-			at, err1 := time.Parse(time.RFC3339Nano, l.Time)
-			seen, err2 := time.Parse(time.RFC3339Nano, l.Seen)
-			if l.Kind == "phase" && err1 == nil && err2 == nil && at.After(startAt) {
-				lat = append(lat, seen.Sub(at))
+			at, err := time.Parse(output.JSONTimeLayout, l.Time)
+			if l.Kind == "phase" && err == nil && l.Latency != nil && !at.Before(startAt.Truncate(time.Second)) {
+				lat = append(lat, time.Duration(*l.Latency*float64(time.Second)))
 			}
 		}
 		if len(lat) < storeHosts*8 {

@@ -61,7 +61,7 @@ func vllmWatch(t *testing.T, w *actWorld) {
 	}
 	story := readWatch(t, out)
 	phases := story.phases
-	var fail *output.WatchLine
+	var fail *output.Line
 	if l, ok := story.failed["gpu2"]; ok {
 		fail = &l
 	}
@@ -73,7 +73,7 @@ func vllmWatch(t *testing.T, w *actWorld) {
 	if p, want := phases["gpu2"], []string{"weights", "kv-cache", "failed"}; !slices.Equal(only(p, append(want, "serving")), want) {
 		t.Errorf("gpu2 phases %v, want weights, kv-cache, then failed", p)
 	}
-	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.FailedIn != "graph-capture" || fail.Kernel != "kdtree-verify=validate" ||
+	if fail == nil || fail.Cause != "graph-capture-host-sync" || fail.FailedIn != "graph-capture" || fail.KernelMode != "kdtree-verify=validate" ||
 		!strings.Contains(fail.Hint, "--enforce-eager") || !strings.Contains(strings.Join(fail.Evidence, "\n"), "operation not permitted when stream is capturing") {
 		t.Fatalf("gpu2 failure = %+v\n%s", fail, out)
 	}

@@ -67,16 +67,24 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 			output.Change(w, c, started[c.Host], opts.JSON)
 		}
 	})
+	code, word, msg := outcome(hosts), "serving", ""
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
-		output.Timeout(w, opts.Timeout, opts.JSON)
-		return exitTimeout
+		code, word, msg = exitTimeout, "timeout", "timeout after "+opts.Timeout.String()
+		if !opts.JSON {
+			output.Timeout(w, opts.Timeout)
+		}
 	case cli.WasInterrupted(ctx):
-		return exitInterrupted
+		code, word, msg = exitInterrupted, "interrupted", "interrupted"
 	case err != nil:
-		return exitTimeout
+		code, word, msg = exitTimeout, "error", err.Error()
+	case code == exitFailed:
+		word = "failed"
 	}
-	return outcome(hosts)
+	if opts.JSON {
+		output.WatchSummary(w, "watch", hosts, word, code, msg)
+	}
+	return code
 }
 
 // outcome is the exit code for settled hosts: serving unless one failed.

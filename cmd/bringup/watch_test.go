@@ -15,14 +15,17 @@ import (
 )
 
 // watchLines decodes watch --json output, a line each; a line that is not
-// a JSON object fails t.
-func watchLines(t *testing.T, out string) []output.WatchLine {
+// a v1 line (output.ValidateLine) fails t.
+func watchLines(t *testing.T, out string) []output.Line {
 	t.Helper()
-	var lines []output.WatchLine
+	var lines []output.Line
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var l output.WatchLine
+		if err := output.ValidateLine(sc.Bytes()); err != nil {
+			t.Errorf("watch line %q: %v", sc.Text(), err)
+		}
+		var l output.Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("watch line %q: %v", sc.Text(), err)
 		}
@@ -31,16 +34,44 @@ func watchLines(t *testing.T, out string) []output.WatchLine {
 	return lines
 }
 
+// statusLines decodes status --json output: every line v1, a status line
+// per host by name, then the summary line with exit code.
+func statusLines(t *testing.T, out string, code int) map[string]output.Line {
+	t.Helper()
+	lines := watchLines(t, out)
+	if len(lines) == 0 || lines[len(lines)-1].Kind != "summary" || lines[len(lines)-1].Command != "status" ||
+		lines[len(lines)-1].Exit == nil || *lines[len(lines)-1].Exit != code {
+		t.Fatalf("status --json does not end in its summary line with exit %d:\n%s", code, out)
+	}
+	hosts := map[string]output.Line{}
+	for _, l := range lines[:len(lines)-1] {
+		if l.Kind != "status" {
+			t.Errorf("status --json printed a %s line: %+v", l.Kind, l)
+		}
+		hosts[l.Host] = l
+	}
+	return hosts
+}
+
+// watchSummary is the last of lines, which must be watch's summary.
+func watchSummary(t *testing.T, lines []output.Line) output.Line {
+	t.Helper()
+	if len(lines) == 0 || lines[len(lines)-1].Kind != "summary" || lines[len(lines)-1].Command != "watch" || lines[len(lines)-1].Exit == nil {
+		t.Fatalf("watch --json does not end in its summary line: %+v", lines)
+	}
+	return lines[len(lines)-1]
+}
+
 // watchStory is what watch --json said of each host: its phases in order
 // and its failure.
 type watchStory struct {
 	phases map[string][]string
-	failed map[string]output.WatchLine
+	failed map[string]output.Line
 }
 
 func readWatch(t *testing.T, out string) watchStory {
 	t.Helper()
-	s := watchStory{phases: map[string][]string{}, failed: map[string]output.WatchLine{}}
+	s := watchStory{phases: map[string][]string{}, failed: map[string]output.Line{}}
 	for _, l := range watchLines(t, out) {
 		switch l.Kind {
 		case "phase":
@@ -64,15 +95,22 @@ func TestWatchDemoJSON(t *testing.T) {
 		t.Fatalf("exit code = %d, want %d (stderr %q)", code, exitFailed, errOut.String())
 	}
 	phases := map[string][]string{}
-	var failed *output.WatchLine
-	for _, l := range watchLines(t, out.String()) {
-		for _, f := range []struct{ name, v string }{{"time", l.Time}, {"seen", l.Seen}, {"host", l.Host}, {"kind", l.Kind}, {"phase", l.Phase}} {
+	var failed *output.Line
+	all := watchLines(t, out.String())
+	if sum := watchSummary(t, all); *sum.Exit != exitFailed || sum.Outcome != "failed" || len(sum.Hosts) != 4 {
+		t.Errorf("summary %+v, want exit %d, failed, 4 hosts", sum, exitFailed)
+	}
+	for _, l := range all[:len(all)-1] {
+		for _, f := range []struct{ name, v string }{{"time", l.Time}, {"host", l.Host}, {"kind", l.Kind}} {
 			if f.v == "" {
 				t.Fatalf("line %+v lacks %s", l, f.name)
 			}
 		}
-		if _, err := time.Parse(time.RFC3339Nano, l.Time); err != nil || !strings.Contains(l.Time, ".") {
-			t.Fatalf("time %q is not RFC 3339 with sub-seconds: %v", l.Time, err)
+		if l.Kind != "host-key" && (l.Phase == "" || l.Latency == nil) {
+			t.Fatalf("line %+v lacks its phase or latency", l)
+		}
+		if _, err := time.Parse(time.RFC3339, l.Time); err != nil || strings.Contains(l.Time, ".") || !strings.HasSuffix(l.Time, "Z") {
+			t.Fatalf("time %q is not RFC 3339 in UTC to the second: %v", l.Time, err)
 		}
 		switch l.Kind {
 		case "phase":
@@ -125,6 +163,14 @@ func TestWatchTimeoutExitsTwo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "timeout after 300ms") {
 		t.Fatalf("output lacks the timeout line: %q", out.String())
+	}
+	// Under --json the summary line says it, and every line is v1.
+	var js bytes.Buffer
+	code = run(context.Background(), env{stdout: &js, stderr: &out, getenv: func(string) string { return "" }},
+		[]string{"watch", "--demo", "--json", "--speed", "1", "--timeout", "300ms"})
+	sum := watchSummary(t, watchLines(t, js.String()))
+	if code != exitTimeout || *sum.Exit != exitTimeout || sum.Outcome != "timeout" || sum.Err != "timeout after 300ms" || len(sum.Hosts) == 0 {
+		t.Errorf("exit %d, summary %+v", code, sum)
 	}
 }
 

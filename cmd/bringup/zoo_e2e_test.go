@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
@@ -66,16 +64,10 @@ func TestFailureCatalogueOnTestbed(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("status exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
-	var st struct {
-		Hosts []output.StatusHost `json:"hosts"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
 	causes := map[string]string{}
-	for _, h := range st.Hosts {
-		if h.Diagnosis != nil {
-			causes[h.Host] = h.Diagnosis.Cause
+	for _, h := range statusLines(t, out, code) {
+		if h.Cause != "" {
+			causes[h.Host] = h.Cause
 		}
 	}
 	for _, h := range names {

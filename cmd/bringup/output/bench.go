@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -9,25 +8,18 @@ import (
 	"github.com/bringup-dev/bringup/remote/bench"
 )
 
-// BenchLine is one host's line of `bringup bench --json`: what the smoke
-// load measured, or why the host was refused.
-type BenchLine struct {
-	Host string `json:"host"`
-	// Refused says why the host got no load (not serving, no tunnel).
-	Refused string        `json:"refused,omitempty"`
-	Result  *bench.Result `json:"result,omitempty"`
-}
-
-// Bench prints one host's smoke-load result (or refusal) as text or a
-// JSON line.
+// Bench prints one host's smoke-load result (or refusal) as text or a v1
+// line of kind bench.
 func Bench(w io.Writer, host string, res *bench.Result, refused string, asJSON bool) {
 	if asJSON {
-		b, err := json.Marshal(BenchLine{Host: host, Refused: refused, Result: res})
-		if err != nil { // cannot happen for this struct; say so rather than drop the line
-			fmt.Fprintf(w, "{\"host\":%q,\"kind\":\"error\",\"err\":%q}\n", host, err.Error())
-			return
+		l := Line{Kind: "bench", Host: host, Err: refused}
+		if r := res; r != nil {
+			sec := func(d time.Duration) float64 { return d.Round(time.Microsecond).Seconds() }
+			l.Bench = &BenchResult{Model: r.Model, Requests: r.Requests, OK: r.OK, Errors: r.Errors, Concurrency: r.Concurrency,
+				Interrupted: r.Interrupted, Seconds: sec(r.Duration), ReqPerSec: r.ReqPerSec, OutputTokens: r.OutputTokens, OutputTPS: r.OutputTPS,
+				TTFTP50: sec(r.TTFTP50), TTFTP99: sec(r.TTFTP99), LatencyP50: sec(r.LatencyP50), LatencyP99: sec(r.LatencyP99), FirstError: r.FirstError}
 		}
-		fmt.Fprintf(w, "%s\n", b)
+		emit(w, l)
 		return
 	}
 	if refused != "" {

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -11,29 +10,28 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// ExplainSummary is the last line of `bringup explain --json`.
-type ExplainSummary struct {
-	Kind    string             `json:"kind"` // "explained"
-	Outcome startup.Outcome    `json:"outcome"`
-	Format  logfile.Format     `json:"format"`
-	Timed   bool               `json:"timed"` // the log carried times: durations mean something
-	Lines   int                `json:"lines"`
-	Engine  string             `json:"engine,omitempty"`
-	Phase   startup.Phase      `json:"phase"`
-	Trail   []startup.Span     `json:"trail"`
-	Diag    *startup.Diagnosis `json:"diagnosis,omitempty"`
-}
-
 // ExplainJSON prints the changes as `bringup watch --json` would for a
-// host named "log", then one summary line.
-func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log) {
+// host named "log" (no latency: nothing was received live), then the v1
+// summary line with the outcome, exit code, what was read, the trail and
+// the diagnosis.
+func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log, exit int) {
 	st := x.Startup
 	for _, c := range x.Changes {
-		Change(w, remote.HostChange{Host: "log", Seen: c.Time, Change: c}, st.StartedAt, true)
+		Change(w, remote.HostChange{Host: "log", Change: c}, st.StartedAt, true)
 	}
-	sum := ExplainSummary{"explained", x.Outcome, lg.Format, lg.Timed, len(lg.Events), st.Engine, st.Phase, st.Spans, st.Diag}
-	b, _ := json.Marshal(sum)
-	fmt.Fprintf(w, "%s\n", b)
+	timed, lines := lg.Timed, len(lg.Events)
+	l := Line{Kind: "summary", Command: "explain", Outcome: string(x.Outcome), Exit: &exit,
+		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, Phase: string(st.Phase)}
+	for _, sp := range st.Spans {
+		l.Trail = append(l.Trail, SpanOf(sp))
+	}
+	if d := st.Diag; d != nil {
+		l.Cause, l.Summary, l.Hint, l.Evidence, l.KernelMode, l.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
+		if d.Fix != nil {
+			l.Fix = fmt.Sprintf("bringup mode HOST %s=%s --restart", d.Fix.Kernel, d.Fix.Mode)
+		}
+	}
+	emit(w, l)
 }
 
 // Explain prints the trail with timings, then the verdict, cause,

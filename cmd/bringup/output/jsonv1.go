@@ -10,11 +10,12 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // The v1 JSON schema: one object a line, the same shape for the --json of
-// doctor, mode, redeploy, restart, stop and reset-failed. Every line has
+// watch, explain, doctor, mode, redeploy, restart, stop and reset-failed. Every line has
 // "v" (the schema's version), "time" and "kind"; the last line is a
 // summary with the exit code. Durations are seconds (numbers), progress
 // is numbers, times are RFC 3339 in UTC to the second ("…T10:41:03Z"),
@@ -49,26 +50,75 @@ type Line struct {
 	Err     string   `json:"err,omitempty"`
 
 	// phase, failed, unit, ended: a startup followed after a restart
-	Phase      string    `json:"phase,omitempty"`
-	From       string    `json:"from,omitempty"`
-	Unit       string    `json:"unit,omitempty"`
-	Progress   *Progress `json:"progress,omitempty"`
-	Elapsed    *float64  `json:"elapsed,omitempty"` // seconds since the startup began
-	Cause      string    `json:"cause,omitempty"`
-	Summary    string    `json:"summary,omitempty"`
-	Hint       string    `json:"hint,omitempty"`
-	Evidence   []string  `json:"evidence,omitempty"`
-	KernelMode string    `json:"kernel_mode,omitempty"`
-	FailedIn   string    `json:"failed_in,omitempty"`
-	Invocation string    `json:"invocation,omitempty"`
+	Phase    string    `json:"phase,omitempty"`
+	From     string    `json:"from,omitempty"`
+	Unit     string    `json:"unit,omitempty"`
+	Progress *Progress `json:"progress,omitempty"`
+	Elapsed  *float64  `json:"elapsed,omitempty"` // seconds since the startup began
+	// Latency is seconds from the host's time of the line to when this
+	// machine received it (watch's former "seen"): a number, because the
+	// schema's times are whole seconds and the gap is mostly less; negative
+	// when the host's clock runs ahead of ours.
+	Latency    *float64 `json:"latency,omitempty"`
+	Cause      string   `json:"cause,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	Hint       string   `json:"hint,omitempty"`
+	Evidence   []string `json:"evidence,omitempty"`
+	KernelMode string   `json:"kernel_mode,omitempty"`
+	FailedIn   string   `json:"failed_in,omitempty"`
+	Invocation string   `json:"invocation,omitempty"`
 	// stats: the engine's latest stats line, while serving
 	Stats *Stats `json:"stats,omitempty"`
+
+	// status: one host's state as status reads it
+	Conn         string            `json:"conn,omitempty"`
+	ConnErr      string            `json:"conn_error,omitempty"`
+	State        string            `json:"state,omitempty"` // ActiveState/SubState, or "not-found" (event.Unit.State)
+	Since        string            `json:"since,omitempty"` // host time the phase began
+	Modes        map[string]string `json:"modes,omitempty"`
+	Probe        *Probe            `json:"probe,omitempty"`
+	Restarts     *int              `json:"restarts,omitempty"`
+	StatePath    string            `json:"state_path,omitempty"` // how unit state was read
+	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
+	// Throughput is the decode rate of the current kernel modes against
+	// the modes the host ran before (history), once known.
+	Throughput *history.ModeAB `json:"throughput,omitempty"`
+
+	// bench: what a smoke load measured on a host (refused: err says why)
+	Bench *BenchResult `json:"bench,omitempty"`
 
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
 	Outcome string        `json:"outcome,omitempty"`
 	Hosts   []HostOutcome `json:"hosts,omitempty"`
+	// explain's summary: what log was read and the startup it told
+	Format string `json:"format,omitempty"`
+	Timed  *bool  `json:"timed,omitempty"` // the log carried times: durations mean something
+	Lines  *int   `json:"lines,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	Trail  []Span `json:"trail,omitempty"`
+}
+
+// Span is one phase of a startup's trail in the v1 schema: its start and
+// end as schema times, its length in seconds (absent while open or when
+// Inferred: the log never showed its begin).
+type Span struct {
+	Phase    string   `json:"phase"`
+	Start    string   `json:"start,omitempty"`
+	End      string   `json:"end,omitempty"`
+	Seconds  *float64 `json:"seconds,omitempty"`
+	Inferred bool     `json:"inferred,omitempty"`
+}
+
+// SpanOf is sp in the v1 schema.
+func SpanOf(sp startup.Span) Span {
+	out := Span{Phase: string(sp.Phase), Start: JSONTime(sp.Start), End: JSONTime(sp.End), Inferred: sp.Inferred}
+	if !sp.Inferred && !sp.Start.IsZero() && !sp.End.IsZero() {
+		s := sp.End.Sub(sp.Start).Round(time.Second).Seconds()
+		out.Seconds = &s
+	}
+	return out
 }
 
 // Stats is the engine's latest stats sample in the v1 schema: rates in
@@ -82,6 +132,36 @@ type Stats struct {
 	Graph     string  `json:"cuda_graph,omitempty"` // on, off; absent when no line said
 }
 
+// Probe is the health probe's last answer in the v1 schema: its latency in
+// seconds.
+type Probe struct {
+	Path    string  `json:"path"`
+	Status  int     `json:"status"` // HTTP status; 0 when no answer
+	OK      bool    `json:"ok"`
+	Latency float64 `json:"latency"`
+	Err     string  `json:"err,omitempty"`
+}
+
+// BenchResult is a smoke load's result in the v1 schema: durations in
+// seconds (remote/bench.Result has them in nanoseconds).
+type BenchResult struct {
+	Model        string  `json:"model"`
+	Requests     int     `json:"requests"`
+	OK           int     `json:"ok"`
+	Errors       int     `json:"errors"`
+	Concurrency  int     `json:"concurrency"`
+	Interrupted  bool    `json:"interrupted,omitempty"`
+	Seconds      float64 `json:"seconds"`
+	ReqPerSec    float64 `json:"req_per_s"`
+	OutputTokens int     `json:"output_tokens"`
+	OutputTPS    float64 `json:"output_tok_per_s"`
+	TTFTP50      float64 `json:"ttft_p50"`
+	TTFTP99      float64 `json:"ttft_p99"`
+	LatencyP50   float64 `json:"latency_p50"`
+	LatencyP99   float64 `json:"latency_p99"`
+	FirstError   string  `json:"first_error,omitempty"`
+}
+
 // Progress is a count in the v1 schema.
 type Progress struct {
 	Done  int    `json:"done"`
@@ -92,9 +172,9 @@ type Progress struct {
 // HostOutcome is one host in a summary.
 type HostOutcome struct {
 	Host    string   `json:"host"`
-	Outcome string   `json:"outcome"`          // doctor: ok, failed; actions: done, failed, timeout
+	Outcome string   `json:"outcome"`          // doctor: ok, failed; actions: done, failed, timeout; watch: serving, failed, unsettled
 	Failed  []string `json:"failed,omitempty"` // doctor: the checks that failed
-	Phase   string   `json:"phase,omitempty"`  // actions: the followed startup's last phase
+	Phase   string   `json:"phase,omitempty"`  // actions, watch: the followed startup's last phase
 }
 
 // Kind is one kind of line: its fields beyond v, time and kind.
@@ -112,13 +192,19 @@ func Schema() []Kind {
 		{"plan", "what will change on a host", []string{"host", "effects"}, nil},
 		{"refused", "the fleet's door refused an action", []string{"host", "action", "err"}, nil},
 		{"action", "an action's outcome: stage started, progress, done or failed", []string{"host", "action", "stage"}, []string{"percent", "detail", "err"}},
-		{"phase", "a followed startup entered a phase", []string{"host", "phase"}, []string{"from", "progress", "elapsed"}},
-		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed"}},
-		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
-		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed"}},
+		{"host-key", "watch: a host key learned on first contact", []string{"host", "summary"}, []string{"latency"}},
+		{"phase", "a followed startup entered a phase (unknown: the host is not reached, conn_error says why)", []string{"host", "phase"}, []string{"from", "progress", "elapsed", "latency", "conn_error"}},
+		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed", "latency"}},
+		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "latency", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency"}},
 		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
-		{"summary", "the last line: the outcome and exit code", []string{"command", "outcome", "exit"}, []string{"hosts", "err"}},
+		{"status", "status: one host's state", []string{"host", "restarts"},
+			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
+				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
+		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
+			[]string{"hosts", "err", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
 }
 
@@ -131,7 +217,10 @@ func FieldType() map[string]string {
 		"phase": "string", "from": "string", "unit": "string", "progress": "progress", "elapsed": "number",
 		"cause": "string", "summary": "string", "hint": "string", "evidence": "[string]", "kernel_mode": "string",
 		"failed_in": "string", "invocation": "string", "stats": "stats",
-		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]",
+		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]", "latency": "number",
+		"format": "string", "timed": "bool",
+		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
+		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "trail": "[span]",
 	}
 }
 
@@ -246,6 +335,13 @@ func (p ActionsJSON) Action(ev event.Event) {
 
 // Change prints a startup change of a host being restarted.
 func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
+	emit(p.W, changeLine(c, started))
+}
+
+// changeLine is a startup change as a v1 line (started: when the startup
+// began, for elapsed; c.Seen, when known, for latency): watch's and the
+// changing commands' lines are one shape.
+func changeLine(c remote.HostChange, started time.Time) Line {
 	l := Line{Time: JSONTime(c.Time), Kind: string(c.Kind), Host: c.Host, Phase: string(c.Phase), From: string(c.From), Unit: c.Unit}
 	if c.Progress.Known() {
 		l.Progress = &Progress{Done: c.Progress.Done, Total: c.Progress.Total, Label: c.Progress.Label}
@@ -254,6 +350,8 @@ func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
 		s := c.Time.Sub(started).Round(time.Second).Seconds()
 		l.Elapsed = &s
 	}
+	l.Latency = latency(c.Time, c.Seen)
+	l.ConnErr = c.ConnErr
 	if d := c.Diag; d != nil {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.KernelMode, l.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
 		if d.Fix != nil {
@@ -268,7 +366,16 @@ func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
 		l.Stats = &Stats{GenTPS: c.Stats.GenTPS, PromptTPS: c.Stats.PromptTPS, Running: c.Stats.Running,
 			Queued: c.Stats.Queued, KVUsage: c.Stats.KVUsage, Graph: c.Stats.Graph}
 	}
-	emit(p.W, l)
+	return l
+}
+
+// latency is seen-at in seconds to the millisecond, nil unless both are known.
+func latency(at, seen time.Time) *float64 {
+	if at.IsZero() || seen.IsZero() {
+		return nil
+	}
+	s := seen.Sub(at).Round(time.Millisecond).Seconds()
+	return &s
 }
 
 // Ended prints how the restart's new invocation ended.
@@ -364,9 +471,60 @@ func checkType(typ string, raw json.RawMessage) error {
 				err = fmt.Errorf("%q is not in the form %s", s, JSONTimeLayout)
 			}
 		}
+	case "bool":
+		var b bool
+		err = json.Unmarshal(raw, &b)
 	case "[string]":
 		var ss []string
 		err = json.Unmarshal(raw, &ss)
+	case "{string}":
+		var m map[string]string
+		err = json.Unmarshal(raw, &m)
+	case "probe":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			for f, typ := range map[string]string{"path": "string", "status": "number", "ok": "bool", "latency": "number"} {
+				if checkType(typ, all[f]) != nil {
+					return fmt.Errorf("%s: want %s, a %s", raw, f, typ)
+				}
+			}
+		}
+	case "bench":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			for _, f := range []string{"requests", "ok", "errors", "concurrency", "seconds", "req_per_s", "output_tokens", "output_tok_per_s",
+				"ttft_p50", "ttft_p99", "latency_p50", "latency_p99"} {
+				if checkType("number", all[f]) != nil {
+					return fmt.Errorf("%s: want %s, a number", raw, f)
+				}
+			}
+		}
+	case "throughput":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil {
+			if checkType("string", all["modes"]) != nil || checkType("number", all["decode_tps"]) != nil {
+				return fmt.Errorf("%s: want modes, a string, and decode_tps, a number", raw)
+			}
+		}
+	case "[span]":
+		var spans []map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &spans); err == nil {
+			for _, sp := range spans {
+				if checkType("string", sp["phase"]) != nil {
+					return fmt.Errorf("%s: every span wants a phase", raw)
+				}
+				for f, typ := range map[string]string{"start": "time", "end": "time", "seconds": "number", "inferred": "bool"} {
+					if v, ok := sp[f]; ok && checkType(typ, v) != nil {
+						return fmt.Errorf("%s: a span's %s wants a %s", raw, f, typ)
+					}
+				}
+				for f := range sp {
+					if f != "phase" && f != "start" && f != "end" && f != "seconds" && f != "inferred" {
+						return fmt.Errorf("%s: a span has no field %q", raw, f)
+					}
+				}
+			}
+		}
 	case "progress":
 		var p struct {
 			Done, Total *int

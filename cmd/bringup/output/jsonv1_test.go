@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/bench"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -36,6 +39,9 @@ func TestValidateLine(t *testing.T) {
 		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"bogus"}`, `unknown kind "bogus"`},
 		{`{"v":1,"kind":"summary","command":"doctor","outcome":"ok","exit":0}`, `no "time"`},
 		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"summary","command":"doctor","outcome":"ok","exit":0,"hosts":[{"host":"gpu1"}]}`, `every host wants host and outcome`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"summary","command":"explain","outcome":"failed","exit":1,"timed":"yes"}`, `"timed": want a bool`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"summary","command":"explain","outcome":"failed","exit":1,"trail":[{"phase":"weights","seconds":"10s"}]}`, `seconds wants a number`},
+		{`{"v":1,"time":"2026-11-30T05:25:31Z","kind":"host-key","host":"gpu1","summary":"k","seen":"2026-11-30T05:25:31.000001Z"}`, `field "seen" is not in the schema`},
 		{`[1]`, `not a JSON object`},
 	} {
 		err := ValidateLine([]byte(tc.line))
@@ -100,6 +106,31 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	p.Ended(h)
 	hs := AppliedJSON(&b, []remote.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
 	Summary(&b, "restart", "timeout", 2, hs, "")
+	// watch: a host key, changes received a second late, its summary
+	Notice(&b, event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Seen: at.Add(time.Second),
+		Gap: &event.Gap{Reason: event.GapHostKey, Message: "learned new host key for gpu1"}}, true)
+	Change(&b, remote.HostChange{Host: "gpu1", Seen: at.Add(1500 * time.Millisecond), Change: startup.Change{Time: at, Kind: startup.ChangePhase,
+		Phase: startup.Weights, Progress: startup.Progress{Done: 1, Total: 2}}}, started, true)
+	WatchSummary(&b, "watch", []remote.HostState{h, {Name: "gpu1"}}, "failed", 1, "")
+	// explain: its changes and its summary with the trail and diagnosis
+	diag := &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed", Hint: "switch mode", Evidence: []string{"CUDA error"},
+		Phase: startup.GraphCapture, Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}
+	x := startup.Explanation{Outcome: startup.OutcomeFailed, Changes: []startup.Change{{Time: at, Kind: startup.ChangeFail, Phase: startup.Failed, Diag: diag}},
+		Startup: startup.Startup{Engine: "sglang", Phase: startup.Failed, StartedAt: started, Diag: diag,
+			Spans: []startup.Span{{Phase: startup.Weights, Start: started, End: at}, {Phase: startup.GraphCapture, Start: at, Inferred: true}}}}
+	ExplainJSON(&b, x, logfile.Log{Format: logfile.FormatJournal, Timed: true, Events: make([]event.Event, 3)}, 1)
+	// status: a host with every part it may carry, one barely known
+	gpu3 := remote.HostState{Name: "gpu3", Unit: "sglang.service", Conn: event.Conn{State: event.ConnUp}, KernelHashes: map[string]string{"kdtree-verify": "ab12"},
+		UnitState:  event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Path: "dbus"},
+		Probe:      event.Probe{Path: "/health", Status: 200, OK: true, Latency: 12 * time.Millisecond},
+		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 4}}
+	gpu3.Startup.Phase, gpu3.Startup.PhaseSince, gpu3.Startup.Diag = startup.Failed, at, diag
+	gpu3.Startup.Progress = startup.Progress{Done: 3, Total: 65, Label: "shards"}
+	gpu3.Startup.Stats = &startup.Stats{Latest: startup.Sample{GenTPS: 10}}
+	StatusJSON(&b, []remote.HostState{gpu3, {Name: "gpu9"}}, "failed", 1)
+	// bench: a result and a refusal
+	Bench(&b, "gpu1", &bench.Result{Model: "m", Requests: 8, OK: 8, Concurrency: 8, Duration: 280 * time.Millisecond, TTFTP50: 34 * time.Millisecond}, "", true)
+	Bench(&b, "gpu2", nil, "not serving (phase weights)", true)
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -111,7 +142,11 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		}
 	}
 	for _, want := range []string{`"percent":0`, `"elapsed":600`, `"progress":{"done":3,"total":65,"label":"shards"}`, `"time":"2026-11-30T05:25:31Z"`,
-		`"fix":"bringup mode gpu3 kdtree-verify=on --restart"`, `"effects":["set kdtree-verify`, `"exit":2`} {
+		`"fix":"bringup mode gpu3 kdtree-verify=on --restart"`, `"effects":["set kdtree-verify`, `"exit":2`, `"latency":1.5`,
+		`"kind":"host-key","host":"gpu1","latency":1,"summary":"learned new host key for gpu1"`, `"command":"watch","exit":1,"outcome":"failed"`,
+		`"trail":[{"phase":"weights","start":"2026-11-30T05:15:31Z","end":"2026-11-30T05:25:31Z","seconds":600},{"phase":"graph-capture","start":"2026-11-30T05:25:31Z","inferred":true}]`,
+		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`,
+		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
 		}

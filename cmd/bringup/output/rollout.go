@@ -28,6 +28,32 @@ type Rollout struct {
 	issued []RolloutLine
 }
 
+// WatchLine is the pre-v1 line of watch that `bringup rollout --json`
+// still builds on, until rollout moves to the v1 schema.
+type WatchLine struct {
+	Time     string   `json:"time"` // host time
+	Seen     string   `json:"seen"` // local receipt time
+	Host     string   `json:"host"`
+	Kind     string   `json:"kind"` // phase, failed, unit, stats, done, host-key
+	Phase    string   `json:"phase"`
+	From     string   `json:"from,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	Progress string   `json:"progress,omitempty"`
+	Cause    string   `json:"cause,omitempty"`
+	Summary  string   `json:"summary,omitempty"`
+	Hint     string   `json:"hint,omitempty"`
+	Evidence []string `json:"evidence,omitempty"`
+	Kernel   string   `json:"kernel_mode,omitempty"`
+	FailedIn string   `json:"failed_in,omitempty"` // the phase a failure happened in
+	// Fix is the command that applies the diagnosis's fix, when it has one.
+	Fix string `json:"fix,omitempty"`
+	// Elapsed is the time from the invocation's start to this change.
+	Elapsed string `json:"elapsed,omitempty"`
+	// Stats is the engine's latest stats sample, on a line of kind
+	// "stats" (throughput, requests, KV use).
+	Stats *startup.Sample `json:"stats,omitempty"`
+}
+
 // RolloutLine is one line of `bringup rollout --json`: watch's line
 // (time, seen, host, kind, phase, elapsed) with the rollout's step, stage
 // or rollback.
@@ -189,7 +215,29 @@ func (p *Rollout) Halt(st rollout.State, lanes []rollout.Lane) {
 	if c.Time.IsZero() {
 		c.Time = now
 	}
-	Change(p.w, c, started, p.json)
+	if !p.json {
+		Change(p.w, c, started, false)
+		return
+	}
+	p.emit(legacyFailure(c, started))
+}
+
+// legacyFailure is a failure as rollout's pre-v1 line (watch's shape
+// before the v1 schema), kept so rollout's output moves in one piece.
+func legacyFailure(c remote.HostChange, started time.Time) RolloutLine {
+	l := WatchLine{Time: c.Time.Format(TimeLayout), Seen: c.Seen.Format(TimeLayout), Host: c.Host,
+		Kind: string(c.Kind), Phase: string(c.Phase)}
+	if !started.IsZero() && !c.Time.Before(started) {
+		l.Elapsed = c.Time.Sub(started).Round(time.Second).String()
+	}
+	if d := c.Diag; d != nil {
+		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
+		l.FailedIn = string(d.Phase)
+		if d.Fix != nil {
+			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
+		}
+	}
+	return RolloutLine{WatchLine: l}
 }
 
 // rollback reports what became of the rollback offered for host (JSON

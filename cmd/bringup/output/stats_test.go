@@ -21,11 +21,15 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 		Change: startup.Change{Kind: startup.ChangeStats, Time: t0, Phase: startup.Serving, Stats: &sample}}
 	var out bytes.Buffer
 	Change(&out, c, t0.Add(-10*time.Minute), true)
-	var l WatchLine
+	if err := ValidateLine(out.Bytes()); err != nil {
+		t.Errorf("%v: %s", err, out.String())
+	}
+	var l Line
 	if err := json.Unmarshal(out.Bytes(), &l); err != nil {
 		t.Fatal(err)
 	}
-	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats == nil || l.Stats.GenTPS != 1921.7 || l.Stats.Graph != "on" || l.Phase != "serving" || l.Seen == "" {
+	if l.Kind != "stats" || l.Host != "gpu1" || l.Stats == nil || l.Stats.GenTPS != 1921.7 || l.Stats.Graph != "on" || l.Phase != "serving" ||
+		l.Latency == nil || *l.Latency != 1 || l.Elapsed == nil || *l.Elapsed != 600 {
 		t.Errorf("line %+v", l)
 	}
 	out.Reset()
@@ -35,17 +39,16 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 	}
 	out.Reset()
 	StatusJSON(&out, []remote.HostState{{Name: "gpu1", Startup: startup.Startup{Phase: startup.Serving, Stats: &startup.Stats{Latest: sample, Lines: 3}},
-		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 1921.7 / 480}}})
-	var doc struct {
-		Hosts []StatusHost `json:"hosts"`
+		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 1921.7 / 480}}}, "serving", 0)
+	lines := checkLines(t, out.String())
+	var row Line
+	if err := json.Unmarshal([]byte(lines[0]), &row); err != nil || len(lines) != 2 || row.Kind != "status" {
+		t.Fatalf("status lines %q: %v", lines, err)
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if s := doc.Hosts[0].Stats; s == nil || s.GenTPS != 1921.7 || s.Running != 8 {
+	if s := row.Stats; s == nil || s.GenTPS != 1921.7 || s.Running != 8 {
 		t.Errorf("status stats %+v", s)
 	}
-	if ab := doc.Hosts[0].Throughput; ab == nil || ab.Base != "off" || ab.Ratio < 4 || ab.Ratio > 4.01 {
+	if ab := row.Throughput; ab == nil || ab.Base != "off" || ab.Ratio < 4 || ab.Ratio > 4.01 {
 		t.Errorf("status throughput %+v", ab)
 	}
 }

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,51 +9,21 @@ import (
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/history"
-	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// StatusHost is one host in `bringup status --json`.
-type StatusHost struct {
-	Host       string             `json:"host"`
-	Conn       string             `json:"conn"`
-	ConnErr    string             `json:"conn_error,omitempty"`
-	Unit       string             `json:"unit"`
-	State      string             `json:"state"` // ActiveState/SubState, or "not-found" (event.Unit.State)
-	Phase      string             `json:"phase"`
-	Since      string             `json:"since,omitempty"` // host time the phase began
-	Progress   string             `json:"progress,omitempty"`
-	Modes      map[string]string  `json:"modes,omitempty"`
-	Probe      *event.Probe       `json:"probe,omitempty"`
-	Diagnosis  *startup.Diagnosis `json:"diagnosis,omitempty"`
-	Restarts   int                `json:"restarts"`
-	StatusPath string             `json:"state_path,omitempty"` // how unit state was read
-	// KernelHashes is, per kernel, the content hash the running service
-	// loaded: compare with the local build's (deploy.DirHash) for drift.
-	KernelHashes map[string]string `json:"kernel_hashes,omitempty"`
-	// Stats is the latest sample of the engine's stats lines (throughput,
-	// requests, KV use), once it printed one.
-	Stats *startup.Sample `json:"stats,omitempty"`
-	// Throughput is the decode rate of the current kernel modes against
-	// the modes the host ran before (history), once known.
-	Throughput *history.ModeAB `json:"throughput,omitempty"`
-}
-
-// StatusOf is h as `bringup status --json` prints it.
-func StatusOf(h remote.HostState) StatusHost {
-	s := StatusHost{
-		Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
-		Phase: string(h.Startup.Phase), Diagnosis: h.Startup.Diag, Restarts: h.Startup.Restarts,
-		StatusPath: h.UnitState.Path, KernelHashes: h.KernelHashes,
+// StatusOf is h as the v1 status line of `bringup status --json`.
+func StatusOf(h remote.HostState) Line {
+	restarts := h.Startup.Restarts
+	s := Line{
+		Kind: "status", Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
+		Phase: string(h.Startup.Phase), Restarts: &restarts, StatePath: h.UnitState.Path, KernelHashes: h.KernelHashes,
+		Since: JSONTime(h.Startup.PhaseSince),
 	}
 	if h.UnitState.ActiveState != "" {
 		s.State = h.UnitState.State()
 	}
-	if !h.Startup.PhaseSince.IsZero() {
-		s.Since = h.Startup.PhaseSince.Format(TimeLayout)
-	}
 	if p := h.Startup.Progress; p.Known() {
-		s.Progress = fmt.Sprintf("%d/%d %s", p.Done, p.Total, p.Label)
+		s.Progress = &Progress{Done: p.Done, Total: p.Total, Label: p.Label}
 	}
 	if len(h.Modes) > 0 {
 		s.Modes = map[string]string{}
@@ -62,30 +31,36 @@ func StatusOf(h remote.HostState) StatusHost {
 			s.Modes[m.Kernel] = m.Mode
 		}
 	}
-	if h.Probe.Path != "" {
-		p := h.Probe
-		s.Probe = &p
+	if p := h.Probe; p.Path != "" {
+		s.Probe = &Probe{Path: p.Path, Status: p.Status, OK: p.OK, Latency: p.Latency.Round(time.Millisecond).Seconds(), Err: p.Err}
 	}
 	if ab := h.Throughput; ab.Known() {
 		s.Throughput = &ab
 	}
 	if st := h.Startup.Stats; st != nil {
 		l := st.Latest
-		s.Stats = &l
+		s.Stats = &Stats{GenTPS: l.GenTPS, PromptTPS: l.PromptTPS, Running: l.Running, Queued: l.Queued, KVUsage: l.KVUsage, Graph: l.Graph}
+	}
+	if d := h.Startup.Diag; d != nil {
+		s.Cause, s.Summary, s.Hint, s.Evidence, s.KernelMode, s.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
+		if d.Fix != nil {
+			s.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", h.Name, d.Fix.Kernel, d.Fix.Mode)
+		}
 	}
 	return s
 }
 
-// StatusJSON prints hosts as one JSON document.
-func StatusJSON(w io.Writer, hosts []remote.HostState) {
-	out := struct {
-		Hosts []StatusHost `json:"hosts"`
-	}{Hosts: []StatusHost{}}
+// StatusJSON prints hosts as v1 status lines, a host each (the time is
+// this machine's, when status read them), then the summary line with the
+// outcome and exit code.
+func StatusJSON(w io.Writer, hosts []remote.HostState, outcome string, exit int) {
+	now := JSONTime(time.Now())
 	for _, h := range hosts {
-		out.Hosts = append(out.Hosts, StatusOf(h))
+		l := StatusOf(h)
+		l.Time = now
+		emit(w, l)
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	fmt.Fprintf(w, "%s\n", b)
+	WatchSummary(w, "status", hosts, outcome, exit, "")
 }
 
 // StatusTable prints hosts as a table, a row each.
@@ -95,9 +70,9 @@ func StatusTable(w io.Writer, hosts []remote.HostState) {
 	for _, h := range hosts {
 		s := StatusOf(h)
 		probe := "-"
-		if s.Probe != nil {
-			if s.Probe.Status > 0 {
-				probe = fmt.Sprintf("%d %v", s.Probe.Status, s.Probe.Latency.Round(time.Millisecond))
+		if h.Probe.Path != "" {
+			if h.Probe.Status > 0 {
+				probe = fmt.Sprintf("%d %v", h.Probe.Status, h.Probe.Latency.Round(time.Millisecond))
 			} else {
 				probe = "no answer"
 			}
@@ -107,8 +82,8 @@ func StatusTable(w io.Writer, hosts []remote.HostState) {
 			modes = append(modes, m.Kernel+"="+m.Mode)
 		}
 		diag := ""
-		if s.Diagnosis != nil {
-			diag = s.Diagnosis.Summary + " [" + s.Diagnosis.Cause + "]"
+		if s.Cause != "" {
+			diag = s.Summary + " [" + s.Cause + "]"
 		}
 		if s.ConnErr != "" && s.Conn != string(event.ConnUp) {
 			diag = s.ConnErr

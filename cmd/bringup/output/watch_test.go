@@ -45,34 +45,41 @@ func TestChange(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("JSON: %d lines, want 2:\n%s", len(lines), js.String())
 	}
-	var p, f WatchLine
+	var p, f Line
 	if err := json.Unmarshal([]byte(lines[0]), &p); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &f); err != nil {
 		t.Fatal(err)
 	}
-	if p.Kind != "phase" || p.Phase != "weights" || p.From != "init" || p.Progress != "3/8 shards" || p.Elapsed != "3m20s" ||
-		p.Time != "2026-11-30T10:03:20.000000Z" || p.Seen != "2026-11-30T10:03:21.000000Z" {
-		t.Errorf("phase line %+v", p)
+	checkLines(t, js.String())
+	if p.V != 1 || p.Kind != "phase" || p.Phase != "weights" || p.From != "init" || p.Progress == nil || *p.Progress != (Progress{3, 8, "shards"}) ||
+		p.Elapsed == nil || *p.Elapsed != 200 || p.Time != "2026-11-30T10:03:20Z" || p.Latency == nil || *p.Latency != 1 {
+		t.Errorf("phase line %s", lines[0])
 	}
-	if f.Kind != "failed" || f.Cause != "graph-capture-host-sync" || f.FailedIn != "graph-capture" || f.Kernel != "kdtree-verify=validate" ||
-		f.Fix != "bringup mode gpu3 kdtree-verify=on --restart" || len(f.Evidence) != 1 {
-		t.Errorf("failure line %+v", f)
+	if f.Kind != "failed" || f.Cause != "graph-capture-host-sync" || f.FailedIn != "graph-capture" || f.KernelMode != "kdtree-verify=validate" ||
+		f.Fix != "bringup mode gpu3 kdtree-verify=on --restart" || len(f.Evidence) != 1 || f.Elapsed == nil || *f.Elapsed != 630 {
+		t.Errorf("failure line %s", lines[1])
 	}
 }
 
-// TestTimeout: under --json the timeout line is JSON too.
+// TestTimeout: the text line of a watch's timeout; under --json the
+// summary line says it, with exit 2 and each host's last phase.
 func TestTimeout(t *testing.T) {
 	var js, text bytes.Buffer
-	Timeout(&js, 90*time.Second, true)
-	Timeout(&text, 90*time.Second, false)
-	var l struct{ Kind, Detail string }
-	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "timeout" || l.Detail != "timeout after 1m30s" {
-		t.Errorf("JSON timeout %q: %+v %v", js.String(), l, err)
-	}
+	Timeout(&text, 90*time.Second)
 	if !strings.HasSuffix(text.String(), " timeout after 1m30s\n") {
 		t.Errorf("text timeout %q", text.String())
+	}
+	hosts := []remote.HostState{{Name: "gpu1"}, {Name: "gpu2"}}
+	hosts[0].Startup.Phase, hosts[1].Startup.Phase = startup.Serving, startup.Weights
+	WatchSummary(&js, "watch", hosts, "timeout", 2, "timeout after 1m30s")
+	checkLines(t, js.String())
+	var l Line
+	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "summary" || l.Command != "watch" || l.Outcome != "timeout" ||
+		l.Exit == nil || *l.Exit != 2 || l.Err != "timeout after 1m30s" || len(l.Hosts) != 2 ||
+		l.Hosts[0].Host != "gpu1" || l.Hosts[0].Outcome != "serving" || l.Hosts[0].Phase != "serving" || l.Hosts[1].Outcome != "unsettled" {
+		t.Errorf("JSON timeout %q: %+v %v", js.String(), l, err)
 	}
 }
 
@@ -122,8 +129,9 @@ func TestNotice(t *testing.T) {
 	if want := "2026-11-30T10:00:00.000000Z gpu1     " + msg + "\n"; text.String() != want {
 		t.Errorf("text %q, want %q", text.String(), want)
 	}
-	var l WatchLine
-	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "host-key" || l.Host != "gpu1" || l.Summary != msg {
+	checkLines(t, js.String())
+	var l Line
+	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "host-key" || l.Host != "gpu1" || l.Summary != msg || l.Latency == nil || *l.Latency != 0 {
 		t.Errorf("JSON %s: %+v, %v", js.String(), l, err)
 	}
 }
@@ -142,8 +150,11 @@ func TestChangeUnknownSaysWhy(t *testing.T) {
 	if want := "2026-11-30T10:00:00.000000Z gpu1     unknown (" + refused + ")\n"; text.String() != want {
 		t.Errorf("text %q, want %q", text.String(), want)
 	}
-	var l WatchLine
+	var l Line
 	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Phase != "unknown" || l.ConnErr != refused {
 		t.Errorf("JSON %s: %+v %v", js.String(), l, err)
+	}
+	if err := ValidateLine(js.Bytes()); err != nil {
+		t.Errorf("JSON %s: %v", js.String(), err)
 	}
 }
