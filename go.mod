@@ -19,7 +19,7 @@ require (
 	golang.org/x/crypto v0.59.0
 )
 
-require github.com/spf13/pflag v1.0.10 // indirect
+require github.com/spf13/pflag v1.0.10
 
 require (
 	github.com/atotto/clipboard v0.1.4 // indirect
