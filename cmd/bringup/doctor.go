@@ -61,7 +61,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	if cfg.Source.Store() {
 		survey = storeSurvey(ctx, cfg, hosts, *timeout)
 	}
-	for rep := range doctorAll(ctx, rs, *timeout) {
+	for _, rep := range eachHost(ctx, rs, *timeout, doctor.Host) {
 		if survey != nil {
 			doctor.Store(rep, *survey)
 		}
@@ -104,18 +104,19 @@ func storeSurvey(ctx context.Context, cfg *config.Config, hosts []config.Host, t
 	return s
 }
 
-// doctorParallel bounds how many hosts doctor checks at once.
-const doctorParallel = 16
+// hostParallel bounds how many hosts doctor and init look at at once.
+const hostParallel = 16
 
-// doctorAll checks every host, up to doctorParallel at a time, and yields
-// the reports in the order of rs, each as soon as it and those before it
-// are done: a fleet is checked in the time of its slowest hosts, not the
-// sum of them, and the output stays in config order.
-func doctorAll(ctx context.Context, rs []live.Options, timeout time.Duration) iter.Seq[*doctor.Report] {
-	return func(yield func(*doctor.Report) bool) {
-		reps := make([]*doctor.Report, len(rs))
+// eachHost runs look on every host, up to hostParallel at a time, each
+// under its own timeout, and yields the results in the order of rs, each
+// as soon as it and those before it are done: a fleet takes the time of
+// its slowest hosts, not the sum of them, and the output stays in the
+// order given. Breaking out of the loop waits for the looks under way.
+func eachHost[T any](ctx context.Context, rs []live.Options, timeout time.Duration, look func(context.Context, live.Options) T) iter.Seq2[live.Options, T] {
+	return func(yield func(live.Options, T) bool) {
+		out := make([]T, len(rs))
 		done := make([]chan struct{}, len(rs))
-		slots := make(chan struct{}, doctorParallel)
+		slots := make(chan struct{}, hostParallel)
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		for i, r := range rs {
@@ -126,19 +127,17 @@ func doctorAll(ctx context.Context, rs []live.Options, timeout time.Duration) it
 				defer close(done[i])
 				select {
 				case slots <- struct{}{}:
-				case <-ctx.Done():
-					reps[i] = doctor.Host(ctx, r) // reports the interruption as its checks fail
-					return
+					defer func() { <-slots }()
+				case <-ctx.Done(): // still looked at: it says the interruption its own way
 				}
-				defer func() { <-slots }()
 				hctx, cancel := context.WithTimeout(ctx, timeout)
 				defer cancel()
-				reps[i] = doctor.Host(hctx, r)
+				out[i] = look(hctx, r)
 			}()
 		}
-		for i := range rs {
+		for i, r := range rs {
 			<-done[i]
-			if !yield(reps[i]) {
+			if !yield(r, out[i]) {
 				return
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
@@ -19,9 +18,6 @@ import (
 	"github.com/bringup-dev/bringup/remote/systemd"
 	"github.com/bringup-dev/bringup/remote/unitname"
 )
-
-// initParallel bounds how many hosts init looks at at once.
-const initParallel = 16
 
 func runInit(ctx context.Context, e env, args []string) int {
 	flags := cli.NewFlags(e.stdout, e.stderr, "init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...\n\n"+
@@ -71,28 +67,20 @@ func runInit(ctx context.Context, e env, args []string) int {
 	}
 	defer closeKeys()
 
-	hosts := make([]config.StarterHost, len(opts))
-	failed := make([]bool, len(opts))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, initParallel)
-	var mu sync.Mutex // stderr, one host's line at a time
-	for i, o := range opts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			hctx, cancel := context.WithTimeout(ctx, *timeout)
-			found, err := live.Discover(hctx, o)
-			cancel()
-			h, line := starterHost(o.Name, found, err)
-			hosts[i], failed[i] = h, err != nil
-			mu.Lock()
-			fmt.Fprintf(e.stderr, "%s: %s\n", o.Name, line)
-			mu.Unlock()
-		}()
+	type found struct {
+		units []systemd.InferenceUnit
+		err   error
 	}
-	wg.Wait()
+	var hosts []config.StarterHost
+	failed := false
+	for o, f := range eachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
+		units, err := live.Discover(ctx, o)
+		return found{units, err}
+	}) {
+		h, line := starterHost(o.Name, f.units, f.err)
+		hosts, failed = append(hosts, h), failed || f.err != nil
+		fmt.Fprintf(e.stderr, "%s: %s\n", o.Name, line)
+	}
 	if cli.WasInterrupted(ctx) {
 		fmt.Fprintln(e.stderr, "bringup init: interrupted: nothing written")
 		return exitInterrupted
@@ -114,11 +102,9 @@ func runInit(ctx context.Context, e env, args []string) int {
 		}
 		fmt.Fprintf(e.stderr, "wrote %s (%d hosts)\n", path, len(hosts))
 	}
-	for _, f := range failed {
-		if f {
-			fmt.Fprintln(e.stderr, "bringup init: some hosts were not reached; they are in the config with the defaults and a note")
-			return exitFailed
-		}
+	if failed {
+		fmt.Fprintln(e.stderr, "bringup init: some hosts were not reached; they are in the config with the defaults and a note")
+		return exitFailed
 	}
 	return exitServing
 }
