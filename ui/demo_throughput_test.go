@@ -18,32 +18,6 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// steppedDemoHost is a simulated host that steps only when told, then
-// says it is up to date (a Conn up at that time), so the test knows when
-// the fleet has folded everything up to then.
-type steppedDemoHost struct {
-	*sim.Host
-	to chan time.Time
-}
-
-func (s steppedDemoHost) Run(ctx context.Context, emit remote.Emit) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case t := <-s.to:
-			for _, ev := range s.Step(t) {
-				if !emit(ev) {
-					return nil
-				}
-			}
-			if !emit(event.Event{Host: s.Name(), Kind: event.KindConn, Time: t, Seen: t, Conn: &event.Conn{State: event.ConnUp}}) {
-				return nil
-			}
-		}
-	}
-}
-
 // demoAfterFix runs the demo's seed fleet, with the demo's history, on a
 // manual clock through the story: gpu3 fails capture in validate, is
 // switched to on and restarted, and serves; it returns the hosts once
@@ -62,9 +36,9 @@ func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
 		t.Fatal(err)
 	}
 	specs := make([]remote.HostSpec, len(hosts))
-	stepped := make([]steppedDemoHost, len(hosts))
+	stepped := make([]sim.Stepped, len(hosts))
 	for i, h := range hosts {
-		stepped[i] = steppedDemoHost{h, make(chan time.Time, 1)}
+		stepped[i] = sim.NewStepped(h)
 		specs[i] = remote.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
 	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
@@ -101,7 +75,7 @@ func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
 	}
 	step := func(at time.Time) {
 		for _, s := range stepped {
-			s.to <- at
+			s.To <- at
 		}
 		up := map[string]bool{}
 		wait("the hosts at "+at.Format(time.TimeOnly), func(b remote.Batch) bool {

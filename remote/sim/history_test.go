@@ -133,32 +133,6 @@ func TestMixedHistory(t *testing.T) {
 	}
 }
 
-// steppedHost is a simulated host whose Run steps only when the test says,
-// then reports that it is up to date (a Conn up event at that time, which
-// changes nothing), so the test knows when the fleet has folded it all.
-type steppedHost struct {
-	*Host
-	to chan time.Time
-}
-
-func (s steppedHost) Run(ctx context.Context, emit remote.Emit) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case t := <-s.to:
-			for _, ev := range s.Step(t) {
-				if !emit(ev) {
-					return nil
-				}
-			}
-			if !emit(s.stamp(event.Event{Kind: event.KindConn, Time: t, Conn: &event.Conn{State: event.ConnUp}})) {
-				return nil
-			}
-		}
-	}
-}
-
 // TestSeedFleetShowsETA runs the seed fleet on a manual clock with its
 // history: gpu1 has an ETA throughout its startup, close to when it
 // actually serves; gpu3 (validate) has none until it is switched to on
@@ -176,9 +150,9 @@ func TestSeedFleetShowsETA(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := make([]remote.HostSpec, len(hosts))
-	stepped := make([]steppedHost, len(hosts))
+	stepped := make([]Stepped, len(hosts))
 	for i, h := range hosts {
-		stepped[i] = steppedHost{h, make(chan time.Time, 1)}
+		stepped[i] = NewStepped(h)
 		specs[i] = remote.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
 	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, History: sink, Flush: time.Millisecond})
@@ -213,7 +187,7 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	// snapshot has every host's events up to t.
 	step := func(t time.Time) remote.Batch {
 		for _, s := range stepped {
-			s.to <- t
+			s.To <- t
 		}
 		upToDate := map[string]bool{}
 		return wait("the hosts at "+t.Format(time.TimeOnly), func(b remote.Batch) bool {
