@@ -65,9 +65,10 @@ func TestInitOnTestbed(t *testing.T) {
 	}
 }
 
-// TestDoctorUnreachableHostsInOrder: doctor checks hosts at once, reports
-// them in the order given, and exits 1 when a host is unreachable (it
-// exited 0). Three loopback addresses with nothing listening on port 1.
+// TestDoctorUnreachableHostsInOrder: doctor reports unreachable hosts
+// with the reason, in the order given, and exits 1 for them (the fan-out
+// itself is TestEachHostAtOnceInOrder). Three loopback addresses with
+// nothing listening on port 1.
 func TestDoctorUnreachableHostsInOrder(t *testing.T) {
 	e2e.Require(t, e2e.Command("ssh")) // ssh -G resolves the names
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
