@@ -42,8 +42,8 @@ type Tunnel interface {
 
 // Defaults of Options.
 const (
-	DefaultRequests    = 64
-	DefaultConcurrency = 8
+	DefaultRequests    = event.BenchRequests
+	DefaultConcurrency = event.BenchConcurrency
 	DefaultMaxTokens   = 64
 	DefaultPrompt      = "The capital of France is"
 	DefaultTimeout     = 2 * time.Minute

@@ -204,6 +204,13 @@ type ActionResult struct {
 	Bench *Bench `json:"bench,omitempty"`
 }
 
+// The smoke load's defaults (remote/bench, the console's b): exactly
+// BenchRequests requests, at most BenchConcurrency at a time.
+const (
+	BenchRequests    = 64
+	BenchConcurrency = 8
+)
+
 // Bench is what a smoke load (`bringup bench`, the console's b) measured
 // on one serving host: it lives here, in the leaf package, because the
 // action's events carry it up to the fleet, its history and the console.
@@ -255,12 +262,13 @@ type Command struct {
 	Duration time.Duration `json:"duration"`
 }
 
-// Summary is b in one line, as the log and the status line show it:
-// "64/64 ok · 876 output tok/s · 13.7 req/s · TTFT p50 41ms p99 88ms ·
-// latency p50 610ms p99 930ms".
+// Summary is b in one line, what matters most first (a narrow pane
+// clips the end), as the log, the status line and the host view show it:
+// "876 output tok/s · 13.7 req/s · TTFT p50 41ms p99 88ms · latency p50
+// 610ms p99 930ms · 64/64 ok, 8 at a time".
 func (b Bench) Summary() string {
-	s := fmt.Sprintf("%d/%d ok · %.0f output tok/s · %.1f req/s · TTFT p50 %s p99 %s · latency p50 %s p99 %s",
-		b.OK, b.Requests, b.OutputTPS, b.ReqPerSec, benchDur(b.TTFTP50), benchDur(b.TTFTP99), benchDur(b.LatencyP50), benchDur(b.LatencyP99))
+	s := fmt.Sprintf("%.0f output tok/s · %.1f req/s · TTFT p50 %s p99 %s · latency p50 %s p99 %s · %d/%d ok, %d at a time",
+		b.OutputTPS, b.ReqPerSec, benchDur(b.TTFTP50), benchDur(b.TTFTP99), benchDur(b.LatencyP50), benchDur(b.LatencyP99), b.OK, b.Requests, b.Concurrency)
 	if b.Errors > 0 {
 		s += fmt.Sprintf(" · %d errors", b.Errors)
 		if b.FirstError != "" {
