@@ -17,8 +17,8 @@ import (
 
 // fakeSource is a Source that records the actions asked of it.
 type fakeSource struct {
-	ch    chan remote.Batch
-	ro    bool
+	ch      chan remote.Batch
+	ro      bool
 	calls   []doCall
 	cancels []doCall          // Cancel's host and id (the id in a.Requests)
 	local   map[string]string // LocalHashes
