@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/history/store"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // benchDriver answers ActBench as a live host does: counted progress, then
@@ -98,5 +102,72 @@ func TestFleetBenchAction(t *testing.T) {
 	}
 	if err := f.Cancel("gpu1", id); !errors.Is(err, ErrNoSuchAction) {
 		t.Errorf("cancel of an ended action: %v", err)
+	}
+}
+
+// TestFleetBenchInHistory: a complete bench on a serving run is stored
+// in the history with the run's modes, and the host's comparison carries
+// its output rate at once (before the writer stored it); a stopped one
+// is not stored.
+func TestFleetBenchInHistory(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	evs := append(sglangStart("inv-1", t0), sglangFinish("inv-1", t0)...)
+	d := &benchDriver{scriptDriver: scriptDriver{name: "gpu1", events: evs}}
+	st := store.NewMemoryStore(nil)
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(time.Hour)}, Flush: time.Millisecond,
+		History: store.NewSink(st)}, d)
+	collect(t, f, func(_ []event.Event, b Batch) bool {
+		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving
+	})
+	if _, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, last := collect(t, f, func(_ []event.Event, b Batch) bool {
+		return len(b.Hosts) == 1 && b.Hosts[0].Action != nil && b.Hosts[0].Action.Stage == event.ActionDone
+	})
+	if ab := last.Hosts[0].Throughput; ab.BenchTPS != 876 {
+		t.Errorf("comparison after the bench: %+v", ab)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var benches []history.Record
+	for time.Now().Before(deadline) {
+		benches = benches[:0]
+		for _, r := range st.Throughput("gpu1", "sglang.service") {
+			if r.Kind == history.KindBench {
+				benches = append(benches, r)
+			}
+		}
+		if len(benches) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(benches) != 1 || benches[0].Bench == nil || benches[0].Bench.OutputTPS != 876 || benches[0].Bench.Requests != 8 ||
+		benches[0].InvocationID != "inv-1" || benches[0].Engine != "sglang" {
+		t.Fatalf("bench records = %+v", benches)
+	}
+	d.hold = true
+	id, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, f, func(all []event.Event, _ Batch) bool {
+		for _, ev := range all {
+			if a := ev.Action; a != nil && a.ID == id && a.Done == 4 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := f.Cancel("gpu1", id); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, f, func(_ []event.Event, b Batch) bool {
+		a := b.Hosts[0].Action
+		return a != nil && a.ID == id && a.Stage == event.ActionFailed
+	})
+	time.Sleep(50 * time.Millisecond) // the writer's turn
+	if n := f.HistoryStats().Written; n != 2 { // the startup and the first bench
+		t.Errorf("history records written = %d, want 2 (the stopped bench is not one)", n)
 	}
 }

@@ -975,17 +975,33 @@ func (f *Fleet) refreshAB(h *hostFold, st startup.Startup) {
 	if !st.StartedAt.Equal(h.tputInv) {
 		live = 0 // a new run: its rate is not known yet
 	}
-	h.ab = ts.Compare(h.state.Name, h.state.Unit, kernels.ModeMap(modes), live, f.opts.SlowerBy)
+	mm := kernels.ModeMap(modes)
+	h.ab = ts.Compare(h.state.Name, h.state.Unit, mm, live, f.opts.SlowerBy)
+	// The bench just run counts before the history writer has stored it.
+	if b := h.state.Bench; b != nil && !b.Interrupted && b.OK > 0 && history.ModesKey(b.Modes) == history.ModesKey(mm) {
+		h.ab = h.ab.WithBench(history.ModesKey(mm), b.OutputTPS)
+	}
 }
 
-// benched keeps a bench's result on h, from the event that carries it.
+// benched keeps a bench's result on h, from the event that carries it,
+// and queues it for the history with the kernel modes the run started
+// with, when it is a measurement of a serving run: complete (not
+// stopped part way) and with something measured.
 func (f *Fleet) benched(h *hostFold, at time.Time, a event.ActionResult) {
 	st := h.tracker.State()
 	modes := st.Modes
 	if len(modes) == 0 {
 		modes = h.state.Modes
 	}
+	if at.IsZero() {
+		at = f.opts.Clock.Now()
+	}
 	h.state.Bench = &BenchRun{Time: at, Action: a.ID, Modes: kernels.ModeMap(modes), Bench: *a.Bench}
+	if f.opts.History == nil || a.Bench.Interrupted || a.Bench.OK == 0 || st.Phase != startup.Serving {
+		return
+	}
+	f.queue(history.BenchRecord(at, h.state.Name, h.state.Unit, st.Engine, kernels.ModeMap(modes), st.InvocationID, *a.Bench))
+	f.refreshAB(h, st)
 }
 
 // queue hands r to the history writer, or drops it when the writer is
