@@ -166,7 +166,7 @@ func TestFleetBenchInHistory(t *testing.T) {
 		a := b.Hosts[0].Action
 		return a != nil && a.ID == id && a.Stage == event.ActionFailed
 	})
-	time.Sleep(50 * time.Millisecond) // the writer's turn
+	time.Sleep(50 * time.Millisecond)          // the writer's turn
 	if n := f.HistoryStats().Written; n != 2 { // the startup and the first bench
 		t.Errorf("history records written = %d, want 2 (the stopped bench is not one)", n)
 	}
