@@ -43,6 +43,34 @@ func (d *benchDriver) Do(ctx context.Context, a Action, emit Emit) error {
 	return nil
 }
 
+// stopHalfway starts a bench of 8 on gpu1 that holds after 4, cancels it
+// once 4 are counted and waits for it to fail; it returns its id, the
+// events seen since the cancel and the last batch.
+func stopHalfway(t *testing.T, f *Fleet, d *benchDriver) (int, []event.Event, Batch) {
+	t.Helper()
+	d.hold = true
+	id, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, f, func(all []event.Event, _ Batch) bool {
+		for _, ev := range all {
+			if a := ev.Action; a != nil && a.ID == id && a.Done == 4 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := f.Cancel("gpu1", id); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	all, last := collect(t, f, func(_ []event.Event, last Batch) bool {
+		a := last.Hosts[0].Action
+		return a != nil && a.ID == id && a.Stage == event.ActionFailed
+	})
+	return id, all, last
+}
+
 // TestFleetBenchAction: a bench goes through Do even in read-only mode
 // (it changes nothing), its result lands on the host's state
 // (sanitised), and Cancel ends a running one with ErrCancelled after it
@@ -69,26 +97,7 @@ func TestFleetBenchAction(t *testing.T) {
 		t.Errorf("the driver's text reached the state raw: %q", b.FirstError)
 	}
 
-	d.hold = true
-	id, err = f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	collect(t, f, func(all []event.Event, _ Batch) bool {
-		for _, ev := range all {
-			if a := ev.Action; a != nil && a.ID == id && a.Done == 4 {
-				return true
-			}
-		}
-		return false
-	})
-	if err := f.Cancel("gpu1", id); err != nil {
-		t.Fatalf("cancel: %v", err)
-	}
-	all, last := collect(t, f, func(_ []event.Event, last Batch) bool {
-		a := last.Hosts[0].Action
-		return a != nil && a.ID == id && a.Stage == event.ActionFailed
-	})
+	id, all, last := stopHalfway(t, f, d)
 	if a := last.Hosts[0].Action; !strings.Contains(a.Err, ErrCancelled.Error()) {
 		t.Errorf("cancelled bench ended with %q", a.Err)
 	}
@@ -146,26 +155,7 @@ func TestFleetBenchInHistory(t *testing.T) {
 		benches[0].InvocationID != "inv-1" || benches[0].Engine != "sglang" {
 		t.Fatalf("bench records = %+v", benches)
 	}
-	d.hold = true
-	id, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	collect(t, f, func(all []event.Event, _ Batch) bool {
-		for _, ev := range all {
-			if a := ev.Action; a != nil && a.ID == id && a.Done == 4 {
-				return true
-			}
-		}
-		return false
-	})
-	if err := f.Cancel("gpu1", id); err != nil {
-		t.Fatal(err)
-	}
-	collect(t, f, func(_ []event.Event, b Batch) bool {
-		a := b.Hosts[0].Action
-		return a != nil && a.ID == id && a.Stage == event.ActionFailed
-	})
+	stopHalfway(t, f, d)
 	time.Sleep(50 * time.Millisecond)          // the writer's turn
 	if n := f.HistoryStats().Written; n != 2 { // the startup and the first bench
 		t.Errorf("history records written = %d, want 2 (the stopped bench is not one)", n)
