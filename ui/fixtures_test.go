@@ -17,10 +17,11 @@ import (
 
 // fakeSource is a Source that records the actions asked of it.
 type fakeSource struct {
-	ch    chan remote.Batch
-	ro    bool
-	calls []doCall
-	local map[string]string // LocalHashes
+	ch      chan remote.Batch
+	ro      bool
+	calls   []doCall
+	cancels []doCall          // Cancel's host and id (the id in a.Requests)
+	local   map[string]string // LocalHashes
 }
 
 type doCall struct {
@@ -36,11 +37,17 @@ func (f *fakeSource) LocalHashes() map[string]string {
 	return f.local
 }
 func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
-	if f.ro {
+	if f.ro && a.Kind.Changes() {
 		return 0, remote.ErrReadOnly
 	}
 	f.calls = append(f.calls, doCall{host, a})
 	return len(f.calls), nil
+}
+
+// Cancel records an action stopped (the bench overlay's esc).
+func (f *fakeSource) Cancel(host string, id int) error {
+	f.cancels = append(f.cancels, doCall{host, remote.Action{Requests: id}})
+	return nil
 }
 
 // base and now are the fixed host times of the fixtures.
