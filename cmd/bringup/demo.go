@@ -139,12 +139,18 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := liveFleet(cfg, rs, ff.openHistory(e), rec)
+	via, closeVia, err := resolveVia(ctx, e, cfg)
 	if err != nil {
 		closeKeys()
 		return nil, nil, err
 	}
-	return f, closeKeys, nil
+	release := func() { closeVia(); closeKeys() }
+	f, err := liveFleet(cfg, rs, via, ff.openHistory(e), rec)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return f, release, nil
 }
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.

@@ -84,10 +84,37 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 	return live.Resolve(ctx, targets, cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
 }
 
-// storeSpecs are the fleet's hosts read from a VictoriaLogs store at url:
+// resolveVia resolves the config's source.via, the SSH host the store is
+// reached through, as the fleet's hosts are resolved (ssh_config, keys,
+// passphrases asked now), and returns its tunnel; nil without via. The
+// returned func releases its keys.
+func resolveVia(ctx context.Context, e env, cfg *config.Config) (*live.Tunnel, func(), error) {
+	if !cfg.Source.Store() || cfg.Source.Via == "" {
+		return nil, func() {}, nil
+	}
+	t := config.Host{Name: cfg.Source.Via, SSH: cfg.Source.Via}.Target()
+	rs, release, err := live.Resolve(ctx, []live.Target{{Name: cfg.Source.Via, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port}},
+		cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
+	if err != nil {
+		return nil, nil, fmt.Errorf("source.via: %w", err)
+	}
+	return live.NewTunnel(rs[0]), release, nil
+}
+
+// storeOptions are the source's options for the config's store: its URL
+// and the tunnel to it, if any.
+func storeOptions(cfg *config.Config, via *live.Tunnel, unit string) vlogs.Options {
+	o := vlogs.Options{URL: cfg.Source.URL, Unit: unit}
+	if via != nil {
+		o.Via = via
+	}
+	return o
+}
+
+// storeSpecs are the fleet's hosts read from a VictoriaLogs store (so):
 // one tail stream for them all (they must share one unit), each host's
 // actions over SSH, opened for the action only.
-func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
+func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
@@ -97,7 +124,8 @@ func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote
 			return nil, fmt.Errorf("source victorialogs: every host must run one unit (%s runs %s, %s runs %s); use -u or --source ssh", hosts[0].Name, unit, h.Name, h.Unit)
 		}
 	}
-	src, err := vlogs.New(vlogs.Options{URL: url, Unit: unit})
+	so.Unit = unit
+	src, err := vlogs.New(so)
 	if err != nil {
 		return nil, fmt.Errorf("source victorialogs: %w", err)
 	}
@@ -109,8 +137,9 @@ func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote
 	return specs, nil
 }
 
-// liveFleet builds the fleet over real hosts.
-func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
+// liveFleet builds the fleet over real hosts; via is the tunnel to the
+// log store (resolveVia), nil for none.
+func liveFleet(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
 		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
 	if len(cfg.Rules) > 0 {
@@ -123,7 +152,7 @@ func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink
 	specs := live.Specs(hosts, opts)
 	if cfg.Source.Store() {
 		var err error
-		if specs, err = storeSpecs(cfg.Source.URL, hosts, opts); err != nil {
+		if specs, err = storeSpecs(storeOptions(cfg, via, ""), hosts, opts); err != nil {
 			return nil, err
 		}
 	}

@@ -40,7 +40,7 @@ func TestPrintSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	s.Store = &fleetbench.Store{ConnectedS: 0.4,
+	s.Store = &fleetbench.Store{
 		ServingTable: fleetbench.ServingTable{SSHS: 1.2, StoreS: 2.9, Ratio: 2.42},
 		Latency: fleetbench.StoreLatency{Lines: 760, Missing: 8, Store: fleetbench.Dist{P50ms: 2301, P99ms: 2620, MaxMs: 2700},
 			AddedVsSSH: fleetbench.Dist{P50ms: 2010, P99ms: 2400, MaxMs: 2500}, Ratio: 8.1, ServingS: 14.2},

@@ -142,6 +142,11 @@ const (
 type Source struct {
 	Kind string // SourceSSH ("" too) or SourceVictoriaLogs
 	URL  string // the store's base URL, http://HOST:PORT (victorialogs)
+	// Via is the SSH host (an ssh_config name or [user@]host[:port])
+	// through which the store is reached, when only it can: every
+	// request to URL goes through one SSH connection to it, and URL is
+	// as that host sees it. "" reaches URL directly.
+	Via string
 }
 
 // Store reports whether the fleet is read from a log store.
