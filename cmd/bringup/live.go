@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
@@ -27,6 +28,31 @@ type fleetFlags struct {
 	// resolves group names with them).
 	cfg    *config.Config
 	groups map[string][]string
+	// via is the tunnel to the log store (source.via), resolved once per
+	// command (tunnel); viaSet says it was; viaClose releases its keys.
+	via      *live.Tunnel
+	viaSet   bool
+	viaClose func()
+}
+
+// tunnel resolves source.via once per command: nil without one.
+func (f *fleetFlags) tunnel(ctx context.Context, e env, cfg *config.Config) (*live.Tunnel, error) {
+	if !f.viaSet {
+		t, release, err := resolveVia(ctx, e, cfg)
+		if err != nil {
+			return nil, err
+		}
+		f.via, f.viaClose, f.viaSet = t, release, true
+	}
+	return f.via, nil
+}
+
+// releaseTunnel releases the tunnel's keys, if any were loaded.
+func (f *fleetFlags) releaseTunnel() {
+	if f.viaClose != nil {
+		f.viaClose()
+		f.viaClose = nil
+	}
 }
 
 func (f *fleetFlags) register(fs *cli.Flags) {
@@ -52,11 +78,18 @@ func (f *fleetFlags) openHistory(e env) remote.HistorySink {
 
 // load reads the configuration the flags name (the file once per command)
 // and selects the hosts named in args (host or group names; none = all).
-func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, error) {
+// A config read from a log store that lists no hosts gets the store's
+// (discover).
+func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Config, []config.Host, error) {
 	if f.cfg == nil {
 		cfg, _, err := f.Open(e.getenv, nil)
 		if err != nil {
 			return nil, nil, err
+		}
+		if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+			if err := f.discover(ctx, e, cfg); err != nil {
+				return nil, nil, err
+			}
 		}
 		f.cfg = cfg
 	}
@@ -65,6 +98,37 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 		f.groups = f.cfg.GroupsOf(hosts)
 	}
 	return f.cfg, hosts, err
+}
+
+// discoverTimeout bounds the store's answer to discover.
+const discoverTimeout = 30 * time.Second
+
+// discover adds to cfg the hosts the store has entries of the unit from
+// (vlogs.DefaultDiscoverWindow), each with the config's defaults.
+func (f *fleetFlags) discover(ctx context.Context, e env, cfg *config.Config) error {
+	via, err := f.tunnel(ctx, e, cfg)
+	if err != nil {
+		return err
+	}
+	src, err := vlogs.New(storeOptions(cfg, via, cfg.Defaults.Unit))
+	if err != nil {
+		return fmt.Errorf("source victorialogs: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	d, err := src.Discover(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("no hosts configured: %w", err)
+	}
+	if len(d.Refused) > 0 {
+		fmt.Fprintf(e.stderr, "bringup: the log store names hosts that are not host names, left out: %s\n", strings.Join(d.Refused, ", "))
+	}
+	if len(d.Hosts) == 0 {
+		return fmt.Errorf("no hosts configured, and the log store at %s has no entry of %s from the last %s: list hosts: in the config, or check the uploads (bringup doctor -H HOST)",
+			cfg.Source.URL, cfg.Defaults.Unit, vlogs.DefaultDiscoverWindow)
+	}
+	fmt.Fprintf(e.stderr, "bringup: %d hosts from the log store (%s in the last %s): %s\n", len(d.Hosts), cfg.Defaults.Unit, vlogs.DefaultDiscoverWindow, strings.Join(d.Hosts, ", "))
+	return cfg.AddHosts(d.Hosts)
 }
 
 // target is the config's host h as the live package takes it.

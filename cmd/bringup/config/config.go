@@ -276,6 +276,22 @@ func (c *Config) GroupsOf(hosts []Host) map[string][]string {
 	return out
 }
 
+// AddHosts adds hosts found elsewhere (a log store's discovery, when the
+// config lists none), each with the defaults and its name as its SSH
+// destination.
+func (c *Config) AddHosts(names []string) error {
+	for _, n := range names {
+		if _, err := ParseTarget(n); err != nil {
+			return fmt.Errorf("discovered host: %w", err)
+		}
+		if slices.ContainsFunc(c.Hosts, func(h Host) bool { return h.Name == n }) {
+			continue
+		}
+		c.Hosts = append(c.Hosts, hostWithDefaults(rawHost{name: n, ssh: n}, c.Defaults))
+	}
+	return nil
+}
+
 // Select returns the hosts that names (host or group names) pick, each
 // once, in the order named; no names picks every host.
 func (c *Config) Select(names []string) ([]Host, error) {
