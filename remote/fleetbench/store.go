@@ -51,8 +51,10 @@ type ServingTable struct {
 // fleet.
 type StoreLatency struct {
 	// Lines is how many lines the raw readers and the store fleet both
-	// saw; Missing the raw readers' lines the store fleet did not hand out
-	// (before the run ended); StoreOnly the store's lines no raw reader saw.
+	// saw; Missing the lines the raw readers and the SSH fleet saw that
+	// the store fleet did not hand out (before the run ended; a raw line
+	// neither fleet shows is the SSH side's RawOnly); StoreOnly the
+	// store's lines no raw reader saw.
 	Lines     int `json:"lines"`
 	Missing   int `json:"missing"`
 	StoreOnly int `json:"store_only"`
@@ -183,7 +185,9 @@ func storeLatency(w *storeWatch, hosts []string, raw []map[string]rawLine, ssh m
 			k := hosts[i] + "\x00" + cur
 			sl, ok := w.lines[k]
 			if !ok {
-				l.Missing++
+				if _, inSSH := ssh[k]; inSSH {
+					l.Missing++
+				}
 				continue
 			}
 			matched++
