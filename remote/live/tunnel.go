@@ -14,7 +14,7 @@ import (
 // addresses only it reaches, such as a log store: DialContext is an HTTP
 // transport's. The SSH connection is the managed one every live host has
 // (keepalive, reconnect with backoff, a refused key stops it); it is held
-// while anyone runs the tunnel and closed after the last one.
+// while anyone holds the tunnel and closed after the last one.
 type Tunnel struct {
 	opts Options
 
@@ -26,41 +26,47 @@ type Tunnel struct {
 }
 
 // NewTunnel returns the tunnel through the host opts names (resolved as
-// the fleet's hosts are). It connects only when run.
+// the fleet's hosts are). It connects only when held.
 func NewTunnel(opts Options) *Tunnel { return &Tunnel{opts: opts} }
 
-// ErrTunnelIdle is DialContext's error while nobody runs the tunnel.
+// ErrTunnelIdle is DialContext's error while nobody holds the tunnel.
 var ErrTunnelIdle = errors.New("the tunnel is not running")
 
-// Run holds the tunnel's connection until ctx ends. Runs may overlap:
-// the first one connects, the last one out closes it.
-func (t *Tunnel) Run(ctx context.Context) error {
+// Hold opens the tunnel's connection (in the background: DialContext
+// waits for it) and returns the function that lets it go. Holds may
+// overlap: the first one connects, the last one out closes the
+// connection and waits for it to end.
+func (t *Tunnel) Hold() (release func()) {
 	t.mu.Lock()
 	if t.users == 0 {
-		cctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
 		c := sshx.NewConn(t.opts.SSH, sshx.ConnOptions{Dial: t.opts.Dial})
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = c.Run(cctx) // its failures reach DialContext's callers
+			_ = c.Run(ctx) // its failures reach DialContext's callers
 		}()
 		t.conn, t.cancel, t.done = c, cancel, done
 	}
 	t.users++
 	t.mu.Unlock()
-	<-ctx.Done()
+	var once sync.Once
+	return func() { once.Do(t.release) }
+}
+
+// release ends one Hold.
+func (t *Tunnel) release() {
 	t.mu.Lock()
 	t.users--
 	if t.users > 0 {
 		t.mu.Unlock()
-		return nil
+		return
 	}
 	cancel, done := t.cancel, t.done
 	t.conn, t.cancel, t.done = nil, nil, nil
 	t.mu.Unlock()
 	cancel()
 	<-done
-	return nil
 }
 
 // DialContext opens a connection to addr as the tunnel's host dials it

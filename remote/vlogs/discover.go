@@ -28,7 +28,7 @@ type Discovery struct {
 // (DefaultDiscoverWindow when 0): the fleet of a config that lists no
 // hosts.
 func (s *Source) Discover(ctx context.Context, window time.Duration) (Discovery, error) {
-	defer s.hold(ctx)()
+	defer s.hold()()
 	if window <= 0 {
 		window = DefaultDiscoverWindow
 	}

@@ -1,12 +1,16 @@
 package vlogs
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestDiscover: the hosts are the distinct _HOSTNAMEs the store returns
@@ -63,5 +67,65 @@ func TestValidHostname(t *testing.T) {
 		if got := validHostname(h); got != want {
 			t.Errorf("validHostname(%q) = %v, want %v", h, got, want)
 		}
+	}
+}
+
+// fakeTunnel dials the test server for any address and counts holds, to
+// show the source holds its tunnel exactly while it talks to the store.
+type fakeTunnel struct {
+	mu           sync.Mutex
+	addr         string
+	held, dialed int
+	dialIdle     int // dials while not held
+}
+
+func (f *fakeTunnel) Hold() func() {
+	f.mu.Lock()
+	f.held++
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			f.held--
+			f.mu.Unlock()
+		})
+	}
+}
+
+func (f *fakeTunnel) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	f.mu.Lock()
+	f.dialed++
+	if f.held == 0 {
+		f.dialIdle++
+	}
+	f.mu.Unlock()
+	var d net.Dialer
+	return d.DialContext(ctx, network, f.addr)
+}
+
+// TestViaCarriesRequests: with Options.Via, the store's URL is as the
+// tunnel's far end sees it (here a name nothing here resolves), every
+// connection is the tunnel's, opened while the source holds it, and the
+// hold ends with the request.
+func TestViaCarriesRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"_HOSTNAME":"gpu1"}` + "\n"))
+	}))
+	defer srv.Close()
+	tun := &fakeTunnel{addr: strings.TrimPrefix(srv.URL, "http://")}
+	src, err := New(Options{URL: "http://logs.behind-bastion.invalid:9428", Unit: "sglang", Via: tun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := src.Discover(t.Context(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Hosts, []string{"gpu1"}) {
+		t.Errorf("hosts %v", d.Hosts)
+	}
+	if tun.dialed == 0 || tun.dialIdle > 0 || tun.held != 0 {
+		t.Errorf("tunnel: %d dials, %d while not held, %d holds left", tun.dialed, tun.dialIdle, tun.held)
 	}
 }

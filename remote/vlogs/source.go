@@ -80,18 +80,18 @@ type Options struct {
 	// tail is one long response), through Via when set.
 	Client *http.Client
 	// Via, when set, carries every connection to the store (an SSH tunnel
-	// to a bastion: live.Tunnel). The source runs it while its stream runs
-	// and for each Survey.
+	// to a bastion: live.Tunnel). The source holds it while its stream
+	// runs and for each Survey and Discover.
 	Via Tunnel
 	// Now stamps receipt times; default time.Now.
 	Now func() time.Time
 }
 
-// Tunnel is a way to the store that must be held open: Run holds it
-// until ctx ends (runs may overlap), DialContext opens a connection
-// through it.
+// Tunnel is a way to the store that must be held open: Hold opens it
+// and returns its release (holds may overlap), DialContext opens a
+// connection through it while it is held.
 type Tunnel interface {
-	Run(ctx context.Context) error
+	Hold() (release func())
 	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
@@ -283,7 +283,7 @@ type stream struct {
 // then the tail, resumed after every drop from the newest entry
 // delivered.
 func (s *Source) run(ctx context.Context) {
-	defer s.hold(ctx)()
+	defer s.hold()()
 	st := &stream{seen: map[string]time.Time{}, pruneAt: minPrune}
 	since := s.catchUpStart(ctx)
 	bo := backoff.New(nil) // the one reconnect pacing: 1 s × 1.6, cap 2 min, ±20 %
@@ -317,22 +317,13 @@ func (s *Source) run(ctx context.Context) {
 	}
 }
 
-// hold runs the tunnel (Options.Via), if any, until the returned function
-// is called; that stops it and waits for it.
-func (s *Source) hold(ctx context.Context) func() {
+// hold holds the tunnel (Options.Via), if any, until the returned
+// function is called. A failed connection is each request's error.
+func (s *Source) hold() func() {
 	if s.opts.Via == nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.opts.Via.Run(ctx) // a failed dial is each request's error
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return s.opts.Via.Hold()
 }
 
 // catchUpStart finds each attached host's current run in the store (the
