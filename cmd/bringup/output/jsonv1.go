@@ -87,6 +87,11 @@ type Line struct {
 	// bench: what a smoke load measured on a host (refused: err says why)
 	Bench *BenchResult `json:"bench,omitempty"`
 
+	// found (init): the inference unit found on a host (with unit,
+	// engine, state; conn_error when the host was not reached)
+	Port *int     `json:"port,omitempty"`
+	Also []string `json:"also,omitempty"`
+
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
@@ -98,6 +103,8 @@ type Line struct {
 	Lines  *int   `json:"lines,omitempty"`
 	Engine string `json:"engine,omitempty"`
 	Trail  []Span `json:"trail,omitempty"`
+	// init's summary: the config file written
+	Config string `json:"config,omitempty"`
 }
 
 // Span is one phase of a startup's trail in the v1 schema: its start and
@@ -203,8 +210,9 @@ func Schema() []Kind {
 			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
 				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
+		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
-			[]string{"hosts", "err", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+			[]string{"hosts", "err", "config", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
 }
 
@@ -221,6 +229,7 @@ func FieldType() map[string]string {
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
 		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "trail": "[span]",
+		"port": "number", "also": "[string]", "config": "string",
 	}
 }
 

@@ -131,6 +131,14 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	// bench: a result and a refusal
 	Bench(&b, "gpu1", &bench.Result{Model: "m", Requests: 8, OK: 8, Concurrency: 8, Duration: 280 * time.Millisecond, TTFTP50: 34 * time.Millisecond}, "", true)
 	Bench(&b, "gpu2", nil, "not serving (phase weights)", true)
+	// init: a unit found, a host without one, one not reached, the summary
+	fs := []Found{{Host: "gpu1", Unit: "sglang.service", Engine: "sglang", Port: 30000, State: "active", Also: []string{"vllm.service (vllm, inactive)"}},
+		{Host: "gpu2"}, {Host: "gpu9", ConnErr: "gpu9: dial tcp 10.0.0.9:22: connect: connection refused"}}
+	var found []HostOutcome
+	for _, f := range fs {
+		found = append(found, InitJSON(&b, f))
+	}
+	InitSummary(&b, "failed", 1, found, "/home/u/.config/bringup/config.yaml", "")
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -146,7 +154,10 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"kind":"host-key","host":"gpu1","latency":1,"summary":"learned new host key for gpu1"`, `"command":"watch","exit":1,"outcome":"failed"`,
 		`"trail":[{"phase":"weights","start":"2026-11-30T05:15:31Z","end":"2026-11-30T05:25:31Z","seconds":600},{"phase":"graph-capture","start":"2026-11-30T05:25:31Z","inferred":true}]`,
 		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`,
-		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`} {
+		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`,
+		`"kind":"found","host":"gpu1","unit":"sglang.service","state":"active","port":30000,"also":["vllm.service (vllm, inactive)"],"engine":"sglang"`,
+		`"kind":"found","host":"gpu9","conn_error":"gpu9: dial tcp 10.0.0.9:22: connect: connection refused"`,
+		`"hosts":[{"host":"gpu1","outcome":"found"},{"host":"gpu2","outcome":"none"},{"host":"gpu9","outcome":"unreached"}],"config":"/home/u/.config/bringup/config.yaml"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
 		}
