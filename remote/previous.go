@@ -20,3 +20,7 @@ func (f *Fleet) PreviousRun(host, unit string) (history.Record, bool) {
 	}
 	return ps.Previous(host, unit)
 }
+
+// SlowerBy is the drop in decode rate that marks a host's kernel modes as
+// slower than before (Options.SlowerBy; 0: history.DefaultSlowerBy).
+func (f *Fleet) SlowerBy() float64 { return f.opts.SlowerBy }

@@ -15,6 +15,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -139,6 +140,27 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		found = append(found, InitJSON(&b, f))
 	}
 	InitSummary(&b, "failed", 1, found, "/home/u/.config/bringup/config.yaml", "")
+	// rollout: steps issued, refused and done, lanes, a halt with and
+	// without a diagnosis, the rollback, rates, and the summary
+	ro := NewRollout(&b, true, func() time.Time { return at })
+	off, on := map[string]string{"kdtree-verify": "off"}, map[string]string{"kdtree-verify": "on"}
+	ro.Step(rollout.Step{Host: "gpu1", Action: remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}}, 7, nil)
+	ro.Step(rollout.Step{Host: "gpu2", Action: remote.Action{Kind: remote.ActRestart}}, 0, remote.ErrReadOnly)
+	ro.Actions([]event.Event{{Host: "gpu1", Kind: event.KindAction, Time: at, Seen: at.Add(250 * time.Millisecond),
+		Action: &event.ActionResult{ID: 7, Name: "mode kdtree-verify=on", Stage: event.ActionDone}}}, func(int) bool { return true })
+	lanes := []rollout.Lane{
+		{Host: "gpu1", Stage: rollout.StageServing, Phase: startup.Serving, PrevMode: "off", Since: at.Add(-16 * time.Minute), Until: at,
+			Before: rollout.Rate{Modes: off, TPS: 480.43}, After: rollout.Rate{Modes: on, TPS: 1920}},
+		{Host: "gpu2", Stage: rollout.StageFailed, Phase: startup.Failed, Since: at.Add(-time.Minute), Until: at, Diag: diag,
+			Phases: []startup.Span{{Phase: startup.Weights, Start: at.Add(-time.Minute)}}},
+		{Host: "gpu3", Stage: rollout.StageUntouched, Before: rollout.Rate{Modes: off, TPS: 400}},
+	}
+	ro.Lanes(lanes)
+	ro.Halt(rollout.State{Status: rollout.Halted, Host: "gpu2", Diag: diag}, lanes)
+	ro.Halt(rollout.State{Status: rollout.Halted, Host: "gpu2", Err: "gpu2: not serving after 2m0s", TimedOut: true}, lanes)
+	ro.Rollback("gpu2", "kdtree-verify=off", "started", nil)
+	ro.Summary(rollout.Plan{Hosts: []string{"gpu1", "gpu2", "gpu3"}}, lanes, rollout.State{Status: rollout.Halted, Host: "gpu2", Diag: diag}, "halted", 1)
+	NewRollout(&b, true, func() time.Time { return at }).Summary(rollout.Plan{Hosts: []string{"gpu1"}}, nil, rollout.State{Err: "refused"}, "refused", 3)
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -157,6 +179,14 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`,
 		`"kind":"found","host":"gpu1","unit":"sglang.service","state":"active","port":30000,"also":["vllm.service (vllm, inactive)"],"engine":"sglang"`,
 		`"kind":"found","host":"gpu9","conn_error":"gpu9: dial tcp 10.0.0.9:22: connect: connection refused"`,
+		`"kind":"step","host":"gpu1","action":"mode kdtree-verify=on","id":7,"outcome":"issued"`,
+		`"kind":"step","host":"gpu2","action":"restart","err":"read-only mode: actions that change hosts are disabled","outcome":"refused"`,
+		`"kind":"step","host":"gpu1","action":"mode kdtree-verify=on","latency":0.25,"id":7,"outcome":"done"`,
+		`"kind":"stage","host":"gpu1","stage":"serving","phase":"serving","elapsed":960,"outcome":"serving"`,
+		`"kind":"throughput","host":"gpu1","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4}`,
+		`"kind":"halted","host":"gpu2","err":"gpu2: not serving after 2m0s","timed_out":true}`,
+		`"kind":"rollback","host":"gpu2","to":"kdtree-verify=off","outcome":"started"}`,
+		`"hosts":[{"host":"gpu1","outcome":"serving","phase":"serving","prev_mode":"off","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4},{"host":"gpu2","outcome":"failed","phase":"failed","cause":"graph-capture-host-sync"},{"host":"gpu3","outcome":"untouched","before":{"modes":"kdtree-verify=off","decode_tps":400}}]`,
 		`"hosts":[{"host":"gpu1","outcome":"found"},{"host":"gpu2","outcome":"none"},{"host":"gpu9","outcome":"unreached"}],"config":"/home/u/.config/bringup/config.yaml"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
