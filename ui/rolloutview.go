@@ -120,6 +120,8 @@ func (v *rolloutView) laneInfo(l rollout.Lane) string {
 		return l.Err
 	case l.Diag != nil:
 		return l.Diag.Summary
+	case l.ConnErr != "" && !l.Stage.Final():
+		return "not reached: " + l.ConnErr
 	case l.Stage == rollout.StageServing && (l.After.Known() || l.Before.Known()):
 		return laneRate(l)
 	case l.Action != "" && l.Phase == "":

@@ -2,8 +2,11 @@ package rollout
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -78,5 +81,31 @@ func TestLaneRates(t *testing.T) {
 	}
 	if l := f.lane("gpu2"); l.After.Known() || l.Slower || l.Before.TPS != 500 {
 		t.Errorf("gpu2 after the rollback %+v", l)
+	}
+}
+
+// TestLaneConnErr: a host the rollout waits on that goes down says why in
+// its lane (the dial error), and the timeout that halts on it too; the
+// reason goes once the host is back.
+func TestLaneConnErr(t *testing.T) {
+	f := newFleet(t, "gpu1")
+	f.plan(Plan{Hosts: []string{"gpu1"}, Timeout: time.Minute})
+	f.done("gpu1") // the restart
+	h := f.host("gpu1")
+	h.Conn = event.Conn{State: event.ConnDown, Err: "dial tcp 10.0.0.1:22: connect: connection refused"}
+	f.observe()
+	if l := f.lane("gpu1"); l.ConnErr != h.Conn.Err {
+		t.Errorf("lane %+v, want the dial error", l)
+	}
+	h.Conn = event.Conn{State: event.ConnUp}
+	f.observe()
+	if l := f.lane("gpu1"); l.ConnErr != "" {
+		t.Errorf("lane %+v: the reason stayed after the host came back", l)
+	}
+	h.Conn = event.Conn{State: event.ConnDown, Err: "dial tcp 10.0.0.1:22: connect: connection refused"}
+	f.now = f.now.Add(2 * time.Minute)
+	f.observe()
+	if st := f.r.State(); st.Status != Halted || !st.TimedOut || !strings.Contains(st.Err, "not reached: dial tcp 10.0.0.1:22: connect: connection refused") {
+		t.Errorf("state %+v, want a timeout naming the dial error", st)
 	}
 }

@@ -217,6 +217,9 @@ type Lane struct {
 	Before Rate `json:"before,omitzero"`
 	After  Rate `json:"after,omitzero"`
 	Slower bool `json:"slower,omitempty"`
+	// ConnErr is why the host is not reached while its connection is not
+	// up (its last dial error); "" while it is.
+	ConnErr string `json:"conn_error,omitempty"`
 }
 
 // Ratio is After against Before (4.7: the new run decodes 4.7 times as
@@ -377,6 +380,12 @@ func (r *Rollout) Observe(b remote.Batch) []Step {
 	for _, l := range r.lanes {
 		r.follow(l)
 		r.rate(l)
+		if h, ok := r.snap[l.Host]; ok {
+			l.ConnErr = ""
+			if h.Conn.State != event.ConnUp {
+				l.ConnErr = h.Conn.Err
+			}
+		}
 	}
 	r.checkTimeouts()
 	if r.state.Status == Running {
@@ -712,7 +721,11 @@ func (r *Rollout) checkTimeouts() {
 			continue
 		}
 		l.awaiting = false
-		r.fail(l, nil, fmt.Sprintf("%s: not serving after %s (stage %s, phase %s)", l.Host, r.plan.Timeout, l.Stage, l.Phase), true)
+		msg := fmt.Sprintf("%s: not serving after %s (stage %s, phase %s)", l.Host, r.plan.Timeout, l.Stage, l.Phase)
+		if l.ConnErr != "" {
+			msg += ": not reached: " + l.ConnErr
+		}
+		r.fail(l, nil, msg, true)
 	}
 }
 

@@ -234,7 +234,7 @@ func Schema() []Kind {
 				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
 		{"step", "rollout: an action it issued (outcome issued or refused) and its end (done or failed)", []string{"host", "action", "outcome"}, []string{"id", "latency", "err"}},
-		{"stage", "rollout: a host's lane changed stage (outcome: the stage, once final)", []string{"host", "stage"}, []string{"phase", "action", "elapsed", "outcome", "err"}},
+		{"stage", "rollout: a host's lane changed stage (outcome: the stage, once final)", []string{"host", "stage"}, []string{"phase", "action", "elapsed", "outcome", "err", "conn_error"}},
 		{"halted", "rollout: it halted on a host without a diagnosis (an action failed, a timeout)", []string{"host", "err"}, []string{"timed_out"}},
 		{"rollback", "rollout: what became of the rollback offered for the halted host", []string{"host", "outcome", "to"}, []string{"err"}},
 		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},

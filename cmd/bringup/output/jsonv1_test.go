@@ -154,6 +154,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		{Host: "gpu2", Stage: rollout.StageFailed, Phase: startup.Failed, Since: at.Add(-time.Minute), Until: at, Diag: diag,
 			Phases: []startup.Span{{Phase: startup.Weights, Start: at.Add(-time.Minute)}}},
 		{Host: "gpu3", Stage: rollout.StageUntouched, Before: rollout.Rate{Modes: off, TPS: 400}},
+		{Host: "gpu4", Stage: rollout.StageRestarting, Action: "restart", Since: at.Add(-time.Minute), ConnErr: "dial tcp 10.0.0.4:22: connect: connection refused"},
 	}
 	ro.Lanes(lanes)
 	ro.Halt(rollout.State{Status: rollout.Halted, Host: "gpu2", Diag: diag}, lanes)
@@ -184,9 +185,10 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"kind":"step","host":"gpu1","action":"mode kdtree-verify=on","latency":0.25,"id":7,"outcome":"done"`,
 		`"kind":"stage","host":"gpu1","stage":"serving","phase":"serving","elapsed":960,"outcome":"serving"`,
 		`"kind":"throughput","host":"gpu1","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4}`,
+		`"kind":"stage","host":"gpu4","action":"restart","stage":"restarting","elapsed":60,"conn_error":"dial tcp 10.0.0.4:22: connect: connection refused"}`,
 		`"kind":"halted","host":"gpu2","err":"gpu2: not serving after 2m0s","timed_out":true}`,
 		`"kind":"rollback","host":"gpu2","to":"kdtree-verify=off","outcome":"started"}`,
-		`"hosts":[{"host":"gpu1","outcome":"serving","phase":"serving","prev_mode":"off","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4},{"host":"gpu2","outcome":"failed","phase":"failed","cause":"graph-capture-host-sync"},{"host":"gpu3","outcome":"untouched","before":{"modes":"kdtree-verify=off","decode_tps":400}}]`,
+		`"hosts":[{"host":"gpu1","outcome":"serving","phase":"serving","prev_mode":"off","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4},{"host":"gpu2","outcome":"failed","phase":"failed","cause":"graph-capture-host-sync"},{"host":"gpu3","outcome":"untouched","before":{"modes":"kdtree-verify=off","decode_tps":400}},{"host":"gpu4","outcome":"restarting"}]`,
 		`"hosts":[{"host":"gpu1","outcome":"found"},{"host":"gpu2","outcome":"none"},{"host":"gpu9","outcome":"unreached"}],"config":"/home/u/.config/bringup/config.yaml"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())

@@ -115,6 +115,8 @@ func (p *Rollout) Lanes(lanes []rollout.Lane) {
 		}
 		if l.Err != "" {
 			fmt.Fprintf(&b, ": %s", l.Err)
+		} else if l.ConnErr != "" {
+			fmt.Fprintf(&b, ": not reached: %s", l.ConnErr)
 		}
 		text := b.String()
 		if p.printed[l.Host] == text {
@@ -134,7 +136,8 @@ func (p *Rollout) Lanes(lanes []rollout.Lane) {
 			fmt.Fprintf(p.w, "%s %-8s %s\n", now.Format(TimeLayout), l.Host, text)
 			continue
 		}
-		j := Line{Time: JSONTime(now), Kind: "stage", Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), Action: l.Action, Err: l.Err}
+		j := Line{Time: JSONTime(now), Kind: "stage", Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), Action: l.Action, Err: l.Err,
+			ConnErr: l.ConnErr}
 		if !l.Since.IsZero() {
 			s := elapsed.Seconds()
 			j.Elapsed = &s
@@ -297,7 +300,8 @@ in UTC to the second, host time, and "kind"):
                     restarting, starting, serving, failed, untouched, halted,
                     rolling-back, rolled-back, rollback-failed), "phase",
                     "action", "elapsed" seconds since the rollout reached the
-                    host, "outcome" once the stage is final, "err"
+                    host, "outcome" once the stage is final, "err",
+                    "conn_error" while the host is not reached (why)
   kind "failed"     the failure the rollout halted on, as watch prints it
   kind "halted"     a halt without a diagnosis: "err", "timed_out"
   kind "rollback"   "outcome" started, declined, not-asked or failed, "to"
