@@ -294,14 +294,7 @@ func rolloutLines(t *testing.T, in string, args ...string) (int, []rolloutJSON, 
 	code, out, errOut := rolloutDemoStreams(t, in, append([]string{"--json"}, args...)...)
 	var lines []rolloutJSON
 	for _, text := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		if err := output.ValidateLine([]byte(text)); err != nil {
-			t.Errorf("line %s: %v", text, err)
-		}
-		var l rolloutJSON
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
-			t.Fatalf("stdout line %q is not JSON: %v\nstdout:\n%s\nstderr:\n%s", text, err, out, errOut)
-		}
-		lines = append(lines, l)
+		lines = append(lines, decodeRolloutLine(t, text))
 	}
 	if n := len(lines); n == 0 || lines[n-1].Kind != "summary" || slices.IndexFunc(lines, func(l rolloutJSON) bool { return l.Kind == "summary" }) != n-1 {
 		t.Fatalf("the summary is not the one last line:\n%s", out)
@@ -310,6 +303,19 @@ func rolloutLines(t *testing.T, in string, args ...string) (int, []rolloutJSON, 
 		t.Errorf("summary exit %d of %q, the command's %d", s.Exit, s.Command, code)
 	}
 	return code, lines, errOut
+}
+
+// decodeRolloutLine checks text against the v1 schema and decodes it.
+func decodeRolloutLine(t *testing.T, text string) rolloutJSON {
+	t.Helper()
+	if err := output.ValidateLine([]byte(text)); err != nil {
+		t.Errorf("line %s: %v", text, err)
+	}
+	var l rolloutJSON
+	if err := json.Unmarshal([]byte(text), &l); err != nil {
+		t.Fatalf("line %q is not JSON: %v", text, err)
+	}
+	return l
 }
 
 // index is the position of the first line l matches, -1 for none.
