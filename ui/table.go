@@ -32,10 +32,10 @@ type fleetTable struct {
 	groups     []groupRow
 	expanded   func(key string) bool
 	groupNameW int
-	marked map[string]bool
-	now    time.Time // host time "in phase" is measured against
-	styles Styles
-	drift  map[string]string // host → drift badge ("≠build", "drift")
+	marked     map[string]bool
+	now        time.Time // host time "in phase" is measured against
+	styles     Styles
+	drift      map[string]string // host → drift badge ("≠build", "drift")
 }
 
 const (
