@@ -24,9 +24,11 @@ type fleetFlags struct {
 
 	// cfg is the config load read, once per command; groups are its
 	// groups cut down to the hosts selected (the console's palette
-	// resolves group names with them).
+	// resolves group names with them, and the table groups by them);
+	// labels are the selected hosts' labels, by host.
 	cfg    *config.Config
 	groups map[string][]string
+	labels map[string]map[string]string
 }
 
 func (f *fleetFlags) register(fs *cli.Flags) {
@@ -63,6 +65,7 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 	hosts, err := f.cfg.Select(args)
 	if err == nil {
 		f.groups = f.cfg.GroupsOf(hosts)
+		f.labels = config.LabelsOf(hosts)
 	}
 	return f.cfg, hosts, err
 }
