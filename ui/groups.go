@@ -53,8 +53,8 @@ type tableLine struct {
 	group, host int
 }
 
-// phaseSlots are the phases a summary row counts, in the order it names
-// them: failures first (what a person looks for in a thousand hosts),
+// phaseSlotOrder is the phases a summary row counts, in the order it
+// names them: failures first (what a person looks for in a thousand hosts),
 // then the startup path from its start, serving last, and hosts whose
 // phase is not known yet.
 var phaseSlotOrder = [...]startup.Phase{startup.Failed, startup.Unknown, startup.Stuck, startup.Restarting,
@@ -75,7 +75,8 @@ func phaseSlot(p startup.Phase) int {
 
 // newGroupings builds the ways to group hosts the config allows: by its
 // groups (when it has some), then by each label key some host carries,
-// in key order. hosts is the config's order of hosts, for the catch-all.
+// in key order. Each has a catch-all last, for the hosts in none of its
+// groups.
 func newGroupings(groups map[string][]string, labels map[string]map[string]string) []grouping {
 	var out []grouping
 	if len(groups) > 0 {
@@ -181,10 +182,6 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 	all := make([]groupRow, len(g.buckets))
 	for i := range all {
 		all[i].bucket = i
-	}
-	shown := make([]bool, len(hosts))
-	for _, i := range rows {
-		shown[i] = true
 	}
 	for i := range hosts {
 		bs, ok := g.of[hosts[i].Name]
@@ -336,7 +333,12 @@ func (m *Model) layout() {
 		m.lines = flatLines(m.rows, m.lines)
 		return
 	}
-	m.groups, m.lines = groupLines(g, m.hosts, m.rows, func(key string) bool { return m.expanded[g.by+"\x00"+key] })
+	m.groups, m.lines = groupLines(g, m.hosts, m.rows, m.isOpen(g))
+}
+
+// isOpen says, for g's buckets by key, whether the group is expanded.
+func (m *Model) isOpen(g *grouping) func(key string) bool {
+	return func(key string) bool { return m.expanded[g.by+"\x00"+key] }
 }
 
 // bucketKey is the key of group row gi in Model.expanded: it says which
@@ -346,7 +348,7 @@ func (m *Model) bucketKey(gi int) string {
 	if g == nil || gi < 0 || gi >= len(m.groups) {
 		return ""
 	}
-	return g.by + "\x00" + g.buckets[m.groups[gi].bucket].key
+	return g.by + "\x00" + g.buckets[m.groups[gi].bucket].key // as isOpen reads it
 }
 
 // groupKey is the key of the group line i is in; "" when there is none.

@@ -314,10 +314,10 @@ func TestGroupedCursorNeverOnNothing(t *testing.T) {
 	filters := []string{"phase:failed", "h1", "phase:serving", "h0", "nothing-matches"}
 	rng := rand.New(rand.NewPCG(14, 4))
 	for step := range 3000 {
-		switch r := rng.IntN(40); {
-		case r == 0:
+		switch rng.IntN(40) {
+		case 0:
 			press(m, append(append([]string{"/"}, typed(filters[rng.IntN(len(filters))])...), "enter")...)
-		case r == 1:
+		case 1:
 			var failed []int
 			for range rng.IntN(4) {
 				failed = append(failed, 1+rng.IntN(12))

@@ -204,7 +204,7 @@ func (m *Model) renderTable(w, h int) string {
 	t := fleetTable{hosts: m.hosts, lines: m.lines, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
 	if g := m.grouping(); g != nil {
 		t.grouping, t.groups, t.groupNameW = g, m.groups, groupNameWidth(g, m.groups)
-		t.expanded = func(key string) bool { return m.expanded[g.by+"\x00"+key] }
+		t.expanded = m.isOpen(g)
 	}
 	switch {
 	case len(m.hosts) == 0:
