@@ -44,6 +44,7 @@ type groupRow struct {
 	hosts  []int // indices of Model.hosts
 	counts [phaseSlots]int
 	total  int // hosts of the bucket, shown or not
+	worst  int // the attention rank of the host shown that most needs a person (0: one failed)
 }
 
 // tableLine is one line of the table under its header: a host row, or a
@@ -181,26 +182,26 @@ func leadingDigits(s string) int {
 func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key string) bool) ([]groupRow, []tableLine) {
 	all := make([]groupRow, len(g.buckets))
 	for i := range all {
-		all[i].bucket = i
+		all[i].bucket, all[i].worst = i, 3
 	}
+	rest := []int{g.rest}
+	of := make([][]int, len(hosts)) // each host's buckets: one lookup a host
 	for i := range hosts {
 		bs, ok := g.of[hosts[i].Name]
 		if !ok {
-			bs = []int{g.rest}
+			bs = rest
 		}
+		of[i] = bs
 		for _, b := range bs {
 			all[b].total++
 		}
 	}
 	for _, i := range rows {
-		h := &hosts[i]
-		bs, ok := g.of[h.Name]
-		if !ok {
-			bs = []int{g.rest}
-		}
-		for _, b := range bs {
+		slot, att := phaseSlot(hosts[i].Startup.Phase), attention(&hosts[i])
+		for _, b := range of[i] {
 			all[b].hosts = append(all[b].hosts, i)
-			all[b].counts[phaseSlot(h.Startup.Phase)]++
+			all[b].counts[slot]++
+			all[b].worst = min(all[b].worst, att)
 		}
 	}
 	groups := make([]groupRow, 0, len(all))
@@ -210,7 +211,7 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 		}
 	}
 	slices.SortStableFunc(groups, func(a, b groupRow) int {
-		if c := cmp.Compare(a.worst(hosts), b.worst(hosts)); c != 0 {
+		if c := cmp.Compare(a.worst, b.worst); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.counts[0], a.counts[0]) // more failed first
@@ -225,16 +226,6 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 		}
 	}
 	return groups, lines
-}
-
-// worst is the attention rank of the group's host that most needs a
-// person (0: one has failed).
-func (gr *groupRow) worst(hosts []remote.HostState) int {
-	w := 3
-	for _, i := range gr.hosts {
-		w = min(w, attention(&hosts[i]))
-	}
-	return w
 }
 
 // flatLines is the table not grouped: one line per row.
