@@ -240,22 +240,29 @@ func flatLines(rows []int, lines []tableLine) []tableLine {
 // countsText is a summary row's counts, failures first: "1 failed · 2
 // graph-capture · 28 serving"; each part with the ink of its phase.
 func (t *fleetTable) countsText(gr *groupRow) string {
-	var b strings.Builder
+	// Appended by hand: 32 summary rows a frame at 1 000 hosts made
+	// fmt.Sprintf the row's largest cost.
+	buf := make([]byte, 0, 96)
 	for slot, n := range gr.counts {
 		if n == 0 {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString(" · ")
+		if len(buf) > 0 {
+			buf = append(buf, " · "...)
 		}
 		p := phaseSlotOrder[slot]
 		name := string(p)
 		if p == "" {
 			name = "no phase yet"
 		}
-		b.WriteString(t.styles.table.phaseInk(t.styles, p).paint(fmt.Sprintf("%d %s", n, name)))
+		k := t.styles.table.phaseInk(t.styles, p)
+		buf = append(buf, k.pre...)
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, ' ')
+		buf = append(buf, name...)
+		buf = append(buf, k.post...)
 	}
-	return b.String()
+	return string(buf)
 }
 
 // groupRowText draws a group's summary row: "▸ rack-a  32 hosts  1
@@ -283,14 +290,14 @@ func (t *fleetTable) groupRowText(gr *groupRow, onCursor bool, w int) string {
 	case n > 0:
 		mark = t.styles.table.mark.paint("◐")
 	}
-	count := fmt.Sprintf("%d hosts", len(gr.hosts))
-	if len(gr.hosts) == 1 {
+	count := strconv.Itoa(len(gr.hosts)) + " hosts"
+	switch {
+	case len(gr.hosts) < gr.total:
+		count = strconv.Itoa(len(gr.hosts)) + "/" + strconv.Itoa(gr.total) + " hosts"
+	case len(gr.hosts) == 1:
 		count = "1 host"
 	}
-	if len(gr.hosts) < gr.total {
-		count = fmt.Sprintf("%d/%d hosts", len(gr.hosts), gr.total)
-	}
-	head := cur + mark + " " + arrow + " " + fit(name, t.groupNameW) + "  " + fmt.Sprintf("%-9s", count) + "  "
+	head := cur + mark + " " + arrow + " " + fit(name, t.groupNameW) + "  " + pad(count, 9) + "  "
 	line := fit(head+t.countsText(gr), w)
 	if onCursor {
 		return t.styles.Selected.Render(line)
