@@ -228,6 +228,18 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 	return groups, lines
 }
 
+// neediest is the one of hosts (indices, not empty) that most needs a
+// person: the first failed, else the first unreachable or stuck, and so on.
+func neediest(all []remote.HostState, hosts []int) int {
+	best := hosts[0]
+	for _, i := range hosts[1:] {
+		if attention(&all[i]) < attention(&all[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
 // flatLines is the table not grouped: one line per row.
 func flatLines(rows []int, lines []tableLine) []tableLine {
 	lines = lines[:0]

@@ -381,7 +381,8 @@ func TestGoldenGrouped(t *testing.T) {
 		for _, sc := range []struct {
 			name string
 			keys []string
-		}{{"racks", []string{"t"}}, {"racks-open", []string{"t", "enter"}}, {"racks-open-host", []string{"t", "enter", "j"}}} {
+		}{{"racks", []string{"t"}}, {"racks-open", []string{"t", "enter"}}, {"racks-open-host", []string{"t", "enter", "j"}},
+			{"racks-failed", []string{"t", "g"}}} { // rack-b's row shows its failed host's log
 			t.Run(fmt.Sprintf("%s-%dx%d", sc.name, size[0], size[1]), func(t *testing.T) {
 				m, src := newTestModel(t, size[0], size[1])
 				setupRacks(t, m, src)

@@ -216,10 +216,21 @@ func (m *Model) renderTable(w, h int) string {
 	out := t.Render(w, rows)
 	logH := h - rows - 2
 	name := m.selectedName()
+	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
+	if g := m.grouping(); g != nil && m.onGroupRow() {
+		// A group's row shows the log of its host that most needs a
+		// person: a closed rack with a failure shows the failure.
+		gr := &m.groups[m.lines[m.cursor].group]
+		name = m.hosts[neediest(m.hosts, gr.hosts)].Name
+		verb := "expands"
+		if m.expanded[m.groupKey(m.cursor)] {
+			verb = "collapses"
+		}
+		title = fmt.Sprintf("── %s · %s · newest lines (enter %s) ", g.buckets[gr.bucket].name, name, verb)
+	}
 	if logH < 3 || name == "" {
 		return out
 	}
-	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
 	lv := newLogView()
 	tail, _ := lv.render(m.ring(name), w, logH, m.styles)
 	return out + "\n\n" + m.styles.Rule.Render(clip(title, w)+strings.Repeat("─", max(0, w-ansi.StringWidth(title)))) + "\n" + tail
