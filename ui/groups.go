@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -76,7 +77,9 @@ func phaseSlot(p startup.Phase) int {
 
 // newGroupings builds the ways to group hosts the config allows: by its
 // groups (when it has some), then by each label key some host carries,
-// in key order. Each has a catch-all last, for the hosts in none of its
+// in key order. The config checks its names; they pass the sanitiser
+// all the same, since labels may one day come with hosts a store
+// discovers. Each has a catch-all last, for the hosts in none of its
 // groups.
 func newGroupings(groups map[string][]string, labels map[string]map[string]string) []grouping {
 	var out []grouping
@@ -93,7 +96,7 @@ func newGroupings(groups map[string][]string, labels map[string]map[string]strin
 					g.of[h] = append(g.of[h], len(g.buckets))
 				}
 			}
-			g.buckets = append(g.buckets, bucket{key: "=" + n, name: n})
+			g.buckets = append(g.buckets, bucket{key: "=" + n, name: sanitize.String(n)})
 		}
 		out = append(out, g.withRest("(no group)"))
 	}
@@ -117,18 +120,18 @@ func newGroupings(groups map[string][]string, labels map[string]map[string]strin
 			values = append(values, v)
 		}
 		slices.SortFunc(values, naturalCompare)
-		g := grouping{by: k, of: map[string][]int{}, rest: -1}
+		g := grouping{by: sanitize.String(k), of: map[string][]int{}, rest: -1}
 		index := map[string]int{}
 		for i, v := range values {
 			index[v] = i
-			g.buckets = append(g.buckets, bucket{key: "=" + v, name: v})
+			g.buckets = append(g.buckets, bucket{key: "=" + v, name: sanitize.String(v)})
 		}
 		for h, ls := range labels {
 			if v, ok := ls[k]; ok {
 				g.of[h] = []int{index[v]}
 			}
 		}
-		out = append(out, g.withRest("(no "+k+")"))
+		out = append(out, g.withRest("(no "+sanitize.String(k)+")"))
 	}
 	return out
 }

@@ -425,3 +425,24 @@ func fleet1000(t testing.TB, w, h int, noColor bool) *Model {
 	m.Update(batchMsg(batch))
 	return m
 }
+
+// TestGroupNamesReachTheScreenSanitised: a label value holding escapes
+// (the config refuses one; a store's host might not) is shown with its
+// control characters made visible, never sent to the terminal.
+func TestGroupNamesReachTheScreenSanitised(t *testing.T) {
+	src := newFake()
+	m := New(src, Options{Title: "bringup", Now: func() time.Time { return now }, NoColor: true,
+		Labels: map[string]map[string]string{"gpu1": {"rack": "r1\x1b]52;c;AAAA\a"}, "gpu2": {"ra\x1b[2Jck": "x"}}})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
+	m.Update(batchMsg(fleetFixture()))
+	for range 2 {
+		press(m, "t")
+		out := render(m)
+		if strings.ContainsAny(out, "\x1b\a") {
+			t.Fatalf("raw control characters on screen (grouped by %q):\n%q", m.groupBadge(), out)
+		}
+	}
+	if !strings.Contains(render(m), "r1␛]52;c;AAAA␇") {
+		t.Errorf("the escaped label is not shown visibly:\n%s", render(m))
+	}
+}

@@ -79,11 +79,11 @@ type Options struct {
 	// else remote.DefaultLogBudget less the fleet's pending share.
 	LogBudget int
 	// Groups are the config's named lists of hosts: palette commands
-	// take a group's name wherever they take hosts.
+	// take a group's name wherever they take hosts, and t groups the
+	// table's rows by them.
 	Groups map[string][]string
-	// Labels are each host's labels from the config (rack: r12): the
-	// table can group its hosts by any label key, as by the groups.
-	// They are the config's, not a host's, so they need no sanitising.
+	// Labels are each host's labels from the config (rack: r12): t also
+	// groups the table by each label key.
 	Labels map[string]map[string]string
 	// Position, when set, says where a replay stands ("▶ 10:41:03 of
 	// 10:52:10"); the header shows it. It is called on every frame, so it
