@@ -459,13 +459,36 @@ func (m *Model) cycleGrouping() tea.Cmd {
 	if len(m.groupings) == 0 {
 		return m.setStatus("no groups to group by: add groups: or host labels: to the config", false)
 	}
-	host := m.cursorHost()
-	if m.onGroupRow() && len(m.groups) > 0 {
-		if hs := m.groups[m.lines[m.cursor].group].hosts; len(hs) > 0 {
-			host = m.hosts[hs[0]].Name
+	return m.setGrouping((m.groupBy+1)%(len(m.groupings)+1), m.anchor())
+}
+
+// groupTableBy answers :group BY: the grouping named by (its by), or
+// none for "off". The palette has checked the name.
+func (m *Model) groupTableBy(by string) tea.Cmd {
+	k := 0
+	for i, g := range m.groupings {
+		if g.by == by {
+			k = i + 1
 		}
 	}
-	m.groupBy = (m.groupBy + 1) % (len(m.groupings) + 1)
+	return m.setGrouping(k, m.anchor())
+}
+
+// anchor is the host the cursor should stay with when the grouping
+// changes: its host, or on a group's row the group's first host.
+func (m *Model) anchor() string {
+	if m.onGroupRow() {
+		if hs := m.groups[m.lines[m.cursor].group].hosts; len(hs) > 0 {
+			return m.hosts[hs[0]].Name
+		}
+	}
+	return m.cursorHost()
+}
+
+// setGrouping puts grouping k in force (0: none), keeping the cursor on
+// host when a line shows it, else on its group's row.
+func (m *Model) setGrouping(k int, host string) tea.Cmd {
+	m.groupBy = k
 	m.refilter(host)
 	g := m.grouping()
 	if g == nil {

@@ -446,3 +446,37 @@ func TestGroupNamesReachTheScreenSanitised(t *testing.T) {
 		t.Errorf("the escaped label is not shown visibly:\n%s", render(m))
 	}
 }
+
+// TestPaletteGroupCommand: :group completes the groupings, names one
+// directly, says which there are when given another, and :group off is
+// the flat table again.
+func TestPaletteGroupCommand(t *testing.T) {
+	m, _ := groupedModel(t, 120, 30, 6)
+	press(m, append([]string{":"}, typed("group r")...)...)
+	press(m, "tab")
+	if got := m.pal.input.Value(); got != "group rack " {
+		t.Fatalf("completion %q", got)
+	}
+	press(m, "enter")
+	if m.groupBy != 2 || m.groupBadge() != "by rack" || !m.onGroupRow() {
+		t.Fatalf(":group rack: by %d (%q), cursor %+v", m.groupBy, m.groupBadge(), m.lines[m.cursor])
+	}
+	press(m, append(append([]string{":"}, typed("group zone")...), "enter")...)
+	if !m.statusErr || !strings.Contains(m.status, `unknown grouping "zone": group, rack, off`) || m.groupBy != 2 {
+		t.Fatalf(":group zone: status %q, by %d", m.status, m.groupBy)
+	}
+	press(m, "esc")
+	press(m, append(append([]string{":"}, typed("group off")...), "enter")...)
+	if m.groupBy != 0 || len(m.lines) != 12 {
+		t.Fatalf(":group off: by %d, %d lines", m.groupBy, len(m.lines))
+	}
+	press(m, append(append([]string{":"}, typed("group")...), "enter")...) // as t
+	if m.groupBy != 1 {
+		t.Fatalf(":group: by %d", m.groupBy)
+	}
+	m2, _ := newTestModel(t, 80, 24)
+	press(m2, append(append([]string{":"}, typed("group")...), "enter")...)
+	if !strings.Contains(m2.status, "no groups to group by") {
+		t.Fatalf(":group without groups: %q", m2.status)
+	}
+}
