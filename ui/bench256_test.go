@@ -3,7 +3,9 @@ package ui
 import (
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
@@ -143,4 +145,98 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 		frame(b, nil)
 		m.lv.setQuery("", m.ring(m.open))
 	})
+}
+
+// BenchmarkConsole1000Grouped is a frame of the console over 1 000 hosts
+// at 200×60, in colour (target: 2 ms), flat and grouped by rack side by
+// side in one run: the table as it stands, a key moving the cursor, a
+// batch of every host's snapshot (the relayout of the groups included)
+// and the table filtered. Grouped, the table shows the 32 racks' summary
+// rows with the first failed rack open.
+func BenchmarkConsole1000Grouped(b *testing.B) {
+	lines := realLongLines(b)
+	m := fleet1000(b, 200, 60, false)
+	batch := remote.Batch{Hosts: m.hosts}
+	k := 0
+	for i := range m.hosts {
+		feed := remote.Batch{Hosts: batch.Hosts}
+		for range 50 {
+			feed.Events = append(feed.Events, event.Event{Host: batch.Hosts[i].Name, Kind: event.KindJournal, Time: now,
+				Journal: &event.Journal{Priority: 6, Message: strings.Clone(lines[k%len(lines)])}})
+			k++
+		}
+		m.Update(batchMsg(feed))
+	}
+	next := remote.Batch{Hosts: batch.Hosts}
+	for i := 0; i < len(batch.Hosts); i += 8 {
+		next.Events = append(next.Events, event.Event{Host: batch.Hosts[i].Name, Kind: event.KindJournal, Time: now,
+			Journal: &event.Journal{Priority: 6, Message: lines[i%len(lines)]}})
+	}
+	frame := func(b *testing.B, step func(i int)) {
+		b.Helper()
+		cpu0 := cpuTime(b)
+		i := 0
+		for b.Loop() {
+			if step != nil {
+				step(i)
+			}
+			_ = m.View()
+			i++
+		}
+		// The machine is shared: the process's CPU time a frame says what
+		// a frame costs when other work holds the cores (ns/op is wall time).
+		b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(i), "cpu-ns/op")
+	}
+	for _, grouped := range []bool{false, true} {
+		name := "flat"
+		if grouped {
+			name = "grouped"
+		}
+		setup := func(b *testing.B) {
+			b.Helper()
+			m.groupBy = 0
+			m.expanded = map[string]bool{}
+			m.refilter()
+			m.cursor = 0
+			if grouped {
+				press(m, "t", "g", "enter") // by rack; open the first group, a failed one
+				if m.groupBy != 1 || len(m.groups) != 32 || len(m.lines) != 32+32 {
+					b.Fatalf("grouped: by %d, %d groups, %d lines", m.groupBy, len(m.groups), len(m.lines))
+				}
+			}
+		}
+		b.Run("table-"+name, func(b *testing.B) {
+			setup(b)
+			frame(b, nil)
+		})
+		b.Run("key-"+name, func(b *testing.B) {
+			setup(b)
+			keys := []string{"j", "k"}
+			frame(b, func(i int) { m.Update(keyMsg(keys[i%2])) })
+		})
+		b.Run("batch-"+name, func(b *testing.B) {
+			setup(b)
+			frame(b, func(int) { m.Update(batchMsg(next)) })
+		})
+		b.Run("filter-"+name, func(b *testing.B) {
+			setup(b)
+			press(m, append([]string{"/"}, typed("phase:weights")...)...)
+			press(m, "enter")
+			if len(m.rows) == 0 || len(m.rows) == len(m.hosts) {
+				b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.rows), len(m.hosts))
+			}
+			frame(b, nil)
+			press(m, "/", "esc")
+		})
+	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,6 +37,9 @@ type KeyMap struct {
 	// On the table: first and last host, sort, next/previous failed
 	// host, mark every host shown.
 	First, Last, Sort, NextFailed, PrevFailed, MarkAll key.Binding
+	// Group cycles the table's grouping (the config's groups, each label
+	// key, none); Expand and Collapse open and close a group's rows.
+	Group, Expand, Collapse key.Binding
 
 	Confirm, Cancel key.Binding
 
@@ -96,6 +99,9 @@ func DefaultKeyMap() KeyMap {
 		NextFailed: b([]string{"n"}, "n/N", "next failed"),
 		PrevFailed: b([]string{"N"}, "N", "prev failed host"),
 		MarkAll:    b([]string{"A"}, "A", "mark all"),
+		Group:      b([]string{"t"}, "t", "group rows (tree)"),
+		Expand:     b([]string{"right", "l"}, "→/l", "expand group"),
+		Collapse:   b([]string{"left", "h"}, "←/h", "collapse group"),
 
 		Confirm: b([]string{"y", "enter"}, "y/enter", "confirm"),
 		Cancel:  b([]string{"n", "esc"}, "n/esc", "cancel"),
@@ -127,7 +133,8 @@ func (k KeyMap) tableHelp() helpKeys {
 		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
-			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
+			{k.Group, k.Expand, k.Collapse, k.Select, k.MarkAll, k.HostFilter, k.Palette},
+			{k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
 			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Bench, k.Actions, k.Reconnect},
 		},
 	}

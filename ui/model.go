@@ -79,8 +79,12 @@ type Options struct {
 	// else remote.DefaultLogBudget less the fleet's pending share.
 	LogBudget int
 	// Groups are the config's named lists of hosts: palette commands
-	// take a group's name wherever they take hosts.
+	// take a group's name wherever they take hosts, and t groups the
+	// table's rows by them.
 	Groups map[string][]string
+	// Labels are each host's labels from the config (rack: r12): t also
+	// groups the table by each label key.
+	Labels map[string]map[string]string
 	// Position, when set, says where a replay stands ("▶ 10:41:03 of
 	// 10:52:10"); the header shows it. It is called on every frame, so it
 	// must only read a clock.
@@ -147,7 +151,7 @@ type Model struct {
 	hosts  []remote.HostState
 	logs   logStore          // every host's log, under one budget
 	inv    map[string]string // the last invocation id seen in each host's journal
-	cursor int               // a row of rows, not an index of hosts
+	cursor int               // a line of lines, not an index of hosts
 	marked map[string]bool
 
 	// The table's filter (/): the filter in force, its prompt, why the
@@ -157,6 +161,16 @@ type Model struct {
 	hfInput textinput.Model
 	hfErr   string
 	rows    []int
+
+	// The table's lines (host rows, and group summary rows when grouped;
+	// the cursor is a line of them), the groupings the config allows,
+	// which is in force (0: none, k: groupings[k-1]), the groups it shows,
+	// and which groups are expanded (by grouping and bucket key).
+	lines     []tableLine
+	groupings []grouping
+	groupBy   int
+	groups    []groupRow
+	expanded  map[string]bool
 
 	pal cmdPalette // the `:` command palette
 
@@ -234,6 +248,9 @@ func New(src Source, opts Options) *Model {
 		focus:   focusStack{focusTable},
 		lv:      newLogView(),
 		cmds:    cmdLog{follow: true},
+
+		groupings: newGroupings(opts.Groups, opts.Labels),
+		expanded:  map[string]bool{},
 	}
 	if len(opts.Kernels.Kernels) == 0 {
 		if cs, ok := src.(catalogSource); ok {
@@ -775,15 +792,15 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Up):
 		m.cursor = max(0, m.cursor-1)
 	case key.Matches(msg, k.Down):
-		m.cursor = max(0, min(len(m.rows)-1, m.cursor+1))
+		m.cursor = max(0, min(len(m.lines)-1, m.cursor+1))
 	case key.Matches(msg, k.First):
 		m.cursor = 0
 	case key.Matches(msg, k.Last):
-		m.cursor = max(0, len(m.rows)-1)
+		m.cursor = max(0, len(m.lines)-1)
 	case key.Matches(msg, k.PageUp):
 		m.cursor = max(0, m.cursor-m.pageRows())
 	case key.Matches(msg, k.PageDown):
-		m.cursor = max(0, min(len(m.rows)-1, m.cursor+m.pageRows()))
+		m.cursor = max(0, min(len(m.lines)-1, m.cursor+m.pageRows()))
 	case key.Matches(msg, k.NextFailed), key.Matches(msg, k.PrevFailed):
 		dir := 1
 		if key.Matches(msg, k.PrevFailed) {
@@ -796,11 +813,19 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.sort = (m.sort + 1) % sortCount
 		m.refilter(m.cursorHost())
 		return m.setStatus("sorted: "+m.sort.String(), false)
+	case key.Matches(msg, k.Group):
+		return m.cycleGrouping()
+	case key.Matches(msg, k.Expand) && m.onGroupRow():
+		m.setExpanded(true)
+	case key.Matches(msg, k.Collapse) && m.groupBy > 0:
+		m.setExpanded(false)
 	case key.Matches(msg, k.MarkAll):
 		if n := m.selectAll(); n > 0 {
 			return m.setStatus(fmt.Sprintf("%d hosts marked", n), false)
 		}
 		return m.setStatus("marks cleared", false)
+	case key.Matches(msg, k.Select) && m.onGroupRow():
+		m.markGroup()
 	case key.Matches(msg, k.Select):
 		if n := m.selectedName(); n != "" {
 			m.marked[n] = !m.marked[n]
@@ -808,6 +833,8 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 				delete(m.marked, n)
 			}
 		}
+	case key.Matches(msg, k.Open) && m.onGroupRow():
+		m.setExpanded(!m.expanded[m.groupKey(m.cursor)])
 	case key.Matches(msg, k.Open):
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
@@ -957,8 +984,15 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
-// keyHosts is what an action key acts on: the selected host.
-func (m *Model) keyHosts() []string { return []string{m.selectedName()} }
+// keyHosts is what an action key acts on: the selected host, or on a
+// group's summary row the group's hosts the table shows (the dialog
+// names them all before anything is done).
+func (m *Model) keyHosts() []string {
+	if m.focus.view() == focusTable && m.onGroupRow() {
+		return m.groupHosts(m.lines[m.cursor].group)
+	}
+	return []string{m.selectedName()}
+}
 
 // refuse reports why an action on hosts may not go on, or "" when it may:
 // the one check behind every key and palette command that changes hosts.

@@ -35,6 +35,7 @@ func paletteCommands() []paletteCommand {
 		{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true},
 		{"reconnect", "HOST…", "dial again after a host-key or auth fix", true},
 		{"filter", "TEXT", "filter the table (name phase: mode: state:)", false},
+		{"group", "[BY|off]", "group the table's rows (group, a label key; t)", false},
 		{"follow", "", "follow the log on/off (host view)", false},
 		{"wrap", "", "wrap log lines on/off", false},
 		{"help", "", "this list", false},
@@ -63,6 +64,7 @@ type paletteEnv struct {
 	marked   []string            // the marked hosts among those shown
 	hidden   int                 // marked hosts the filter hides
 	groups   map[string][]string // group → hosts
+	groupBy  []string            // the groupings the table has: "group", label keys
 	cat      kernels.Catalog
 	hostView bool // the host view is open (follow works there only)
 }
@@ -103,6 +105,18 @@ func parsePalette(line string, env paletteEnv) (paletteCall, error) {
 		call.text = strings.TrimSpace(rest)
 		if _, err := parseHostFilter(call.text, env.hosts, env.cat); err != nil {
 			return call, err
+		}
+		return call, nil
+	case "group":
+		switch {
+		case len(args) > 1:
+			return call, fmt.Errorf("group: one grouping or off: %s", strings.Join(append(slices.Clone(env.groupBy), "off"), ", "))
+		case len(env.groupBy) == 0:
+			return call, fmt.Errorf("group: no groups to group by: add groups: or host labels: to the config")
+		case len(args) == 1 && args[0] != "off" && !slices.Contains(env.groupBy, args[0]):
+			return call, fmt.Errorf("group: unknown grouping %q: %s", args[0], strings.Join(append(slices.Clone(env.groupBy), "off"), ", "))
+		case len(args) == 1:
+			call.text = args[0]
 		}
 		return call, nil
 	case "follow":
@@ -263,6 +277,8 @@ func completePalette(line string, env paletteEnv) (base string, cands []string) 
 		return base, withPrefix(env.hosts, word)
 	case c.name == "filter":
 		return base, withPrefix(filterWords(env), word)
+	case c.name == "group" && len(args) == 0:
+		return base, withPrefix(append(slices.Clone(env.groupBy), "off"), word)
 	case !c.hosts:
 		return base, nil
 	}
@@ -353,6 +369,9 @@ func newCmdPalette() cmdPalette {
 func (m *Model) paletteEnv() paletteEnv {
 	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
 		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.focus.view() == focusHost}
+	for _, g := range m.groupings {
+		env.groupBy = append(env.groupBy, g.by)
+	}
 	env.hidden = len(m.marked) - len(env.marked)
 	return env
 }
@@ -512,6 +531,12 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		if !m.hf.active() {
 			return m.setStatus("filter cleared", false)
 		}
+	case "group":
+		m.showView(focusTable)
+		if c.text == "" {
+			return m.cycleGrouping()
+		}
+		return m.groupTableBy(c.text)
 	case "follow":
 		m.toggleFollow()
 	case "wrap":

@@ -62,7 +62,7 @@ func TestParsePalette(t *testing.T) {
 		{line: "quit", want: paletteCall{cmd: "quit"}},
 
 		{line: "", err: "no command: host, restart,"},
-		{line: "restrat gpu3", err: `unknown command "restrat": host, restart, stop, reset-failed, redeploy, mode, undo, rollout, reconnect, filter, follow, wrap, help, quit`},
+		{line: "restrat gpu3", err: `unknown command "restrat": host, restart, stop, reset-failed, redeploy, mode, undo, rollout, reconnect, filter, group, follow, wrap, help, quit`},
 		{line: "restart gpu9", err: `unknown host "gpu9": gpu1, gpu2, gpu3, gpu4`},
 		{line: "restart", err: "restart: name the hosts (restart HOST…): a host, a group, marked or all"},
 		{line: "host", err: "host: name one host: gpu1, gpu2, gpu3, gpu4"},

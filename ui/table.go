@@ -21,13 +21,21 @@ type column struct {
 // the root model hands it the data and asks it to render.
 type fleetTable struct {
 	hosts []remote.HostState // every host: the columns fit them all, so a filter does not move them
-	// rows are the indices of the hosts shown, in order; nil shows none.
-	rows   []int
-	cursor int // a row of rows
-	marked map[string]bool
-	now    time.Time // host time "in phase" is measured against
-	styles Styles
-	drift  map[string]string // host → drift badge ("≠build", "drift")
+	// lines are what the table shows under its header, in order: host
+	// rows, and when grouped the groups' summary rows; nil shows none.
+	lines  []tableLine
+	cursor int // a line of lines
+	// grouping, groups and expanded say how a grouped table is laid out
+	// (grouping nil: not grouped); host rows are then indented under
+	// their group's row.
+	grouping   *grouping
+	groups     []groupRow
+	expanded   func(key string) bool
+	groupNameW int
+	marked     map[string]bool
+	now        time.Time // host time "in phase" is measured against
+	styles     Styles
+	drift      map[string]string // host → drift badge ("≠build", "drift")
 }
 
 const (
@@ -46,6 +54,10 @@ func (t *fleetTable) columns(w int) []column {
 		hostW = max(hostW, min(24, len(h.Name)))
 	}
 	host := column{"HOST", hostW, func(_ *fleetTable, h *remote.HostState) string { return h.Name }}
+	if t.grouping != nil {
+		// Host rows sit two cells in, under their group's name.
+		host = column{"HOST", hostW + 2, func(_ *fleetTable, h *remote.HostState) string { return "  " + h.Name }}
+	}
 	unit := column{"UNIT", 16, cellUnit}
 	phase := column{"PHASE", 13, cellPhase}
 	since := column{"IN PHASE", 8, cellSince}
@@ -166,9 +178,13 @@ func (t *fleetTable) Render(w, h int) string {
 	if t.cursor >= rows {
 		first = t.cursor - rows + 1
 	}
-	for r := first; r < len(t.rows) && r < first+rows; r++ {
+	for r := first; r < len(t.lines) && r < first+rows; r++ {
 		b.WriteByte('\n')
-		b.WriteString(t.row(t.rows[r], r == t.cursor, cols, rest))
+		if l := t.lines[r]; l.host < 0 {
+			b.WriteString(t.groupRowText(&t.groups[l.group], r == t.cursor, w))
+		} else {
+			b.WriteString(t.row(l.host, r == t.cursor, cols, rest))
+		}
 	}
 	return b.String()
 }

@@ -173,10 +173,13 @@ func (t filterTerm) match(h *remote.HostState) bool {
 	return false
 }
 
-// refilter recomputes the rows the table shows. The cursor stays on the
-// first of keep that is still shown, else on the row it was on.
+// refilter recomputes the rows the table shows and its lines. The cursor
+// stays on the first of keep that is still shown (in the group it was
+// in, when the table is grouped), else on the group row it was on, else
+// on the line it was on.
 func (m *Model) refilter(keep ...string) {
 	prev := m.cursor
+	prevGroup, onGroup := m.groupKey(prev), m.onGroupRow()
 	m.rows = m.rows[:0]
 	for i := range m.hosts {
 		if m.hf.match(&m.hosts[i]) {
@@ -184,29 +187,28 @@ func (m *Model) refilter(keep ...string) {
 		}
 	}
 	sortRows(m.rows, m.hosts, m.sort)
-	m.cursor = max(0, min(prev, len(m.rows)-1))
+	m.layout()
+	m.cursor = max(0, min(prev, len(m.lines)-1))
 	for _, name := range keep {
-		if i := m.rowOf(name); i >= 0 {
+		if i := m.lineOfHost(name, prevGroup); i >= 0 {
 			m.cursor = i
 			return
 		}
 	}
-}
-
-// rowOf is the table row showing host name, or -1.
-func (m *Model) rowOf(name string) int {
-	for r, i := range m.rows {
-		if m.hosts[i].Name == name {
-			return r
+	if onGroup {
+		if i := m.lineOfGroup(prevGroup); i >= 0 {
+			m.cursor = i
 		}
 	}
-	return -1
 }
 
-// cursorHost is the host on the table's cursor row.
+// cursorHost is the host on the table's cursor line; "" on a group's
+// summary row.
 func (m *Model) cursorHost() string {
-	if m.cursor < len(m.rows) {
-		return m.hosts[m.rows[m.cursor]].Name
+	if m.cursor < len(m.lines) {
+		if l := m.lines[m.cursor]; l.host >= 0 {
+			return m.hosts[l.host].Name
+		}
 	}
 	return ""
 }

@@ -72,22 +72,57 @@ func sortRows(rows []int, hosts []remote.HostState, s tableSort) {
 	})
 }
 
-// pageRows is how many host rows the table shows at once.
+// pageRows is how many table lines the table shows at once.
 func (m *Model) pageRows() int {
-	return max(1, min(m.bodyHeight(), len(m.rows)+1)-1) // less the header row
+	return max(1, min(m.bodyHeight(), len(m.lines)+1)-1) // less the header row
 }
 
 // nextFailed moves the cursor to the next failed host shown after it (dir
 // 1) or before it (dir -1), wrapping around; it reports whether there was
-// one.
+// one. In a grouped table the hosts of collapsed groups count too: the
+// group of the host found opens.
 func (m *Model) nextFailed(dir int) bool {
-	n := len(m.rows)
-	for i := 1; i <= n; i++ {
-		r := ((m.cursor+dir*i)%n + n) % n
-		if m.hosts[m.rows[r]].Startup.Phase == startup.Failed {
-			m.cursor = r
-			return true
+	if m.groupBy == 0 {
+		n := len(m.lines)
+		for i := 1; i <= n; i++ {
+			r := ((m.cursor+dir*i)%n + n) % n
+			if m.hosts[m.lines[r].host].Startup.Phase == startup.Failed {
+				m.cursor = r
+				return true
+			}
 		}
+		return false
+	}
+	// Every group's hosts in table order, as if all were expanded; a
+	// group row stands just before its first host.
+	type at struct{ group, host int }
+	var seq []at
+	from := -1
+	for gi := range m.groups {
+		if from < 0 && m.cursor < len(m.lines) && m.lines[m.cursor].group == gi && m.lines[m.cursor].host < 0 {
+			from = len(seq) - 1 // the group row: before its first host
+			if dir < 0 {
+				from = len(seq)
+			}
+		}
+		for _, i := range m.groups[gi].hosts {
+			if from < 0 && m.cursor < len(m.lines) && m.lines[m.cursor] == (tableLine{group: gi, host: i}) {
+				from = len(seq)
+			}
+			seq = append(seq, at{gi, i})
+		}
+	}
+	n := len(seq)
+	for i := 1; i <= n; i++ {
+		r := ((from+dir*i)%n + n) % n
+		if m.hosts[seq[r].host].Startup.Phase != startup.Failed {
+			continue
+		}
+		key := m.bucketKey(seq[r].group)
+		m.expanded[key] = true
+		m.layout()
+		m.cursor = max(0, m.lineOfHost(m.hosts[seq[r].host].Name, key))
+		return true
 	}
 	return false
 }

@@ -100,6 +100,9 @@ func (m *Model) header(w int) string {
 	if m.sort != sortConfig {
 		counts += " · " + s.Badge.Render("sorted "+m.sort.String())
 	}
+	if b := m.groupBadge(); b != "" {
+		counts += " · " + s.Badge.Render(b)
+	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
@@ -202,21 +205,36 @@ func (m *Model) statusText(w int) string {
 // renderTable is the fleet table and, in the rows left, the newest log
 // lines of the host under the cursor.
 func (m *Model) renderTable(w, h int) string {
-	t := fleetTable{hosts: m.hosts, rows: m.rows, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
+	t := fleetTable{hosts: m.hosts, lines: m.lines, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
+	if g := m.grouping(); g != nil {
+		t.grouping, t.groups, t.groupNameW = g, m.groups, groupNameWidth(g, m.groups)
+		t.expanded = m.isOpen(g)
+	}
 	switch {
 	case len(m.hosts) == 0:
 		return m.styles.Dim.Render("  waiting for hosts…")
 	case len(m.rows) == 0:
 		return m.styles.Dim.Render(clip(fmt.Sprintf("  no host matches the filter %q (esc clears it)", m.hf.text), w))
 	}
-	rows := min(h, len(m.rows)+1)
+	rows := min(h, len(m.lines)+1)
 	out := t.Render(w, rows)
 	logH := h - rows - 2
 	name := m.selectedName()
+	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
+	if g := m.grouping(); g != nil && m.onGroupRow() {
+		// A group's row shows the log of its host that most needs a
+		// person: a closed rack with a failure shows the failure.
+		gr := &m.groups[m.lines[m.cursor].group]
+		name = m.hosts[neediest(m.hosts, gr.hosts)].Name
+		verb := "expands"
+		if m.expanded[m.groupKey(m.cursor)] {
+			verb = "collapses"
+		}
+		title = fmt.Sprintf("── %s · %s · newest lines (enter %s) ", g.buckets[gr.bucket].name, name, verb)
+	}
 	if logH < 3 || name == "" {
 		return out
 	}
-	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
 	lv := newLogView()
 	tail, _ := lv.render(m.ring(name), w, logH, m.styles)
 	return out + "\n\n" + m.styles.Rule.Render(clip(title, w)+strings.Repeat("─", max(0, w-ansi.StringWidth(title)))) + "\n" + tail

@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 		return e.fail("demo", "%v", err)
 	}
 	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
-		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Signals: signals(notify.Defaults(), *quiet)})
+		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Groups: sim.Groups(s.scenario), Signals: signals(notify.Defaults(), *quiet)})
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
@@ -179,7 +179,7 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		// The header says where the journals and unit states come from.
 		title += " · state from journal via victorialogs"
 	}
-	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: title, Groups: ff.groups,
+	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
 		Signals: signals(ff.cfg.Notify, *quiet)})
 }
 

@@ -25,9 +25,11 @@ type fleetFlags struct {
 
 	// cfg is the config load read, once per command; groups are its
 	// groups cut down to the hosts selected (the console's palette
-	// resolves group names with them).
+	// resolves group names with them, and the table groups by them);
+	// labels are the selected hosts' labels, by host.
 	cfg    *config.Config
 	groups map[string][]string
+	labels map[string]map[string]string
 	// via is the tunnel to the log store (source.via), resolved once per
 	// command (tunnel); viaSet says it was; viaClose releases its keys.
 	via      *live.Tunnel
@@ -96,6 +98,7 @@ func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Co
 	hosts, err := f.cfg.Select(args)
 	if err == nil {
 		f.groups = f.cfg.GroupsOf(hosts)
+		f.labels = config.LabelsOf(hosts)
 	}
 	return f.cfg, hosts, err
 }

@@ -101,6 +101,39 @@ func TestDemoInTmux(t *testing.T) {
 	p.keys("q")
 }
 
+// TestDemoGroupedInTmux groups the demo's table by its racks in the real
+// binary: the rack holding the failed host moves first, opens, and its
+// hosts act as the flat table's do; then the table is flat again.
+func TestDemoGroupedInTmux(t *testing.T) {
+	e2e.Require(t, e2e.Command("tmux")) // builds and runs the binary
+	bin := buildBringup(t)
+	p := startTmux(t, 120, 40, bin+" demo --speed 60")
+	p.waitFor("four hosts", regexp.MustCompile(`(?s)gpu1.*gpu2.*gpu3.*gpu4`), 20*time.Second)
+	p.keys("t")
+	s := p.waitFor("two racks", regexp.MustCompile(`(?s)▸ rack-a  2 hosts.*▸ rack-b  2 hosts`), 5*time.Second)
+	// No host rows while both racks are closed (the pane below names the
+	// rack's host whose lines it shows).
+	if !strings.Contains(s, "grouped by group: 2 groups") || regexp.MustCompile(`(?m)^[› ][● ] +gpu\d `).MatchString(s) {
+		t.Errorf("grouped screen:\n%s", s)
+	}
+	// gpu3 fails in graph capture: its rack leads, counting it.
+	p.waitFor("rack-b first with its failure", regexp.MustCompile(`(?s)HOST.*\n.*▸ rack-b  2 hosts +1 failed.*\n.*▸ rack-a`), 40*time.Second)
+	p.keys("g", "Enter")
+	p.waitFor("rack-b open", regexp.MustCompile(`(?s)▾ rack-b.*\n +gpu3 failed/failed.*\n +gpu4 .*\n.*▸ rack-a`), 5*time.Second)
+	p.keys("j", "Enter") // gpu3's host view, as from the flat table
+	p.waitFor("gpu3's host view", regexp.MustCompile(`gpu3 · sglang.service · failed/failed`), 5*time.Second)
+	p.keys("Escape")
+	p.waitFor("back on gpu3's row", regexp.MustCompile(`(?m)^›\s+gpu3 failed/failed`), 5*time.Second)
+	p.keys("Left")
+	p.waitFor("rack-b closed, the cursor on it", regexp.MustCompile(`(?m)^›\s+▸ rack-b`), 5*time.Second)
+	p.keys("t")
+	p.waitFor("flat again", regexp.MustCompile(`(?s)ungrouped.*`), 5*time.Second)
+	if s := p.screen(); !regexp.MustCompile(`(?s)gpu1 .*gpu2 .*gpu3 .*gpu4 `).MatchString(s) || strings.Contains(s, "rack-") {
+		t.Errorf("ungrouped screen:\n%s", s)
+	}
+	p.keys("q")
+}
+
 // buildBringup builds this command into a temporary directory and returns
 // the binary's path. Its callers are end-to-end tests.
 func buildBringup(t *testing.T) string {

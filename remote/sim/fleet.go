@@ -121,6 +121,16 @@ func Scenario(name string) ([]HostSpec, error) {
 	return specs, nil
 }
 
+// Groups are the scenario's groups of hosts, as a config's groups: two
+// racks of two (mixed: by engine), so that the demo shows the table's
+// group rows and the palette takes a group's name.
+func Groups(scenario string) map[string][]string {
+	if scenario == "mixed" {
+		return map[string][]string{"sglang": {"gpu1", "gpu2"}, "vllm": {"gpu3", "gpu4"}}
+	}
+	return map[string][]string{"rack-a": {"gpu1", "gpu2"}, "rack-b": {"gpu3", "gpu4"}}
+}
+
 // NewHosts builds the simulated hosts of a scenario on one clock, which
 // it returns (opts.Clock, or the scaled clock it made).
 func NewHosts(scenario string, opts Options) ([]*Host, Clock, error) {

@@ -76,6 +76,9 @@ type Host struct {
 	Unit    string
 	Engine  string
 	Probe   Probe
+	// Labels are the host's labels (labels: {rack: r12}); the console can
+	// group its table by any label key. nil when it has none.
+	Labels map[string]string
 }
 
 // Target is where to connect for a host.
@@ -292,6 +295,20 @@ func (c *Config) AddHosts(names []string) error {
 	return nil
 }
 
+// LabelsOf is each of hosts' labels, by host name; nil when none has any.
+func LabelsOf(hosts []Host) map[string]map[string]string {
+	var out map[string]map[string]string
+	for _, h := range hosts {
+		if len(h.Labels) > 0 {
+			if out == nil {
+				out = map[string]map[string]string{}
+			}
+			out[h.Name] = h.Labels
+		}
+	}
+	return out
+}
+
 // Select returns the hosts that names (host or group names) pick, each
 // once, in the order named; no names picks every host.
 func (c *Config) Select(names []string) ([]Host, error) {
@@ -371,12 +388,13 @@ type rawHost struct {
 	name, ssh, user, address, unit, engine, path string
 	port, probePort                              int
 	completion                                   *bool
+	labels                                       map[string]string
 }
 
 // hostWithDefaults applies d (and the engine's defaults) to r.
 func hostWithDefaults(r rawHost, d HostDefaults) Host {
 	h := Host{Name: r.name, SSH: r.ssh, User: r.user, Address: r.address, Port: r.port,
-		Unit: r.unit, Engine: r.engine, Probe: Probe{Port: r.probePort, Path: r.path}}
+		Unit: r.unit, Engine: r.engine, Probe: Probe{Port: r.probePort, Path: r.path}, Labels: r.labels}
 	if h.SSH == "" {
 		h.SSH = h.Name
 	}

@@ -128,6 +128,9 @@ func TestParseGood(t *testing.T) {
 		{"relative path beside a relative file", "ssh_config: ssh/config\n", "c.yaml", func(c *Config) any { return c.SSHConfig }, "ssh/config"},
 		{"null sections", "defaults:\nhosts:\ngroups:\nkernels:\n", "c.yaml", func(c *Config) any { return len(c.Hosts) + len(c.Groups) + len(c.Kernels.Kernels) }, 0},
 		{"probe addr", "hosts: [{name: a, probe: {port: 8080}}]\n", "c.yaml", func(c *Config) any { return c.Hosts[0].Probe.Addr() }, "127.0.0.1:8080"},
+		{"labels", "hosts:\n  - {name: a, labels: {rack: r12, zone: eu-1}}\n  - {name: b, labels: {rack: 7}}\n  - c\n", "c.yaml",
+			func(c *Config) any { return LabelsOf(c.Hosts) }, map[string]map[string]string{"a": {"rack": "r12", "zone": "eu-1"}, "b": {"rack": "7"}}},
+		{"no labels", "hosts: [a, {name: b, labels: }]\n", "c.yaml", func(c *Config) any { return LabelsOf(c.Hosts) == nil }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,6 +176,12 @@ func TestParseErrors(t *testing.T) {
 		{"group with a host's name", "hosts: [gpu1]\ngroups: {gpu1: [gpu1]}\n", `c.yaml:2:10: groups.gpu1: a group may not have the name of a host`},
 		{"empty group", "hosts: [gpu1]\ngroups:\n  g: []\n", `c.yaml:3:6: groups.g: no hosts`},
 		{"group not a list", "hosts: [gpu1]\ngroups: {g: gpu1}\n", `c.yaml:2:13: groups.g: want a list, got "gpu1"`},
+		{"labels a list", "hosts:\n  - {name: a, labels: [r12]}\n", `c.yaml:2:23: hosts[0].labels: want a mapping of label names to values (labels: {rack: r12}), got a list`},
+		{"label value with a space", "hosts:\n  - name: a\n    labels:\n      rack: 'r 12'\n", `c.yaml:4:13: hosts[0].labels.rack: "r 12": want letters, digits, '.', '_' or '-'`},
+		{"label value with an escape", "hosts:\n  - name: a\n    labels: {rack: \"r\\e[31m\"}\n", `c.yaml:3:20: hosts[0].labels.rack: "r\x1b[31m": want letters, digits, '.', '_' or '-'`},
+		{"label name", "hosts: [{name: a, labels: {'my rack': r1}}]\n", `c.yaml:1:28: hosts[0].labels: "my rack": want letters, digits, '.', '_' or '-'`},
+		{"label twice", "hosts:\n  - name: a\n    labels:\n      rack: r1\n      rack: r2\n", `c.yaml:5:7: hosts[0].labels: label "rack" given twice (first at 4:7)`},
+		{"label empty", "hosts:\n  - name: a\n    labels:\n      rack:\n", `c.yaml:4:12: hosts[0].labels.rack: empty label value`},
 		{"host missing name", "hosts:\n  - ssh: a@b\n", `c.yaml:2:5: hosts[0]: name is missing`},
 		{"host bad target", "hosts: ['-oProxyCommand=x']\n", `c.yaml:1:9: hosts[0]: "-oProxyCommand=x": must not start with '-'`},
 		{"host bad port", "hosts: ['a@b:99999']\n", `c.yaml:1:9: hosts[0]: "a@b:99999": port "99999" is not a number from 1 to 65535`},

@@ -309,7 +309,7 @@ func notifyFields() []string { return []string{"bell", "title", "progress", "des
 func sourceFields() []string { return []string{"kind", "url", "via"} }
 func defFields() []string    { return []string{"unit", "engine", "probe", "user"} }
 func hostFields() []string {
-	return []string{"name", "ssh", "user", "address", "port", "unit", "engine", "probe"}
+	return []string{"name", "ssh", "user", "address", "port", "unit", "engine", "probe", "labels"}
 }
 func probeFields() []string { return []string{"port", "path", "completion"} }
 func kernelFields() []string {
@@ -557,6 +557,10 @@ func (d *decoder) hosts(n *yaml.Node, def HostDefaults) []Host {
 					n := len(d.errs)
 					d.probe(v, f, &r)
 					good = len(d.errs) == n
+				case "labels":
+					n := len(d.errs)
+					r.labels = d.labels(v, f)
+					good = len(d.errs) == n
 				}
 				ok = ok && (good || isNull(v))
 			})
@@ -584,6 +588,51 @@ func (d *decoder) hosts(n *yaml.Node, def HostDefaults) []Host {
 		first[r.name] = nameNode
 		out = append(out, hostWithDefaults(r, def))
 	})
+	return out
+}
+
+// labels reads a host's labels: a mapping of label names to values
+// (labels: {rack: r12}), both plain tokens, as the console shows them in
+// its group rows.
+func (d *decoder) labels(n *yaml.Node, field string) map[string]string {
+	if n = d.resolve(n); n == nil || isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, field, "want a mapping of label names to values (labels: {rack: r12}), got %s", describe(n))
+		return nil
+	}
+	out := map[string]string{}
+	first := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := d.resolve(n.Content[i])
+		if k == nil {
+			return out
+		}
+		name, ok := d.check(k, field, checkToken)
+		if !ok {
+			continue
+		}
+		if prev, dup := first[name]; dup {
+			d.errorf(k, field, "label %q given twice (first at %d:%d)", name, prev.Line, prev.Column)
+			continue
+		}
+		first[name] = k
+		f := join(field, name)
+		v := d.resolve(n.Content[i+1])
+		if v != nil && v.Kind == yaml.ScalarNode && (v.ShortTag() == "!!int" || v.ShortTag() == "!!float") {
+			// rack: 12 means the rack named 12, not a number to reformat.
+			if _, err := checkToken(v.Value); err == nil {
+				out[name] = v.Value
+				continue
+			}
+		}
+		if value, ok := d.check(n.Content[i+1], f, checkToken); ok {
+			out[name] = value
+		} else if v != nil && isNull(v) {
+			d.errorf(v, f, "empty label value")
+		}
+	}
 	return out
 }
 
