@@ -243,6 +243,11 @@ type Fleet struct {
 	hist                                 chan history.Record
 	histWritten, histDropped, histFailed atomic.Int64
 	histErr                              atomic.Value // string
+
+	// paces[i] is host i's Pace as last handed to its driver; paceMu
+	// orders the fold loop's changes with the console's (View).
+	paceMu sync.Mutex
+	paces  []Pace
 }
 
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
@@ -274,6 +279,7 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 		out:    make(chan Batch),
 
 		accepting: make(chan struct{}),
+		paces:     make([]Pace, len(hosts)),
 	}
 	for i, h := range hosts {
 		name := h.Driver.Name()
@@ -570,6 +576,8 @@ func (f *Fleet) dequeue(i int, q *queued) {
 type hostFold struct {
 	tracker *startup.Tracker
 	state   HostState
+	// steady is the Pace.Steady last told to the host's driver.
+	steady bool
 
 	// What the history says for the host's unit and modes (Runs 0: none).
 	expect history.Expectation
@@ -655,10 +663,22 @@ func (f *Fleet) fold(ctx context.Context) {
 				pending.Hosts = snapshot(hosts, now, wall, f.opts.Settle)
 				out = f.out
 				dirty = false
+				f.paceSteady(hosts, pending.Hosts)
 			}
 		case out <- pending:
 			pending = Batch{}
 			out = nil
+		}
+	}
+}
+
+// paceSteady tells each driver whose host became steady, or stopped
+// being so, in the snapshot states (indexed as hosts).
+func (f *Fleet) paceSteady(hosts []*hostFold, states []HostState) {
+	for i, s := range states {
+		if st := steadyHost(s); st != hosts[i].steady {
+			hosts[i].steady = st
+			f.setSteady(i, st)
 		}
 	}
 }

@@ -21,6 +21,7 @@ type fakeSource struct {
 	ro    bool
 	calls []doCall
 	local map[string]string // LocalHashes
+	views []string          // what View was told, in order
 }
 
 type doCall struct {
@@ -35,6 +36,7 @@ func (f *fakeSource) ReadOnly() bool               { return f.ro }
 func (f *fakeSource) LocalHashes() map[string]string {
 	return f.local
 }
+func (f *fakeSource) View(host string) { f.views = append(f.views, host) }
 func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
 	if f.ro {
 		return 0, remote.ErrReadOnly

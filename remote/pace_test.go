@@ -1,0 +1,127 @@
+package remote
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+func TestSteadyPhase(t *testing.T) {
+	for _, tc := range []struct {
+		p    startup.Phase
+		want bool
+	}{
+		{startup.Serving, true},
+		{startup.Stopped, true},
+		{startup.Failed, true},
+		{startup.Starting, false},
+		{startup.Init, false},
+		{startup.Weights, false}, // the weights estimate reads GPU memory
+		{startup.KVCache, false},
+		{startup.GraphCapture, false},
+		{startup.HTTP, false},
+		{startup.Warmup, false},
+		{startup.Restarting, false},
+		{startup.Stuck, false},
+		{startup.Unknown, false},
+	} {
+		if got := SteadyPhase(tc.p); got != tc.want {
+			t.Errorf("SteadyPhase(%s) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestSteadyHostWaitsForTheUnitState(t *testing.T) {
+	h := HostState{Startup: startup.Startup{Phase: startup.Stopped}}
+	if steadyHost(h) {
+		t.Error("a host whose unit state is not known yet is steady")
+	}
+	h.UnitState.ActiveState = "inactive"
+	if !steadyHost(h) {
+		t.Error("a stopped unit is not steady")
+	}
+	h.Startup.Phase = startup.Weights
+	if steadyHost(h) {
+		t.Error("a host loading weights is steady")
+	}
+}
+
+// pacedDriver is a feedDriver that records the paces it is given.
+type pacedDriver struct {
+	feedDriver
+	mu    sync.Mutex
+	paces []Pace
+}
+
+func (d *pacedDriver) SetPace(p Pace) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.paces = append(d.paces, p)
+}
+
+func (d *pacedDriver) got() []Pace {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Pace(nil), d.paces...)
+}
+
+// waitPaces waits until d has been given want, in order, and nothing else.
+func waitPaces(t *testing.T, d *pacedDriver, want ...Pace) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := d.got()
+		if len(got) == len(want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s: paces %+v, want %+v", d.name, got, want)
+				}
+			}
+			return
+		}
+		if len(got) > len(want) || time.Now().After(deadline) {
+			t.Fatalf("%s: paces %+v, want %+v", d.name, got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The fleet tells a driver when its host becomes steady (serving) and
+// when it starts again, and which host's view is open, each change once.
+func TestFleetPacesDrivers(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := &setClock{t: t0}
+	a := &pacedDriver{feedDriver: feedDriver{name: "gpu1", feed: make(chan event.Event)}}
+	b := &pacedDriver{feedDriver: feedDriver{name: "gpu2", feed: make(chan event.Event)}}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond}, a, b)
+
+	feed(t, &a.feedDriver, sglangStart("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Weights })
+	waitPaces(t, a) // starting: nothing to tell
+	clock.set(t0.Add(170 * time.Second))
+	feed(t, &a.feedDriver, sglangFinish("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Serving })
+	steady := Pace{Steady: true}
+	waitPaces(t, a, steady)
+
+	f.View("gpu1")
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true})
+	f.View("gpu1") // no change, no call
+	f.View("gpu2")
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady)
+	waitPaces(t, b, Pace{Viewed: true})
+	f.View("")
+	waitPaces(t, b, Pace{Viewed: true}, Pace{})
+
+	// A restart: the host starts again and is sampled hard again.
+	restart := t0.Add(time.Hour)
+	clock.set(restart)
+	feed(t, &a.feedDriver, []event.Event{{Kind: event.KindUnit, Time: restart, Unit: &event.Unit{Name: "sglang.service",
+		ActiveState: "activating", SubState: "start", InvocationID: "inv-2"}}})
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.InvocationID == "inv-2" })
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady, Pace{})
+}
