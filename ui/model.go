@@ -169,8 +169,8 @@ type Model struct {
 	open  string     // the host the host view shows
 	// told is the open host view last told to the source (viewTeller).
 	told string
-	lv    logView
-	dlg   *dialog // the dialog focusDialog or focusRolloutForm shows
+	lv   logView
+	dlg  *dialog // the dialog focusDialog or focusRolloutForm shows
 
 	// unfold shows every rank's copy of a line in the host view (z); by
 	// default they fold into one row.
