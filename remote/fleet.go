@@ -640,6 +640,7 @@ func (f *Fleet) fold(ctx context.Context) {
 	var pending Batch
 	dirty := true
 	var out chan Batch // nil while sending is off
+	flushes := 0       // ticks so far, for stuckDue
 	for {
 		select {
 		case <-ctx.Done():
@@ -650,10 +651,14 @@ func (f *Fleet) fold(ctx context.Context) {
 			out = nil
 		case <-ticker.C:
 			now, wall := f.opts.Clock.Now(), time.Now()
+			flushes++
+			stuckCheck := stuckDue(flushes)
 			for _, h := range hosts {
-				for _, c := range h.tracker.Tick(now) {
-					pending.Changes = append(pending.Changes, hostChange(h, wall, c))
-					dirty, h.snapOK = true, false
+				if stuckCheck {
+					for _, c := range h.tracker.Tick(now) {
+						pending.Changes = append(pending.Changes, hostChange(h, wall, c))
+						dirty, h.snapOK = true, false
+					}
 				}
 				// A provisional failure whose wait is over settles in a
 				// snapshot of its own, journal lines or not.
@@ -671,6 +676,17 @@ func (f *Fleet) fold(ctx context.Context) {
 		}
 	}
 }
+
+// stuckEvery is how many flushes apart the fold asks every host's tracker
+// whether it is stuck (Tracker.Tick): once a second at the default 50 ms
+// flush. A phase is stuck after minutes without progress, so a second
+// late is nothing, while a check every flush was a fifth of a quiet
+// 64-host fleet's CPU (measured: 1 280 Tick calls a second).
+const stuckEvery = 20
+
+// stuckDue says whether the flush numbered n (from 1) checks for stuck
+// hosts.
+func stuckDue(n int) bool { return n%stuckEvery == 0 }
 
 // paceSteady tells each driver whose host became steady, or stopped
 // being so, in the snapshot states (indexed as hosts).

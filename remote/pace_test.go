@@ -125,3 +125,31 @@ func TestFleetPacesDrivers(t *testing.T) {
 	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.InvocationID == "inv-2" })
 	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady, Pace{})
 }
+
+func TestStuckDue(t *testing.T) {
+	var due []int
+	for n := 1; n <= 3*stuckEvery; n++ {
+		if stuckDue(n) {
+			due = append(due, n)
+		}
+	}
+	if want := []int{stuckEvery, 2 * stuckEvery, 3 * stuckEvery}; len(due) != 3 || due[0] != want[0] || due[1] != want[1] || due[2] != want[2] {
+		t.Fatalf("stuck checks at flushes %v, want %v", due, want)
+	}
+}
+
+// A host quiet in its weights phase for longer than its limit is still
+// found stuck with the check every stuckEvery flushes, without any event.
+func TestFleetFindsStuckOnItsOwn(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := &setClock{t: t0.Add(11 * time.Second)}
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond}, d)
+	feed(t, d, sglangStart("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Weights })
+	clock.set(t0.Add(10*time.Second + startup.DefaultStuckAfter()[startup.Weights] + time.Second))
+	_, last := collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Changes) > 0 })
+	if c := last.Changes[0]; c.Kind != startup.ChangePhase || c.Phase != startup.Stuck {
+		t.Fatalf("change %+v, want the host stuck", c)
+	}
+}
