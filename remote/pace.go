@@ -34,6 +34,8 @@ func SteadyPhase(p startup.Phase) bool {
 	switch p {
 	case startup.Serving, startup.Stopped, startup.Failed:
 		return true
+	case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
+		startup.HTTP, startup.Warmup, startup.Restarting, startup.Stuck, startup.Unknown:
 	}
 	return false
 }
