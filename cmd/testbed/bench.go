@@ -27,16 +27,23 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
+	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *profile != "" {
-		f, err := os.Create(*profile)
+	for _, p := range []struct {
+		file string
+		to   *io.Writer
+	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}} {
+		if p.file == "" {
+			continue
+		}
+		f, err := os.Create(p.file)
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer f.Close()
-		o.SteadyProfile = f
+		*p.to = f
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
@@ -80,7 +87,7 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 	fmt.Fprintf(w, "%-34s %-22s %-22s %7s\n", "", "bringup", "raw ssh", "ratio")
 	if t := s.FullTable; t.RawS > 0 {
 		row("time to a full table", fmt.Sprintf("%.2f s", t.BringupS), fmt.Sprintf("%.2f s", t.RawS), t.Ratio,
-			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config", t.ResolveS))
+			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config; bringup %.2f s CPU, machine %.0f %% busy", t.ResolveS, t.BringupCPUS, t.MachineBusyPct))
 	}
 	if l := s.Latency; l.Lines > 0 {
 		d := func(x fleetbench.Dist) string {

@@ -55,6 +55,9 @@ type Options struct {
 	// the steady-state window: what the fleet spends its CPU on while the
 	// hosts are quiet.
 	SteadyProfile io.Writer
+	// TableProfile, when set, receives a CPU profile of the fleet's start
+	// up to the full table.
+	TableProfile io.Writer
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 }
@@ -89,6 +92,12 @@ type FullTable struct {
 	// keys read), which a console also pays before its first frame.
 	ResolveS float64 `json:"resolve_s"`
 	Ratio    float64 `json:"ratio"` // bringup / raw
+	// BringupCPUS is the CPU this process used from the fleet's start to
+	// the full table, and MachineBusyPct the share of all the machine's
+	// cores busy meanwhile (the hosts' sshd, systemd and journalctl
+	// included): what bounds the time when the machine is full.
+	BringupCPUS    float64 `json:"bringup_cpu_s"`
+	MachineBusyPct float64 `json:"machine_busy_pct"`
 }
 
 // Latency times the same journal lines, by cursor, at a raw `ssh host
@@ -309,6 +318,19 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.o.TableProfile != nil {
+		if err := pprof.StartCPUProfile(b.o.TableProfile); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	busy0, total0, err := machineTicks()
+	if err != nil {
+		return err
+	}
 	resolved := time.Now()
 	fl := remote.Follow(ctx, f)
 	defer func() { _ = fl.Stop(30 * time.Second) }()
@@ -317,12 +339,25 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 			return h.Conn.State == event.ConnUp && h.UnitState.ActiveState != ""
 		})
 	})
+	full := time.Since(resolved)
+	if b.o.TableProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return fmt.Errorf("full table: %w (%s)", err, summary(fl.Last()))
 	}
-	full := time.Since(resolved)
-	b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw))}
-	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving), raw %s", full.Round(time.Millisecond), resolved.Sub(t0).Round(time.Millisecond), raw.Round(time.Millisecond))
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	busy1, total1, err := machineTicks()
+	if err != nil {
+		return err
+	}
+	b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw)),
+		BringupCPUS: secs(cpu1 - cpu0), MachineBusyPct: busyPct(busy0, total0, busy1, total1)}
+	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
+		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
 
 	if err := b.latency(ctx, fl, hosts); err != nil {
 		return fmt.Errorf("latency: %w", err)
