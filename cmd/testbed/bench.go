@@ -28,13 +28,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile at the end of the steady-state window to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for _, p := range []struct {
 		file string
 		to   *io.Writer
-	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}} {
+	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}} {
 		if p.file == "" {
 			continue
 		}
@@ -107,7 +108,7 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", st.BringupCPUPct), fmt.Sprintf("%.2f %%", st.RawCPUPct), st.CPURatio,
 			fmt.Sprintf("bringup/raw over %.0f s quiet, %d events", st.WindowS, st.Events))
 		row("steady RSS", fmt.Sprintf("%.1f MiB", st.BringupRSSMiB), fmt.Sprintf("%.1f MiB", st.RawRSSMiB), st.RSSRatio,
-			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet", st.BaseRSSMiB))
+			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet; Go heap %.1f, stacks %.1f, idle %.1f MiB", st.BaseRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB))
 	}
 	if c := s.Catchup; len(c.Runs) > 0 {
 		rate := func(sec float64) string {

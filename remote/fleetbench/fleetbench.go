@@ -55,6 +55,9 @@ type Options struct {
 	// the steady-state window: what the fleet spends its CPU on while the
 	// hosts are quiet.
 	SteadyProfile io.Writer
+	// HeapProfile, when set, receives a heap profile (runtime/pprof) at
+	// the end of the steady-state window.
+	HeapProfile io.Writer
 	// TableProfile, when set, receives a CPU profile of the fleet's start
 	// up to the full table.
 	TableProfile io.Writer
@@ -150,8 +153,15 @@ type Steady struct {
 	RawCPUPct  float64 `json:"raw_cpu_pct"`
 	RawRSSMiB  float64 `json:"raw_rss_mib"`
 	Events     int     `json:"events"` // what the fleet handed out meanwhile
-	CPURatio   float64 `json:"cpu_ratio"`
-	RSSRatio   float64 `json:"rss_ratio"`
+	// HeapMiB, StackMiB and IdleMiB are the Go runtime's view at the
+	// window's end (runtime.MemStats HeapInuse, StackInuse, and HeapIdle
+	// less HeapReleased: heap kept but unused, counted in RSS until the
+	// runtime returns it): what the RSS is made of.
+	HeapMiB  float64 `json:"heap_mib"`
+	StackMiB float64 `json:"stack_mib"`
+	IdleMiB  float64 `json:"idle_mib"`
+	CPURatio float64 `json:"cpu_ratio"`
+	RSSRatio float64 `json:"rss_ratio"`
 }
 
 // Catchup reads a run of CatchupLines journal lines, the unit still
@@ -555,12 +565,21 @@ func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string,
 	if err != nil {
 		return err
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if b.o.HeapProfile != nil {
+		if err := pprof.Lookup("heap").WriteTo(b.o.HeapProfile, 0); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	st := Steady{WindowS: secs(wall), Events: events,
+		HeapMiB: mib(int64(ms.HeapInuse)), StackMiB: mib(int64(ms.StackInuse)), IdleMiB: mib(int64(ms.HeapIdle - ms.HeapReleased)),
 		BringupCPUPct: 100 * (cpu1 - cpu0).Seconds() / wall.Seconds(), BringupRSSMiB: mib(rss), BaseRSSMiB: mib(base),
 		RawCPUPct: 100 * (raw1 - raw0).Seconds() / wall.Seconds(), RawRSSMiB: mib(rawRSS)}
 	st.CPURatio, st.RSSRatio = ratio(st.BringupCPUPct, st.RawCPUPct), ratio(st.BringupRSSMiB, st.RawRSSMiB)
 	b.s.Steady = st
-	b.o.Logf("fleetbench: steady state: bringup %.2f %% of a core, RSS %.1f MiB; raw %.2f %%, %.1f MiB", st.BringupCPUPct, st.BringupRSSMiB, st.RawCPUPct, st.RawRSSMiB)
+	b.o.Logf("fleetbench: steady state: bringup %.2f %% of a core, RSS %.1f MiB (Go heap in use %.1f, stacks %.1f, heap idle not returned %.1f); raw %.2f %%, %.1f MiB",
+		st.BringupCPUPct, st.BringupRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB, st.RawCPUPct, st.RawRSSMiB)
 	return nil
 }
 

@@ -52,6 +52,11 @@ type DialOptions struct {
 	// JumpLimit bounds the dials that run through each jump host at once;
 	// share one between the hosts of a fleet. Nil = no bound.
 	JumpLimit *JumpLimit
+
+	// received, when set, is stamped whenever the final host's transport
+	// delivers bytes: Conn's keepalives are sent only after a quiet
+	// interval, as ssh's ServerAliveInterval is.
+	received *Activity
 }
 
 // hostKeyCheck builds the host key callback of the final host of a dial;
@@ -158,6 +163,9 @@ func dialChain(ctx context.Context, cfg Config, opts DialOptions, depth int, che
 			return nil, fmt.Errorf("connect %s: %w", cfg.Addr(), err)
 		}
 	}
+	if depth == 0 && opts.received != nil {
+		nc = &activityConn{Conn: nc, a: opts.received}
+	}
 	c, err := handshake(ctx, nc, cfg, opts, check)
 	if err != nil {
 		nc.Close()
@@ -240,7 +248,11 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline fired just before ctx's
 			return nil, fmt.Errorf("ssh handshake with %s: %w (%s)", cfg.Addr(), context.DeadlineExceeded, err.Error())
 		}
-		if pc, ok := nc.(*cmdConn); ok {
+		under := nc
+		if ac, ok := under.(*activityConn); ok {
+			under = ac.Conn
+		}
+		if pc, ok := under.(*cmdConn); ok {
 			if s := pc.stderrText(); s != "" {
 				return nil, fmt.Errorf("ssh handshake with %s via ProxyCommand: %w (stderr: %s)", cfg.Addr(), err, s)
 			}
