@@ -153,3 +153,70 @@ func TestFleetFindsStuckOnItsOwn(t *testing.T) {
 		t.Fatalf("change %+v, want the host stuck", c)
 	}
 }
+
+func TestUrgentEventAndFlushDue(t *testing.T) {
+	for _, tc := range []struct {
+		k       event.Kind
+		changed bool
+		want    bool
+	}{
+		{event.KindJournal, false, true},
+		{event.KindUnit, false, true},
+		{event.KindConn, false, true},
+		{event.KindAction, false, true},
+		{event.KindGap, false, true},
+		{event.KindGPU, false, false},
+		{event.KindProbe, false, false},
+		{event.KindProbe, true, true}, // the answer that makes the host serve
+		{event.KindGPU, true, true},
+	} {
+		if got := urgentEvent(tc.k, tc.changed); got != tc.want {
+			t.Errorf("urgentEvent(%s, changed %v) = %v, want %v", tc.k, tc.changed, got, tc.want)
+		}
+	}
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	wait := time.Second
+	for _, tc := range []struct {
+		name      string
+		urgent    bool
+		lazySince time.Time
+		now       time.Time
+		want      bool
+	}{
+		{"urgent", true, time.Time{}, t0, true},
+		{"urgent and samples", true, t0, t0, true},
+		{"samples just came", false, t0, t0.Add(999 * time.Millisecond), false},
+		{"samples waited a second", false, t0, t0.Add(wait), true},
+	} {
+		if got := flushDue(tc.urgent, tc.lazySince, tc.now, wait); got != tc.want {
+			t.Errorf("%s: flushDue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A GPU sample alone waits stuckEvery flushes for company; a journal
+// line goes out at the next flush and takes the waiting sample with it.
+func TestFleetSamplesWaitLinesDoNot(t *testing.T) {
+	const flush = 10 * time.Millisecond
+	lazy := stuckEvery * flush
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: flush}, d)
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Hosts) == 1 }) // the first snapshot
+	now := time.Now()
+	fed := time.Now()
+	feed(t, d, []event.Event{gpuAt(now, 100)})
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Hosts[0].GPU) == 1 })
+	if el := time.Since(fed); el < lazy {
+		t.Errorf("a lone GPU sample went out after %v, want it to wait %v", el, lazy)
+	}
+	feed(t, d, []event.Event{gpuAt(now, 200)})
+	fed = time.Now()
+	feed(t, d, []event.Event{{Kind: event.KindJournal, Time: now, Journal: &event.Journal{Unit: "sglang.service", Message: "hello"}}})
+	_, last := collect(t, f, func(evs []event.Event, _ Batch) bool { return len(evs) > 0 })
+	if el := time.Since(fed); el >= lazy {
+		t.Errorf("a journal line went out after %v, not at the next flush", el)
+	}
+	if len(last.Hosts[0].GPU) != 2 {
+		t.Errorf("the line's batch holds %d GPU samples, want the waiting one too", len(last.Hosts[0].GPU))
+	}
+}
