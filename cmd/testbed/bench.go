@@ -108,7 +108,8 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", st.BringupCPUPct), fmt.Sprintf("%.2f %%", st.RawCPUPct), st.CPURatio,
 			fmt.Sprintf("bringup/raw over %.0f s quiet, %d events", st.WindowS, st.Events))
 		row("steady RSS", fmt.Sprintf("%.1f MiB", st.BringupRSSMiB), fmt.Sprintf("%.1f MiB", st.RawRSSMiB), st.RSSRatio,
-			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet; Go heap %.1f, stacks %.1f, idle %.1f MiB", st.BaseRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB))
+			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet; Go heap %.1f, stacks %.1f, idle %.1f MiB; collected: heap %.1f, RSS %.1f MiB",
+				st.BaseRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB, st.LiveHeapMiB, st.CollectedRSSMiB))
 	}
 	if c := s.Catchup; len(c.Runs) > 0 {
 		rate := func(sec float64) string {
