@@ -1,6 +1,7 @@
 package sshx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -211,6 +212,7 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	if check != nil {
 		cb = check(kh, cfg)
 	}
+	cb = pinAfterFirst(cb)
 	// Once the host key is accepted, what fails is authentication: the
 	// kex runs the callback on another goroutine, hence the atomic.
 	var keyAccepted atomic.Bool
@@ -265,6 +267,34 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return ssh.NewClient(conn, chans, reqs), nil
+}
+
+// pinAfterFirst checks the first host key with cb, then only that every
+// later one (a re-key's) is the same key, and lets cb go: the callback
+// holds the parsed known_hosts files, and the client keeps its callback
+// for the connection's life (measured: 15 MB for 256 connections whose
+// known_hosts lists all 256 hosts, growing with the square of the fleet).
+// OpenSSH too refuses a host key that changes within a connection.
+func pinAfterFirst(cb ssh.HostKeyCallback) ssh.HostKeyCallback {
+	var (
+		mu     sync.Mutex
+		pinned []byte
+	)
+	return func(host string, remote net.Addr, key ssh.PublicKey) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if pinned != nil {
+			if !bytes.Equal(key.Marshal(), pinned) {
+				return fmt.Errorf("host key of %s changed within the connection (%s)", host, ssh.FingerprintSHA256(key))
+			}
+			return nil
+		}
+		if err := cb(host, remote, key); err != nil {
+			return err
+		}
+		pinned, cb = key.Marshal(), nil
+		return nil
+	}
 }
 
 // cmdConn is a net.Conn over a ProxyCommand's stdin and stdout.

@@ -1,9 +1,13 @@
 package sshx
 
 import (
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 func TestKeepaliveDue(t *testing.T) {
@@ -51,5 +55,31 @@ func TestActivityStampsReads(t *testing.T) {
 	}
 	if last := act.Last(); last.Before(before) || last.After(time.Now()) {
 		t.Fatalf("read stamped %v, want between %v and now", last, before)
+	}
+}
+
+// After the first host key passes the check, a re-key's key is only
+// compared with it: the check (and the known_hosts it holds) is not
+// asked again, and a different key is refused.
+func TestPinAfterFirst(t *testing.T) {
+	a, b := newClientKey(t), newClientKey(t)
+	calls := 0
+	cb := pinAfterFirst(func(string, net.Addr, ssh.PublicKey) error { calls++; return nil })
+	addr := &net.TCPAddr{IP: net.IPv4(10, 213, 0, 2), Port: 22}
+	if err := cb("gpu1:22", addr, a.signer.PublicKey()); err != nil || calls != 1 {
+		t.Fatalf("first key: %v after %d checks", err, calls)
+	}
+	if err := cb("gpu1:22", addr, a.signer.PublicKey()); err != nil || calls != 1 {
+		t.Fatalf("the same key again: %v after %d checks, want no new check", err, calls)
+	}
+	if err := cb("gpu1:22", addr, b.signer.PublicKey()); err == nil || !strings.Contains(err.Error(), "changed within the connection") {
+		t.Fatalf("another key: %v, want it refused", err)
+	}
+	refused := pinAfterFirst(func(string, net.Addr, ssh.PublicKey) error { return errors.New("unknown host") })
+	if err := refused("gpu1:22", addr, a.signer.PublicKey()); err == nil {
+		t.Fatal("a key the check refused passed")
+	}
+	if err := refused("gpu1:22", addr, a.signer.PublicKey()); err == nil {
+		t.Fatal("a refused key passed the second time: it must not be pinned")
 	}
 }
