@@ -648,6 +648,9 @@ func (f *Fleet) fold(ctx context.Context) {
 	lazyWait := stuckEvery * f.opts.Flush
 	var out chan Batch // nil while sending is off
 	flushes := 0       // ticks so far, for stuckDue
+	// provisional says some host's failure was provisional at the last
+	// snapshot: every flush looks whether its wait is over.
+	provisional := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -667,6 +670,9 @@ func (f *Fleet) fold(ctx context.Context) {
 			flushes++
 			stuckCheck := stuckDue(flushes)
 			for _, h := range hosts {
+				if !stuckCheck && !provisional {
+					break // nothing to look at per host on this flush
+				}
 				if stuckCheck {
 					for _, c := range h.tracker.Tick(now) {
 						pending.Changes = append(pending.Changes, hostChange(h, wall, c))
@@ -681,6 +687,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			}
 			if dirty && flushDue(urgent, lazySince, wall, lazyWait) {
 				pending.Hosts = snapshot(hosts, now, wall, f.opts.Settle)
+				provisional = slices.ContainsFunc(hosts, func(h *hostFold) bool { return h.provisional })
 				out = f.out
 				dirty = false
 				f.paceSteady(hosts, pending.Hosts)

@@ -220,3 +220,24 @@ func TestFleetSamplesWaitLinesDoNot(t *testing.T) {
 		t.Errorf("the line's batch holds %d GPU samples, want the waiting one too", len(last.Hosts[0].GPU))
 	}
 }
+
+// A failure whose cause only the unit's state gives is provisional; once
+// Settle has passed it settles in a snapshot of its own, no event coming,
+// now that the fold skips its per-host look on most flushes (this shows
+// it settles, not on which flush: the stuck check looks too).
+func TestFleetProvisionalSettlesWithoutEvents(t *testing.T) {
+	t0 := time.Now()
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 2 * time.Millisecond, Settle: 100 * time.Millisecond}, d)
+	unit := func(at time.Time, active, sub, result string) event.Event {
+		return event.Event{Kind: event.KindUnit, Time: at, Unit: &event.Unit{Name: "sglang.service",
+			ActiveState: active, SubState: sub, Result: result, InvocationID: "inv-1"}}
+	}
+	feed(t, d, []event.Event{unit(t0, "activating", "start", ""), unit(t0.Add(time.Second), "failed", "failed", "exit-code")})
+	collect(t, f, func(_ []event.Event, bt Batch) bool {
+		return bt.Hosts[0].Startup.Phase == startup.Failed && bt.Hosts[0].Provisional
+	})
+	collect(t, f, func(_ []event.Event, bt Batch) bool {
+		return bt.Hosts[0].Startup.Phase == startup.Failed && !bt.Hosts[0].Provisional
+	})
+}
