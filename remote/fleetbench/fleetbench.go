@@ -582,14 +582,14 @@ func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string,
 		}
 	}
 	debug.FreeOSMemory() // collects first
-	var live runtime.MemStats
-	runtime.ReadMemStats(&live)
+	var afterGC runtime.MemStats
+	runtime.ReadMemStats(&afterGC)
 	collected, err := procRSS("self")
 	if err != nil {
 		return err
 	}
 	st := Steady{WindowS: secs(wall), Events: events,
-		LiveHeapMiB: mib(int64(live.HeapInuse)), CollectedRSSMiB: mib(collected),
+		LiveHeapMiB: mib(int64(afterGC.HeapInuse)), CollectedRSSMiB: mib(collected),
 		HeapMiB: mib(int64(ms.HeapInuse)), StackMiB: mib(int64(ms.StackInuse)), IdleMiB: mib(int64(ms.HeapIdle - ms.HeapReleased)),
 		BringupCPUPct: 100 * (cpu1 - cpu0).Seconds() / wall.Seconds(), BringupRSSMiB: mib(rss), BaseRSSMiB: mib(base),
 		RawCPUPct: 100 * (raw1 - raw0).Seconds() / wall.Seconds(), RawRSSMiB: mib(rawRSS)}
