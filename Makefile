@@ -95,6 +95,9 @@ ingest-bench: deps
 # latency while every unit starts, catch-up of a 400 000-line run, time to
 # a full table, steady-state CPU and RSS (60 s). It prints a table, writes
 # fleetbench.json and takes the hosts down. By hand, as root: not in test.
+# FLEETBENCH_SOURCE=victorialogs adds the store path on the same hosts in
+# the same run (VictoriaLogs fed by each host's systemd-journal-upload).
 FLEETBENCH_HOSTS ?= 64
+FLEETBENCH_SOURCE ?= ssh
 fleetbench: deps
-	$(GO) run ./cmd/testbed bench --hosts $(FLEETBENCH_HOSTS) -o fleetbench.json
+	$(GO) run ./cmd/testbed bench --hosts $(FLEETBENCH_HOSTS) --source $(FLEETBENCH_SOURCE) -o fleetbench.json

@@ -18,7 +18,7 @@ import (
 // ActionKind names an action on a host.
 type ActionKind string
 
-// The actions. All of them change the host.
+// The actions. All of them change the host but ActBench.
 const (
 	ActSetMode     ActionKind = "mode"         // set a kernel's mode (drop-in + daemon-reload)
 	ActRestart     ActionKind = "restart"      // restart the unit and watch the new invocation
@@ -26,10 +26,20 @@ const (
 	ActResetFailed ActionKind = "reset-failed" // clear the unit's failed state and start limit
 	ActRedeploy    ActionKind = "redeploy"     // sync the kernel's files to the host
 	ActUndoMode    ActionKind = "undo-mode"    // put back the drop-in the last mode change replaced
+	// ActBench sends a bounded smoke load to the serving service through
+	// the host's connection (remote/bench). It changes nothing on the
+	// host, so read-only mode allows it; it goes through Fleet.Do all the
+	// same, to be queued, bounded, cancelled and reported like the rest.
+	ActBench ActionKind = "bench"
 )
 
-// AllActionKinds lists every action kind, for exhaustive checks.
+// AllActionKinds lists every action kind that changes a host, for
+// exhaustive checks (ActBench, which does not, is the one left out).
 var AllActionKinds = []ActionKind{ActSetMode, ActRestart, ActStop, ActResetFailed, ActRedeploy, ActUndoMode}
+
+// Changes reports whether an action of kind k changes the host (read-only
+// mode refuses those).
+func (k ActionKind) Changes() bool { return k != ActBench }
 
 // Action is one change to make on a host.
 type Action struct {
@@ -41,6 +51,12 @@ type Action struct {
 	// Force restarts even though the capture-safety preflight refuses:
 	// the person typed the host count to confirm.
 	Force bool `json:"force,omitempty"`
+	// Requests, Concurrency and MaxTokens shape an ActBench load (0: the
+	// bench package's defaults): exactly Requests, at most Concurrency at
+	// a time.
+	Requests    int `json:"requests,omitempty"`
+	Concurrency int `json:"concurrency,omitempty"`
+	MaxTokens   int `json:"max_tokens,omitempty"`
 }
 
 // String names the action the way the log of remote commands shows it.
@@ -54,6 +70,10 @@ func (a Action) String() string {
 		}
 	case ActUndoMode:
 		return "undo mode " + a.Kernel
+	case ActBench:
+		if a.Requests > 0 && a.Concurrency > 0 {
+			return fmt.Sprintf("bench %d×%d", a.Requests, a.Concurrency)
+		}
 	case ActRestart:
 		if a.Force {
 			return "restart (preflight overridden)"
@@ -80,6 +100,9 @@ func (a Action) Effect(unit string) string {
 			k = "the kernel"
 		}
 		return fmt.Sprintf("copy the local build of %s to the host (takes effect at the next restart)", k)
+	case ActBench:
+		return fmt.Sprintf("send %d completions, at most %d at a time, to %s's /v1/completions and measure them (changes nothing on the host)",
+			a.Requests, a.Concurrency, unit)
 	case ActUndoMode:
 		return fmt.Sprintf("put back %s's drop-in for %s as it was before the last mode change (takes effect at the next restart)", a.Kernel, unit)
 	}

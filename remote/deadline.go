@@ -26,6 +26,9 @@ type Deadlines struct {
 	// (ExpectBytes), each adds 1/RedeployRate s to the deadline (default
 	// 1 MiB/s).
 	RedeployRate int64
+	// Bench bounds a smoke load (default 10 min): its requests have their
+	// own timeout; this ends one that a stalled service keeps going.
+	Bench time.Duration
 	// Grace is how long a driver has to return once its action was
 	// cancelled or ran past its deadline; after it, the host's queue moves
 	// on without waiting (default 5 s). The fleet still waits for the
@@ -39,6 +42,7 @@ const (
 	DefaultRedeployDeadline = 2 * time.Minute
 	DefaultRedeployRate     = 1 << 20
 	DefaultActionGrace      = 5 * time.Second
+	DefaultBenchDeadline    = 10 * time.Minute
 )
 
 func (d Deadlines) withDefaults() Deadlines {
@@ -54,6 +58,9 @@ func (d Deadlines) withDefaults() Deadlines {
 	if d.Grace <= 0 {
 		d.Grace = DefaultActionGrace
 	}
+	if d.Bench <= 0 {
+		d.Bench = DefaultBenchDeadline
+	}
 	return d
 }
 
@@ -61,8 +68,12 @@ func (d Deadlines) withDefaults() Deadlines {
 // counted.
 func (d Deadlines) For(k ActionKind) time.Duration {
 	d = d.withDefaults()
-	if k == ActRedeploy {
+	switch k {
+	case ActRedeploy:
 		return d.Redeploy
+	case ActBench:
+		return d.Bench
+	case ActSetMode, ActRestart, ActStop, ActResetFailed, ActUndoMode:
 	}
 	return d.Systemd
 }

@@ -60,7 +60,7 @@ func (d *hangDriver) Do(ctx context.Context, a Action, emit Emit) error {
 		return fmt.Errorf("%s: %s sglang.service: waiting for the job: %w", d.name, a.Kind, ctx.Err())
 	case ActSetMode:
 		time.Sleep(2 * time.Second) // a daemon-reload that takes a while
-	case ActStop, ActResetFailed, ActUndoMode: // end at once
+	case ActStop, ActResetFailed, ActUndoMode, ActBench: // end at once
 	}
 	return nil
 }

@@ -163,6 +163,18 @@ type HostState struct {
 	// (the run's steady rate, or earlier runs') against the modes it ran
 	// before, from the history; zero without one.
 	Throughput history.ModeAB `json:"throughput,omitzero"`
+	// Bench is the latest smoke load run on the host since bringup
+	// started (the console's b, `bringup bench`); nil: none.
+	Bench *BenchRun `json:"bench,omitempty"`
+}
+
+// BenchRun is one smoke load's result on a host: when it ended, which
+// action it was, the kernel modes the service ran, and what it measured.
+type BenchRun struct {
+	Time   time.Time         `json:"time"`
+	Action int               `json:"action"`
+	Modes  map[string]string `json:"modes,omitempty"`
+	event.Bench
 }
 
 // Settled reports whether h has reached an end a reader can act on: it
@@ -425,7 +437,7 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown host %q", host)
 	}
-	if f.opts.ReadOnly {
+	if f.opts.ReadOnly && a.Kind.Changes() {
 		return 0, fmt.Errorf("%s on %s: %w", a, host, ErrReadOnly)
 	}
 	f.mu.Lock()
@@ -452,6 +464,34 @@ func (f *Fleet) Do(host string, a Action) (int, error) {
 	f.actions.Add(1)
 	go f.runAction(ctx, actx, i, q, ahead)
 	return q.id, nil
+}
+
+// ErrCancelled is the cause of an action the person cancelled (Cancel).
+var ErrCancelled = errors.New("cancelled")
+
+// ErrNoSuchAction is Cancel's answer for an action that has ended (or
+// was never given on that host).
+var ErrNoSuchAction = errors.New("no such action under way")
+
+// Cancel ends host's action id, queued or running: its context is
+// cancelled with ErrCancelled, the driver stops what it waits for, and
+// the action ends as failed with that cause (a bench reports what it
+// measured until then first). It returns at once. It changes nothing on
+// the host by itself, so read-only mode allows it.
+func (f *Fleet) Cancel(host string, id int) error {
+	i, ok := f.byName[host]
+	if !ok {
+		return fmt.Errorf("unknown host %q", host)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, q := range f.queues[i] {
+		if q.id == id {
+			q.cancel(ErrCancelled)
+			return nil
+		}
+	}
+	return fmt.Errorf("cancel #%d on %s: %w", id, host, ErrNoSuchAction)
 }
 
 // queued is one accepted action that has not ended.
@@ -828,6 +868,9 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		if ev.Action != nil {
 			a := *ev.Action
 			h.state.Action = &a
+			if a.Bench != nil {
+				f.benched(h, ev.Time, a)
+			}
 		}
 	case event.KindJournal:
 		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
@@ -936,6 +979,11 @@ func sanitizeEvent(ev *event.Event) {
 		a.Stage = event.ActionStage(sanitize.String(string(a.Stage)))
 		a.Detail = sanitize.String(a.Detail)
 		a.Err = sanitize.String(a.Err)
+		if b := a.Bench; b != nil {
+			c := *b // the driver's copy stays its own
+			c.Model, c.FirstError = sanitize.String(c.Model), sanitize.String(c.FirstError)
+			a.Bench = &c
+		}
 	}
 	if g := ev.Gap; g != nil {
 		g.Reason = sanitize.String(g.Reason)
@@ -1006,7 +1054,33 @@ func (f *Fleet) refreshAB(h *hostFold, st startup.Startup) {
 	if !st.StartedAt.Equal(h.tputInv) {
 		live = 0 // a new run: its rate is not known yet
 	}
-	h.ab = ts.Compare(h.state.Name, h.state.Unit, kernels.ModeMap(modes), live, f.opts.SlowerBy)
+	mm := kernels.ModeMap(modes)
+	h.ab = ts.Compare(h.state.Name, h.state.Unit, mm, live, f.opts.SlowerBy)
+	// The bench just run counts before the history writer has stored it.
+	if b := h.state.Bench; b != nil && !b.Interrupted && b.OK > 0 && history.ModesKey(b.Modes) == history.ModesKey(mm) {
+		h.ab = h.ab.WithBench(history.ModesKey(mm), b.OutputTPS)
+	}
+}
+
+// benched keeps a bench's result on h, from the event that carries it,
+// and queues it for the history with the kernel modes the run started
+// with, when it is a measurement of a serving run: complete (not
+// stopped part way) and with something measured.
+func (f *Fleet) benched(h *hostFold, at time.Time, a event.ActionResult) {
+	st := h.tracker.State()
+	modes := st.Modes
+	if len(modes) == 0 {
+		modes = h.state.Modes
+	}
+	if at.IsZero() {
+		at = f.opts.Clock.Now()
+	}
+	h.state.Bench = &BenchRun{Time: at, Action: a.ID, Modes: kernels.ModeMap(modes), Bench: *a.Bench}
+	if f.opts.History == nil || a.Bench.Interrupted || a.Bench.OK == 0 || st.Phase != startup.Serving {
+		return
+	}
+	f.queue(history.BenchRecord(at, h.state.Name, h.state.Unit, st.Engine, kernels.ModeMap(modes), st.InvocationID, *a.Bench))
+	f.refreshAB(h, st)
 }
 
 // queue hands r to the history writer, or drops it when the writer is

@@ -140,6 +140,8 @@ func (d *dialog) question() string {
 		return fmt.Sprintf("Redeploy %s to %s?", a.Kernel, on)
 	case remote.ActUndoMode:
 		return fmt.Sprintf("Undo the last mode change of %s on %s?", a.Kernel, on)
+	case remote.ActBench:
+		return fmt.Sprintf("Bench %s: %d requests, %d at a time?", on, a.Requests, a.Concurrency)
 	}
 	return fmt.Sprintf("%s on %s?", a, on)
 }

@@ -17,11 +17,12 @@ import (
 
 // fakeSource is a Source that records the actions asked of it.
 type fakeSource struct {
-	ch    chan remote.Batch
-	ro    bool
-	calls []doCall
-	local map[string]string // LocalHashes
-	views []string          // what View was told, in order
+	ch      chan remote.Batch
+	ro      bool
+	calls   []doCall
+	cancels []doCall          // Cancel's host and id (the id in a.Requests)
+	local   map[string]string // LocalHashes
+	views   []string          // what View was told, in order
 }
 
 type doCall struct {
@@ -38,11 +39,17 @@ func (f *fakeSource) LocalHashes() map[string]string {
 }
 func (f *fakeSource) View(host string) { f.views = append(f.views, host) }
 func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
-	if f.ro {
+	if f.ro && a.Kind.Changes() {
 		return 0, remote.ErrReadOnly
 	}
 	f.calls = append(f.calls, doCall{host, a})
 	return len(f.calls), nil
+}
+
+// Cancel records an action stopped (the bench overlay's esc).
+func (f *fakeSource) Cancel(host string, id int) error {
+	f.cancels = append(f.cancels, doCall{host, remote.Action{Requests: id}})
+	return nil
 }
 
 // base and now are the fixed host times of the fixtures.

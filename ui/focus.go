@@ -19,6 +19,7 @@ const (
 	focusHelp        // the keys of the view (?)
 	focusActions     // the log of remote commands (@)
 	focusCommands    // the palette's commands (:help)
+	focusBench       // a smoke load's progress (m.bench): esc or ctrl+c stops it
 )
 
 func (f focus) String() string {
@@ -45,6 +46,8 @@ func (f focus) String() string {
 		return "actions"
 	case focusCommands:
 		return "commands"
+	case focusBench:
+		return "bench"
 	}
 	return "focus?"
 }

@@ -20,6 +20,7 @@ type hostLayout struct {
 	gpu          bool
 	stats        bool // the serving line: decode rate and the engine's latest sample
 	ab           bool // the decode rate by kernel modes, from the history
+	bench        bool // the latest smoke load's result
 	modes        bool // a row per kernel: on disk, started with, pending
 	action       bool // the action under way, with its progress bar
 	logH         int  // rows of log lines
@@ -32,7 +33,7 @@ const minLogRows = 5
 // row, the diagnosis's meta lines, the rest of the evidence.
 func layoutHost(hs *remote.HostState, h int) hostLayout {
 	_, stats := servingStats(hs)
-	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), modes: len(hs.Modes) > 0, action: busy(hs.Action)}
+	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), bench: hs.Bench != nil, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
 	if d != nil {
 		l.evidence = len(d.Evidence)
@@ -60,6 +61,9 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		if l.ab {
 			n++
 		}
+		if l.bench {
+			n++
+		}
 		if l.modes {
 			n += len(hs.Modes)
 		}
@@ -73,6 +77,7 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
 		func() bool { l.modes = false; return true },
+		func() bool { l.bench = false; return true },
 		func() bool { l.ab = false; return true },
 		func() bool { l.stats = false; return true },
 		func() bool { l.meta = false; return true },
@@ -177,6 +182,9 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if l.ab {
 		add(v.abRow(w))
+	}
+	if l.bench {
+		add(v.benchRow())
 	}
 	if l.gpu {
 		add(v.gpuRow(w))

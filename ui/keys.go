@@ -21,6 +21,9 @@ type KeyMap struct {
 	Actions                              key.Binding // the log of remote commands
 	Reconnect                            key.Binding // dial a host stopped on a host-key or auth failure again
 	CopyFix, CopyEvidence                key.Binding // the selected host's fix command, its evidence, to the clipboard
+	Bench                                key.Binding // a smoke load on the selected (or marked) serving hosts
+	// StopBench stops the smoke load under way (its overlay).
+	StopBench key.Binding
 
 	// Rollback and Abort answer a halted rollout in the rollout view.
 	Rollback, Abort key.Binding
@@ -65,6 +68,9 @@ func DefaultKeyMap() KeyMap {
 		Rollout:     b([]string{"R"}, "R", "rollout (marked/all)"),
 		Actions:     b([]string{"@"}, "@", "remote commands"),
 		Reconnect:   b([]string{"ctrl+r"}, "ctrl+r", "reconnect"),
+
+		Bench:     b([]string{"b"}, "b", "bench (smoke load)"),
+		StopBench: b([]string{"esc", "ctrl+c"}, "esc/ctrl+c", "stop the bench"),
 
 		CopyFix:      b([]string{"y"}, "y", "copy fix command"),
 		CopyEvidence: b([]string{"Y"}, "Y", "copy evidence"),
@@ -122,7 +128,7 @@ func (k KeyMap) tableHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
 			{k.Select, k.MarkAll, k.HostFilter, k.Palette, k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Actions, k.Reconnect},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Bench, k.Actions, k.Reconnect},
 		},
 	}
 }
@@ -134,7 +140,7 @@ func (k KeyMap) hostHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Fold, k.CopyFix, k.CopyEvidence, k.Back},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
+			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Bench, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
 		},
 	}
 }
@@ -165,6 +171,9 @@ func (k KeyMap) withReplay(h helpKeys) helpKeys {
 func (k KeyMap) actionsHelp() helpKeys {
 	return helpKeys{short: []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back}}
 }
+
+// benchHelp is the help while a smoke load's overlay is open.
+func (k KeyMap) benchHelp() helpKeys { return helpKeys{short: []key.Binding{k.StopBench}} }
 
 // dialogHelp is the help while a chooser or confirmation is open.
 func (k KeyMap) dialogHelp(confirm bool) helpKeys {

@@ -194,6 +194,8 @@ type Model struct {
 	signals notify.Tracker
 	// sort is the table's order (s cycles it).
 	sort tableSort
+	// bench is the smoke load started here while its overlay is open.
+	bench *benchRun
 }
 
 // New returns the UI over src.
@@ -416,6 +418,11 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionIssued:
 		return m, m.issued(msg)
+	case benchCancelled:
+		if len(msg.errs) > 0 {
+			return m, m.setStatus("stop: "+errors.Join(msg.errs...).Error(), true)
+		}
+		return m, nil
 	case reconnectIssued:
 		return m, m.reconnected(msg)
 	case actionsIssued:
@@ -445,6 +452,11 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // issued reports an answer of Source.Do in the status line; a restart
 // issued here makes the host view follow the new invocation.
 func (m *Model) issued(msg actionIssued) tea.Cmd {
+	if msg.action.Kind == remote.ActBench {
+		if cmd := m.benchIssued(msg); cmd != nil || msg.err == nil {
+			return cmd
+		}
+	}
 	if msg.err != nil {
 		return m.setStatus(fmt.Sprintf("%s: %s: %v", msg.host, msg.action, msg.err), true)
 	}
@@ -492,6 +504,9 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 			}
 			m.inv[ev.Host] = j.InvocationID
 		}
+		if ev.Kind == event.KindAction && ev.Action != nil && m.benchEvent(ev) {
+			continue // a request counted: the bar shows it, the log need not
+		}
 		m.push(ev.Host, l)
 		if ev.Kind == event.KindAction && ev.Action != nil {
 			m.recordAction(ev)
@@ -501,6 +516,9 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		}
 	}
 	m.trimLogs()
+	if cmd := m.benchSettled(); cmd != nil {
+		return cmd
+	}
 	return statusCmd
 }
 
@@ -551,6 +569,9 @@ func shortID(id string) string { return id[:min(len(id), 12)] }
 
 // actionText says where an action is: "restart done", "mode … failed: …".
 func actionText(a event.ActionResult) string {
+	if a.Bench != nil {
+		return a.Name + " result: " + a.Bench.Summary()
+	}
 	s := a.Name + " " + string(a.Stage)
 	if a.Percent > 0 && a.Stage == event.ActionProgress {
 		s += fmt.Sprintf(" %d%%", a.Percent)
@@ -627,6 +648,9 @@ func (m *Model) hostState(name string) *remote.HostState {
 
 // handleKey routes a key to what has focus.
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
+	if m.focus.top() == focusBench {
+		return m.benchKey(msg) // ctrl+c stops the load, not the console
+	}
 	if msg.String() == "ctrl+c" {
 		return tea.Quit
 	}
@@ -827,6 +851,8 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
 		return m.copyEvidence()
+	case key.Matches(msg, k.Bench):
+		return m.startBench()
 	}
 	return nil
 }
@@ -881,6 +907,8 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
 		return m.copyEvidence()
+	case key.Matches(msg, k.Bench):
+		return m.startBench()
 	case key.Matches(msg, k.Filter):
 		m.focus.push(focusLogFilter)
 		m.filter.SetValue(m.lv.query)
@@ -1230,6 +1258,9 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 			m.closeDialog()
 			if d.rollbackTo != "" {
 				return m.rollback(d.host)
+			}
+			if d.action.Kind == remote.ActBench {
+				return m.beginBench(d.hostList(), d.action)
 			}
 			return doOn(m.src, d.hostList(), d.action)
 		}

@@ -103,12 +103,43 @@ func abShown(h *remote.HostState) bool {
 
 // abText is the mode comparison: "decode 1 920 tok/s with kdtree-verify=on
 // vs 410 tok/s with off (4.7×, from 3 runs)"; a drop beyond the threshold
-// says so first, like a failure's hint.
+// says so first, like a failure's hint. The smoke loads' output rates
+// follow when the history has them: "· bench 876 tok/s on vs 223 off".
 func abText(ab history.ModeAB) string { return abPhrase(ab, false) }
 
 // abPhrase is abText, or with short the same in fewer cells for a narrow
 // pane: "4.7× with kdtree-verify=on: 1 920 vs 410 tok/s with off (3 runs)".
 func abPhrase(ab history.ModeAB, short bool) string {
+	decode := decodePhrase(ab, short)
+	bench := benchPhrase(ab)
+	switch {
+	case ab.TPS <= 0:
+		return bench
+	case bench == "":
+		return decode
+	}
+	return decode + " · " + bench
+}
+
+// benchPhrase is the smoke loads' output rates of the two configurations:
+// "bench 876 tok/s on vs 223 off" (a kernel's mode alone when one kernel
+// differs); "" without a bench of the current one.
+func benchPhrase(ab history.ModeAB) string {
+	if ab.BenchTPS <= 0 {
+		return ""
+	}
+	cur := ab.Modes
+	if _, mode, ok := strings.Cut(cur, "="); ok && !strings.Contains(mode, ",") && !strings.Contains(ab.Base, "=") {
+		cur = mode // "kdtree-verify=on" against "off": the kernel is named by the decode phrase
+	}
+	if ab.BaseBenchTPS <= 0 {
+		return fmt.Sprintf("bench %s tok/s %s", fmtTPS(ab.BenchTPS), cur)
+	}
+	return fmt.Sprintf("bench %s tok/s %s vs %s %s", fmtTPS(ab.BenchTPS), cur, fmtTPS(ab.BaseBenchTPS), ab.Base)
+}
+
+// decodePhrase is the decode rates' part of abPhrase.
+func decodePhrase(ab history.ModeAB, short bool) string {
 	runs := ab.BaseRuns
 	if !ab.Live {
 		runs += ab.Runs

@@ -128,6 +128,14 @@ func TestABText(t *testing.T) {
 			"decode 1 905 tok/s with kdtree-verify=on (from 4 runs)"},
 		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1240, Live: true, Base: "off", BaseTPS: 1905, BaseRuns: 1, Ratio: 1240.0 / 1905, Slower: true},
 			"⚠ 35 % slower: decode 1 240 tok/s with kdtree-verify=on vs 1 905 tok/s with off (0.7×, from 1 run)"},
+		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1920, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 1, Ratio: 4, BenchTPS: 876, BaseBenchTPS: 223, BenchRatio: 876.0 / 223},
+			"decode 1 920 tok/s with kdtree-verify=on vs 480 tok/s with off (4.0×, from 1 run) · bench 876 tok/s on vs 223 off"},
+		{history.ModeAB{Modes: "kdtree-verify=on", TPS: 1905, Runs: 4, BenchTPS: 876},
+			"decode 1 905 tok/s with kdtree-verify=on (from 4 runs) · bench 876 tok/s on"},
+		{history.ModeAB{Modes: "kdtree-verify=on", Base: "off", BenchTPS: 876, BaseBenchTPS: 223},
+			"bench 876 tok/s on vs 223 off"},
+		{history.ModeAB{Modes: "a=on,b=x", Base: "a=off,b=y", TPS: 100, Runs: 1, BaseTPS: 50, BaseRuns: 1, Ratio: 2, BenchTPS: 876, BaseBenchTPS: 223},
+			"decode 100 tok/s with a=on,b=x vs 50.0 tok/s with a=off,b=y (2.0×, from 2 runs) · bench 876 tok/s a=on,b=x vs 223 a=off,b=y"},
 	} {
 		if got := abText(tc.ab); got != tc.want {
 			t.Errorf("abText(%+v)\n got %q\nwant %q", tc.ab, got, tc.want)

@@ -56,6 +56,8 @@ func (m *Model) render() string {
 		out = overlay(out, m.actionsBox(w, h), w, h)
 	case focusCommands:
 		out = overlay(out, m.commandsBox(w, h), w, h)
+	case focusBench:
+		out = overlay(out, m.benchBox(w), w, h)
 	default: // a view or a prompt: no overlay
 	}
 	return screen(out, w, h)
@@ -158,6 +160,8 @@ func (m *Model) footer(w int) string {
 		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
 	case top == focusActions:
 		hk = m.keys.actionsHelp()
+	case top == focusBench:
+		hk = m.keys.benchHelp()
 	default:
 		hk, _ = m.viewHelp()
 		hk = m.replayHelp(hk)

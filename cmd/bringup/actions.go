@@ -292,7 +292,7 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 	}
 	// The catalog and the host names come from the config: load it once
 	// to tell hosts from the command's own arguments.
-	cfg, _, err := ff.load(e, nil)
+	cfg, _, err := ff.load(ctx, e, nil)
 	if err != nil {
 		return actFleet{}, err
 	}

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
-	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -32,26 +31,25 @@ func runBench(ctx context.Context, e env, args []string) int {
 	if *n <= 0 || *c <= 0 || *maxTokens <= 0 {
 		return e.fail("bench", "--requests, --concurrency and --max-tokens must be greater than 0")
 	}
-	ff.ReadOnly = true // a load changes no host
+	ff.ReadOnly = true // a load changes no host (the fleet's door lets ActBench through)
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
 		return e.fail("bench", "%v", err)
 	}
 	defer closeKeys()
-	fl, stop := follow(ctx, e, "bench", fleet)
+	// The fleet runs past Ctrl-C (ctx), so that the stopped loads still
+	// report what they measured; stop ends it.
+	fl, stop := follow(context.WithoutCancel(ctx), e, "bench", fleet)
 	defer stop()
 	hosts := fl.Snapshot(ctx, *timeout)
 	code := exitServing
-	var mu sync.Mutex // the hosts' progress and results share stdout/stderr
-	var wg sync.WaitGroup
+	var serving []string
 	for _, h := range hosts {
-		d, _ := fleet.Driver(h.Name)
-		tun, ok := d.(bench.Tunnel)
 		refused := ""
-		switch {
+		switch d, _ := fleet.Driver(h.Name); {
 		case h.Startup.Phase != startup.Serving:
 			refused = fmt.Sprintf("not serving (phase %s): a smoke load needs a serving host", h.Startup.Phase)
-		case !ok:
+		case !isTunnel(d):
 			refused = "no tunnel to its service"
 		}
 		if refused != "" {
@@ -59,35 +57,37 @@ func runBench(ctx context.Context, e env, args []string) int {
 			code = exitBenchRefused
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := bench.Run(ctx, tun, bench.Options{Addr: tun.ProbeAddr(), Requests: *n, Concurrency: *c, MaxTokens: *maxTokens},
-				func(done, total int) {
-					if !*asJSON {
-						mu.Lock()
-						output.BenchProgress(e.stderr, h.Name, done, total)
-						mu.Unlock()
-					}
-				})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				// The host's answer may be in it: sanitised before it is printed.
-				output.Bench(e.stdout, h.Name, nil, sanitize.String(err.Error()), *asJSON)
-				code = max(code, exitFailed)
-				return
-			}
-			output.Bench(e.stdout, h.Name, &res, "", *asJSON)
-			if res.Errors > 0 || res.Interrupted {
-				code = max(code, exitFailed)
-			}
-		}()
+		serving = append(serving, h.Name)
 	}
-	wg.Wait()
+	// The load runs as an action through the fleet's door, as the
+	// console's b: the fleet keeps each complete result in the history
+	// with the run's kernel modes.
+	a := remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}
+	fl.Bench(ctx, serving, a, 10*time.Second, func(host string, done, total int) {
+		if !*asJSON {
+			output.BenchProgress(e.stderr, host, done, total)
+		}
+	}, func(o remote.BenchOutcome) {
+		if o.Result == nil {
+			output.Bench(e.stdout, o.Host, nil, o.Err, *asJSON)
+			code = max(code, exitFailed)
+			return
+		}
+		output.Bench(e.stdout, o.Host, o.Result, "", *asJSON)
+		if o.Result.Errors > 0 || o.Result.Interrupted || o.Err != "" {
+			code = max(code, exitFailed)
+		}
+	})
 	if *asJSON {
 		word := map[int]string{exitServing: "done", exitFailed: "failed", exitBenchRefused: "refused"}[code]
 		output.Summary(e.stdout, "bench", word, code, nil, "")
 	}
 	return code
+}
+
+// isTunnel reports whether d reaches the host's service (bench.Tunnel: a
+// live host's SSH connection).
+func isTunnel(d remote.Driver) bool {
+	_, ok := d.(bench.Tunnel)
+	return ok
 }

@@ -92,20 +92,43 @@ func TestBenchModesOnTestbed(t *testing.T) {
 	if ab == nil || ab.Modes != "kdtree-verify=on" || ab.Base != "off" || ab.Ratio < 3.5 || ab.Ratio > 4.5 || ab.BaseRuns != 1 || st["gpu1"].Stats == nil {
 		t.Errorf("status throughput %+v, stats %+v, want on about 4× off's one run", ab, st["gpu1"].Stats)
 	}
+	// The benches, stored with their modes, compare too.
+	if ab != nil && (ab.BenchTPS <= 0 || ab.BaseBenchTPS <= 0 || ab.BenchRatio < 2.5 || ab.BenchRatio > 5) {
+		t.Errorf("status throughput's benches %+v, want on about 4× off", ab)
+	}
 	t.Logf("status --json throughput: %+v", ab)
 	b, err := os.ReadFile(filepath.Join(state, "bringup", "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rates := map[string]float64{}
+	benches := map[string][]history.Record{}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var r history.Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Kind == history.KindThroughput {
+		switch r.Kind {
+		case history.KindThroughput:
 			rates[history.ModesKey(r.Modes)] = r.DecodeTPS
+		case history.KindBench:
+			benches[history.ModesKey(r.Modes)] = append(benches[history.ModesKey(r.Modes)], r)
 		}
+	}
+	// Each bench run is in the history with its modes: the 64-request
+	// one's figures as bench printed them, then the 8-request one.
+	for mode, printed := range map[string]*output.BenchResult{"kdtree-verify=off": off.Bench, "kdtree-verify=on": on.Bench} {
+		rs := benches[mode]
+		if len(rs) != 2 || rs[0].Bench == nil || rs[1].Bench == nil {
+			t.Errorf("history's benches in %s: %+v", mode, rs)
+			continue
+		}
+		r := rs[0].Bench
+		if r.Requests != 64 || r.Concurrency != 8 || r.OK != 64 || r.Errors != 0 || r.OutputTPS != printed.OutputTPS || r.ReqPerSec != printed.ReqPerSec ||
+			r.TTFTP50 <= 0 || r.LatencyP99 < r.LatencyP50 || rs[0].InvocationID == "" || rs[1].Bench.Requests != 8 {
+			t.Errorf("history's bench in %s: %+v (printed %+v)", mode, r, printed)
+		}
+		t.Logf("history bench %s: %s", mode, r.Summary())
 	}
 	if on, off := rates["kdtree-verify=on"], rates["kdtree-verify=off"]; off < 470 || off > 490 || on < 1900 || on > 1940 {
 		t.Errorf("history decode rates %v, want off 480 and on 1920 tok/s", rates)

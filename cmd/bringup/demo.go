@@ -131,7 +131,7 @@ func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remo
 // openLiveFleet loads the configuration, resolves the hosts and loads
 // their keys, and builds the fleet. The returned func releases the keys.
 func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*remote.Fleet, func(), error) {
-	cfg, hosts, err := ff.load(e, names)
+	cfg, hosts, err := ff.load(ctx, e, names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,12 +139,18 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := liveFleet(cfg, rs, ff.openHistory(e), rec)
+	via, err := ff.tunnel(ctx, e, cfg)
 	if err != nil {
 		closeKeys()
 		return nil, nil, err
 	}
-	return f, closeKeys, nil
+	release := func() { ff.releaseTunnel(); closeKeys() }
+	f, err := liveFleet(cfg, rs, via, ff.openHistory(e), rec)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return f, release, nil
 }
 
 // runConsole is `bringup [flags] [HOST|GROUP...]`: the console over real hosts.

@@ -35,7 +35,8 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	if *trust != "" {
 		names = []string{*trust}
 	}
-	cfg, hosts, err := ff.load(e, names)
+	cfg, hosts, err := ff.load(ctx, e, names)
+	defer ff.releaseTunnel()
 	if err != nil {
 		return e.fail("doctor", "%v", err)
 	}
@@ -59,7 +60,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	var hostsOut []output.HostOutcome
 	var survey *doctor.StoreSurvey
 	if cfg.Source.Store() {
-		survey = storeSurvey(ctx, cfg, hosts, *timeout)
+		survey = storeSurvey(ctx, e, &ff, cfg, hosts, *timeout)
 	}
 	for _, rep := range eachHost(ctx, rs, *timeout, doctor.Host) {
 		if survey != nil {
@@ -86,14 +87,19 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 
 // storeSurvey looks once at the log store for every host: the store's
 // checks on each host's report come from it.
-func storeSurvey(ctx context.Context, cfg *config.Config, hosts []config.Host, timeout time.Duration) *doctor.StoreSurvey {
+func storeSurvey(ctx context.Context, e env, ff *fleetFlags, cfg *config.Config, hosts []config.Host, timeout time.Duration) *doctor.StoreSurvey {
 	s := &doctor.StoreSurvey{URL: cfg.Source.URL, LookBack: 24 * time.Hour, At: time.Now()}
 	unit := config.DefaultUnit
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
 		names[i], unit = h.Name, h.Unit
 	}
-	src, err := vlogs.New(vlogs.Options{URL: cfg.Source.URL, Unit: unit})
+	via, err := ff.tunnel(ctx, e, cfg)
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	src, err := vlogs.New(storeOptions(cfg, via, unit))
 	if err != nil {
 		s.Err = err
 		return s

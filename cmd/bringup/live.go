@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
@@ -27,6 +28,31 @@ type fleetFlags struct {
 	// resolves group names with them).
 	cfg    *config.Config
 	groups map[string][]string
+	// via is the tunnel to the log store (source.via), resolved once per
+	// command (tunnel); viaSet says it was; viaClose releases its keys.
+	via      *live.Tunnel
+	viaSet   bool
+	viaClose func()
+}
+
+// tunnel resolves source.via once per command: nil without one.
+func (f *fleetFlags) tunnel(ctx context.Context, e env, cfg *config.Config) (*live.Tunnel, error) {
+	if !f.viaSet {
+		t, release, err := resolveVia(ctx, e, cfg)
+		if err != nil {
+			return nil, err
+		}
+		f.via, f.viaClose, f.viaSet = t, release, true
+	}
+	return f.via, nil
+}
+
+// releaseTunnel releases the tunnel's keys, if any were loaded.
+func (f *fleetFlags) releaseTunnel() {
+	if f.viaClose != nil {
+		f.viaClose()
+		f.viaClose = nil
+	}
 }
 
 func (f *fleetFlags) register(fs *cli.Flags) {
@@ -52,11 +78,18 @@ func (f *fleetFlags) openHistory(e env) remote.HistorySink {
 
 // load reads the configuration the flags name (the file once per command)
 // and selects the hosts named in args (host or group names; none = all).
-func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, error) {
+// A config read from a log store that lists no hosts gets the store's
+// (discover).
+func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Config, []config.Host, error) {
 	if f.cfg == nil {
 		cfg, _, err := f.Open(e.getenv, nil)
 		if err != nil {
 			return nil, nil, err
+		}
+		if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+			if err := f.discover(ctx, e, cfg); err != nil {
+				return nil, nil, err
+			}
 		}
 		f.cfg = cfg
 	}
@@ -65,6 +98,37 @@ func (f *fleetFlags) load(e env, args []string) (*config.Config, []config.Host, 
 		f.groups = f.cfg.GroupsOf(hosts)
 	}
 	return f.cfg, hosts, err
+}
+
+// discoverTimeout bounds the store's answer to discover.
+const discoverTimeout = 30 * time.Second
+
+// discover adds to cfg the hosts the store has entries of the unit from
+// (vlogs.DefaultDiscoverWindow), each with the config's defaults.
+func (f *fleetFlags) discover(ctx context.Context, e env, cfg *config.Config) error {
+	via, err := f.tunnel(ctx, e, cfg)
+	if err != nil {
+		return err
+	}
+	src, err := vlogs.New(storeOptions(cfg, via, cfg.Defaults.Unit))
+	if err != nil {
+		return fmt.Errorf("source victorialogs: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+	defer cancel()
+	d, err := src.Discover(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("no hosts configured: %w", err)
+	}
+	if len(d.Refused) > 0 {
+		fmt.Fprintf(e.stderr, "bringup: the log store names hosts that are not host names, left out: %s\n", strings.Join(d.Refused, ", "))
+	}
+	if len(d.Hosts) == 0 {
+		return fmt.Errorf("no hosts configured, and the log store at %s has no entry of %s from the last %s: list hosts: in the config, or check the uploads (bringup doctor -H HOST)",
+			cfg.Source.URL, cfg.Defaults.Unit, vlogs.DefaultDiscoverWindow)
+	}
+	fmt.Fprintf(e.stderr, "bringup: %d hosts from the log store (%s in the last %s): %s\n", len(d.Hosts), cfg.Defaults.Unit, vlogs.DefaultDiscoverWindow, strings.Join(d.Hosts, ", "))
+	return cfg.AddHosts(d.Hosts)
 }
 
 // target is the config's host h as the live package takes it.
@@ -84,10 +148,37 @@ func resolve(ctx context.Context, e env, cfg *config.Config, hosts []config.Host
 	return live.Resolve(ctx, targets, cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
 }
 
-// storeSpecs are the fleet's hosts read from a VictoriaLogs store at url:
+// resolveVia resolves the config's source.via, the SSH host the store is
+// reached through, as the fleet's hosts are resolved (ssh_config, keys,
+// passphrases asked now), and returns its tunnel; nil without via. The
+// returned func releases its keys.
+func resolveVia(ctx context.Context, e env, cfg *config.Config) (*live.Tunnel, func(), error) {
+	if !cfg.Source.Store() || cfg.Source.Via == "" {
+		return nil, func() {}, nil
+	}
+	t := config.Host{Name: cfg.Source.Via, SSH: cfg.Source.Via}.Target()
+	rs, release, err := live.Resolve(ctx, []live.Target{{Name: cfg.Source.Via, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port}},
+		cfg.SSHConfig, sshx.TerminalPassphrase(e.stderr))
+	if err != nil {
+		return nil, nil, fmt.Errorf("source.via: %w", err)
+	}
+	return live.NewTunnel(rs[0]), release, nil
+}
+
+// storeOptions are the source's options for the config's store: its URL
+// and the tunnel to it, if any.
+func storeOptions(cfg *config.Config, via *live.Tunnel, unit string) vlogs.Options {
+	o := vlogs.Options{URL: cfg.Source.URL, Unit: unit}
+	if via != nil {
+		o.Via = via
+	}
+	return o
+}
+
+// storeSpecs are the fleet's hosts read from a VictoriaLogs store (so):
 // one tail stream for them all (they must share one unit), each host's
 // actions over SSH, opened for the action only.
-func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
+func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
@@ -97,7 +188,8 @@ func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote
 			return nil, fmt.Errorf("source victorialogs: every host must run one unit (%s runs %s, %s runs %s); use -u or --source ssh", hosts[0].Name, unit, h.Name, h.Unit)
 		}
 	}
-	src, err := vlogs.New(vlogs.Options{URL: url, Unit: unit})
+	so.Unit = unit
+	src, err := vlogs.New(so)
 	if err != nil {
 		return nil, fmt.Errorf("source victorialogs: %w", err)
 	}
@@ -109,8 +201,9 @@ func storeSpecs(url string, hosts []live.Options, opts remote.Options) ([]remote
 	return specs, nil
 }
 
-// liveFleet builds the fleet over real hosts.
-func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
+// liveFleet builds the fleet over real hosts; via is the tunnel to the
+// log store (resolveVia), nil for none.
+func liveFleet(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
 	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
 		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
 	if len(cfg.Rules) > 0 {
@@ -123,7 +216,7 @@ func liveFleet(cfg *config.Config, hosts []live.Options, hist remote.HistorySink
 	specs := live.Specs(hosts, opts)
 	if cfg.Source.Store() {
 		var err error
-		if specs, err = storeSpecs(cfg.Source.URL, hosts, opts); err != nil {
+		if specs, err = storeSpecs(storeOptions(cfg, via, ""), hosts, opts); err != nil {
 			return nil, err
 		}
 	}

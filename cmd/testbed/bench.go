@@ -25,6 +25,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.CatchupRuns, "catchup-runs", fleetbench.DefaultCatchupRuns, "reads of the catch-up run by each side (the median counts)")
 	fs.StringVar(&o.Testbed.CacheDir, "cache", "", "image cache (default the testbed's)")
 	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
+	fs.StringVar(&o.Source, "source", fleetbench.SourceSSH, "ssh, or victorialogs: the store path too, side by side on the same hosts (the testbed starts VictoriaLogs fed by every host's systemd-journal-upload)")
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
@@ -121,12 +122,40 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row(fmt.Sprintf("catch-up %d lines (median of %d)", c.Lines, len(c.Runs)), rate(c.BringupS), rate(c.RawS), c.Speedup,
 			fmt.Sprintf("speed bringup/raw; raw %.0f bytes a line", c.RawBytesPerLine))
 	}
+	if st := s.Store; st != nil {
+		printStore(w, st, row)
+	}
 	cl := s.Cleanup
 	switch {
 	case cl.Down && len(cl.Left) == 0 && cl.InventoryRemoved:
 		fmt.Fprintln(w, "cleaned up: hosts down, no namespace, link, process or inventory left")
 	default:
 		fmt.Fprintf(w, "NOT cleaned up: down=%v inventory removed=%v left: %s %s\n", cl.Down, cl.InventoryRemoved, strings.Join(cl.Left, ", "), cl.Err)
+	}
+}
+
+// printStore prints the store path against the SSH path, in the same
+// columns as the rest.
+func printStore(w io.Writer, st *fleetbench.Store, row func(what, a, b string, r float64, note string)) {
+	fmt.Fprintf(w, "%-34s %-22s %-22s %7s\n", "through VictoriaLogs", "store", "ssh", "ratio")
+	if t := st.ServingTable; t.SSHS > 0 {
+		row("full table, hosts serving", fmt.Sprintf("%.2f s", t.StoreS), fmt.Sprintf("%.2f s", t.SSHS), t.Ratio,
+			"store/ssh, a fresh console each, nothing else running")
+	}
+	if l := st.Latency; l.Lines > 0 {
+		d := func(x fleetbench.Dist) string {
+			return fmt.Sprintf("%s/%s/%s ms", fmtMs(x.P50ms), fmtMs(x.P99ms), fmtMs(x.MaxMs))
+		}
+		row("latency p50/p99/max (start all)", d(l.Store), "", l.Ratio, fmt.Sprintf("p50 store/ssh; %d lines, %d not through the store", l.Lines, l.Missing))
+		row("  added per line vs raw", d(l.AddedVsRaw), "", 0, "store − raw reader, the same line")
+		row("  added per line vs ssh fleet", d(l.AddedVsSSH), "", 0, "store − ssh fleet, the same line")
+		row("  every host serving", fmt.Sprintf("%.1f s", l.ServingS), "", 0, "after the units' start")
+	}
+	if s := st.Steady; s.WindowS > 0 {
+		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", s.StoreCPUPct), fmt.Sprintf("%.2f %%", s.SSHCPUPct), s.CPURatio,
+			fmt.Sprintf("store/ssh, %.0f s each alone; victoria-logs %.2f %%", s.WindowS, s.VLCPUPct))
+		row("steady RSS", fmt.Sprintf("%.1f MiB", s.StoreRSSMiB), fmt.Sprintf("%.1f MiB", s.SSHRSSMiB), s.RSSRatio,
+			fmt.Sprintf("store/ssh; %.1f MiB with no fleet; victoria-logs %.1f MiB", s.BaseRSSMiB, s.VLRSSMiB))
 	}
 }
 

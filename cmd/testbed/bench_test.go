@@ -40,6 +40,25 @@ func TestPrintSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
+	s.Store = &fleetbench.Store{
+		ServingTable: fleetbench.ServingTable{SSHS: 1.2, StoreS: 2.9, Ratio: 2.42},
+		Latency: fleetbench.StoreLatency{Lines: 760, Missing: 8, Store: fleetbench.Dist{P50ms: 2301, P99ms: 2620, MaxMs: 2700},
+			AddedVsSSH: fleetbench.Dist{P50ms: 2010, P99ms: 2400, MaxMs: 2500}, Ratio: 8.1, ServingS: 14.2},
+		Steady: fleetbench.StoreSteady{WindowS: 60, StoreCPUPct: 0.31, SSHCPUPct: 1.79, CPURatio: 0.17, StoreRSSMiB: 21, SSHRSSMiB: 29.4, RSSRatio: 0.71, VLCPUPct: 0.5, VLRSSMiB: 40},
+	}
+	b.Reset()
+	printSummary(&b, s)
+	for _, want := range []string{
+		"full table, hosts serving          2.90 s                 1.20 s                   2.42×",
+		"2301/2620/2700 ms",
+		"added per line vs ssh fleet      2010/2400/2500 ms",
+		"0.31 %                 1.79 %                   0.17×",
+		"victoria-logs 40.0 MiB",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("store summary lacks %q:\n%s", want, b.String())
+		}
+	}
 	s.Cleanup = fleetbench.Cleanup{Down: true, Left: []string{"netns brtb-abc123-gpu1"}}
 	b.Reset()
 	printSummary(&b, s)

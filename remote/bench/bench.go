@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
@@ -41,8 +42,8 @@ type Tunnel interface {
 
 // Defaults of Options.
 const (
-	DefaultRequests    = 64
-	DefaultConcurrency = 8
+	DefaultRequests    = event.BenchRequests
+	DefaultConcurrency = event.BenchConcurrency
 	DefaultMaxTokens   = 64
 	DefaultPrompt      = "The capital of France is"
 	DefaultTimeout     = 2 * time.Minute
@@ -86,30 +87,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Result is what a smoke load measured.
-type Result struct {
-	Model       string `json:"model"`
-	Requests    int    `json:"requests"` // sent
-	OK          int    `json:"ok"`
-	Errors      int    `json:"errors"`
-	Concurrency int    `json:"concurrency"`
-	// Interrupted says the load was stopped (Ctrl-C) before all were sent.
-	Interrupted bool          `json:"interrupted,omitempty"`
-	Duration    time.Duration `json:"duration_ns"`
-	ReqPerSec   float64       `json:"req_per_s"`
-	// OutputTokens are the completions' tokens (their usage, else the
-	// streamed chunks); OutputTPS is them over the duration.
-	OutputTokens int     `json:"output_tokens"`
-	OutputTPS    float64 `json:"output_tok_per_s"`
-	// TTFT is the time to the first streamed token, Latency to the end of
-	// the answer, over the requests that succeeded.
-	TTFTP50    time.Duration `json:"ttft_p50_ns"`
-	TTFTP99    time.Duration `json:"ttft_p99_ns"`
-	LatencyP50 time.Duration `json:"latency_p50_ns"`
-	LatencyP99 time.Duration `json:"latency_p99_ns"`
-	// FirstError is the first error met, for the person reading.
-	FirstError string `json:"first_error,omitempty"`
-}
+// Result is what a smoke load measured: the event package's Bench, which
+// a bench run through the fleet's actions carries up.
+type Result = event.Bench
 
 // one is what one request measured.
 type one struct {

@@ -5,7 +5,10 @@
 // so the package is a leaf: it imports nothing of bringup.
 package event
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Kind names which payload of an Event is set.
 type Kind string
@@ -192,6 +195,47 @@ type ActionResult struct {
 	Detail  string      `json:"detail,omitempty"`
 	Err     string      `json:"err,omitempty"`
 	Percent int         `json:"percent,omitempty"`
+	// Done and Total count what the action works through, when it counts
+	// (a bench's requests: 24 of 64), for a bar that says n/N.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
+	// Bench is a bench's measurement, on the progress event that ends it
+	// (also when it was stopped: Interrupted).
+	Bench *Bench `json:"bench,omitempty"`
+}
+
+// The smoke load's defaults (remote/bench, the console's b): exactly
+// BenchRequests requests, at most BenchConcurrency at a time.
+const (
+	BenchRequests    = 64
+	BenchConcurrency = 8
+)
+
+// Bench is what a smoke load (`bringup bench`, the console's b) measured
+// on one serving host: it lives here, in the leaf package, because the
+// action's events carry it up to the fleet, its history and the console.
+type Bench struct {
+	Model       string `json:"model"`
+	Requests    int    `json:"requests"` // sent
+	OK          int    `json:"ok"`
+	Errors      int    `json:"errors"`
+	Concurrency int    `json:"concurrency"`
+	// Interrupted says the load was stopped (Ctrl-C, Esc) before all were sent.
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
+	ReqPerSec   float64       `json:"req_per_s"`
+	// OutputTokens are the completions' tokens (their usage, else the
+	// streamed chunks); OutputTPS is them over the duration.
+	OutputTokens int     `json:"output_tokens"`
+	OutputTPS    float64 `json:"output_tok_per_s"`
+	// TTFT is the time to the first streamed token, Latency to the end of
+	// the answer, over the requests that succeeded.
+	TTFTP50    time.Duration `json:"ttft_p50_ns"`
+	TTFTP99    time.Duration `json:"ttft_p99_ns"`
+	LatencyP50 time.Duration `json:"latency_p50_ns"`
+	LatencyP99 time.Duration `json:"latency_p99_ns"`
+	// FirstError is the first error met, for the person reading.
+	FirstError string `json:"first_error,omitempty"`
 }
 
 // GapHostKey is the Gap reason of a notice, not a loss: a host key was
@@ -216,4 +260,31 @@ type Command struct {
 	Result   string        `json:"result,omitempty"`
 	Err      string        `json:"err,omitempty"`
 	Duration time.Duration `json:"duration"`
+}
+
+// Summary is b in one line, what matters most first (a narrow pane
+// clips the end), as the log, the status line and the host view show it:
+// "876 output tok/s · 13.7 req/s · TTFT p50 41ms p99 88ms · latency p50
+// 610ms p99 930ms · 64/64 ok, 8 at a time".
+func (b Bench) Summary() string {
+	s := fmt.Sprintf("%.0f output tok/s · %.1f req/s · TTFT p50 %s p99 %s · latency p50 %s p99 %s · %d/%d ok, %d at a time",
+		b.OutputTPS, b.ReqPerSec, benchDur(b.TTFTP50), benchDur(b.TTFTP99), benchDur(b.LatencyP50), benchDur(b.LatencyP99), b.OK, b.Requests, b.Concurrency)
+	if b.Errors > 0 {
+		s += fmt.Sprintf(" · %d errors", b.Errors)
+		if b.FirstError != "" {
+			s += " (first: " + b.FirstError + ")"
+		}
+	}
+	if b.Interrupted {
+		s += " · stopped early"
+	}
+	return s
+}
+
+// benchDur is a latency to the millisecond below 10 s ("41ms", "1.25s").
+func benchDur(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
 }

@@ -62,6 +62,44 @@ func TestFleetbenchOnTestbed(t *testing.T) {
 	}
 }
 
+// TestFleetbenchStoreOnTestbed runs the bench with the store path beside
+// the SSH path, small: two hosts, the catch-up cut short. The store's
+// figures must be there, every line the SSH fleet showed must come
+// through the store, later by about the tail's offset, and the store
+// must be gone with the hosts.
+func TestFleetbenchStoreOnTestbed(t *testing.T) {
+	e2e.Require(t, e2e.Root(), e2e.Command("ssh"))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	s, err := Run(ctx, Options{Hosts: 2, Source: SourceVictoriaLogs, Quiet: 5 * time.Second, CatchupLines: 2000, CatchupRuns: 1, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Store
+	if st == nil {
+		t.Fatalf("no store figures: %+v", *s)
+	}
+	t.Logf("store: %+v", *st)
+	if st.ServingTable.SSHS <= 0 || st.ServingTable.StoreS <= 0 {
+		t.Errorf("serving table %+v", st.ServingTable)
+	}
+	l := st.Latency
+	if l.Lines < 2*20 || l.Missing > 0 || l.StoreOnly > 0 || l.AddedVsSSH.N != l.Lines {
+		t.Errorf("store latency: %d lines, %d missing, %d store only, %d against the ssh fleet", l.Lines, l.Missing, l.StoreOnly, l.AddedVsSSH.N)
+	}
+	// The tail reads vlogs.DefaultOffset (2 s) behind now: every line
+	// comes that much after the SSH fleet's, and not minutes after.
+	if l.AddedVsSSH.P50ms < 1000 || l.AddedVsSSH.MaxMs > 30_000 || l.ServingS <= 0 {
+		t.Errorf("store latency implausible: %+v", l)
+	}
+	if ss := st.Steady; ss.WindowS < 5 || ss.StoreCPUPct <= 0 || ss.StoreRSSMiB <= 0 || ss.VLRSSMiB <= 0 || ss.SSHCPUPct != s.Steady.BringupCPUPct {
+		t.Errorf("store steady state %+v", ss)
+	}
+	if !s.Cleanup.Down || len(s.Cleanup.Left) > 0 || !s.Cleanup.InventoryRemoved {
+		t.Errorf("cleanup %+v", s.Cleanup)
+	}
+}
+
 // TestFleetbenchCleansUpOnCancel is Ctrl-C in the middle of the bench,
 // as the units start: Run returns the context's error, and the hosts,
 // their namespaces and the inventory are gone all the same.

@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -62,6 +61,9 @@ type Options struct {
 	// TableProfile, when set, receives a CPU profile of the fleet's start
 	// up to the full table.
 	TableProfile io.Writer
+	// Source is SourceSSH (the default: the SSH path against raw ssh) or
+	// SourceVictoriaLogs (the store path too, side by side: Summary.Store).
+	Source string
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 }
@@ -69,6 +71,7 @@ type Options struct {
 // Summary is one run's figures, as written to the JSON summary.
 type Summary struct {
 	Hosts   int       `json:"hosts"`
+	Source  string    `json:"source"`
 	Cores   int       `json:"cores"`
 	Started time.Time `json:"started"`
 	TookS   float64   `json:"took_s"`
@@ -85,6 +88,9 @@ type Summary struct {
 	Steady    Steady    `json:"steady"`
 	Catchup   Catchup   `json:"catchup"`
 	Cleanup   Cleanup   `json:"cleanup"`
+	// Store is the store path's figures (Options.Source
+	// SourceVictoriaLogs), nil without.
+	Store *Store `json:"store,omitempty"`
 }
 
 // FullTable is the time from the fleet's start to every host connected
@@ -225,7 +231,17 @@ func Run(ctx context.Context, o Options) (s *Summary, err error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	s = &Summary{Hosts: o.Hosts, Cores: runtime.NumCPU(), Started: time.Now().UTC()}
+	switch o.Source {
+	case "":
+		o.Source = SourceSSH
+	case SourceSSH, SourceVictoriaLogs:
+	default:
+		return nil, fmt.Errorf("fleetbench: source %q: want %s or %s", o.Source, SourceSSH, SourceVictoriaLogs)
+	}
+	s = &Summary{Hosts: o.Hosts, Source: o.Source, Cores: runtime.NumCPU(), Started: time.Now().UTC()}
+	if o.Source == SourceVictoriaLogs {
+		s.Store = &Store{}
+	}
 	s.Load[0] = loadAvg()
 	start := time.Now()
 	defer func() {
@@ -235,6 +251,7 @@ func Run(ctx context.Context, o Options) (s *Summary, err error) {
 
 	tbo := o.Testbed
 	tbo.Hosts, tbo.Detach = o.Hosts, false
+	tbo.LogStore = tbo.LogStore || o.Source == SourceVictoriaLogs
 	tbo.Host = func(int) testbed.HostOptions { return testbed.HostOptions{KernelMode: "on"} }
 	if tbo.Logf == nil {
 		tbo.Logf = o.Logf
@@ -378,13 +395,32 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
 		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
 
-	if err := b.latency(ctx, fl, hosts); err != nil {
+	var sfl *remote.Follower
+	if b.s.Store != nil {
+		if sfl, err = b.startStoreFleet(ctx, hosts); err != nil {
+			return err
+		}
+		defer func() { _ = sfl.Stop(30 * time.Second) }()
+	}
+	if err := b.latency(ctx, fl, sfl, hosts); err != nil {
 		return fmt.Errorf("latency: %w", err)
+	}
+	if sfl != nil {
+		// Each console alone in its quiet window.
+		if err := stopStoreFleet(sfl); err != nil {
+			return fmt.Errorf("store fleet: %w", err)
+		}
 	}
 	if err := b.steady(ctx, fl, hosts, base); err != nil {
 		return fmt.Errorf("steady state: %w", err)
 	}
-	return nil
+	if b.s.Store == nil {
+		return nil
+	}
+	if err := fl.Stop(30 * time.Second); err != nil {
+		return fmt.Errorf("ssh fleet: %w", err)
+	}
+	return b.storePhases(ctx, hosts)
 }
 
 // rawTable is the raw full table: every host's unit state through its
@@ -420,8 +456,9 @@ type fleetLine struct {
 }
 
 // latency starts a raw follower on every host, then every unit at once,
-// and times each line at both until every host serves.
-func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string) error {
+// and times each line at both until every host serves; with sfl (the
+// store fleet), at it too, until every host serves through it as well.
+func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []string) error {
 	rctx, stopRaw := context.WithCancel(ctx)
 	defer stopRaw()
 	raws := make([]*rawFollower, len(hosts))
@@ -460,6 +497,12 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 			}
 		}
 	}
+	var sw *storeWatch
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if sfl != nil {
+		sw = watchStore(wctx, sfl, len(hosts))
+	}
 	b.o.Logf("fleetbench: latency: starting %s on %d hosts at once", testbed.UnitName, len(hosts))
 	started := time.Now()
 	if err := eachHost(hosts, func(_ int, h string) error {
@@ -469,26 +512,38 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 		stopAll()
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	err = fl.Until(wctx, 0, func(bt remote.Batch) bool {
 		take(bt)
 		return len(bt.Hosts) == len(hosts) && all(bt.Hosts, func(h remote.HostState) bool { return h.Startup.Phase == startup.Serving })
 	})
-	cancel()
 	if err != nil {
+		cancel()
+		if sw != nil {
+			<-sw.done
+		}
 		stopAll()
 		return fmt.Errorf("every host serving: %w (%s)", err, summary(fl.Last()))
 	}
 	serving := time.Since(started)
-	// The raw readers and the fleet finish what is in flight.
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// The raw readers and the fleet finish what is in flight; the store
+	// fleet, its lines later by the tail's offset, until it has served.
+	tctx, cancelTail := context.WithTimeout(ctx, 2*time.Second)
 	_ = fl.Until(tctx, 0, func(bt remote.Batch) bool { take(bt); return false })
-	cancel()
+	cancelTail()
+	if sw != nil {
+		<-sw.done
+		if sw.err != nil {
+			stopAll()
+			return sw.err
+		}
+	}
 	var rawD, fleetD, added, delivered []time.Duration
 	l := Latency{ServingS: secs(serving)}
 	matched := map[string]bool{}
+	rawLines := make([]map[string]rawLine, len(raws))
 	for i, r := range raws {
 		lines, bad := r.stop()
+		rawLines[i] = lines
 		l.RawOnly += bad
 		for cur, rl := range lines {
 			k := hosts[i] + "\x00" + cur
@@ -513,6 +568,15 @@ func (b *bench) latency(ctx context.Context, fl *remote.Follower, hosts []string
 	b.s.Latency = l
 	b.o.Logf("fleetbench: latency: %d lines, every host serving %s after the start; p99 raw %.1f ms, fleet %.1f ms",
 		l.Lines, serving.Round(time.Millisecond), l.Raw.P99ms, l.Fleet.P99ms)
+	if sw != nil {
+		sl := storeLatency(sw, hosts, rawLines, fleet, started)
+		b.s.Store.Latency = sl
+		b.o.Logf("fleetbench: latency through the store: %d lines (%d missing), every host serving %.1f s after the start; p50/p99 %.0f/%.0f ms, added to the ssh fleet's p50/p99 %.0f/%.0f ms",
+			sl.Lines, sl.Missing, sl.ServingS, sl.Store.P50ms, sl.Store.P99ms, sl.AddedVsSSH.P50ms, sl.AddedVsSSH.P99ms)
+		if sl.Lines == 0 {
+			return errors.New("no line seen by both the raw readers and the store fleet")
+		}
+	}
 	if l.Lines == 0 {
 		return errors.New("no line seen by both the raw readers and the fleet")
 	}
@@ -581,7 +645,7 @@ func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string,
 			return fmt.Errorf("heap profile: %w", err)
 		}
 	}
-	debug.FreeOSMemory() // collects first
+	freeMemory() // collects first
 	var afterGC runtime.MemStats
 	runtime.ReadMemStats(&afterGC)
 	collected, err := procRSS("self")

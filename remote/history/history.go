@@ -13,15 +13,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // Record is one successful startup: the phases it went through with their
 // host-side times, and the GPU memory the weights took. A record of Kind
 // KindThroughput is instead a serving run's steady decode rate (DecodeTPS),
-// with no spans.
+// with no spans; one of KindBench a smoke load's result on a serving run
+// (Bench).
 type Record struct {
-	// Kind is "" for a startup, KindThroughput for a decode rate.
+	// Kind is "" for a startup, KindThroughput for a decode rate,
+	// KindBench for a smoke load.
 	Kind string `json:"kind,omitempty"`
 	// Time is when the startup reached serving (host time).
 	Time   time.Time `json:"time"`
@@ -39,6 +42,9 @@ type Record struct {
 	WeightMemMiB int `json:"weight_mem_mib,omitempty"`
 	// DecodeTPS is a throughput record's steady decode rate (tokens/s).
 	DecodeTPS float64 `json:"decode_tps,omitempty"`
+	// Bench is a bench record's measurement: output tok/s, req/s, TTFT
+	// and latency p50/p99, errors, N (requests) and C (concurrency).
+	Bench *event.Bench `json:"bench,omitempty"`
 }
 
 // ModesKey is a canonical text for a modes map ("k1=m1,k2=m2", sorted), so

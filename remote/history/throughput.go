@@ -2,6 +2,8 @@ package history
 
 import (
 	"maps"
+
+	"github.com/bringup-dev/bringup/remote/event"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +13,9 @@ import (
 // KindThroughput marks a record of a serving run's steady decode rate; a
 // record without a kind is a startup.
 const KindThroughput = "throughput"
+
+// KindBench marks a record of a smoke load's result on a serving run.
+const KindBench = "bench"
 
 // SteadyMin is how many decode rates a run must have printed before its
 // steady rate counts: the first ones ramp up with the load.
@@ -46,6 +51,13 @@ func Throughput(at time.Time, host, unit, engine string, modes map[string]string
 		InvocationID: invocation, DecodeTPS: tps}
 }
 
+// BenchRecord returns the record of a smoke load's result b on a serving
+// run of host's unit under modes.
+func BenchRecord(at time.Time, host, unit, engine string, modes map[string]string, invocation string, b event.Bench) Record {
+	return Record{Kind: KindBench, Time: at, Host: host, Unit: unit, Engine: engine, Modes: modes,
+		InvocationID: invocation, Bench: &b}
+}
+
 // ModeAB compares the decode rate of a host's current kernel modes with
 // the modes it ran before: "decode 1 920 tok/s with kdtree-verify=on vs
 // 410 tok/s with off (4.7×, from 3 runs)".
@@ -67,10 +79,16 @@ type ModeAB struct {
 	// threshold the comparison was made with.
 	Ratio  float64 `json:"ratio,omitempty"`
 	Slower bool    `json:"slower,omitempty"`
+	// BenchTPS is the output tok/s of the newest smoke load under the
+	// modes compared, BaseBenchTPS the newest under Base's (0: none);
+	// BenchRatio is one over the other when both are known.
+	BenchTPS     float64 `json:"bench_output_tps,omitempty"`
+	BaseBenchTPS float64 `json:"base_bench_output_tps,omitempty"`
+	BenchRatio   float64 `json:"bench_ratio,omitempty"`
 }
 
 // Known reports whether ab has a rate to show.
-func (ab ModeAB) Known() bool { return ab.TPS > 0 }
+func (ab ModeAB) Known() bool { return ab.TPS > 0 || ab.BenchTPS > 0 }
 
 // Compared reports whether ab has a configuration to compare with.
 func (ab ModeAB) Compared() bool { return ab.Known() && ab.BaseTPS > 0 }
@@ -113,10 +131,65 @@ func Compare(records []Record, host, unit string, modes map[string]string, live,
 		ab.TPS, ab.Live = live, true
 	case len(own) > 0:
 		ab.TPS = medianF(rates(own))
-	default:
+	}
+	// The configuration before: the one whose newest decode rate is
+	// newest; without one, the one whose newest bench is.
+	base := newestOther(byKey, key)
+	benches := benchesByKey(records, host, unit)
+	if base == "" {
+		base = newestOther(benches, key)
+	}
+	if b := newestBench(benches[key]); b != nil {
+		ab.BenchTPS = b.Bench.OutputTPS
+	}
+	if ab.TPS <= 0 && ab.BenchTPS <= 0 {
 		return ModeAB{}
 	}
-	// The configuration before: the one whose newest run is newest.
+	if base == "" {
+		return ab
+	}
+	var baseModes map[string]string
+	if prev := newest(byKey[base]); len(prev) > 0 {
+		baseModes = prev[len(prev)-1].Modes
+		if ab.TPS > 0 {
+			ab.BaseTPS, ab.BaseRuns = medianF(rates(prev)), len(prev)
+			ab.Ratio = ab.TPS / ab.BaseTPS
+			ab.Slower = ab.TPS < ab.BaseTPS*(1-slowerBy)
+		}
+	}
+	if b := newestBench(benches[base]); b != nil {
+		ab.BaseBenchTPS = b.Bench.OutputTPS
+		if baseModes == nil {
+			baseModes = b.Modes
+		}
+		if ab.BenchTPS > 0 && ab.BaseBenchTPS > 0 {
+			ab.BenchRatio = ab.BenchTPS / ab.BaseBenchTPS
+		}
+	}
+	ab.Modes, ab.Base = Differ(modes, baseModes)
+	return ab
+}
+
+// WithBench is ab with tps as the output tok/s of the newest bench of
+// its configuration (key, ModesKey of its modes): the fleet's own latest
+// one, which the history may not hold yet (its writer runs apart).
+func (ab ModeAB) WithBench(key string, tps float64) ModeAB {
+	if tps <= 0 {
+		return ab
+	}
+	if !ab.Known() {
+		ab = ModeAB{Modes: key}
+	}
+	ab.BenchTPS, ab.BenchRatio = tps, 0
+	if ab.BaseBenchTPS > 0 {
+		ab.BenchRatio = tps / ab.BaseBenchTPS
+	}
+	return ab
+}
+
+// newestOther is the configuration other than key whose newest record is
+// newest (ties: the smaller key); "" when there is none.
+func newestOther(byKey map[string][]Record, key string) string {
 	var base string
 	var baseAt time.Time
 	for k, rs := range byKey {
@@ -129,15 +202,32 @@ func Compare(records []Record, host, unit string, modes map[string]string, live,
 			}
 		}
 	}
-	if base == "" {
-		return ab
+	return base
+}
+
+// benchesByKey is host's complete smoke loads on unit (a stopped or an
+// all-failed one is no measurement), by kernel configuration.
+func benchesByKey(records []Record, host, unit string) map[string][]Record {
+	out := map[string][]Record{}
+	for _, r := range records {
+		if r.Kind != KindBench || r.Host != host || r.Unit != unit || r.Bench == nil || r.Bench.Interrupted || r.Bench.OutputTPS <= 0 {
+			continue
+		}
+		k := ModesKey(r.Modes)
+		out[k] = append(out[k], r)
 	}
-	prev := newest(byKey[base])
-	ab.Base, ab.BaseTPS, ab.BaseRuns = base, medianF(rates(prev)), len(prev)
-	ab.Ratio = ab.TPS / ab.BaseTPS
-	ab.Slower = ab.TPS < ab.BaseTPS*(1-slowerBy)
-	ab.Modes, ab.Base = Differ(modes, prev[len(prev)-1].Modes)
-	return ab
+	return out
+}
+
+// newestBench is the newest of rs; nil for none.
+func newestBench(rs []Record) *Record {
+	var out *Record
+	for i := range rs {
+		if out == nil || rs[i].Time.After(out.Time) {
+			out = &rs[i]
+		}
+	}
+	return out
 }
 
 // Differ names what differs between two configurations: the kernels whose

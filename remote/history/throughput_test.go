@@ -3,6 +3,8 @@ package history
 import (
 	"testing"
 	"time"
+
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 func TestSteady(t *testing.T) {
@@ -69,5 +71,46 @@ func TestEstimateSkipsThroughput(t *testing.T) {
 	recs := []Record{Throughput(t0, "gpu1", "u", "sglang", nil, "", 1000)}
 	if e := Estimate(recs, "gpu1", "u", nil); e.Known() {
 		t.Errorf("a throughput record made an expectation: %+v", e)
+	}
+}
+
+// TestCompareBench: the smoke loads' results (KindBench) set the newest
+// complete bench of the current configuration against the one before's;
+// a stopped bench, another host's and a failed one are left out; without
+// decode rates of another configuration, the benches alone compare.
+func TestCompareBench(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	on, off := map[string]string{"kdtree-verify": "on"}, map[string]string{"kdtree-verify": "off"}
+	b := func(at time.Duration, host string, modes map[string]string, tps float64, stopped bool) Record {
+		return BenchRecord(t0.Add(at), host, "sglang.service", "sglang", modes, "", event.Bench{Requests: 64, OK: 64, Concurrency: 8, OutputTPS: tps, Interrupted: stopped})
+	}
+	recs := []Record{
+		Throughput(t0, "gpu1", "sglang.service", "sglang", off, "inv-1", 480),
+		b(time.Minute, "gpu1", off, 200, false),
+		b(2*time.Minute, "gpu1", off, 223, false), // the newest of off's
+		b(3*time.Minute, "gpu1", off, 50, true),   // stopped part way: no measurement
+		b(3*time.Minute, "gpu2", off, 1, false),   // another host's
+		Throughput(t0.Add(time.Hour), "gpu1", "sglang.service", "sglang", on, "inv-2", 1920),
+		b(time.Hour+time.Minute, "gpu1", on, 876, false),
+		{Kind: KindBench, Time: t0.Add(2 * time.Hour), Host: "gpu1", Unit: "sglang.service", Modes: on, Bench: &event.Bench{Requests: 64, Errors: 64}},
+	}
+	ab := Compare(recs, "gpu1", "sglang.service", on, 0, 0)
+	if ab.TPS != 1920 || ab.BaseTPS != 480 || ab.BenchTPS != 876 || ab.BaseBenchTPS != 223 || ab.BenchRatio < 3.92 || ab.BenchRatio > 3.93 || ab.Base != "off" {
+		t.Errorf("on against off with benches: %+v", ab)
+	}
+	// Benches only (no decode rates): still compared, with the modes named.
+	ab = Compare(recs[1:5], "gpu1", "sglang.service", on, 0, 0)
+	if ab.Known() {
+		t.Errorf("no bench nor rate of on: %+v", ab)
+	}
+	benchOnly := []Record{recs[2], recs[6]}
+	ab = Compare(benchOnly, "gpu1", "sglang.service", on, 0, 0)
+	if !ab.Known() || ab.TPS != 0 || ab.BenchTPS != 876 || ab.BaseBenchTPS != 223 || ab.Modes != "kdtree-verify=on" || ab.Base != "off" {
+		t.Errorf("benches alone: %+v", ab)
+	}
+	// The fleet's own newest bench, before the history holds it.
+	ab = Compare(recs[:5], "gpu1", "sglang.service", on, 1900, 0).WithBench("kdtree-verify=on", 900)
+	if ab.BenchTPS != 900 || ab.BaseBenchTPS != 223 || ab.BenchRatio < 4.03 || ab.BenchRatio > 4.04 {
+		t.Errorf("with the fleet's bench: %+v", ab)
 	}
 }

@@ -174,6 +174,8 @@ func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error 
 		return nil
 	case remote.ActRedeploy:
 		return h.redeploy(ctx, au, a, emit)
+	case remote.ActBench:
+		return h.bench(ctx, au, a, emit)
 	}
 	return fmt.Errorf("%s: %s: unknown action", h.opts.Name, a)
 }

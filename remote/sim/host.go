@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -552,6 +553,10 @@ func (h *Host) queue(evs ...event.Event) {
 	}
 }
 
+// ErrNoService is a bench's answer on a simulated host: it has no HTTP
+// service to send a load to (infersim on a test host has one).
+var ErrNoService = errors.New("a simulated host has no service to send a smoke load to")
+
 // Do performs a on the simulated host. The state changes at once; the
 // events it causes come out of Run (or Step) in order with the rest.
 func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
@@ -632,6 +637,8 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 			Detail: fmt.Sprintf("synced %s (simulated): content sha256 now %s", k.RemoteDir, h.kernelHash(k.Name)),
 		}})
 		return &ev, nil
+	case remote.ActBench:
+		return nil, fmt.Errorf("bench on %s: %w", h.spec.Name, ErrNoService)
 	default:
 		return nil, fmt.Errorf("%s on %s: unknown action", a.Kind, h.spec.Name)
 	}

@@ -215,26 +215,151 @@ func (t *Tracker) applyMetric(msg string, at time.Time, hit []uint64, out *[]Cha
 				t.st.Stats = &Stats{Decode: make([]float64, 0, MaxDecodeSamples)}
 			}
 			sv := t.st.Stats
+			if dp, tp, ok := dpRank(msg); ok {
+				if !t.applyDP(m, msg, at, dp, tp, out) {
+					continue
+				}
+				return true
+			}
 			prev := sv.Latest.GenTime
 			if !m.apply(msg, at, &sv.Latest) {
 				continue
 			}
 			sv.Lines++
 			if !sv.Latest.GenTime.Equal(prev) {
-				if len(sv.Decode) == MaxDecodeSamples {
-					sv.Decode = append(sv.Decode[:0], sv.Decode[1:]...)
-				}
-				sv.Decode = append(sv.Decode, sv.Latest.GenTPS)
-				if t.statsSaid.IsZero() || at.Sub(t.statsSaid) >= StatsEvery {
-					t.statsSaid = at
-					l := sv.Latest
-					*out = append(*out, Change{Kind: ChangeStats, Time: at, Phase: t.display(), Progress: t.st.Progress, Stats: &l})
-				}
+				t.decoded(at, out)
 			}
 			return true
 		}
 	}
 	return false
+}
+
+// decoded appends the host's generation rate to the decode ring and
+// reports it as a ChangeStats when StatsEvery has passed since the last.
+func (t *Tracker) decoded(at time.Time, out *[]Change) {
+	sv := t.st.Stats
+	if len(sv.Decode) == MaxDecodeSamples {
+		sv.Decode = append(sv.Decode[:0], sv.Decode[1:]...)
+	}
+	sv.Decode = append(sv.Decode, sv.Latest.GenTPS)
+	if t.statsSaid.IsZero() || at.Sub(t.statsSaid) >= StatsEvery {
+		t.statsSaid = at
+		l := sv.Latest
+		*out = append(*out, Change{Kind: ChangeStats, Time: at, Phase: t.display(), Progress: t.st.Progress, Stats: &l})
+	}
+}
+
+// dpGroup is one data-parallel rank's latest sample. SGLang with
+// --dp-size N runs N schedulers, each printing its own stats lines
+// ("[… DP1 TP1] Decode batch, …"): the host's rate is their sum. The TP
+// ranks of one DP group share its batch, so only one of them counts (the
+// lowest seen: the group's TP0 once it printed).
+type dpGroup struct {
+	dp, tp int
+	s      Sample
+	// fresh says the group gave a rate since the host's last decode
+	// sample: a second one from it closes the round of groups.
+	fresh bool
+}
+
+// maxDPGroups bounds the data-parallel ranks a host's stats keep apart
+// (STYLE: every buffer is bounded); beyond it a rank's lines count as
+// the last group's.
+const maxDPGroups = 256
+
+// applyDP reads a stats line of DP rank dp (TP rank tp) into its group's
+// sample and sets the host's sample to the groups' sum: rates, running
+// and queued requests add up, the KV use is the fullest rank's. The host
+// gets one decode sample a round (each group's rate once), so that the
+// sparkline and the steady rate see the host, not each rank.
+func (t *Tracker) applyDP(m *compiledMetric, msg string, at time.Time, dp, tp int, out *[]Change) bool {
+	i := 0
+	for i < len(t.dp) && t.dp[i].dp < dp {
+		i++
+	}
+	if i == len(t.dp) || t.dp[i].dp != dp {
+		if len(t.dp) >= maxDPGroups {
+			i = len(t.dp) - 1
+		} else {
+			t.dp = append(t.dp, dpGroup{})
+			copy(t.dp[i+1:], t.dp[i:])
+			t.dp[i] = dpGroup{dp: dp, tp: tp}
+		}
+	}
+	g := &t.dp[i]
+	next := g.s
+	if !m.apply(msg, at, &next) {
+		return false
+	}
+	sv := t.st.Stats
+	sv.Lines++
+	if tp > g.tp {
+		return true // another TP rank of the group: the same batch, counted once
+	}
+	g.tp = tp
+	gen := !next.GenTime.Equal(g.s.GenTime)
+	if gen && g.fresh {
+		// The group's second rate since the last sample: every group
+		// has had its turn, the round's sum is one sample.
+		t.decoded(at, out)
+		for j := range t.dp {
+			t.dp[j].fresh = false
+		}
+	}
+	g.s, g.fresh = next, g.fresh || gen
+	sum := Sample{Time: at, Graph: t.dp[0].s.Graph}
+	for _, x := range t.dp {
+		sum.GenTPS += x.s.GenTPS
+		sum.PromptTPS += x.s.PromptTPS
+		sum.Running += x.s.Running
+		sum.Queued += x.s.Queued
+		sum.KVUsage = max(sum.KVUsage, x.s.KVUsage)
+		if x.s.GenTime.After(sum.GenTime) {
+			sum.GenTime = x.s.GenTime
+		}
+		if sum.Graph == "" {
+			sum.Graph = x.s.Graph
+		}
+	}
+	sv.Latest = sum
+	return true
+}
+
+// dpRank reads the DP and TP ranks of SGLang's logger prefix ("[2026-03-17
+// 17:35:07 DP9 TP9] …", "[… DP0 TP0 EP0] …"); ok is false for a line
+// without a DP rank. It allocates nothing: it runs on every stats line.
+func dpRank(msg string) (dp, tp int, ok bool) {
+	end := strings.IndexByte(msg, ']')
+	if end < 0 || end > 96 {
+		return 0, 0, false
+	}
+	head := msg[:end]
+	read := func(label string) (int, bool) {
+		for from := 0; ; {
+			i := strings.Index(head[from:], label)
+			if i < 0 {
+				return 0, false
+			}
+			i += from
+			j := i + len(label)
+			n, k := 0, j
+			for k < len(head) && head[k] >= '0' && head[k] <= '9' && k-j < 6 {
+				n = n*10 + int(head[k]-'0')
+				k++
+			}
+			if k > j && (i == 0 || head[i-1] == ' ' || head[i-1] == '[') && (k == len(head) || head[k] == ' ') {
+				return n, true
+			}
+			from = j
+		}
+	}
+	dp, ok = read("DP")
+	if !ok {
+		return 0, 0, false
+	}
+	tp, _ = read("TP")
+	return dp, tp, true
 }
 
 // StatsLines counts the stats lines of the current invocation: a cheap

@@ -1,6 +1,8 @@
 package startup
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -233,5 +235,101 @@ func BenchmarkMetricRegexp(b *testing.B) {
 				b.Fatal("no match")
 			}
 		}
+	}
+}
+
+// TestDPStatsSum reads real data-parallel stats lines (testdata/dp, as
+// found; sources in its README): one decode line per DP rank, each its
+// own batch. The host's rate is their sum (the latest of each rank), its
+// running and queued requests too, its KV use the fullest rank's; other
+// lines among them change nothing. Replaying a file's lines (a second
+// round of the same ranks) makes one decode sample of the round's sum.
+func TestDPStatsSum(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		version string
+		lines   int // stats lines
+		want    Sample
+	}{
+		{"sglang-6081-dp8-mtp.log", "~0.4.6", 5, Sample{GenTPS: 171.01 + 168.28 + 173.06 + 155.80 + 152.08, Running: 40, KVUsage: 0.13, Graph: "on"}},
+		{"sglang-20766-dp16-node1.log", "~0.5.9", 8, Sample{GenTPS: 3.83*6 + 3.82 + 3.84, Running: 96, Graph: "on"}},
+		{"sglang-17392-dp4-ep4-pd-decode.log", "~0.5.11", 3, Sample{GenTPS: 1082.11 + 653.92 + 1111.11, Running: 25, KVUsage: 0.01, Graph: "on"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("testdata", "dp", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			h := newHost(t, Options{Engine: "sglang"})
+			h.unit("active", "running", "")
+			h.lines(lines...)
+			s := h.tr.State().Stats
+			if s == nil || s.Lines != tc.lines {
+				t.Fatalf("%s (%s): stats %+v, want %d lines", tc.file, tc.version, s, tc.lines)
+			}
+			if !near(s.Latest, tc.want) {
+				t.Errorf("%s (%s): the ranks' sum\n got %+v\nwant %+v", tc.file, tc.version, s.Latest, tc.want)
+			}
+			if len(s.Decode) != 0 {
+				t.Errorf("one round gave %d decode samples before it closed: %v", len(s.Decode), s.Decode)
+			}
+			h.lines(lines...) // the same ranks again: the first round closes
+			s = h.tr.State().Stats
+			if len(s.Decode) != 1 || s.Decode[0]-tc.want.GenTPS > 1e-9 || tc.want.GenTPS-s.Decode[0] > 1e-9 {
+				t.Errorf("after a second round: decode samples %v, want [%v]", s.Decode, tc.want.GenTPS)
+			}
+			if !near(s.Latest, tc.want) {
+				t.Errorf("after a second round: %+v", s.Latest)
+			}
+		})
+	}
+}
+
+// TestDPStatsOneTPRankPerGroup: the TP ranks of one DP group share its
+// batch, so a second TP rank's line of the group is not added. No public
+// log shows that (testdata/dp/README.md): this case is derived from the
+// real DP0 and DP3 lines of sglang/pull/17392, with the TP rank of a copy
+// changed, and says so.
+func TestDPStatsOneTPRankPerGroup(t *testing.T) {
+	dp0 := "[2026-05-07 13:40:42 DP0 TP0 EP0] Decode batch, #running-req: 8, #token: 7198, token usage: 0.01, pre-allocated usage: 0.00, #prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 1082.11, #queue-req: 0"
+	dp3 := "[2026-05-07 13:40:42 DP3 TP3 EP3] Decode batch, #running-req: 6, #token: 6037, token usage: 0.01, pre-allocated usage: 0.00, #prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 653.92, #queue-req: 0"
+	derived := strings.Replace(dp0, "DP0 TP0 EP0", "DP0 TP1 EP1", 1) // derived: DP0's TP1 printing the group's line
+	h := newHost(t, Options{Engine: "sglang"})
+	h.unit("active", "running", "")
+	h.lines(dp0, derived, dp3, derived)
+	s := h.tr.State().Stats
+	if want := 1082.11 + 653.92; s.Lines != 4 || s.Latest.GenTPS-want > 1e-9 || want-s.Latest.GenTPS > 1e-9 || s.Latest.Running != 14 {
+		t.Errorf("DP0's TP1 copies were added: %+v", s)
+	}
+	if dp, tp, ok := dpRank(derived); !ok || dp != 0 || tp != 1 {
+		t.Errorf("dpRank(%q) = %d %d %v", derived, dp, tp, ok)
+	}
+	for _, line := range []string{
+		"[2026-04-08 14:05:21 TP0] Decode batch, #running-req: 5, #token: 20800, token usage: 0.29, cuda graph: True, gen throughput (token/s): 144.95, #queue-req: 0",
+		"[2026-04-05 20:02:51] Decode batch, #running-req: 32, #token: 11179, token usage: 0.08, cuda graph: True, gen throughput (token/s): 1635.11, #queue-req: 0",
+	} {
+		if _, _, ok := dpRank(line); ok {
+			t.Errorf("dpRank found a DP rank in %q", line)
+		}
+	}
+}
+
+// BenchmarkDPRank is the DP prefix read every stats line pays for,
+// beside BenchmarkMetricLabels (the line's fields): on a line with DP
+// ranks (sglang/pull/17392, as found) and on one without.
+func BenchmarkDPRank(b *testing.B) {
+	for name, line := range map[string]string{
+		"dp":    "[2026-05-07 13:40:42 DP3 TP3 EP3] Decode batch, #running-req: 6, #token: 6037, token usage: 0.01, pre-allocated usage: 0.00, #prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 653.92, #queue-req: 0",
+		"no-dp": benchDecodeLine,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, ok := dpRank(line); ok != (name == "dp") {
+					b.Fatal("wrong")
+				}
+			}
+		})
 	}
 }

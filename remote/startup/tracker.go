@@ -158,6 +158,9 @@ type Tracker struct {
 	trailClosed bool
 	// statsSaid is the host time of the last ChangeStats.
 	statsSaid time.Time
+	// dp are the data-parallel ranks' latest stats samples, by DP rank
+	// (applyDP); nil for an engine that prints one stats line a step.
+	dp []dpGroup
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -406,6 +409,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.contCand = -1
 	t.stopping, t.trailClosed = false, false
 	t.statsSaid = time.Time{}
+	t.dp = t.dp[:0]
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
 	t.under = Stopped

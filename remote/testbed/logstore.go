@@ -263,3 +263,14 @@ func (tb *Testbed) LogStoreURL() string {
 	}
 	return tb.st.Store.URL
 }
+
+// LogStorePID is the run's victoria-logs process id (for measuring what
+// the store costs beside the console), or 0 when the run has none.
+func (tb *Testbed) LogStorePID() int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if tb.st.Store == nil {
+		return 0
+	}
+	return tb.st.Store.Proc.PID
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -76,10 +77,22 @@ type Options struct {
 	// journal.DefaultMaxLine.
 	MaxLine int
 	// Client makes the requests; default a client without a timeout (the
-	// tail is one long response).
+	// tail is one long response), through Via when set.
 	Client *http.Client
+	// Via, when set, carries every connection to the store (an SSH tunnel
+	// to a bastion: live.Tunnel). The source holds it while its stream
+	// runs and for each Survey and Discover.
+	Via Tunnel
 	// Now stamps receipt times; default time.Now.
 	Now func() time.Time
+}
+
+// Tunnel is a way to the store that must be held open: Hold opens it
+// and returns its release (holds may overlap), DialContext opens a
+// connection through it while it is held.
+type Tunnel interface {
+	Hold() (release func())
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Source is one tail stream for the unit across many hosts. Each host's
@@ -132,6 +145,10 @@ func New(opts Options) (*Source, error) {
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
+		if opts.Via != nil {
+			// No proxy from the environment: the tunnel is the way.
+			opts.Client.Transport = &http.Transport{DialContext: opts.Via.DialContext, MaxIdleConnsPerHost: 4}
+		}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -266,6 +283,7 @@ type stream struct {
 // then the tail, resumed after every drop from the newest entry
 // delivered.
 func (s *Source) run(ctx context.Context) {
+	defer s.hold()()
 	st := &stream{seen: map[string]time.Time{}, pruneAt: minPrune}
 	since := s.catchUpStart(ctx)
 	bo := backoff.New(nil) // the one reconnect pacing: 1 s × 1.6, cap 2 min, ±20 %
@@ -297,6 +315,15 @@ func (s *Source) run(ctx context.Context) {
 		case <-time.After(d):
 		}
 	}
+}
+
+// hold holds the tunnel (Options.Via), if any, until the returned
+// function is called. A failed connection is each request's error.
+func (s *Source) hold() func() {
+	if s.opts.Via == nil {
+		return func() {}
+	}
+	return s.opts.Via.Hold()
 }
 
 // catchUpStart finds each attached host's current run in the store (the

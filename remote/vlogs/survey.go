@@ -24,6 +24,7 @@ type Arrival struct {
 // queries) and returns, per host among hosts (by _HOSTNAME), what arrived
 // within lookback. A host with nothing is absent from the map.
 func (s *Source) Survey(ctx context.Context, hosts []string, lookback time.Duration) (map[string]Arrival, error) {
+	defer s.hold()()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.opts.URL+"/health", nil)
 	if err != nil {
 		return nil, fmt.Errorf("log store: %w", err)

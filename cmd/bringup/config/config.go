@@ -142,6 +142,11 @@ const (
 type Source struct {
 	Kind string // SourceSSH ("" too) or SourceVictoriaLogs
 	URL  string // the store's base URL, http://HOST:PORT (victorialogs)
+	// Via is the SSH host (an ssh_config name or [user@]host[:port])
+	// through which the store is reached, when only it can: every
+	// request to URL goes through one SSH connection to it, and URL is
+	// as that host sees it. "" reaches URL directly.
+	Via string
 }
 
 // Store reports whether the fleet is read from a log store.
@@ -269,6 +274,22 @@ func (c *Config) GroupsOf(hosts []Host) map[string][]string {
 		}
 	}
 	return out
+}
+
+// AddHosts adds hosts found elsewhere (a log store's discovery, when the
+// config lists none), each with the defaults and its name as its SSH
+// destination.
+func (c *Config) AddHosts(names []string) error {
+	for _, n := range names {
+		if _, err := ParseTarget(n); err != nil {
+			return fmt.Errorf("discovered host: %w", err)
+		}
+		if slices.ContainsFunc(c.Hosts, func(h Host) bool { return h.Name == n }) {
+			continue
+		}
+		c.Hosts = append(c.Hosts, hostWithDefaults(rawHost{name: n, ssh: n}, c.Defaults))
+	}
+	return nil
 }
 
 // Select returns the hosts that names (host or group names) pick, each

@@ -53,7 +53,8 @@ const EnvConfig = "BRINGUP_CONFIG"
 //     keeps the file's url).
 //
 // It then selects the hosts named in args (host or group names; none =
-// all).
+// all), unless the config lists none and reads a log store: then there
+// are no hosts yet, and the caller finds them in the store.
 func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host, error) {
 	cfg, err := f.base(getenv)
 	if err != nil {
@@ -81,6 +82,11 @@ func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host,
 	cfg.ExpandHome(getenv("HOME")) // Load made the config's own paths relative to its file
 	if len(cfg.Kernels.Kernels) == 0 {
 		cfg.Kernels = kernels.DefaultCatalog()
+	}
+	if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+		// The hosts are the store's: the caller discovers them
+		// (AddHosts) and selects among them then.
+		return cfg, nil, nil
 	}
 	hosts, err := cfg.Select(args)
 	if err != nil {

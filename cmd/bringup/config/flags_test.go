@@ -135,6 +135,10 @@ func TestSourcePrecedence(t *testing.T) {
 	if err := os.WriteFile(store, []byte("hosts: [gpu1]\nsource: {kind: victorialogs, url: \"http://10.0.0.9:9428/\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	via := filepath.Join(dir, "via.yaml")
+	if err := os.WriteFile(via, []byte("hosts: [gpu1]\nsource: {kind: victorialogs, url: \"http://10.0.0.9:9428/\", via: ops@bastion:2222}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	plain := filepath.Join(dir, "plain.yaml")
 	if err := os.WriteFile(plain, []byte("hosts: [gpu1]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -150,6 +154,10 @@ func TestSourcePrecedence(t *testing.T) {
 		{flags: Flags{Path: plain, Source: "victorialogs=http://127.0.0.1:9428"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://127.0.0.1:9428"}},
 		{flags: Flags{Path: store, Source: "victorialogs=http://127.0.0.1:1"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://127.0.0.1:1"}},
 		{flags: Flags{Path: store, Source: "victorialogs"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://10.0.0.9:9428"}},
+		{flags: Flags{Path: via}, want: Source{Kind: SourceVictoriaLogs, URL: "http://10.0.0.9:9428", Via: "ops@bastion:2222"}},
+		{flags: Flags{Path: via, Source: "victorialogs"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://10.0.0.9:9428", Via: "ops@bastion:2222"}},
+		// Another store is another way to it: the file's via goes with its url.
+		{flags: Flags{Path: via, Source: "victorialogs=http://127.0.0.1:1"}, want: Source{Kind: SourceVictoriaLogs, URL: "http://127.0.0.1:1"}},
 		{flags: Flags{Path: plain, Source: "victorialogs"}, err: "--source victorialogs: no url: pass --source victorialogs=http://HOST:9428 or set source.url in the config"},
 		{flags: Flags{Path: plain, Source: "loki=http://x"}, err: `--source: unknown source "loki": want ssh or victorialogs`},
 		{flags: Flags{Path: plain, Source: "ssh=http://x"}, err: "--source: ssh takes no URL"},

@@ -306,7 +306,7 @@ func topFields() []string {
 	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop", "source"}
 }
 func notifyFields() []string { return []string{"bell", "title", "progress", "desktop"} }
-func sourceFields() []string { return []string{"kind", "url"} }
+func sourceFields() []string { return []string{"kind", "url", "via"} }
 func defFields() []string    { return []string{"unit", "engine", "probe", "user"} }
 func hostFields() []string {
 	return []string{"name", "ssh", "user", "address", "port", "unit", "engine", "probe"}
@@ -363,8 +363,8 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 	}
 }
 
-// source reads the source: section: {kind: victorialogs, url: …}; a
-// store needs its URL.
+// source reads the source: section: {kind: victorialogs, url: …, via:
+// …}; a store needs its URL.
 func (d *decoder) source(n *yaml.Node, src *Source) {
 	var seen, urlSeen *yaml.Node
 	d.mapping(n, "source", sourceFields(), func(key string, _, v *yaml.Node) {
@@ -373,6 +373,10 @@ func (d *decoder) source(n *yaml.Node, src *Source) {
 			seen = v
 			if s, ok := d.check(v, "source.kind", checkSourceKind); ok {
 				src.Kind = s
+			}
+		case "via":
+			if s, ok := d.check(v, "source.via", checkVia); ok {
+				src.Via = s
 			}
 		default: // url
 			urlSeen = v
@@ -388,7 +392,18 @@ func (d *decoder) source(n *yaml.Node, src *Source) {
 		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", SourceVictoriaLogs)
 	case src.Kind == SourceSSH && src.URL != "":
 		d.errorf(n, "source.url", "kind ssh takes no url")
+	case src.Kind != SourceVictoriaLogs && src.Via != "":
+		d.errorf(n, "source.via", "via is the way to a log store: it needs kind: %s", SourceVictoriaLogs)
 	}
+}
+
+// checkVia accepts an SSH host as the fleet's hosts are written:
+// an ssh_config name or [user@]host[:port].
+func checkVia(s string) (string, error) {
+	if _, err := ParseTarget(s); err != nil {
+		return "", fmt.Errorf("want an SSH host (ssh_config name or [user@]host[:port]): %w", err)
+	}
+	return s, nil
 }
 
 // notify reads the notify: section; a field not given keeps its default.

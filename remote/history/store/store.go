@@ -215,14 +215,14 @@ func (s *Store) Records(unit string, modes map[string]string) []history.Record {
 	return out
 }
 
-// Throughput returns a copy of host's throughput records for unit, under
-// every kernel configuration.
+// Throughput returns a copy of host's throughput and bench records for
+// unit, under every kernel configuration.
 func (s *Store) Throughput(host, unit string) []history.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []history.Record
 	for k, l := range s.recs {
-		if k.host == host && k.unit == unit && k.kind == history.KindThroughput {
+		if k.host == host && k.unit == unit && (k.kind == history.KindThroughput || k.kind == history.KindBench) {
 			out = append(out, l...)
 		}
 	}
