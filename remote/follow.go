@@ -194,7 +194,12 @@ func (fl *Follower) AwaitUnits(ctx context.Context, hosts []string, wait time.Du
 			silent = nil
 			for _, h := range fl.last {
 				if slices.Contains(hosts, h.Name) && h.UnitState.ActiveState == "" {
-					silent = append(silent, fmt.Sprintf("%s (%s)", h.Name, h.Conn.State))
+					// A host that is down says why: its connection's last error.
+					why := string(h.Conn.State)
+					if h.Conn.Err != "" && h.Conn.State != event.ConnUp {
+						why += ": " + h.Conn.Err
+					}
+					silent = append(silent, fmt.Sprintf("%s (%s)", h.Name, why))
 				}
 			}
 		}

@@ -176,12 +176,35 @@ func TestAwaitUnits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no unit state after 300ms from gpu9 (connecting)") {
 		t.Fatalf("err = %v", err)
 	}
+	// A host down says why, as status does: its dial error.
+	down, err := NewFleet([]HostSpec{{Driver: downHost{}, Unit: "u"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := Follow(ctx, down)
+	defer func() { _ = df.Stop(0) }()
+	_, err = df.AwaitUnits(ctx, []string{"gpu8"}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "no unit state after 300ms from gpu8 (down: dial tcp 10.0.0.8:22: connect: connection refused)") {
+		t.Fatalf("err = %v, want the dial error", err)
+	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := qf.Until(cancelled, 0, func(Batch) bool { return false }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Until on a cancelled context: %v", err)
 	}
 }
+
+// downHost cannot connect: its connection is down, retrying.
+type downHost struct{}
+
+func (downHost) Name() string { return "gpu8" }
+func (downHost) Run(ctx context.Context, emit Emit) error {
+	emit(event.Event{Host: "gpu8", Kind: event.KindConn, Time: time.Now(),
+		Conn: &event.Conn{State: event.ConnDown, Err: "dial tcp 10.0.0.8:22: connect: connection refused"}})
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (downHost) Do(context.Context, Action, Emit) error { return nil }
 
 // silentHost connects and says nothing.
 type silentHost struct{}

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
@@ -135,6 +136,7 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 	}
 	p.Force = force
 	p.Now = m.opts.Now
+	p.Before, p.SlowerBy = m.previousRates(p.Hosts)
 	r, err := rollout.New(p, m.opts.Kernels)
 	if err != nil {
 		return m.setStatus(err.Error(), true)
@@ -159,9 +161,40 @@ func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
 	return tea.Batch(append(cmds, m.statusChange(before), m.issue(steps))...)
 }
 
-// observe hands a batch to the running rollout's driver.
+// previousRuns is a Source that knows each host's previous serving run
+// and its decode rate, from the history, and the drop that counts as
+// slower (remote.Fleet); a Source without it (a test fake) gets no
+// before rates.
+type previousRuns interface {
+	PreviousRun(host, unit string) (history.Record, bool)
+	SlowerBy() float64
+}
+
+// previousRates are the before rates of a rollout over hosts: each host's
+// previous serving run, answered from memory by the source.
+func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64) {
+	src, ok := m.src.(previousRuns)
+	if !ok {
+		return nil, 0
+	}
+	out := map[string]rollout.Rate{}
+	for _, h := range hosts {
+		hs := m.hostState(h)
+		if hs == nil {
+			continue
+		}
+		if rec, ok := src.PreviousRun(h, hs.Unit); ok {
+			out[h] = rollout.Rate{Modes: rec.Modes, TPS: rec.DecodeTPS}
+		}
+	}
+	return out, src.SlowerBy()
+}
+
+// observe hands a batch to the rollout's driver: while it runs, and once
+// it settled too, since the new runs' decode rates come in after the
+// hosts serve (no steps come of a settled rollout).
 func (m *Model) observe(b remote.Batch) tea.Cmd {
-	if m.ro == nil || m.ro.r.Settled() {
+	if m.ro == nil {
 		return nil
 	}
 	before := m.ro.r.State().Status

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -130,12 +131,33 @@ func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernel
 	return fleet, clock, cat
 }
 
+// runDemoFleet is runSeedFleet as `bringup demo` runs it: with the
+// simulated history of earlier runs (gpu3's in off among them).
+func runDemoFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernels.Catalog) {
+	t.Helper()
+	fleet, clock, err := sim.DemoFleet("seed", speed, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = fleet.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return fleet, clock, fleet.Kernels()
+}
+
 // runSeedConsole runs the real console over the simulated seed fleet at
 // rolloutSpeed, and waits for the fleet to settle: gpu3 failed, the others
 // serving.
 func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
-	fleet, clock, cat := runSeedFleet(t, rolloutSpeed)
+	return runConsoleOver(t, runSeedFleet)
+}
+
+// runConsoleOver is runSeedConsole over the fleet run gives.
+func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*remote.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
+	t.Helper()
+	fleet, clock, cat := run(t, rolloutSpeed)
 	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
 		last: map[string]rollout.Stage{}}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(140, 40),
@@ -322,6 +344,36 @@ func TestRolloutHostByHostOnSimulatedFleet(t *testing.T) {
 	for _, h := range []string{"gpu1", "gpu2"} {
 		if got := doneActions(final.Model, h); len(got) != 0 {
 			t.Errorf("%s actions done %q, want none (not in the rollout)", h, got)
+		}
+	}
+}
+
+// TestRolloutRatesOnSimulatedFleet rolls kdtree-verify=on out to gpu3
+// (failed in validate; the demo's history holds its earlier runs in off)
+// and gpu4 (serving in on) as `bringup demo` runs them: once the new runs
+// decode steadily, the done rollout's view compares each host's rate with
+// its previous run, gpu3's about 4× (the stand-in's on against off),
+// gpu4's about 1×, in the summary and in gpu3's row.
+func TestRolloutRatesOnSimulatedFleet(t *testing.T) {
+	p, tm := runConsoleOver(t, runDemoFleet)
+	send(tm, "j", "j", "space", "j", "space", "R", "l", "l", "l", "enter")
+	p.wait(t, tm, "the confirmation", func(frame string, _ *rolloutFacts) bool {
+		return strings.Contains(frame, "set kdtree-verify=on, then restart, on gpu3, gpu4 one at a time")
+	})
+	send(tm, "y")
+	p.wait(t, tm, "the rollout done", func(frame string, f *rolloutFacts) bool {
+		return f.state.Status == rollout.Done && strings.Contains(frame, "rollout · done · 2/2 serving")
+	})
+	gpu3 := regexp.MustCompile(`gpu3 +decode [\d ]+ tok/s with kdtree-verify=on vs [\d ]+ tok/s with off \([3-5]\.\d×, from 1 run\)`)
+	gpu4 := regexp.MustCompile(`gpu4 +decode [\d ]+ tok/s with kdtree-verify=on vs [\d ]+ tok/s with kdtree-verify=on \((0\.9|1\.0|1\.1)×, from 1 run\)`)
+	p.wait(t, tm, "each host's rate after against before", func(frame string, _ *rolloutFacts) bool {
+		return strings.Contains(frame, "decode after the rollout vs each host's run before") && gpu3.MatchString(frame) && gpu4.MatchString(frame) &&
+			regexp.MustCompile(`[3-5]\.\d× decode [\d ]+ vs [\d ]+`).MatchString(rowOf(frame, "gpu3"))
+	})
+	final := quit(t, tm)
+	for _, l := range final.Model.ro.r.Lanes() {
+		if r, ok := l.Ratio(); !ok || l.Host == "gpu3" && (r < 3 || r > 5.5) || l.Host == "gpu4" && (r < 0.8 || r > 1.25) {
+			t.Errorf("%s: ratio %v %v (before %+v, after %+v)", l.Host, r, ok, l.Before, l.After)
 		}
 	}
 }

@@ -2,11 +2,13 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -66,6 +68,14 @@ func (v *rolloutView) Render(w, h int) string {
 	if st.Status == rollout.Halted || st.Status == rollout.Aborted {
 		diagRows = 7
 	}
+	// Once done, the rates block under the lanes, when it fits whole.
+	var rates []string
+	if st.Status == rollout.Done {
+		rates = v.ratesBlock(lanes, w)
+		if len(out)+len(lanes)+len(rates) > h-1 {
+			rates = nil
+		}
+	}
 	room := max(1, h-len(out)-diagRows-1)
 	first := max(0, min(v.ro.cursor-room+1, len(lanes)-room))
 	for i := first; i < len(lanes) && i < first+room; i++ {
@@ -87,6 +97,7 @@ func (v *rolloutView) Render(w, h int) string {
 		out = append(out, "")
 		out = append(out, strings.Split(v.haltBox(w, st, lanes), "\n")...)
 	}
+	out = append(out, rates...)
 	for len(out) < h-1 {
 		out = append(out, "")
 	}
@@ -109,6 +120,10 @@ func (v *rolloutView) laneInfo(l rollout.Lane) string {
 		return l.Err
 	case l.Diag != nil:
 		return l.Diag.Summary
+	case l.ConnErr != "" && !l.Stage.Final():
+		return "not reached: " + l.ConnErr
+	case l.Stage == rollout.StageServing && (l.After.Known() || l.Before.Known()):
+		return laneRate(l)
 	case l.Action != "" && l.Phase == "":
 		t := l.Action
 		if l.Percent > 0 {
@@ -129,6 +144,55 @@ func (v *rolloutView) laneInfo(l rollout.Lane) string {
 		return t
 	}
 	return ""
+}
+
+// laneRate is a serving lane's decode rate in the NOW column: "4.0×
+// decode 1 920 vs 480", "⚠ −30 % decode 350 vs 500", "decode 1 920
+// tok/s", or, before the new run is steady, "decode … (480 before)".
+func laneRate(l rollout.Lane) string {
+	r, ok := l.Ratio()
+	switch {
+	case ok && l.Slower:
+		return fmt.Sprintf("⚠ −%d %% decode %s vs %s", int((1-r)*100+0.5), fmtTPS(l.After.TPS), fmtTPS(l.Before.TPS))
+	case ok:
+		return fmt.Sprintf("%s× decode %s vs %s", strconv.FormatFloat(r, 'f', 1, 64), fmtTPS(l.After.TPS), fmtTPS(l.Before.TPS))
+	case l.After.Known():
+		return "decode " + fmtTPS(l.After.TPS) + " tok/s"
+	}
+	return "decode … (" + fmtTPS(l.Before.TPS) + " before)"
+}
+
+// ratesBlock is the done rollout's summary of rates: for each host with
+// one, its decode rate after against its previous run before, as the
+// host view's A/B line says it ("decode 1 920 tok/s with kdtree-verify=on
+// vs 480 tok/s with off (4.0×, from 1 run)"); nil when no host has one.
+func (v *rolloutView) ratesBlock(lanes []rollout.Lane, w int) []string {
+	var rows []string
+	for _, l := range lanes {
+		if !l.After.Known() && !l.Before.Known() {
+			continue
+		}
+		var text string
+		switch r, ok := l.Ratio(); {
+		case ok:
+			now, was := history.Differ(l.After.Modes, l.Before.Modes)
+			text = abPhrase(history.ModeAB{Modes: now, TPS: l.After.TPS, Live: true, Base: was, BaseTPS: l.Before.TPS, BaseRuns: 1,
+				Ratio: r, Slower: l.Slower}, width(l.Host)+40 > w)
+		case l.After.Known():
+			text = fmt.Sprintf("decode %s tok/s with %s (no earlier run to compare)", fmtTPS(l.After.TPS), history.ModesKey(l.After.Modes))
+		default:
+			text = fmt.Sprintf("decode %s tok/s before with %s; after: not steady yet", fmtTPS(l.Before.TPS), history.ModesKey(l.Before.Modes))
+		}
+		style := v.styles.Dim
+		if l.Slower {
+			style = v.styles.PhaseFailed
+		}
+		rows = append(rows, clip(strings.Repeat(" ", gutterW)+fit(l.Host, max(4, width(l.Host)))+" "+style.Render(text), w))
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return append([]string{"", clip(v.styles.Header.Render("decode after the rollout vs each host's run before"), w)}, rows...)
 }
 
 func (v *rolloutView) stageStyle(st rollout.Stage) lipgloss.Style {

@@ -16,7 +16,7 @@ func (m *Model) signal() tea.Cmd {
 	if !set.Bell && !set.Progress && set.Desktop == notify.DesktopOff {
 		return nil
 	}
-	s := m.signals.Step(m.hosts, m.rolloutProgress())
+	s := m.signals.Step(m.opts.Now(), m.hosts, m.rolloutProgress())
 	if seq := (notify.Encoder{Settings: set, Tmux: m.opts.Tmux}).Encode(s); seq != "" {
 		return tea.Raw(seq)
 	}

@@ -47,6 +47,8 @@ func runBench(ctx context.Context, e env, args []string) int {
 	for _, h := range hosts {
 		refused := ""
 		switch d, _ := fleet.Driver(h.Name); {
+		case h.Startup.Phase != startup.Serving && output.ConnWhy(h) != "":
+			refused = fmt.Sprintf("not serving (phase %s: %s): a smoke load needs a serving host", h.Startup.Phase, output.ConnWhy(h))
 		case h.Startup.Phase != startup.Serving:
 			refused = fmt.Sprintf("not serving (phase %s): a smoke load needs a serving host", h.Startup.Phase)
 		case !isTunnel(d):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/sshx"
@@ -20,19 +21,25 @@ import (
 )
 
 func runInit(ctx context.Context, e env, args []string) int {
-	flags := cli.NewFlags(e.stdout, e.stderr, "init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...\n\n"+
+	flags := cli.NewFlags(e.stdout, e.stderr, "init", "bringup init [-F ssh_config] [-o FILE|-] [--force] [--json] HOST...\n\n"+
 		"Connects to each HOST (an ssh_config name or user@host:port), finds its inference unit (a service whose\n"+
-		"ExecStart runs sglang or vllm) and writes a starter config naming them.")
+		"ExecStart runs sglang or vllm) and writes a starter config naming them. With --json, stdout has a v1\n"+
+		"line of kind found per host (unit, engine, port, state, also; conn_error: why it was not reached),\n"+
+		"then a summary (outcome written, failed, interrupted or error; config: the file written).\n\n"+output.JSONHelp())
 	out := flags.StringP("output", "o", "", "write the config to `FILE` (- for standard output; default $XDG_CONFIG_HOME/bringup/config.yaml)")
 	force := flags.Bool("force", false, "overwrite an existing config file")
 	sshConfig := flags.StringP("ssh-config", "F", "", "read this ssh_config `FILE` (like ssh -F); it is named in the config written")
 	timeout := flags.Duration("timeout", 20*time.Second, "time (`D`) allowed for each host")
+	asJSON := flags.Bool("json", false, "print what was found as JSON lines (schema v1) on stdout, then a summary")
 	if code, stop := cli.ParseArgs(flags, args); stop {
 		return code
 	}
 	names := flags.Args()
 	if len(names) == 0 {
 		return flags.Usagef("name the hosts to look at: bringup init gpu1 gpu2 …")
+	}
+	if *asJSON && *out == "-" {
+		return flags.Usagef("--json and -o - both want standard output: write the config to a file with -o FILE")
 	}
 	path := *out
 	if path == "" {
@@ -72,55 +79,71 @@ func runInit(ctx context.Context, e env, args []string) int {
 		err   error
 	}
 	var hosts []config.StarterHost
+	var outcomes []output.HostOutcome
 	failed := false
 	for o, f := range eachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
 		units, err := live.Discover(ctx, o)
 		return found{units, err}
 	}) {
-		h, line := starterHost(o.Name, f.units, f.err)
+		h, fd := starterHost(o.Name, f.units, f.err)
 		hosts, failed = append(hosts, h), failed || f.err != nil
-		fmt.Fprintf(e.stderr, "%s: %s\n", o.Name, line)
+		fmt.Fprintf(e.stderr, "%s: %s\n", o.Name, fd.Text())
+		if *asJSON {
+			outcomes = append(outcomes, output.InitJSON(e.stdout, fd))
+		}
+	}
+	// summary ends init's JSON (nothing without --json) and returns code.
+	summary := func(outcome string, code int, written, err string) int {
+		if *asJSON {
+			output.InitSummary(e.stdout, outcome, code, outcomes, written, err)
+		}
+		return code
 	}
 	if cli.WasInterrupted(ctx) {
 		fmt.Fprintln(e.stderr, "bringup init: interrupted: nothing written")
-		return exitInterrupted
+		return summary("interrupted", exitInterrupted, "", "interrupted: nothing written")
 	}
 
 	header := fmt.Sprintf("bringup config written by `bringup init %s`\n(units found over SSH; edit freely: see the README for every field)", strings.Join(names, " "))
 	data := config.RenderStarter(hosts, ssh, header)
+	// failWith prints err as init's error and ends the JSON with it.
+	failWith := func(format string, a ...any) int {
+		code := e.fail("init", format, a...)
+		return summary("error", code, "", fmt.Sprintf(format, a...))
+	}
 	if _, err := config.Parse(path, data); err != nil { // never write what Load would refuse
-		return e.fail("init", "the config made does not read back (a bug): %v", err)
+		return failWith("the config made does not read back (a bug): %v", err)
 	}
 	if path == "-" {
 		_, _ = e.stdout.Write(data)
 	} else {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return e.fail("init", "%v", err)
+			return failWith("%v", err)
 		}
 		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return e.fail("init", "%v", err)
+			return failWith("%v", err)
 		}
 		fmt.Fprintf(e.stderr, "wrote %s (%d hosts)\n", path, len(hosts))
 	}
 	if failed {
 		fmt.Fprintln(e.stderr, "bringup init: some hosts were not reached; they are in the config with the defaults and a note")
-		return exitFailed
+		return summary("failed", exitFailed, path, "")
 	}
-	return exitServing
+	return summary("written", exitServing, path, "")
 }
 
 // starterHost is what init writes for host name, from what Discover found
-// there (or the error that stopped it), and the line it prints for it.
+// there (or the error that stopped it), and what it reports of it.
 // With several units it takes the first one running (else the first by
 // name) and notes the others. Unit names are systemd's and ExecStart is
 // the host's text: both pass the one sanitiser, and a name that is not a
 // valid unit name is left out.
-func starterHost(name string, found []systemd.InferenceUnit, err error) (config.StarterHost, string) {
+func starterHost(name string, found []systemd.InferenceUnit, err error) (config.StarterHost, output.Found) {
 	h := config.StarterHost{Name: name}
 	if err != nil {
 		msg := sanitize.String(err.Error())
 		h.Note = "not reached by bringup init: " + msg
-		return h, "not reached: " + msg
+		return h, output.Found{Host: name, ConnErr: msg}
 	}
 	var ok []systemd.InferenceUnit
 	for _, u := range found {
@@ -130,7 +153,7 @@ func starterHost(name string, found []systemd.InferenceUnit, err error) (config.
 	}
 	if len(ok) == 0 {
 		h.Note = "bringup init found no service running sglang or vllm here: set unit: and engine: by hand"
-		return h, "no sglang or vllm unit found"
+		return h, output.Found{Host: name}
 	}
 	pick := ok[0]
 	for _, u := range ok {
@@ -151,9 +174,5 @@ func starterHost(name string, found []systemd.InferenceUnit, err error) (config.
 		notes = append(notes, "also found: "+strings.Join(others, ", "))
 	}
 	h.Note = strings.Join(notes, "\n")
-	line := fmt.Sprintf("%s (%s, port %d, %s)", pick.Name, pick.Engine, pick.Port, pick.ActiveState)
-	if len(others) > 0 {
-		line += "; also " + strings.Join(others, ", ")
-	}
-	return h, line
+	return h, output.Found{Host: name, Unit: pick.Name, Engine: pick.Engine, Port: pick.Port, State: sanitize.String(pick.ActiveState), Also: others}
 }

@@ -37,7 +37,8 @@ func TestStarterHost(t *testing.T) {
 			note: []string{"not reached by bringup init: gpu9: dial tcp", "connection refused"}, lineStart: "not reached: gpu9: dial tcp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, line := starterHost("gpu9", tc.found, tc.err)
+			h, found := starterHost("gpu9", tc.found, tc.err)
+			line := found.Text()
 			note := h.Note
 			h.Note, tc.want.Name = "", "gpu9"
 			if h != tc.want {
@@ -102,5 +103,15 @@ func TestEachHostAtOnceInOrder(t *testing.T) {
 	}
 	if len(got) != n || got[0] != "gpu0" || got[n-1] != rs[n-1].Name || most > hostParallel {
 		t.Errorf("yielded %v, %d at once at most", got, most)
+	}
+}
+
+// TestInitJSONRefusesStdout: --json and -o - would mix the config and the
+// JSON lines on stdout; init refuses before it dials anything.
+func TestInitJSONRefusesStdout(t *testing.T) {
+	var out, errOut syncBuffer
+	code := run(t.Context(), testEnv(&out, &errOut), []string{"init", "--json", "-o", "-", "gpu1"})
+	if code != exitUsage || !strings.Contains(errOut.String(), "--json and -o - both want standard output") || out.String() != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a usage refusal", code, out.String(), errOut.String())
 	}
 }

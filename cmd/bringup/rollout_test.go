@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -254,43 +255,67 @@ func TestRolloutOnTestbed(t *testing.T) {
 	}
 }
 
-// rolloutJSON is what the tests read from a line of `bringup rollout
+// rolloutJSON is what the tests read from a v1 line of `bringup rollout
 // --json`: any kind, the summary included.
 type rolloutJSON struct {
-	output.RolloutLine
-	Status string               `json:"status"`
-	Cause  string               `json:"cause"` // the summary's or a failure line's (it hides output.WatchLine.Cause)
-	Exit   int                  `json:"exit"`
-	Plan   string               `json:"plan"`
-	Hosts  []output.RolloutHost `json:"hosts"`
+	V          int                  `json:"v"`
+	Time       string               `json:"time"`
+	Kind       string               `json:"kind"`
+	Host       string               `json:"host"`
+	Phase      string               `json:"phase"`
+	Stage      string               `json:"stage"`
+	Action     string               `json:"action"`
+	ID         *int                 `json:"id"`
+	Outcome    string               `json:"outcome"`
+	Err        string               `json:"err"`
+	TimedOut   bool                 `json:"timed_out"`
+	To         string               `json:"to"`
+	Elapsed    *float64             `json:"elapsed"`
+	Cause      string               `json:"cause"`
+	Summary    string               `json:"summary"`
+	Hint       string               `json:"hint"`
+	Evidence   []string             `json:"evidence"`
+	FailedIn   string               `json:"failed_in"`
+	KernelMode string               `json:"kernel_mode"`
+	Before     *output.Rate         `json:"before"`
+	After      *output.Rate         `json:"after"`
+	Ratio      *float64             `json:"ratio"`
+	Command    string               `json:"command"`
+	Exit       int                  `json:"exit"`
+	Plan       string               `json:"plan"`
+	Hosts      []output.HostOutcome `json:"hosts"`
 }
 
 // rolloutLines runs `bringup rollout --demo --json args...` and decodes
-// its stdout, which must be JSON lines only, ending with the summary.
+// its stdout, which must be lines of the v1 schema only (each checked
+// against it), ending with the summary.
 func rolloutLines(t *testing.T, in string, args ...string) (int, []rolloutJSON, string) {
 	t.Helper()
 	code, out, errOut := rolloutDemoStreams(t, in, append([]string{"--json"}, args...)...)
 	var lines []rolloutJSON
 	for _, text := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		var l rolloutJSON
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
-			t.Fatalf("stdout line %q is not JSON: %v\nstdout:\n%s\nstderr:\n%s", text, err, out, errOut)
-		}
-		if l.Kind == "" || l.Time == "" || l.Seen == "" {
-			t.Errorf("line without kind, time or seen: %s", text)
-		}
-		if _, err := time.Parse(output.TimeLayout, l.Time); err != nil {
-			t.Errorf("line %s: time: %v", text, err)
-		}
-		lines = append(lines, l)
+		lines = append(lines, decodeRolloutLine(t, text))
 	}
 	if n := len(lines); n == 0 || lines[n-1].Kind != "summary" || slices.IndexFunc(lines, func(l rolloutJSON) bool { return l.Kind == "summary" }) != n-1 {
 		t.Fatalf("the summary is not the one last line:\n%s", out)
 	}
-	if s := lines[len(lines)-1]; s.Exit != code {
-		t.Errorf("summary exit %d, the command's %d", s.Exit, code)
+	if s := lines[len(lines)-1]; s.Exit != code || s.Command != "rollout" {
+		t.Errorf("summary exit %d of %q, the command's %d", s.Exit, s.Command, code)
 	}
 	return code, lines, errOut
+}
+
+// decodeRolloutLine checks text against the v1 schema and decodes it.
+func decodeRolloutLine(t *testing.T, text string) rolloutJSON {
+	t.Helper()
+	if err := output.ValidateLine([]byte(text)); err != nil {
+		t.Errorf("line %s: %v", text, err)
+	}
+	var l rolloutJSON
+	if err := json.Unmarshal([]byte(text), &l); err != nil {
+		t.Fatalf("line %q is not JSON: %v", text, err)
+	}
+	return l
 }
 
 // index is the position of the first line l matches, -1 for none.
@@ -340,11 +365,11 @@ func TestRolloutDemoJSONHaltAndRollback(t *testing.T) {
 	}
 	f := lines[index(lines, func(l rolloutJSON) bool { return l.Kind == "failed" })]
 	if f.Cause != "graph-capture-host-sync" || f.Summary == "" || f.Hint == "" || len(f.Evidence) == 0 ||
-		f.FailedIn != "graph-capture" || f.Kernel != "kdtree-verify=validate" || f.Phase != "failed" {
-		t.Errorf("failure line %+v", f.WatchLine)
+		f.FailedIn != "graph-capture" || f.KernelMode != "kdtree-verify=validate" || f.Phase != "failed" {
+		t.Errorf("failure line %+v", f)
 	}
-	if l := lines[index(lines, stageLine("gpu1", "failed"))]; l.Outcome != "failed" || l.Elapsed == "" {
-		t.Errorf("gpu1's failed stage %+v", l)
+	if l := lines[index(lines, stageLine("gpu1", "failed"))]; l.Outcome != "failed" || l.Elapsed == nil || *l.Elapsed <= 0 {
+		t.Errorf("gpu1's failed stage %+v: want outcome failed and elapsed seconds", l)
 	}
 	for _, l := range lines {
 		if l.Host == "gpu2" && (l.Kind == "step" || l.Kind == "stage" && l.Stage != "pending" && l.Stage != "untouched") {
@@ -352,9 +377,9 @@ func TestRolloutDemoJSONHaltAndRollback(t *testing.T) {
 		}
 	}
 	s := lines[len(lines)-1]
-	if s.Status != "halted" || s.Host != "gpu1" || s.Cause != "graph-capture-host-sync" || s.Err == "" || len(s.Hosts) != 2 ||
-		s.Hosts[0] != (output.RolloutHost{Host: "gpu1", Stage: "rolled-back", Phase: "serving", PrevMode: "on"}) ||
-		s.Hosts[1].Stage != "untouched" {
+	if s.Outcome != "halted" || s.Host != "gpu1" || s.Cause != "graph-capture-host-sync" || s.Err == "" || len(s.Hosts) != 2 ||
+		s.Hosts[0].Outcome != "rolled-back" || s.Hosts[0].Phase != "serving" || s.Hosts[0].PrevMode != "on" || s.Hosts[0].After != nil ||
+		s.Hosts[1].Outcome != "untouched" {
 		t.Errorf("summary %+v", s)
 	}
 	for _, want := range []string{"will set kdtree-verify=validate", "WARNING: --force", "rolling back gpu1 to kdtree-verify=on", "halted on gpu1; untouched: gpu2"} {
@@ -384,7 +409,7 @@ func TestRolloutDemoJSONDone(t *testing.T) {
 			}
 		}
 	}
-	if s := lines[len(lines)-1]; s.Status != "done" || s.Host != "" || len(s.Hosts) != 2 || s.Hosts[0].Stage != "serving" || s.Hosts[1].Stage != "serving" {
+	if s := lines[len(lines)-1]; s.Outcome != "done" || s.Host != "" || len(s.Hosts) != 2 || s.Hosts[0].Outcome != "serving" || s.Hosts[1].Outcome != "serving" {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -396,7 +421,7 @@ func TestRolloutDemoJSONRefused(t *testing.T) {
 	if code != exitUsage || len(lines) != 1 {
 		t.Fatalf("exit %d, %d lines, want %d and the summary alone\n%+v\n%s", code, len(lines), exitUsage, lines, errOut)
 	}
-	if s := lines[0]; s.Status != "refused" || !strings.Contains(s.Err, "preflight") || len(s.Hosts) != 1 || s.Hosts[0].Stage != "untouched" {
+	if s := lines[0]; s.Outcome != "refused" || !strings.Contains(s.Err, "preflight") || len(s.Hosts) != 1 || s.Hosts[0].Outcome != "untouched" {
 		t.Errorf("summary %+v", s)
 	}
 	if !strings.Contains(errOut, "refused by the capture-safety preflight") {
@@ -415,7 +440,71 @@ func TestRolloutDemoJSONTimeout(t *testing.T) {
 	if h < 0 || !lines[h].TimedOut || !strings.Contains(lines[h].Err, "not serving after 2m0s") {
 		t.Errorf("no halted line for gpu1's timeout:\n%+v", lines)
 	}
-	if s := lines[len(lines)-1]; s.Status != "halted" || !s.TimedOut || s.Host != "gpu1" || s.Hosts[1].Stage != "untouched" {
+	if s := lines[len(lines)-1]; s.Outcome != "halted" || !s.TimedOut || s.Host != "gpu1" || s.Hosts[1].Outcome != "untouched" {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestRolloutDemoJSONThroughput rolls mode on over gpu3 (failed in
+// validate; its history holds earlier runs in off) and gpu4 (serving in
+// on), waiting for the new runs' steady rates: gpu3's throughput line and
+// summary compare on with its previous run in off (the stand-in decodes
+// about 4× faster in on), gpu4's on with on (about 1×).
+func TestRolloutDemoJSONThroughput(t *testing.T) {
+	code, lines, errOut := rolloutLines(t, "", "--mode", "kdtree-verify=on", "--yes", "--throughput-wait", "30m", "gpu3", "gpu4")
+	if code != exitServing {
+		t.Fatalf("exit %d, want %d\n%s", code, exitServing, errOut)
+	}
+	want := map[string]struct {
+		before string
+		lo, hi float64
+	}{
+		"gpu3": {"kdtree-verify=off", 3, 5.5},
+		"gpu4": {"kdtree-verify=on", 0.8, 1.25},
+	}
+	for h, w := range want {
+		i := index(lines, func(l rolloutJSON) bool { return l.Kind == "throughput" && l.Host == h })
+		if i < 0 {
+			t.Errorf("%s: no throughput line:\n%+v", h, lines)
+			continue
+		}
+		l := lines[i]
+		if l.Before == nil || l.After == nil || l.Ratio == nil || l.Before.Modes != w.before || l.After.Modes != "kdtree-verify=on" ||
+			*l.Ratio < w.lo || *l.Ratio > w.hi {
+			t.Errorf("%s: throughput line %+v %+v ratio %v, want %s before and a ratio in [%v, %v]", h, l.Before, l.After, l.Ratio, w.before, w.lo, w.hi)
+		}
+		if served := index(lines, stageLine(h, "serving")); served > i {
+			t.Errorf("%s: its rate (line %d) came before it served (line %d)", h, i, served)
+		}
+	}
+	s := lines[len(lines)-1]
+	for i, h := range []string{"gpu3", "gpu4"} {
+		if i >= len(s.Hosts) || s.Hosts[i].Host != h || s.Hosts[i].Ratio == nil || s.Hosts[i].Before == nil || s.Hosts[i].After == nil {
+			t.Errorf("summary host %d: %+v, want %s with before, after and ratio", i, s.Hosts, h)
+		}
+	}
+}
+
+// TestRolloutDemoThroughputText: without waiting, the text summary still
+// compares the host whose rate came in during the rollout (gpu3, about 4×
+// its previous run in off); the last host's is said not steady yet, with
+// the flag that waits for it, unless its rate raced in with its serving
+// (the simulated clock runs 1600× on a loaded machine).
+func TestRolloutDemoThroughputText(t *testing.T) {
+	code, out := rolloutDemo(t, "", "--mode", "kdtree-verify=on", "--yes", "gpu3", "gpu4")
+	if code != exitServing {
+		t.Fatalf("exit %d, want %d\n%s", code, exitServing, out)
+	}
+	block := out[strings.Index(out, "throughput, after the rollout"):]
+	for _, re := range []string{
+		`(?m)^  gpu3 +decode \d+ tok/s with kdtree-verify=on vs \d+ tok/s with off \([3-5]\.\d\d×\)$`,
+		`(?m)^  gpu4 +decode \d+ tok/s (before with kdtree-verify=on; after: not steady yet|with kdtree-verify=on vs \d+ tok/s with kdtree-verify=on \((0\.9\d|1\.\d\d)×\))$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(block) {
+			t.Errorf("the summary lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(block, "not steady yet") != strings.Contains(block, "--throughput-wait D waits for them") {
+		t.Errorf("a rate not steady yet comes with the flag that waits for it, and only then:\n%s", block)
 	}
 }

@@ -23,12 +23,14 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -66,7 +68,25 @@ type Plan struct {
 	// Now is the clock for lane times and the timeout (a simulated fleet
 	// passes its host-time clock); nil means time.Now.
 	Now func() time.Time `json:"-"`
+	// Before is each host's previous serving run's decode rate, from the
+	// history (the caller looks it up: the rollout does no IO); a host
+	// missing has none. A host found serving with a steady rate of its own
+	// when the rollout reaches it is compared with that run instead.
+	Before map[string]Rate `json:"-"`
+	// SlowerBy is the drop against Before that marks a host's new run as
+	// slower (0: history.DefaultSlowerBy).
+	SlowerBy float64 `json:"-"`
 }
+
+// Rate is a run's steady decode rate (tokens/s) and the kernel modes it
+// ran with (kernel → mode).
+type Rate struct {
+	Modes map[string]string `json:"modes,omitempty"`
+	TPS   float64           `json:"decode_tps"`
+}
+
+// Known reports whether r holds a rate.
+func (r Rate) Known() bool { return r.TPS > 0 }
 
 // DefaultStepTimeout is Plan.StepTimeout's default: well past the fleet's
 // deadline for systemd's answer (remote.DefaultSystemdDeadline) and its
@@ -189,6 +209,26 @@ type Lane struct {
 	// when it ended; zero while not begun / not ended.
 	Since time.Time `json:"since,omitzero"`
 	Until time.Time `json:"until,omitzero"`
+	// Before is the decode rate of the host's run before the rollout's
+	// (Plan.Before, or the run it found serving); After is the steady
+	// rate of the run the rollout started, once it serves and its engine
+	// has printed enough decode lines (history.SteadyMin). Slower says
+	// After dropped against Before by more than Plan.SlowerBy.
+	Before Rate `json:"before,omitzero"`
+	After  Rate `json:"after,omitzero"`
+	Slower bool `json:"slower,omitempty"`
+	// ConnErr is why the host is not reached while its connection is not
+	// up (its last dial error); "" while it is.
+	ConnErr string `json:"conn_error,omitempty"`
+}
+
+// Ratio is After against Before (4.7: the new run decodes 4.7 times as
+// fast); ok is false until both are known.
+func (l Lane) Ratio() (ratio float64, ok bool) {
+	if !l.Before.Known() || !l.After.Known() {
+		return 0, false
+	}
+	return l.After.TPS / l.Before.TPS, true
 }
 
 // ErrNoRollback is returned by Rollback for a host with nothing to put
@@ -271,6 +311,7 @@ func New(p Plan, cat kernels.Catalog) (*Rollout, error) {
 		p.Now = time.Now
 	}
 	p.Hosts = append([]string(nil), p.Hosts...)
+	p.Before = maps.Clone(p.Before)
 	r := &Rollout{plan: p, byHost: map[string]*lane{}, ids: map[int]*lane{}, snap: map[string]remote.HostState{},
 		state: State{Status: Running}}
 	for i, h := range p.Hosts {
@@ -338,6 +379,13 @@ func (r *Rollout) Observe(b remote.Batch) []Step {
 	}
 	for _, l := range r.lanes {
 		r.follow(l)
+		r.rate(l)
+		if h, ok := r.snap[l.Host]; ok {
+			l.ConnErr = ""
+			if h.Conn.State != event.ConnUp {
+				l.ConnErr = h.Conn.Err
+			}
+		}
 	}
 	r.checkTimeouts()
 	if r.state.Status == Running {
@@ -378,6 +426,7 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 	l.Stage, l.Err, l.Diag = StageRollingBack, "", nil
 	l.Phase, l.Phases, l.Progress = "", nil, startup.Progress{}
 	l.Since, l.Until = r.plan.Now(), time.Time{}
+	l.After, l.Slower = Rate{}, false // the rollout's run is being undone
 	return r.next(l), nil
 }
 
@@ -432,6 +481,7 @@ func (r *Rollout) Lanes() []Lane {
 	for i, l := range r.lanes {
 		out[i] = l.Lane
 		out[i].Phases = append([]startup.Span(nil), l.Phases...)
+		out[i].Before.Modes, out[i].After.Modes = maps.Clone(l.Before.Modes), maps.Clone(l.After.Modes)
 		if l.Diag != nil {
 			d := *l.Diag
 			d.Evidence = append([]string(nil), d.Evidence...)
@@ -476,6 +526,10 @@ func (r *Rollout) begin(l *lane) []Step {
 	p := h.Startup.Phase
 	l.wasRunning = p.Rank() > startup.Stopped.Rank() || p == startup.Stuck ||
 		p == startup.Unknown && h.Startup.LastKnown.Rank() > startup.Stopped.Rank()
+	l.Before = r.plan.Before[l.Host]
+	if ab := h.Throughput; ab.Live && ab.TPS > 0 && p == startup.Serving {
+		l.Before = Rate{Modes: runModes(h), TPS: ab.TPS}
+	}
 	l.Since = r.plan.Now()
 	if m := r.plan.Mode; m != nil {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
@@ -595,6 +649,41 @@ func (r *Rollout) follow(l *lane) {
 	}
 }
 
+// rate records the steady decode rate of the run a serving lane's
+// restart began, once the fleet has one (HostState.Throughput is live
+// only for the run under way). The loop keeps observing after the
+// rollout settles, so the last batch's rates still come in.
+func (r *Rollout) rate(l *lane) {
+	if l.Stage != StageServing || l.rollback {
+		return
+	}
+	h, ok := r.snap[l.Host]
+	if !ok {
+		return
+	}
+	st := h.Startup
+	fresh := st.InvocationID != "" && st.InvocationID != l.baseInv ||
+		!st.StartedAt.IsZero() && !st.StartedAt.Equal(l.baseStart)
+	if ab := h.Throughput; !fresh || st.Phase != startup.Serving || !ab.Live || ab.TPS <= 0 {
+		return
+	}
+	l.After = Rate{Modes: runModes(h), TPS: h.Throughput.TPS}
+	drop := r.plan.SlowerBy
+	if drop <= 0 {
+		drop = history.DefaultSlowerBy
+	}
+	l.Slower = l.Before.Known() && l.After.TPS < l.Before.TPS*(1-drop)
+}
+
+// runModes are the kernel modes h's run started with (the unit's, when
+// the run did not say).
+func runModes(h remote.HostState) map[string]string {
+	if len(h.Startup.Modes) > 0 {
+		return kernels.ModeMap(h.Startup.Modes)
+	}
+	return kernels.ModeMap(h.Modes)
+}
+
 // failGrace is how long a failed startup whose unit still says it runs is
 // given before the failure counts. A unit read mid-restart can show the
 // new invocation id with the old run's "failed" state (seen on real
@@ -632,7 +721,11 @@ func (r *Rollout) checkTimeouts() {
 			continue
 		}
 		l.awaiting = false
-		r.fail(l, nil, fmt.Sprintf("%s: not serving after %s (stage %s, phase %s)", l.Host, r.plan.Timeout, l.Stage, l.Phase), true)
+		msg := fmt.Sprintf("%s: not serving after %s (stage %s, phase %s)", l.Host, r.plan.Timeout, l.Stage, l.Phase)
+		if l.ConnErr != "" {
+			msg += ": not reached: " + l.ConnErr
+		}
+		r.fail(l, nil, msg, true)
 	}
 }
 

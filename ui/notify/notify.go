@@ -14,6 +14,7 @@ package notify
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -130,33 +131,80 @@ type Rollout struct {
 	Failed      bool
 }
 
+// Bell limits: a crash-looping unit (restarting every few seconds) fails
+// again and again, and a bell each time teaches a person to ignore the
+// bell. A host rings at most once per HostBellEvery, the whole fleet at
+// most FleetBells times per FleetBellWindow; the title and the bar still
+// follow every change, and a desktop note goes with its bell or not at
+// all.
+const (
+	HostBellEvery   = time.Minute
+	FleetBells      = 3
+	FleetBellWindow = time.Minute
+)
+
 // Tracker remembers what has been signalled. The zero value is ready.
 type Tracker struct {
 	failed     map[string]bool // hosts failed at the last step
 	upSignaled bool            // "every host serving" given since the last startup seen
 	sawStart   bool            // a host was starting since the last "every host serving"
 	progress   Progress        // the bar as last given
+	limit      bellLimit
 }
 
-// Step folds one snapshot (and a rollout's state, if one runs) and
-// returns the signals it makes due: a bell and a note for each host newly
-// failed (one that was not failed at the last step), a bell and a note
-// when every host serves after a startup was seen, and the progress bar
-// when it changed.
-func (t *Tracker) Step(hosts []remote.HostState, ro Rollout) Signals {
+// bellLimit is the bell's rate limit: when each host last rang, and the
+// fleet's recent bells.
+type bellLimit struct {
+	host   map[string]time.Time
+	recent []time.Time // the fleet's bells in the last FleetBellWindow, oldest first
+}
+
+// allow reports whether key (a host, or "" for the fleet's "every host
+// serving") may ring at now, and if so counts the bell.
+func (l *bellLimit) allow(key string, now time.Time) bool {
+	if last, ok := l.host[key]; ok && now.Sub(last) < HostBellEvery {
+		return false
+	}
+	kept := l.recent[:0]
+	for _, t := range l.recent {
+		if now.Sub(t) < FleetBellWindow {
+			kept = append(kept, t)
+		}
+	}
+	l.recent = kept
+	if len(l.recent) >= FleetBells {
+		return false
+	}
+	if l.host == nil {
+		l.host = map[string]time.Time{}
+	}
+	l.host[key] = now
+	l.recent = append(l.recent, now)
+	return true
+}
+
+// Step folds one snapshot at now (the clock the console runs on; the
+// demo's is simulated) and a rollout's state, if one runs, and returns
+// the signals it makes due: a bell and a note for each host newly failed
+// (one that was not failed at the last step), a bell and a note when
+// every host serves after a startup was seen, and the progress bar when
+// it changed. Bells and their notes are rate limited (HostBellEvery,
+// FleetBells per FleetBellWindow); a transition whose bell is held back
+// is not rung later.
+func (t *Tracker) Step(now time.Time, hosts []remote.HostState, ro Rollout) Signals {
 	var s Signals
-	now := map[string]bool{}
+	failedNow := map[string]bool{}
 	for _, h := range hosts {
 		if h.Startup.Phase != startup.Failed {
 			continue
 		}
-		now[h.Name] = true
-		if !t.failed[h.Name] {
+		failedNow[h.Name] = true
+		if !t.failed[h.Name] && t.limit.allow(h.Name, now) {
 			s.Bell = true
 			s.Notes = append(s.Notes, Note{Title: "bringup: " + h.Name + " failed", Body: failure(h)})
 		}
 	}
-	t.failed = now
+	t.failed = failedNow
 
 	c := Count(hosts)
 	if c.Starting > 0 {
@@ -164,8 +212,10 @@ func (t *Tracker) Step(hosts []remote.HostState, ro Rollout) Signals {
 	}
 	if c.Hosts > 0 && c.Serving == c.Hosts && t.sawStart && !t.upSignaled {
 		t.sawStart, t.upSignaled = false, true
-		s.Bell = true
-		s.Notes = append(s.Notes, Note{Title: "bringup: every host serving", Body: fmt.Sprintf("%d/%d serving", c.Serving, c.Hosts)})
+		if t.limit.allow("", now) {
+			s.Bell = true
+			s.Notes = append(s.Notes, Note{Title: "bringup: every host serving", Body: fmt.Sprintf("%d/%d serving", c.Serving, c.Hosts)})
+		}
 	}
 
 	p := progressOf(c, ro)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -45,8 +46,9 @@ func say(s Signals) string {
 func TestTrackerTransitions(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		steps [][]string // snapshots in order
-		want  []string   // say() after each
+		steps [][]string      // snapshots in order
+		want  []string        // say() after each
+		at    []time.Duration // when each step comes; nil: every 10 s
 	}{
 		{"the demo story: a failure, the fix, every host up",
 			[][]string{
@@ -70,34 +72,135 @@ func TestTrackerTransitions(t *testing.T) {
 				"bar1:75",
 				"bell note[bringup: every host serving: 4/4 serving] bar0:0",
 				"",
-			}},
+			}, nil},
 		{"already serving when the console opens: no bell",
 			[][]string{{"a=serving", "b=serving"}, {"a=serving", "b=serving"}},
-			[]string{"", ""}},
+			[]string{"", ""}, nil},
 		{"failed when the console opens: one bell, then quiet",
 			[][]string{{"a=failed", "b=serving"}, {"a=failed", "b=serving"}},
-			[]string{"bell note[bringup: a failed: a broke]", ""}},
+			[]string{"bell note[bringup: a failed: a broke]", ""}, nil},
 		{"two hosts fail in one frame: one bell, two notes",
 			[][]string{{"a=weights", "b=init"}, {"a=failed", "b=failed"}},
-			[]string{"bar1:0", "bell note[bringup: a failed: a broke] note[bringup: b failed: b broke] bar0:0"}},
-		{"a crash loop fails again after restarting: a bell each time",
+			[]string{"bar1:0", "bell note[bringup: a failed: a broke] note[bringup: b failed: b broke] bar0:0"}, nil},
+		{"a host that fails again after a minute rings again",
 			[][]string{{"a=weights"}, {"a=failed"}, {"a=restarting"}, {"a=failed"}},
-			[]string{"bar1:0", "bell note[bringup: a failed: a broke] bar0:0", "bar1:0", "bell note[bringup: a failed: a broke] bar0:0"}},
+			[]string{"bar1:0", "bell note[bringup: a failed: a broke] bar0:0", "bar1:0", "bell note[bringup: a failed: a broke] bar0:0"},
+			[]time.Duration{0, time.Second, 30 * time.Second, 61 * time.Second}},
+		{"a crash loop failing again within the minute: one bell, the bar still moves",
+			[][]string{{"a=weights"}, {"a=failed"}, {"a=restarting"}, {"a=failed"}},
+			[]string{"bar1:0", "bell note[bringup: a failed: a broke] bar0:0", "bar1:0", "bar0:0"},
+			[]time.Duration{0, time.Second, 5 * time.Second, 10 * time.Second}},
 		{"a host that goes unknown and back is no startup",
 			[][]string{{"a=serving", "b=serving"}, {"a=unknown", "b=serving"}, {"a=serving", "b=serving"}},
-			[]string{"", "", ""}},
+			[]string{"", "", ""}, nil},
 		{"no hosts: nothing",
 			[][]string{{}, {}},
-			[]string{"", ""}},
+			[]string{"", ""}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tr Tracker
 			for i, st := range tc.steps {
-				if got := say(tr.Step(fleet(st...), Rollout{})); got != tc.want[i] {
+				at := t0.Add(time.Duration(i) * 10 * time.Second)
+				if tc.at != nil {
+					at = t0.Add(tc.at[i])
+				}
+				if got := say(tr.Step(at, fleet(st...), Rollout{})); got != tc.want[i] {
 					t.Errorf("step %d %v: %q, want %q", i, st, got, tc.want[i])
 				}
 			}
 		})
+	}
+}
+
+// t0 is the tests' start of time.
+var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+
+// crashLoop is host a failing n times, restarted in between: the
+// snapshots failed, restarting, failed, … one a step.
+func crashLoop(n int) [][]string {
+	var out [][]string
+	for range n {
+		out = append(out, []string{"a=failed", "b=serving"}, []string{"a=restarting", "b=serving"})
+	}
+	return out
+}
+
+// TestBellRateLimit: a crash-looping unit (a restart every 5 s) rings
+// once a minute, not on every failure; several hosts failing at once ring
+// at most FleetBells times a minute; the bar still follows each change.
+func TestBellRateLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps [][]string
+		every time.Duration
+		bells int // bells over all steps
+		notes int
+	}{
+		// 24 failures over 4 minutes (one every 10 s): one bell a minute.
+		{"crash loop every 5 s for 4 minutes", crashLoop(24), 5 * time.Second, 4, 4},
+		// the same loop slower than the limit: every failure rings.
+		{"crash loop every 90 s", crashLoop(4), 45 * time.Second, 4, 4},
+		{"five hosts fail a second apart: three bells", [][]string{
+			{"a=weights", "b=weights", "c=weights", "d=weights", "e=weights"},
+			{"a=failed", "b=weights", "c=weights", "d=weights", "e=weights"},
+			{"a=failed", "b=failed", "c=weights", "d=weights", "e=weights"},
+			{"a=failed", "b=failed", "c=failed", "d=weights", "e=weights"},
+			{"a=failed", "b=failed", "c=failed", "d=failed", "e=weights"},
+			{"a=failed", "b=failed", "c=failed", "d=failed", "e=failed"},
+		}, time.Second, 3, 3},
+		{"five hosts fail in one frame: one bell, three notes", [][]string{
+			{"a=weights", "b=weights", "c=weights", "d=weights", "e=weights"},
+			{"a=failed", "b=failed", "c=failed", "d=failed", "e=failed"},
+		}, time.Second, 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr Tracker
+			bells, notes, bars := 0, 0, 0
+			for i, st := range tc.steps {
+				s := tr.Step(t0.Add(time.Duration(i)*tc.every), fleet(st...), Rollout{})
+				if s.Bell {
+					bells++
+				}
+				notes += len(s.Notes)
+				if s.Progress != nil {
+					bars++
+				}
+			}
+			if bells != tc.bells || notes != tc.notes {
+				t.Errorf("%d bells and %d notes, want %d and %d", bells, notes, tc.bells, tc.notes)
+			}
+			// The first snapshot has nothing starting, as before it: no bar;
+			// every later one of a crash loop moves it.
+			if strings.Contains(tc.name, "crash loop") && bars != len(tc.steps)-1 {
+				t.Errorf("the bar changed %d times over %d steps that each (but the first) change it", bars, len(tc.steps))
+			}
+		})
+	}
+}
+
+// TestBellLimitWindow: the limiter itself, bell by bell: a host's second
+// bell waits HostBellEvery; the fleet's fourth within FleetBellWindow is
+// held back, and allowed once the first has left the window.
+func TestBellLimitWindow(t *testing.T) {
+	var l bellLimit
+	for i, tc := range []struct {
+		key  string
+		at   time.Duration
+		want bool
+	}{
+		{"a", 0, true},
+		{"a", 59 * time.Second, false},
+		{"b", 10 * time.Second, true},
+		{"c", 20 * time.Second, true},
+		{"d", 30 * time.Second, false}, // a, b, c within the minute
+		{"", 40 * time.Second, false},  // the fleet's "every host serving" too
+		{"d", 61 * time.Second, true},  // a's bell left the window
+		{"a", 62 * time.Second, false}, // b, c, d within the minute
+		{"a", 81 * time.Second, true},
+	} {
+		if got := l.allow(tc.key, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("step %d: %q at +%s: %v, want %v", i, tc.key, tc.at, got, tc.want)
+		}
 	}
 }
 
@@ -116,7 +219,7 @@ func TestTrackerRollout(t *testing.T) {
 		{Rollout{Running: true, Done: 2, Total: 4, Failed: true}, "bar2:50"},
 		{Rollout{Done: 2, Total: 4, Failed: true}, "bar0:0"},
 	} {
-		if got := say(tr.Step(hs, tc.ro)); got != tc.want {
+		if got := say(tr.Step(t0.Add(time.Duration(i)*time.Second), hs, tc.ro)); got != tc.want {
 			t.Errorf("step %d %+v: %q, want %q", i, tc.ro, got, tc.want)
 		}
 	}

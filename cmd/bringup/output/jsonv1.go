@@ -15,7 +15,8 @@ import (
 )
 
 // The v1 JSON schema: one object a line, the same shape for the --json of
-// watch, explain, doctor, mode, redeploy, restart, stop and reset-failed. Every line has
+// watch, explain, status, bench, init, doctor, rollout, mode, redeploy,
+// restart, stop and reset-failed. Every line has
 // "v" (the schema's version), "time" and "kind"; the last line is a
 // summary with the exit code. Durations are seconds (numbers), progress
 // is numbers, times are RFC 3339 in UTC to the second ("…T10:41:03Z"),
@@ -87,6 +88,22 @@ type Line struct {
 	// bench: what a smoke load measured on a host (refused: err says why)
 	Bench *BenchResult `json:"bench,omitempty"`
 
+	// rollout: its steps (outcome, id), a halt without a diagnosis
+	// (timed_out), the rollback (to: the mode put back), a host's decode
+	// rate after against before
+	ID       *int     `json:"id,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	To       string   `json:"to,omitempty"`
+	Before   *Rate    `json:"before,omitempty"`
+	After    *Rate    `json:"after,omitempty"`
+	Ratio    *float64 `json:"ratio,omitempty"`
+	Slower   bool     `json:"slower,omitempty"`
+
+	// found (init): the inference unit found on a host (with unit,
+	// engine, state; conn_error when the host was not reached)
+	Port *int     `json:"port,omitempty"`
+	Also []string `json:"also,omitempty"`
+
 	// summary
 	Command string        `json:"command,omitempty"`
 	Exit    *int          `json:"exit,omitempty"`
@@ -98,6 +115,10 @@ type Line struct {
 	Lines  *int   `json:"lines,omitempty"`
 	Engine string `json:"engine,omitempty"`
 	Trail  []Span `json:"trail,omitempty"`
+	// init's summary: the config file written
+	Config string `json:"config,omitempty"`
+	// rollout's summary: what it did
+	Plan string `json:"plan,omitempty"`
 }
 
 // Span is one phase of a startup's trail in the v1 schema: its start and
@@ -174,7 +195,16 @@ type HostOutcome struct {
 	Host    string   `json:"host"`
 	Outcome string   `json:"outcome"`          // doctor: ok, failed; actions: done, failed, timeout; watch: serving, failed, unsettled
 	Failed  []string `json:"failed,omitempty"` // doctor: the checks that failed
-	Phase   string   `json:"phase,omitempty"`  // actions, watch: the followed startup's last phase
+	Phase   string   `json:"phase,omitempty"`  // actions, watch, rollout: the followed startup's last phase
+	// rollout: the host's stage is its outcome; the mode a rollback puts
+	// back, why it failed, and its decode rate after against before
+	PrevMode string   `json:"prev_mode,omitempty"`
+	Cause    string   `json:"cause,omitempty"`
+	Err      string   `json:"err,omitempty"`
+	Before   *Rate    `json:"before,omitempty"`
+	After    *Rate    `json:"after,omitempty"`
+	Ratio    *float64 `json:"ratio,omitempty"`
+	Slower   bool     `json:"slower,omitempty"`
 }
 
 // Kind is one kind of line: its fields beyond v, time and kind.
@@ -203,8 +233,14 @@ func Schema() []Kind {
 			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
 				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
+		{"step", "rollout: an action it issued (outcome issued or refused) and its end (done or failed)", []string{"host", "action", "outcome"}, []string{"id", "latency", "err"}},
+		{"stage", "rollout: a host's lane changed stage (outcome: the stage, once final)", []string{"host", "stage"}, []string{"phase", "action", "elapsed", "outcome", "err", "conn_error"}},
+		{"halted", "rollout: it halted on a host without a diagnosis (an action failed, a timeout)", []string{"host", "err"}, []string{"timed_out"}},
+		{"rollback", "rollout: what became of the rollback offered for the halted host", []string{"host", "outcome", "to"}, []string{"err"}},
+		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},
+		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
-			[]string{"hosts", "err", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
 }
 
@@ -221,6 +257,8 @@ func FieldType() map[string]string {
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
 		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "trail": "[span]",
+		"port": "number", "also": "[string]", "config": "string",
+		"id": "number", "timed_out": "bool", "to": "string", "plan": "string", "before": "rate", "after": "rate", "ratio": "number", "slower": "bool",
 	}
 }
 
@@ -542,16 +580,34 @@ func checkType(typ string, raw json.RawMessage) error {
 				}
 			}
 		}
+	case "rate":
+		var all map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &all); err == nil && (checkType("string", all["modes"]) != nil || checkType("number", all["decode_tps"]) != nil) {
+			return fmt.Errorf("%s: want modes, a string, and decode_tps, a number", raw)
+		}
 	case "[host]":
 		var hs []struct {
-			Host, Outcome *string
-			Failed        []string
-			Phase         string
+			Host     *string         `json:"host"`
+			Outcome  *string         `json:"outcome"`
+			Failed   []string        `json:"failed"`
+			Phase    string          `json:"phase"`
+			PrevMode string          `json:"prev_mode"`
+			Cause    string          `json:"cause"`
+			Err      string          `json:"err"`
+			Before   json.RawMessage `json:"before"`
+			After    json.RawMessage `json:"after"`
+			Ratio    *float64        `json:"ratio"`
+			Slower   bool            `json:"slower"`
 		}
 		if err = json.Unmarshal(raw, &hs); err == nil {
 			for _, h := range hs {
 				if h.Host == nil || h.Outcome == nil {
 					return fmt.Errorf("%s: every host wants host and outcome", raw)
+				}
+				for _, r := range []json.RawMessage{h.Before, h.After} {
+					if r != nil && checkType("rate", r) != nil {
+						return fmt.Errorf("%s: a host's before and after want modes and decode_tps", raw)
+					}
 				}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -131,6 +132,36 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	// bench: a result and a refusal
 	Bench(&b, "gpu1", &bench.Result{Model: "m", Requests: 8, OK: 8, Concurrency: 8, Duration: 280 * time.Millisecond, TTFTP50: 34 * time.Millisecond}, "", true)
 	Bench(&b, "gpu2", nil, "not serving (phase weights)", true)
+	// init: a unit found, a host without one, one not reached, the summary
+	fs := []Found{{Host: "gpu1", Unit: "sglang.service", Engine: "sglang", Port: 30000, State: "active", Also: []string{"vllm.service (vllm, inactive)"}},
+		{Host: "gpu2"}, {Host: "gpu9", ConnErr: "gpu9: dial tcp 10.0.0.9:22: connect: connection refused"}}
+	var found []HostOutcome
+	for _, f := range fs {
+		found = append(found, InitJSON(&b, f))
+	}
+	InitSummary(&b, "failed", 1, found, "/home/u/.config/bringup/config.yaml", "")
+	// rollout: steps issued, refused and done, lanes, a halt with and
+	// without a diagnosis, the rollback, rates, and the summary
+	ro := NewRollout(&b, true, func() time.Time { return at })
+	off, on := map[string]string{"kdtree-verify": "off"}, map[string]string{"kdtree-verify": "on"}
+	ro.Step(rollout.Step{Host: "gpu1", Action: remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}}, 7, nil)
+	ro.Step(rollout.Step{Host: "gpu2", Action: remote.Action{Kind: remote.ActRestart}}, 0, remote.ErrReadOnly)
+	ro.Actions([]event.Event{{Host: "gpu1", Kind: event.KindAction, Time: at, Seen: at.Add(250 * time.Millisecond),
+		Action: &event.ActionResult{ID: 7, Name: "mode kdtree-verify=on", Stage: event.ActionDone}}}, func(int) bool { return true })
+	lanes := []rollout.Lane{
+		{Host: "gpu1", Stage: rollout.StageServing, Phase: startup.Serving, PrevMode: "off", Since: at.Add(-16 * time.Minute), Until: at,
+			Before: rollout.Rate{Modes: off, TPS: 480.43}, After: rollout.Rate{Modes: on, TPS: 1920}},
+		{Host: "gpu2", Stage: rollout.StageFailed, Phase: startup.Failed, Since: at.Add(-time.Minute), Until: at, Diag: diag,
+			Phases: []startup.Span{{Phase: startup.Weights, Start: at.Add(-time.Minute)}}},
+		{Host: "gpu3", Stage: rollout.StageUntouched, Before: rollout.Rate{Modes: off, TPS: 400}},
+		{Host: "gpu4", Stage: rollout.StageRestarting, Action: "restart", Since: at.Add(-time.Minute), ConnErr: "dial tcp 10.0.0.4:22: connect: connection refused"},
+	}
+	ro.Lanes(lanes)
+	ro.Halt(rollout.State{Status: rollout.Halted, Host: "gpu2", Diag: diag}, lanes)
+	ro.Halt(rollout.State{Status: rollout.Halted, Host: "gpu2", Err: "gpu2: not serving after 2m0s", TimedOut: true}, lanes)
+	ro.Rollback("gpu2", "kdtree-verify=off", "started", nil)
+	ro.Summary(rollout.Plan{Hosts: []string{"gpu1", "gpu2", "gpu3"}}, lanes, rollout.State{Status: rollout.Halted, Host: "gpu2", Diag: diag}, "halted", 1)
+	NewRollout(&b, true, func() time.Time { return at }).Summary(rollout.Plan{Hosts: []string{"gpu1"}}, nil, rollout.State{Err: "refused"}, "refused", 3)
 	lines := checkLines(t, b.String())
 	kinds := map[string]bool{}
 	for _, l := range lines {
@@ -146,7 +177,19 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 		`"kind":"host-key","host":"gpu1","latency":1,"summary":"learned new host key for gpu1"`, `"command":"watch","exit":1,"outcome":"failed"`,
 		`"trail":[{"phase":"weights","start":"2026-11-30T05:15:31Z","end":"2026-11-30T05:25:31Z","seconds":600},{"phase":"graph-capture","start":"2026-11-30T05:25:31Z","inferred":true}]`,
 		`"command":"explain","exit":1,"outcome":"failed"`, `"format":"journal","timed":true,"lines":3,"engine":"sglang"`,
-		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`} {
+		`"probe":{"path":"/health","status":200,"ok":true,"latency":0.012}`, `"since":"2026-11-30T05:25:31Z"`, `"command":"status","exit":1`, `"seconds":0.28`, `"ttft_p50":0.034`, `"kind":"bench","host":"gpu2","err":"not serving (phase weights)"`,
+		`"kind":"found","host":"gpu1","unit":"sglang.service","state":"active","port":30000,"also":["vllm.service (vllm, inactive)"],"engine":"sglang"`,
+		`"kind":"found","host":"gpu9","conn_error":"gpu9: dial tcp 10.0.0.9:22: connect: connection refused"`,
+		`"kind":"step","host":"gpu1","action":"mode kdtree-verify=on","id":7,"outcome":"issued"`,
+		`"kind":"step","host":"gpu2","action":"restart","err":"read-only mode: actions that change hosts are disabled","outcome":"refused"`,
+		`"kind":"step","host":"gpu1","action":"mode kdtree-verify=on","latency":0.25,"id":7,"outcome":"done"`,
+		`"kind":"stage","host":"gpu1","stage":"serving","phase":"serving","elapsed":960,"outcome":"serving"`,
+		`"kind":"throughput","host":"gpu1","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4}`,
+		`"kind":"stage","host":"gpu4","action":"restart","stage":"restarting","elapsed":60,"conn_error":"dial tcp 10.0.0.4:22: connect: connection refused"}`,
+		`"kind":"halted","host":"gpu2","err":"gpu2: not serving after 2m0s","timed_out":true}`,
+		`"kind":"rollback","host":"gpu2","to":"kdtree-verify=off","outcome":"started"}`,
+		`"hosts":[{"host":"gpu1","outcome":"serving","phase":"serving","prev_mode":"off","before":{"modes":"kdtree-verify=off","decode_tps":480.43},"after":{"modes":"kdtree-verify=on","decode_tps":1920},"ratio":4},{"host":"gpu2","outcome":"failed","phase":"failed","cause":"graph-capture-host-sync"},{"host":"gpu3","outcome":"untouched","before":{"modes":"kdtree-verify=off","decode_tps":400}},{"host":"gpu4","outcome":"restarting"}]`,
+		`"hosts":[{"host":"gpu1","outcome":"found"},{"host":"gpu2","outcome":"none"},{"host":"gpu9","outcome":"unreached"}],"config":"/home/u/.config/bringup/config.yaml"`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in:\n%s", want, b.String())
 		}

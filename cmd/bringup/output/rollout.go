@@ -1,21 +1,22 @@
 package output
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// Rollout prints the rollout's progress: lines of text, or with
-// --json one JSON object a line (see rolloutUsage), its failure in watch's
-// format.
+// Rollout prints the rollout's progress: lines of text, or with --json
+// lines of the v1 schema (kinds step, stage, failed, halted, rollback,
+// throughput, then the summary; see Schema).
 type Rollout struct {
 	w    io.Writer
 	json bool
@@ -25,104 +26,57 @@ type Rollout struct {
 	printed map[string]string
 	// issued are the step lines of the steps just issued, printed after
 	// the lanes whose change made the rollout issue them.
-	issued []RolloutLine
+	issued []Line
+	// rated is, per host, the after rate last printed (a throughput
+	// line goes out when a host's new run first has a steady rate).
+	rated map[string]float64
 }
 
-// WatchLine is the pre-v1 line of watch that `bringup rollout --json`
-// still builds on, until rollout moves to the v1 schema.
-type WatchLine struct {
-	Time     string   `json:"time"` // host time
-	Seen     string   `json:"seen"` // local receipt time
-	Host     string   `json:"host"`
-	Kind     string   `json:"kind"` // phase, failed, unit, stats, done, host-key
-	Phase    string   `json:"phase"`
-	From     string   `json:"from,omitempty"`
-	Unit     string   `json:"unit,omitempty"`
-	Progress string   `json:"progress,omitempty"`
-	Cause    string   `json:"cause,omitempty"`
-	Summary  string   `json:"summary,omitempty"`
-	Hint     string   `json:"hint,omitempty"`
-	Evidence []string `json:"evidence,omitempty"`
-	Kernel   string   `json:"kernel_mode,omitempty"`
-	FailedIn string   `json:"failed_in,omitempty"` // the phase a failure happened in
-	// Fix is the command that applies the diagnosis's fix, when it has one.
-	Fix string `json:"fix,omitempty"`
-	// Elapsed is the time from the invocation's start to this change.
-	Elapsed string `json:"elapsed,omitempty"`
-	// Stats is the engine's latest stats sample, on a line of kind
-	// "stats" (throughput, requests, KV use).
-	Stats *startup.Sample `json:"stats,omitempty"`
+// NewRollout prints a rollout's progress to w, as JSON lines when asJSON;
+// now is the hosts' clock.
+func NewRollout(w io.Writer, asJSON bool, now func() time.Time) *Rollout {
+	return &Rollout{w: w, json: asJSON, now: now, printed: map[string]string{}, rated: map[string]float64{}}
 }
 
-// RolloutLine is one line of `bringup rollout --json`: watch's line
-// (time, seen, host, kind, phase, elapsed) with the rollout's step, stage
-// or rollback.
-type RolloutLine struct {
-	WatchLine
-	Stage    string `json:"stage,omitempty"`
-	Action   string `json:"action,omitempty"`
-	ID       int    `json:"id,omitempty"`
-	Outcome  string `json:"outcome,omitempty"`
-	Err      string `json:"err,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
-	To       string `json:"to,omitempty"` // the mode a rollback puts back
+// Rate is a decode rate in the v1 schema: the kernel modes of the run
+// ("kdtree-verify=on") and its steady decode rate in tokens/s.
+type Rate struct {
+	Modes     string  `json:"modes"`
+	DecodeTPS float64 `json:"decode_tps"`
 }
 
-// RolloutSummary is the last line of `bringup rollout --json`.
-type RolloutSummary struct {
-	Time     string        `json:"time"`
-	Seen     string        `json:"seen"`
-	Kind     string        `json:"kind"`   // summary
-	Status   string        `json:"status"` // done, halted, aborted, refused, not-started
-	Exit     int           `json:"exit"`
-	Plan     string        `json:"plan"`
-	Host     string        `json:"host,omitempty"`  // the host it halted on
-	Cause    string        `json:"cause,omitempty"` // the halt's diagnosis
-	Err      string        `json:"err,omitempty"`
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Hosts    []RolloutHost `json:"hosts"`
-}
-
-// RolloutHost is one host in the summary.
-type RolloutHost struct {
-	Host     string `json:"host"`
-	Stage    string `json:"stage"`
-	Phase    string `json:"phase,omitempty"`
-	PrevMode string `json:"prev_mode,omitempty"`
-	Cause    string `json:"cause,omitempty"`
-	Err      string `json:"err,omitempty"`
-}
-
-// line starts a JSON line about host at host time t.
-func (p *Rollout) line(t time.Time, host, kind string, phase startup.Phase) RolloutLine {
-	return RolloutLine{WatchLine: WatchLine{Time: t.Format(TimeLayout), Seen: time.Now().Format(TimeLayout),
-		Host: host, Kind: kind, Phase: string(phase)}}
-}
-
-// emit prints v as one JSON line.
-func (p *Rollout) emit(v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen for these types; say so rather than drop the line
-		b, _ = json.Marshal(map[string]string{"kind": "error", "err": err.Error()})
+// rateOf is r in the schema; nil when r holds no rate.
+func rateOf(r rollout.Rate) *Rate {
+	if !r.Known() {
+		return nil
 	}
-	fmt.Fprintf(p.w, "%s\n", b)
+	return &Rate{Modes: history.ModesKey(r.Modes), DecodeTPS: math.Round(r.TPS*100) / 100}
 }
 
-// step reports an action the rollout issued, with the next lanes (JSON
-// only: the lane's line says it in text).
+// ratioOf is the lane's after/before, to two places; nil until both are known.
+func ratioOf(l rollout.Lane) *float64 {
+	r, ok := l.Ratio()
+	if !ok {
+		return nil
+	}
+	r = math.Round(r*100) / 100
+	return &r
+}
+
+// Step reports an action the rollout issued, printed with the next lanes
+// (JSON only: the lane's line says it in text).
 func (p *Rollout) Step(s rollout.Step, id int, err error) {
 	if !p.json {
 		return
 	}
-	l := p.line(p.now(), s.Host, "step", "")
-	l.Action, l.ID, l.Outcome = s.Action.String(), id, "issued"
+	l := Line{Time: JSONTime(p.now()), Kind: "step", Host: s.Host, Action: s.Action.String(), ID: &id, Outcome: "issued"}
 	if err != nil {
-		l.Outcome, l.Err = "refused", err.Error()
+		l.ID, l.Outcome, l.Err = nil, "refused", err.Error()
 	}
 	p.issued = append(p.issued, l)
 }
 
-// actions reports how the rollout's actions among evs ended (JSON only).
+// Actions reports how the rollout's actions among evs ended (JSON only).
 func (p *Rollout) Actions(evs []event.Event, ours func(id int) bool) {
 	if !p.json {
 		return
@@ -132,21 +86,22 @@ func (p *Rollout) Actions(evs []event.Event, ours func(id int) bool) {
 		if ev.Kind != event.KindAction || a == nil || !ours(a.ID) || (a.Stage != event.ActionDone && a.Stage != event.ActionFailed) {
 			continue
 		}
-		l := p.line(ev.Time, ev.Host, "step", "")
-		l.Seen = ev.Seen.Format(TimeLayout)
-		l.Action, l.ID, l.Outcome, l.Err = a.Name, a.ID, string(a.Stage), a.Err
-		p.emit(l)
+		id := a.ID
+		emit(p.w, Line{Time: JSONTime(ev.Time), Kind: "step", Host: ev.Host, Action: a.Name, ID: &id, Outcome: string(a.Stage), Err: a.Err,
+			Latency: latency(ev.Time, ev.Seen)})
 	}
 }
 
-// lanes prints each lane whose stage, phase, action or error changed
-// since the last call, then the steps issued since.
+// Lanes prints each lane whose stage, phase, action or error changed
+// since the last call, then the steps issued since, then the hosts whose
+// new run's decode rate just became steady.
 func (p *Rollout) Lanes(lanes []rollout.Lane) {
 	defer func() {
 		for _, l := range p.issued {
-			p.emit(l)
+			emit(p.w, l)
 		}
 		p.issued = nil
+		p.rates(lanes)
 	}()
 	now := p.now()
 	for _, l := range lanes {
@@ -160,6 +115,8 @@ func (p *Rollout) Lanes(lanes []rollout.Lane) {
 		}
 		if l.Err != "" {
 			fmt.Fprintf(&b, ": %s", l.Err)
+		} else if l.ConnErr != "" {
+			fmt.Fprintf(&b, ": not reached: %s", l.ConnErr)
 		}
 		text := b.String()
 		if p.printed[l.Host] == text {
@@ -179,26 +136,68 @@ func (p *Rollout) Lanes(lanes []rollout.Lane) {
 			fmt.Fprintf(p.w, "%s %-8s %s\n", now.Format(TimeLayout), l.Host, text)
 			continue
 		}
-		j := p.line(now, l.Host, "stage", l.Phase)
-		j.Stage, j.Action, j.Err = string(l.Stage), l.Action, l.Err
+		j := Line{Time: JSONTime(now), Kind: "stage", Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), Action: l.Action, Err: l.Err,
+			ConnErr: l.ConnErr}
 		if !l.Since.IsZero() {
-			j.Elapsed = elapsed.String()
+			s := elapsed.Seconds()
+			j.Elapsed = &s
 		}
 		if l.Stage.Final() {
 			j.Outcome = string(l.Stage)
 		}
-		p.emit(j)
+		emit(p.w, j)
 	}
 }
 
-// halt prints why the rollout halted, in watch's failure format.
+// rates prints a throughput line (text: the comparison) for each lane
+// whose after rate is new since the last call.
+func (p *Rollout) rates(lanes []rollout.Lane) {
+	for _, l := range lanes {
+		if !l.After.Known() || p.rated[l.Host] == l.After.TPS {
+			continue
+		}
+		first := p.rated[l.Host] == 0
+		p.rated[l.Host] = l.After.TPS
+		if !first {
+			continue // a steady rate moves a little as lines come in: said once is enough
+		}
+		if !p.json {
+			fmt.Fprintf(p.w, "%s %-8s %s\n", p.now().Format(TimeLayout), l.Host, RatePhrase(l))
+			continue
+		}
+		emit(p.w, Line{Time: JSONTime(p.now()), Kind: "throughput", Host: l.Host, Before: rateOf(l.Before), After: rateOf(l.After),
+			Ratio: ratioOf(l), Slower: l.Slower})
+	}
+}
+
+// RatePhrase is a lane's decode rate after the rollout against before,
+// for people: "decode 1920 tok/s with kdtree-verify=on vs 410 tok/s with
+// off (4.68×)", "⚠ 30 % slower: …", or what is not known yet.
+func RatePhrase(l rollout.Lane) string {
+	tps := func(v float64) string { return fmt.Sprintf("%.0f tok/s", v) }
+	switch {
+	case !l.Before.Known() && !l.After.Known():
+		return "decode: no rate before or after"
+	case !l.After.Known():
+		return fmt.Sprintf("decode %s before with %s; after: not steady yet", tps(l.Before.TPS), history.ModesKey(l.Before.Modes))
+	case !l.Before.Known():
+		return fmt.Sprintf("decode %s with %s (no earlier run to compare)", tps(l.After.TPS), history.ModesKey(l.After.Modes))
+	}
+	now, was := history.Differ(l.After.Modes, l.Before.Modes)
+	r, _ := l.Ratio()
+	s := fmt.Sprintf("decode %s with %s vs %s with %s (%.2f×)", tps(l.After.TPS), now, tps(l.Before.TPS), was, r)
+	if l.Slower {
+		s = fmt.Sprintf("⚠ %d %% slower: %s", int((1-r)*100+0.5), s)
+	}
+	return s
+}
+
+// Halt prints why the rollout halted, in watch's failure format.
 func (p *Rollout) Halt(st rollout.State, lanes []rollout.Lane) {
 	now := p.now()
 	if st.Diag == nil {
 		if p.json {
-			l := p.line(now, st.Host, "halted", startup.Failed)
-			l.Err, l.TimedOut = st.Err, st.TimedOut
-			p.emit(l)
+			emit(p.w, Line{Time: JSONTime(now), Kind: "halted", Host: st.Host, Err: st.Err, TimedOut: st.TimedOut})
 			return
 		}
 		fmt.Fprintf(p.w, "%s %-8s HALTED: %s\n", now.Format(TimeLayout), st.Host, st.Err)
@@ -210,66 +209,49 @@ func (p *Rollout) Halt(st rollout.State, lanes []rollout.Lane) {
 			started = l.Phases[0].Start
 		}
 	}
-	c := remote.HostChange{Host: st.Host, Seen: time.Now(),
-		Change: startup.Change{Kind: startup.ChangeFail, Time: st.Diag.Time, Phase: startup.Failed, Diag: st.Diag}}
+	c := remote.HostChange{Host: st.Host, Change: startup.Change{Kind: startup.ChangeFail, Time: st.Diag.Time, Phase: startup.Failed, Diag: st.Diag}}
 	if c.Time.IsZero() {
 		c.Time = now
 	}
 	if !p.json {
+		c.Seen = time.Now()
 		Change(p.w, c, started, false)
 		return
 	}
-	p.emit(legacyFailure(c, started))
+	emit(p.w, changeLine(c, started)) // no Seen: the halt is not a line received live
 }
 
-// legacyFailure is a failure as rollout's pre-v1 line (watch's shape
-// before the v1 schema), kept so rollout's output moves in one piece.
-func legacyFailure(c remote.HostChange, started time.Time) RolloutLine {
-	l := WatchLine{Time: c.Time.Format(TimeLayout), Seen: c.Seen.Format(TimeLayout), Host: c.Host,
-		Kind: string(c.Kind), Phase: string(c.Phase)}
-	if !started.IsZero() && !c.Time.Before(started) {
-		l.Elapsed = c.Time.Sub(started).Round(time.Second).String()
-	}
-	if d := c.Diag; d != nil {
-		l.Cause, l.Summary, l.Hint, l.Evidence, l.Kernel = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode
-		l.FailedIn = string(d.Phase)
-		if d.Fix != nil {
-			l.Fix = fmt.Sprintf("bringup mode %s %s=%s --restart", c.Host, d.Fix.Kernel, d.Fix.Mode)
-		}
-	}
-	return RolloutLine{WatchLine: l}
-}
-
-// rollback reports what became of the rollback offered for host (JSON
+// Rollback reports what became of the rollback offered for host (JSON
 // only: the text is printed where it is decided).
 func (p *Rollout) Rollback(host, to, outcome string, err error) {
 	if !p.json {
 		return
 	}
-	l := p.line(p.now(), host, "rollback", "")
-	l.To, l.Outcome = to, outcome
+	l := Line{Time: JSONTime(p.now()), Kind: "rollback", Host: host, To: to, Outcome: outcome}
 	if err != nil {
 		l.Err = err.Error()
 	}
-	p.emit(l)
+	emit(p.w, l)
 }
 
-// summary prints the summary line (JSON only) and returns code. lanes is
-// nil when the rollout did not start: every host is untouched.
+// Summary prints the summary line (JSON; text: each host's decode rate
+// after against before, when any is known) and returns code. lanes is nil
+// when the rollout did not start: every host is untouched.
 func (p *Rollout) Summary(plan rollout.Plan, lanes []rollout.Lane, st rollout.State, status string, code int) int {
 	if !p.json {
+		RolloutRates(p.w, lanes)
 		return code
 	}
-	s := RolloutSummary{Time: p.now().Format(TimeLayout), Seen: time.Now().Format(TimeLayout), Kind: "summary",
-		Status: status, Exit: code, Plan: plan.String(), Host: st.Host, Err: st.Err, TimedOut: st.TimedOut,
-		Hosts: []RolloutHost{}}
+	s := Line{Time: JSONTime(p.now()), Kind: "summary", Command: "rollout", Outcome: status, Exit: &code, Plan: plan.String(),
+		Host: st.Host, Err: st.Err, TimedOut: st.TimedOut, Hosts: []HostOutcome{}}
 	if lanes == nil {
 		for _, h := range plan.Hosts {
-			s.Hosts = append(s.Hosts, RolloutHost{Host: h, Stage: string(rollout.StageUntouched)})
+			s.Hosts = append(s.Hosts, HostOutcome{Host: h, Outcome: string(rollout.StageUntouched)})
 		}
 	}
 	for _, l := range lanes {
-		h := RolloutHost{Host: l.Host, Stage: string(l.Stage), Phase: string(l.Phase), PrevMode: l.PrevMode, Err: l.Err}
+		h := HostOutcome{Host: l.Host, Outcome: string(l.Stage), Phase: string(l.Phase), PrevMode: l.PrevMode, Err: l.Err,
+			Before: rateOf(l.Before), After: rateOf(l.After), Ratio: ratioOf(l), Slower: l.Slower}
 		if l.Diag != nil {
 			h.Cause = l.Diag.Cause
 		}
@@ -281,35 +263,56 @@ func (p *Rollout) Summary(plan rollout.Plan, lanes []rollout.Lane, st rollout.St
 			s.Err = st.Diag.Summary
 		}
 	}
-	p.emit(s)
+	emit(p.w, s)
 	return code
 }
 
-// NewRollout prints a rollout's progress to w, as JSON lines when asJSON;
-// now is the hosts' clock.
-func NewRollout(w io.Writer, asJSON bool, now func() time.Time) *Rollout {
-	return &Rollout{w: w, json: asJSON, now: now, printed: map[string]string{}}
+// RolloutRates prints each host's decode rate after the rollout against
+// before, for the hosts the rollout brought to serving or knew a rate
+// for; nothing when none is known.
+func RolloutRates(w io.Writer, lanes []rollout.Lane) {
+	var rows []string
+	pending := false
+	for _, l := range lanes {
+		if !l.Before.Known() && !l.After.Known() || l.Stage != rollout.StageServing && !l.After.Known() {
+			continue
+		}
+		pending = pending || !l.After.Known()
+		rows = append(rows, fmt.Sprintf("  %-8s %s", l.Host, RatePhrase(l)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "throughput, after the rollout against each host's run before:")
+	fmt.Fprintln(w, strings.Join(rows, "\n"))
+	if pending {
+		fmt.Fprintln(w, "  (a rate is steady after a few of the engine's decode lines: --throughput-wait D waits for them)")
+	}
 }
 
-// RolloutJSONHelp documents the JSON lines of `bringup rollout --json`
-// (Rollout, RolloutLine, RolloutSummary), for its usage text.
-const RolloutJSONHelp = `--json prints one JSON object a line on stdout, with "time" (host time),
-"seen" (local time), "host", "kind" and "phase" as in bringup watch --json:
-  kind "step"     an action of the rollout: "action", "id", "outcome"
-                  issued, refused, done or failed (with "err")
-  kind "stage"    a host's lane changed: "stage" (pending, applying,
-                  restarting, starting, serving, failed, untouched, halted,
-                  rolling-back, rolled-back, rollback-failed), "action",
-                  "elapsed" since the rollout reached the host, "outcome"
-                  once the stage is final, "err"
-  kind "failed"   the failure the rollout halted on, in watch's format:
-                  "cause", "summary", "hint", "evidence", "failed_in", "fix"
-  kind "halted"   a halt without a diagnosis: "err", "timed_out"
-  kind "rollback" "outcome" started, declined, not-asked or failed, "to"
-                  the mode it puts back
-  kind "summary"  the last line: "status" (done, halted, aborted, refused,
-                  not-started), "exit", "plan", "host", "cause" and "err" of
-                  a halt, and "hosts" with each host's "stage"`
+// RolloutJSONHelp documents the JSON lines of `bringup rollout --json`,
+// for its usage text.
+const RolloutJSONHelp = `--json prints the v1 schema (as bringup watch --json; every line "v", "time"
+in UTC to the second, host time, and "kind"):
+  kind "step"       an action of the rollout: "action", "id", "outcome" issued,
+                    refused, done or failed (with "err")
+  kind "stage"      a host's lane changed: "stage" (pending, applying,
+                    restarting, starting, serving, failed, untouched, halted,
+                    rolling-back, rolled-back, rollback-failed), "phase",
+                    "action", "elapsed" seconds since the rollout reached the
+                    host, "outcome" once the stage is final, "err",
+                    "conn_error" while the host is not reached (why)
+  kind "failed"     the failure the rollout halted on, as watch prints it
+  kind "halted"     a halt without a diagnosis: "err", "timed_out"
+  kind "rollback"   "outcome" started, declined, not-asked or failed, "to"
+                    the mode it puts back
+  kind "throughput" a host's new run decodes steadily: "after" and "before"
+                    ({"modes", "decode_tps"}), "ratio" after/before, "slower"
+  kind "summary"    the last line: "command" rollout, "outcome" (done, halted,
+                    aborted, refused, not-started), "exit", "plan", "host",
+                    "cause" and "err" of a halt, "timed_out", and "hosts":
+                    each host's "outcome" (its stage), "phase", "prev_mode",
+                    "before", "after", "ratio", "slower"`
 
 // RolloutOutcome prints how a rollout that stopped ended: done, or where
 // it halted and which hosts it left untouched (an abort was said already).
