@@ -255,6 +255,11 @@ type Fleet struct {
 	hist                                 chan history.Record
 	histWritten, histDropped, histFailed atomic.Int64
 	histErr                              atomic.Value // string
+
+	// paces[i] is host i's Pace as last handed to its driver; paceMu
+	// orders the fold loop's changes with the console's (View).
+	paceMu sync.Mutex
+	paces  []Pace
 }
 
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
@@ -286,6 +291,7 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 		out:    make(chan Batch),
 
 		accepting: make(chan struct{}),
+		paces:     make([]Pace, len(hosts)),
 	}
 	for i, h := range hosts {
 		name := h.Driver.Name()
@@ -610,6 +616,8 @@ func (f *Fleet) dequeue(i int, q *queued) {
 type hostFold struct {
 	tracker *startup.Tracker
 	state   HostState
+	// steady is the Pace.Steady last told to the host's driver.
+	steady bool
 
 	// What the history says for the host's unit and modes (Runs 0: none).
 	expect history.Expectation
@@ -671,34 +679,105 @@ func (f *Fleet) fold(ctx context.Context) {
 	// its events.
 	var pending Batch
 	dirty := true
+	// urgent says pending holds something a person waits for (a line, a
+	// state or phase change); lazySince, when pending holds only samples
+	// (GPU, a probe that changed nothing), when the first came. Both are
+	// cleared when the batch is taken.
+	urgent := true
+	var lazySince time.Time
+	lazyWait := stuckEvery * f.opts.Flush
 	var out chan Batch // nil while sending is off
+	flushes := 0       // ticks so far, for stuckDue
+	// provisional says some host's failure was provisional at the last
+	// snapshot: every flush looks whether its wait is over.
+	provisional := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-f.in:
+			changes := len(pending.Changes)
 			f.apply(hosts, &pending, ev)
+			if urgentEvent(ev.Kind, len(pending.Changes) > changes) {
+				urgent = true
+			} else if lazySince.IsZero() {
+				lazySince = time.Now()
+			}
 			dirty = true
 			out = nil
 		case <-ticker.C:
 			now, wall := f.opts.Clock.Now(), time.Now()
+			flushes++
+			stuckCheck := stuckDue(flushes)
 			for _, h := range hosts {
-				for _, c := range h.tracker.Tick(now) {
-					pending.Changes = append(pending.Changes, hostChange(h, wall, c))
-					dirty, h.snapOK = true, false
+				if !stuckCheck && !provisional {
+					break // nothing to look at per host on this flush
+				}
+				if stuckCheck {
+					for _, c := range h.tracker.Tick(now) {
+						pending.Changes = append(pending.Changes, hostChange(h, wall, c))
+						dirty, urgent, h.snapOK = true, true, false
+					}
 				}
 				// A provisional failure whose wait is over settles in a
 				// snapshot of its own, journal lines or not.
-				dirty = dirty || h.provisional && !wall.Before(h.failWall.Add(f.opts.Settle))
+				if h.provisional && !wall.Before(h.failWall.Add(f.opts.Settle)) {
+					dirty, urgent = true, true
+				}
 			}
-			if dirty {
+			if dirty && flushDue(urgent, lazySince, wall, lazyWait) {
 				pending.Hosts = snapshot(hosts, now, wall, f.opts.Settle)
+				provisional = slices.ContainsFunc(hosts, func(h *hostFold) bool { return h.provisional })
 				out = f.out
 				dirty = false
+				f.paceSteady(hosts, pending.Hosts)
 			}
 		case out <- pending:
 			pending = Batch{}
 			out = nil
+			urgent, lazySince = false, time.Time{}
+		}
+	}
+}
+
+// stuckEvery is how many flushes apart the fold asks every host's tracker
+// whether it is stuck (Tracker.Tick): once a second at the default 50 ms
+// flush. A phase is stuck after minutes without progress, so a second
+// late is nothing, while a check every flush was a fifth of a quiet
+// 64-host fleet's CPU (measured: 1 280 Tick calls a second).
+const stuckEvery = 20
+
+// stuckDue says whether the flush numbered n (from 1) checks for stuck
+// hosts.
+func stuckDue(n int) bool { return n%stuckEvery == 0 }
+
+// urgentEvent says whether an event of kind k (changed: it changed a
+// host's startup) should reach the consumer at the next flush. A GPU
+// sample, or a probe answer that changed nothing, may wait for the
+// batch's other news (at most stuckEvery flushes, a second by default):
+// on a quiet fleet of hundreds of hosts they are most of what arrives,
+// and every batch copies every host's state (measured: the snapshots
+// were a third of a quiet 256-host fleet's CPU).
+func urgentEvent(k event.Kind, changed bool) bool {
+	if k == event.KindGPU || k == event.KindProbe {
+		return changed
+	}
+	return true
+}
+
+// flushDue says whether a flush at now hands out what is pending: at
+// once when it is urgent, else once its first sample has waited wait.
+func flushDue(urgent bool, lazySince, now time.Time, wait time.Duration) bool {
+	return urgent || !lazySince.IsZero() && now.Sub(lazySince) >= wait
+}
+
+// paceSteady tells each driver whose host became steady, or stopped
+// being so, in the snapshot states (indexed as hosts).
+func (f *Fleet) paceSteady(hosts []*hostFold, states []HostState) {
+	for i, s := range states {
+		if st := steadyHost(s); st != hosts[i].steady {
+			hosts[i].steady = st
+			f.setSteady(i, st)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type fakeSource struct {
 	calls   []doCall
 	cancels []doCall          // Cancel's host and id (the id in a.Requests)
 	local   map[string]string // LocalHashes
+	views   []string          // what View was told, in order
 }
 
 type doCall struct {
@@ -36,6 +37,7 @@ func (f *fakeSource) ReadOnly() bool               { return f.ro }
 func (f *fakeSource) LocalHashes() map[string]string {
 	return f.local
 }
+func (f *fakeSource) View(host string) { f.views = append(f.views, host) }
 func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
 	if f.ro && a.Kind.Changes() {
 		return 0, remote.ErrReadOnly

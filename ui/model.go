@@ -55,6 +55,10 @@ type (
 	// reconnecter restarts a connection stopped on a failure bringup
 	// never retries by itself (host key, authentication).
 	reconnecter interface{ Reconnect(host string) error }
+	// viewTeller is told which host's view is open ("" for none), so that
+	// the host samples at full rate only while someone looks
+	// (remote.Fleet.View). It must not block: it is called from Update.
+	viewTeller interface{ View(host string) }
 )
 
 var (
@@ -62,6 +66,7 @@ var (
 	_ catalogSource = (*remote.Fleet)(nil)
 	_ budgetSource  = (*remote.Fleet)(nil)
 	_ reconnecter   = (*remote.Fleet)(nil)
+	_ viewTeller    = (*remote.Fleet)(nil)
 )
 
 // Options configures the UI.
@@ -176,8 +181,10 @@ type Model struct {
 
 	focus focusStack // what has the keys, over what
 	open  string     // the host the host view shows
-	lv    logView
-	dlg   *dialog // the dialog focusDialog or focusRolloutForm shows
+	// told is the open host view last told to the source (viewTeller).
+	told string
+	lv   logView
+	dlg  *dialog // the dialog focusDialog or focusRolloutForm shows
 
 	// unfold shows every rank's copy of a line in the host view (z); by
 	// default they fold into one row.
@@ -371,8 +378,36 @@ func doActions(src Source, host string, as ...remote.Action) tea.Cmd {
 	}
 }
 
-// Update folds one message into the model.
+// Update folds one message into the model, then tells the source which
+// host's view is open if that changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	mm, cmd := m.update(msg)
+	m.tellView()
+	return mm, cmd
+}
+
+// viewed is the host whose view is shown, "" when none is.
+func (m *Model) viewed() string {
+	if m.focus.view() != focusHost {
+		return ""
+	}
+	return m.open
+}
+
+// tellView tells the source the open host view when it changed.
+func (m *Model) tellView() {
+	v := m.viewed()
+	if v == m.told {
+		return
+	}
+	m.told = v
+	if t, ok := m.src.(viewTeller); ok {
+		t.View(v)
+	}
+}
+
+// update is Update's work.
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(1, msg.Width), max(1, msg.Height)

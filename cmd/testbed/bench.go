@@ -28,16 +28,24 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Source, "source", fleetbench.SourceSSH, "ssh, or victorialogs: the store path too, side by side on the same hosts (the testbed starts VictoriaLogs fed by every host's systemd-journal-upload)")
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
+	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile at the end of the steady-state window to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *profile != "" {
-		f, err := os.Create(*profile)
+	for _, p := range []struct {
+		file string
+		to   *io.Writer
+	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}} {
+		if p.file == "" {
+			continue
+		}
+		f, err := os.Create(p.file)
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer f.Close()
-		o.SteadyProfile = f
+		*p.to = f
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected arguments %q", fs.Args())
@@ -81,7 +89,7 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 	fmt.Fprintf(w, "%-34s %-22s %-22s %7s\n", "", "bringup", "raw ssh", "ratio")
 	if t := s.FullTable; t.RawS > 0 {
 		row("time to a full table", fmt.Sprintf("%.2f s", t.BringupS), fmt.Sprintf("%.2f s", t.RawS), t.Ratio,
-			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config", t.ResolveS))
+			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config; bringup %.2f s CPU, machine %.0f %% busy", t.ResolveS, t.BringupCPUS, t.MachineBusyPct))
 	}
 	if l := s.Latency; l.Lines > 0 {
 		d := func(x fleetbench.Dist) string {
@@ -101,7 +109,8 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row("steady CPU (% of a core)", fmt.Sprintf("%.2f %%", st.BringupCPUPct), fmt.Sprintf("%.2f %%", st.RawCPUPct), st.CPURatio,
 			fmt.Sprintf("bringup/raw over %.0f s quiet, %d events", st.WindowS, st.Events))
 		row("steady RSS", fmt.Sprintf("%.1f MiB", st.BringupRSSMiB), fmt.Sprintf("%.1f MiB", st.RawRSSMiB), st.RSSRatio,
-			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet", st.BaseRSSMiB))
+			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet; Go heap %.1f, stacks %.1f, idle %.1f MiB; collected: heap %.1f, RSS %.1f MiB",
+				st.BaseRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB, st.LiveHeapMiB, st.CollectedRSSMiB))
 	}
 	if c := s.Catchup; len(c.Runs) > 0 {
 		rate := func(sec float64) string {

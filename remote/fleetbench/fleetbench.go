@@ -55,6 +55,12 @@ type Options struct {
 	// the steady-state window: what the fleet spends its CPU on while the
 	// hosts are quiet.
 	SteadyProfile io.Writer
+	// HeapProfile, when set, receives a heap profile (runtime/pprof) at
+	// the end of the steady-state window.
+	HeapProfile io.Writer
+	// TableProfile, when set, receives a CPU profile of the fleet's start
+	// up to the full table.
+	TableProfile io.Writer
 	// Source is SourceSSH (the default: the SSH path against raw ssh) or
 	// SourceVictoriaLogs (the store path too, side by side: Summary.Store).
 	Source string
@@ -96,6 +102,12 @@ type FullTable struct {
 	// keys read), which a console also pays before its first frame.
 	ResolveS float64 `json:"resolve_s"`
 	Ratio    float64 `json:"ratio"` // bringup / raw
+	// BringupCPUS is the CPU this process used from the fleet's start to
+	// the full table, and MachineBusyPct the share of all the machine's
+	// cores busy meanwhile (the hosts' sshd, systemd and journalctl
+	// included): what bounds the time when the machine is full.
+	BringupCPUS    float64 `json:"bringup_cpu_s"`
+	MachineBusyPct float64 `json:"machine_busy_pct"`
 }
 
 // Latency times the same journal lines, by cursor, at a raw `ssh host
@@ -148,8 +160,23 @@ type Steady struct {
 	RawCPUPct  float64 `json:"raw_cpu_pct"`
 	RawRSSMiB  float64 `json:"raw_rss_mib"`
 	Events     int     `json:"events"` // what the fleet handed out meanwhile
-	CPURatio   float64 `json:"cpu_ratio"`
-	RSSRatio   float64 `json:"rss_ratio"`
+	// HeapMiB, StackMiB and IdleMiB are the Go runtime's view at the
+	// window's end (runtime.MemStats HeapInuse, StackInuse, and HeapIdle
+	// less HeapReleased: heap kept but unused, counted in RSS until the
+	// runtime returns it): what the RSS is made of.
+	HeapMiB  float64 `json:"heap_mib"`
+	StackMiB float64 `json:"stack_mib"`
+	IdleMiB  float64 `json:"idle_mib"`
+	// LiveHeapMiB and CollectedRSSMiB are the heap in use and the RSS
+	// once a collection has run and the free memory has gone back to the
+	// system (debug.FreeOSMemory), after the window: a quiet process
+	// allocates too little to collect on its own, so the RSS above still
+	// holds the start's garbage (the fleet's and the bench's own raw
+	// readers'), which these leave out.
+	LiveHeapMiB     float64 `json:"live_heap_mib"`
+	CollectedRSSMiB float64 `json:"collected_rss_mib"`
+	CPURatio        float64 `json:"cpu_ratio"`
+	RSSRatio        float64 `json:"rss_ratio"`
 }
 
 // Catchup reads a run of CatchupLines journal lines, the unit still
@@ -327,6 +354,19 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.o.TableProfile != nil {
+		if err := pprof.StartCPUProfile(b.o.TableProfile); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	busy0, total0, err := machineTicks()
+	if err != nil {
+		return err
+	}
 	resolved := time.Now()
 	fl := remote.Follow(ctx, f)
 	defer func() { _ = fl.Stop(30 * time.Second) }()
@@ -335,12 +375,25 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 			return h.Conn.State == event.ConnUp && h.UnitState.ActiveState != ""
 		})
 	})
+	full := time.Since(resolved)
+	if b.o.TableProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return fmt.Errorf("full table: %w (%s)", err, summary(fl.Last()))
 	}
-	full := time.Since(resolved)
-	b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw))}
-	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving), raw %s", full.Round(time.Millisecond), resolved.Sub(t0).Round(time.Millisecond), raw.Round(time.Millisecond))
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	busy1, total1, err := machineTicks()
+	if err != nil {
+		return err
+	}
+	b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw)),
+		BringupCPUS: secs(cpu1 - cpu0), MachineBusyPct: busyPct(busy0, total0, busy1, total1)}
+	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
+		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
 
 	var sfl *remote.Follower
 	if b.s.Store != nil {
@@ -585,12 +638,29 @@ func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string,
 	if err != nil {
 		return err
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if b.o.HeapProfile != nil {
+		if err := pprof.Lookup("heap").WriteTo(b.o.HeapProfile, 0); err != nil {
+			return fmt.Errorf("heap profile: %w", err)
+		}
+	}
+	freeMemory() // collects first
+	var afterGC runtime.MemStats
+	runtime.ReadMemStats(&afterGC)
+	collected, err := procRSS("self")
+	if err != nil {
+		return err
+	}
 	st := Steady{WindowS: secs(wall), Events: events,
+		LiveHeapMiB: mib(int64(afterGC.HeapInuse)), CollectedRSSMiB: mib(collected),
+		HeapMiB: mib(int64(ms.HeapInuse)), StackMiB: mib(int64(ms.StackInuse)), IdleMiB: mib(int64(ms.HeapIdle - ms.HeapReleased)),
 		BringupCPUPct: 100 * (cpu1 - cpu0).Seconds() / wall.Seconds(), BringupRSSMiB: mib(rss), BaseRSSMiB: mib(base),
 		RawCPUPct: 100 * (raw1 - raw0).Seconds() / wall.Seconds(), RawRSSMiB: mib(rawRSS)}
 	st.CPURatio, st.RSSRatio = ratio(st.BringupCPUPct, st.RawCPUPct), ratio(st.BringupRSSMiB, st.RawRSSMiB)
 	b.s.Steady = st
-	b.o.Logf("fleetbench: steady state: bringup %.2f %% of a core, RSS %.1f MiB; raw %.2f %%, %.1f MiB", st.BringupCPUPct, st.BringupRSSMiB, st.RawCPUPct, st.RawRSSMiB)
+	b.o.Logf("fleetbench: steady state: bringup %.2f %% of a core, RSS %.1f MiB (Go heap in use %.1f, stacks %.1f, heap idle not returned %.1f; after a collection: heap %.1f, RSS %.1f); raw %.2f %%, %.1f MiB",
+		st.BringupCPUPct, st.BringupRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB, st.LiveHeapMiB, st.CollectedRSSMiB, st.RawCPUPct, st.RawRSSMiB)
 	return nil
 }
 

@@ -57,6 +57,43 @@ func median(xs []float64) float64 {
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
+// machineTicks reads /proc/stat's first line: the machine's busy and
+// total time over every core, in USER_HZ ticks (busy: all but idle and
+// iowait).
+func machineTicks() (busy, total int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, fmt.Errorf("machine cpu: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseCPULine(line)
+}
+
+// parseCPULine reads /proc/stat's "cpu" line into busy and total ticks.
+func parseCPULine(line string) (busy, total int64, err error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("machine cpu: /proc/stat:1: %q", line)
+	}
+	for i, x := range f[1:] {
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("machine cpu: /proc/stat:1: field %d: %w", i+2, err)
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
+// busyPct is the share of the machine's cores busy between two
+// machineTicks readings, in percent.
+func busyPct(busy0, total0, busy1, total1 int64) float64 {
+	return 100 * ratio(float64(busy1-busy0), float64(total1-total0))
+}
+
 // cpuTime is the CPU this process has used, user and system.
 func cpuTime() (time.Duration, error) {
 	var ru syscall.Rusage

@@ -3,6 +3,7 @@ package fleetbench
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,5 +65,27 @@ func TestParseProc(t *testing.T) {
 	}
 	if n, err := procRSS(strconv.Itoa(os.Getpid())); err != nil || n <= 0 {
 		t.Errorf("own RSS %d, %v", n, err)
+	}
+}
+
+func TestParseCPULine(t *testing.T) {
+	// /proc/stat's first line on the development VM (Linux 6.18).
+	busy, total, err := parseCPULine("cpu  621096 39995 219702 1462092 3986 0 5839 358 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(621096 + 39995 + 219702 + 5839 + 358); busy != want {
+		t.Errorf("busy %d, want %d (all but idle and iowait)", busy, want)
+	}
+	if want := int64(621096 + 39995 + 219702 + 1462092 + 3986 + 5839 + 358); total != want {
+		t.Errorf("total %d, want %d", total, want)
+	}
+	if got := busyPct(100, 1000, 400, 1400); got != 75 {
+		t.Errorf("busyPct = %v, want 75", got)
+	}
+	for _, bad := range []string{"", "intr 1 2 3 4 5", "cpu 1 2 x 4"} {
+		if _, _, err := parseCPULine(bad); err == nil || !strings.Contains(err.Error(), "/proc/stat:1") {
+			t.Errorf("parseCPULine(%q) = %v, want an error naming /proc/stat:1", bad, err)
+		}
 	}
 }

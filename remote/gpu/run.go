@@ -54,17 +54,39 @@ func quietAfter(interval time.Duration) time.Duration {
 // (1 s ×1.6 up to 2 min, reset by a stream that delivered a sample).
 // Rows that cannot be read are skipped.
 func Run(ctx context.Context, s Streamer, host string, interval time.Duration, emit func(event.Event) bool) error {
-	if interval <= 0 {
-		interval = DefaultInterval
+	return RunPaced(ctx, s, host, Pacing{Interval: func() time.Duration { return interval }}, emit)
+}
+
+// Pacing is a sampling interval that may change while Run runs.
+type Pacing struct {
+	// Interval is the interval to sample at now (0 = DefaultInterval).
+	Interval func() time.Duration
+	// Changed receives when Interval may have changed; nil: never.
+	Changed <-chan struct{}
+}
+
+// interval is p's interval now.
+func (p Pacing) interval() time.Duration {
+	if iv := p.Interval(); iv > 0 {
+		return iv
 	}
+	return DefaultInterval
+}
+
+// RunPaced is Run at an interval that may change: when Changed fires and
+// Interval differs from the running stream's, nvidia-smi is started again
+// at once with the new one (its -lms cannot be changed in flight).
+func RunPaced(ctx context.Context, s Streamer, host string, pace Pacing, emit func(event.Event) bool) error {
 	bo := backoff.New(nil)
 	for {
-		delivered, err := stream(ctx, s, host, interval, emit)
+		delivered, err := stream(ctx, s, host, pace, emit)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errStopped):
 			return nil
+		case errors.Is(err, errRepaced):
+			continue
 		case err != nil && missing(err):
 			// Callers classify by the sentinel; the cause is its text only.
 			return fmt.Errorf("%s: %w (%s)", host, ErrNoNvidiaSMI, err.Error())
@@ -82,12 +104,16 @@ func Run(ctx context.Context, s Streamer, host string, interval time.Duration, e
 	}
 }
 
+// errRepaced says the stream was ended for a new interval.
+var errRepaced = errors.New("sampling interval changed")
+
 // errStopped says emit refused an event.
 var errStopped = errors.New("emit refused")
 
 // stream runs one nvidia-smi process until it ends and reports whether it
 // delivered a sample, and why it ended.
-func stream(ctx context.Context, s Streamer, host string, interval time.Duration, emit func(event.Event) bool) (delivered bool, err error) {
+func stream(ctx context.Context, s Streamer, host string, pace Pacing, emit func(event.Event) bool) (delivered bool, err error) {
+	interval := pace.interval()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out, wait, err := s.Stream(ctx, Command(interval))
@@ -151,6 +177,13 @@ func stream(ctx context.Context, s Streamer, host string, interval time.Duration
 		case <-quiet.C:
 			if !send(p.Flush()) {
 				return delivered, errStopped
+			}
+		case <-pace.Changed:
+			if pace.interval() != interval {
+				if !send(p.Flush()) {
+					return delivered, errStopped
+				}
+				return delivered, errRepaced
 			}
 		}
 	}

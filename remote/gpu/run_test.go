@@ -225,3 +225,53 @@ func TestHostZone(t *testing.T) {
 		}
 	}
 }
+
+// A change of pace ends the running nvidia-smi and starts it again at the
+// new interval, at once (no backoff); a wake-up that leaves the interval
+// as it was changes nothing.
+func TestRunPacedRestartsAtTheNewInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &fakeHost{scripts: []fakeRun{
+			{script: polls(100, 1, 0, func(int) int { return 1 })},
+			{script: polls(100, 1, 0, func(int) int { return 2 })},
+		}}
+		var mu sync.Mutex
+		iv := time.Second
+		changed := make(chan struct{}, 1)
+		pace := Pacing{Interval: func() time.Duration { mu.Lock(); defer mu.Unlock(); return iv }, Changed: changed}
+		set := func(d time.Duration) {
+			mu.Lock()
+			iv = d
+			mu.Unlock()
+			changed <- struct{}{}
+		}
+		var evs []event.Event
+		var restartAt time.Time
+		err := RunPaced(t.Context(), h, "gpu1", pace, func(e event.Event) bool {
+			evs = append(evs, e)
+			switch len(evs) {
+			case 2:
+				set(time.Second) // the same interval: the stream goes on
+			case 3:
+				restartAt = time.Now()
+				set(30 * time.Second)
+			}
+			return e.GPU.Devices[0].MemUsedMiB != 2
+		})
+		if err != nil {
+			t.Fatalf("RunPaced = %v", err)
+		}
+		h.wg.Wait()
+		if len(h.cmds) != 2 || h.cmds[0] != Command(time.Second) || h.cmds[1] != Command(30*time.Second) {
+			t.Fatalf("ran %q, want nvidia-smi at 1 s, then at 30 s", h.cmds)
+		}
+		if len(evs) != 4 || evs[2].GPU.Devices[0].MemUsedMiB != 1 {
+			t.Fatalf("%d events, want three from the first stream and one from the second", len(evs))
+		}
+		// The second stream's first poll comes right away, then its
+		// sample once the stream is quiet: no backoff between the two.
+		if lag := evs[3].Seen.Sub(restartAt); lag > time.Second {
+			t.Errorf("the new stream's first sample came %v after the change, want no backoff", lag)
+		}
+	})
+}

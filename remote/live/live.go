@@ -74,6 +74,10 @@ type Host struct {
 	// changes holds, per kernel, the last mode change made in this
 	// session: what one-key undo puts back.
 	changes map[string]dropin.Change
+
+	// pace is the fleet's latest Pace for the host, read by the probe and
+	// the GPU sampler.
+	pace *pacer
 }
 
 // New returns the driver for one host. It does not connect until Run.
@@ -84,7 +88,7 @@ func New(opts Options) *Host {
 	if opts.Unit == "" {
 		opts.Unit = "sglang.service"
 	}
-	h := &Host{opts: opts}
+	h := &Host{opts: opts, pace: newPacer()}
 	for _, r := range opts.SSH.HostKeyRisks() {
 		switch r.Setting {
 		case sshx.SettingStrictNo:
@@ -174,14 +178,14 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		if _, err := h.conn.Await(ctx); err != nil {
 			return
 		}
-		_ = probe.Run(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, emit)
+		_ = probe.RunPaced(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, h.pace.probePacing(), emit)
 	})
 	if !h.opts.NoGPU {
 		run(func() {
 			if _, err := h.conn.Await(ctx); err != nil {
 				return
 			}
-			err := gpu.Run(ctx, h.conn, h.opts.Name, h.opts.GPUInterval, emit)
+			err := gpu.RunPaced(ctx, h.conn, h.opts.Name, h.pace.gpuPacing(h.opts.GPUInterval), emit)
 			if errors.Is(err, gpu.ErrNoNvidiaSMI) {
 				h.note(emit, "no nvidia-smi on the host: no GPU panel")
 			}

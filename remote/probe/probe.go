@@ -283,9 +283,37 @@ func Probe(ctx context.Context, d Dialer, opts Options) event.Probe {
 // not answering yet (readiness should be seen soon after it happens), slow
 // once it is (a healthy service need not be polled hard) and while the
 // host's connection is down (the connection has its own backoff and its
-// own events).
-func fastInterval(base time.Duration) time.Duration { return max(base/4, 100*time.Millisecond) }
-func slowInterval(base time.Duration) time.Duration { return base * 5 / 2 }
+// own events), and relaxed while the host is steady and answers.
+func fastInterval(base time.Duration) time.Duration    { return max(base/4, 100*time.Millisecond) }
+func slowInterval(base time.Duration) time.Duration    { return base * 5 / 2 }
+func relaxedInterval(base time.Duration) time.Duration { return base * 15 }
+
+// nextInterval is how long Run waits after a probe: ok is its answer,
+// down says it found the SSH connection down, relaxed says the host is
+// steady and no one has its view open (Pacing.Relaxed). A relaxed host
+// that answers is probed every 15×base (30 s by default): its unit's
+// state still comes at once from systemd's signals, so only a service
+// that hangs while its unit stays active is seen later. A relaxed host
+// that does not answer (stopped, failed) is probed at the slow interval,
+// not the fast one: nothing is starting there.
+func nextInterval(base time.Duration, ok, down, relaxed bool) time.Duration {
+	switch {
+	case relaxed && ok:
+		return relaxedInterval(base)
+	case ok, down, relaxed:
+		return slowInterval(base)
+	}
+	return fastInterval(base)
+}
+
+// Pacing says whether Run may probe at its relaxed interval.
+type Pacing struct {
+	// Relaxed reports whether the host is steady and not looked at.
+	Relaxed func() bool
+	// Changed receives when Relaxed may have changed; nil: never. Run
+	// probes at once then, so a host that starts again is probed fast.
+	Changed <-chan struct{}
+}
 
 // Run probes every interval until ctx ends or emit returns false, emitting
 // one KindProbe event per probe with Time set to when the answer came.
@@ -294,9 +322,16 @@ func slowInterval(base time.Duration) time.Duration { return base * 5 / 2 }
 // 2.5×interval (5 s), as is one that found the SSH connection down. Failures are events, not errors: Run returns nil
 // when emit refuses, and ctx's error when ctx ends.
 func Run(ctx context.Context, d Dialer, opts Options, host string, interval time.Duration, emit func(event.Event) bool) error {
+	return RunPaced(ctx, d, opts, host, interval, Pacing{}, emit)
+}
+
+// RunPaced is Run that probes less while pace says the host is relaxed
+// (see nextInterval).
+func RunPaced(ctx context.Context, d Dialer, opts Options, host string, interval time.Duration, pace Pacing, emit func(event.Event) bool) error {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
+	relaxed := func() bool { return pace.Relaxed != nil && pace.Relaxed() }
 	p := NewProber(d, opts)
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -305,6 +340,8 @@ func Run(ctx context.Context, d Dialer, opts Options, host string, interval time
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-pace.Changed:
+			t.Stop()
 		}
 		r, err := p.probe(ctx)
 		if ctx.Err() != nil {
@@ -315,10 +352,6 @@ func Run(ctx context.Context, d Dialer, opts Options, host string, interval time
 		if !emit(event.Event{Host: host, Kind: event.KindProbe, Time: now, Seen: now, Probe: &r}) {
 			return nil
 		}
-		if r.OK || errors.Is(err, sshx.ErrNotConnected) {
-			t.Reset(slowInterval(interval))
-		} else {
-			t.Reset(fastInterval(interval))
-		}
+		t.Reset(nextInterval(interval, r.OK, errors.Is(err, sshx.ErrNotConnected), relaxed()))
 	}
 }

@@ -317,3 +317,66 @@ func TestRunStopsWithContext(t *testing.T) {
 		}
 	})
 }
+
+func TestNextInterval(t *testing.T) {
+	base := 2 * time.Second
+	for _, tc := range []struct {
+		name              string
+		ok, down, relaxed bool
+		want              time.Duration
+	}{
+		{"starting, not answering yet", false, false, false, 500 * time.Millisecond},
+		{"starting, healthy", true, false, false, 5 * time.Second},
+		{"connection down", false, true, false, 5 * time.Second},
+		{"steady and healthy", true, false, true, 30 * time.Second},
+		{"steady, not answering (stopped, failed)", false, false, true, 5 * time.Second},
+		{"steady, connection down", false, true, true, 5 * time.Second},
+	} {
+		if got := nextInterval(base, tc.ok, tc.down, tc.relaxed); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// RunPaced probes a relaxed host that answers every 15×base, and probes
+// at once when the pace changes: a host that starts again is probed fast.
+func TestRunPacedRelaxes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeSGLang{}
+		f.ready.Store(true)
+		d := serve(t, f)
+		var relaxed atomic.Bool
+		relaxed.Store(true)
+		changed := make(chan struct{}, 1)
+		var evs []event.Event
+		emit := func(e event.Event) bool {
+			evs = append(evs, e)
+			if len(evs) == 3 {
+				// The host starts again, 10 s into the relaxed wait.
+				go func() {
+					time.Sleep(10 * time.Second)
+					relaxed.Store(false)
+					f.ready.Store(false)
+					changed <- struct{}{}
+				}()
+			}
+			return len(evs) < 5
+		}
+		err := RunPaced(t.Context(), d, Options{}, "gpu1", 0, Pacing{Relaxed: relaxed.Load, Changed: changed}, emit)
+		if err != nil {
+			t.Fatalf("RunPaced = %v", err)
+		}
+		wantGap := []time.Duration{0, 30 * time.Second, 30 * time.Second, 10 * time.Second, 500 * time.Millisecond}
+		wantOK := []bool{true, true, true, false, false}
+		for i, e := range evs {
+			if e.Probe.OK != wantOK[i] {
+				t.Errorf("probe %d: OK %v, want %v", i, e.Probe.OK, wantOK[i])
+			}
+			if i > 0 {
+				if gap := e.Time.Sub(evs[i-1].Time); gap != wantGap[i] {
+					t.Errorf("probe %d came %v after the previous, want %v", i, gap, wantGap[i])
+				}
+			}
+		}
+	})
+}

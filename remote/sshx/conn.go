@@ -171,8 +171,11 @@ func (c *Conn) Run(ctx context.Context) error {
 			}
 		}
 		var cl *ssh.Client
+		received := new(Activity)
 		if err == nil {
-			cl, err = Dial(ctx, c.cfg, dopts)
+			do := dopts
+			do.received = received
+			cl, err = Dial(ctx, c.cfg, do)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -196,7 +199,7 @@ func (c *Conn) Run(ctx context.Context) error {
 		bo.Reset()
 		c.setClient(cl)
 		c.report(StateUp, nil, time.Time{})
-		lost := c.hold(ctx, cl)
+		lost := c.hold(ctx, cl, received)
 		c.setClient(nil)
 		if ctx.Err() != nil {
 			c.finish(ctx.Err())
@@ -268,11 +271,13 @@ func (c *Conn) backoff(ctx context.Context, bo *backoff.Backoff, cause error) er
 
 // hold runs keepalives on cl until it closes or ctx ends, and returns why
 // the connection ended. It closes cl before returning.
-func (c *Conn) hold(ctx context.Context, cl *ssh.Client) error {
+func (c *Conn) hold(ctx context.Context, cl *ssh.Client, received *Activity) error {
 	kctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	kaDone := make(chan error, 1)
-	go func() { kaDone <- Keepalive(kctx, cl, c.cfg.ServerAliveInterval, c.cfg.ServerAliveCountMax) }()
+	go func() {
+		kaDone <- KeepaliveIdle(kctx, cl, c.cfg.ServerAliveInterval, c.cfg.ServerAliveCountMax, received.Last)
+	}()
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- cl.Wait() }()
 	var cause error

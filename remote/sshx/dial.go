@@ -1,6 +1,7 @@
 package sshx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,11 @@ type DialOptions struct {
 	// JumpLimit bounds the dials that run through each jump host at once;
 	// share one between the hosts of a fleet. Nil = no bound.
 	JumpLimit *JumpLimit
+
+	// received, when set, is stamped whenever the final host's transport
+	// delivers bytes: Conn's keepalives are sent only after a quiet
+	// interval, as ssh's ServerAliveInterval is.
+	received *Activity
 }
 
 // hostKeyCheck builds the host key callback of the final host of a dial;
@@ -158,6 +164,9 @@ func dialChain(ctx context.Context, cfg Config, opts DialOptions, depth int, che
 			return nil, fmt.Errorf("connect %s: %w", cfg.Addr(), err)
 		}
 	}
+	if depth == 0 && opts.received != nil {
+		nc = &activityConn{Conn: nc, a: opts.received}
+	}
 	c, err := handshake(ctx, nc, cfg, opts, check)
 	if err != nil {
 		nc.Close()
@@ -203,6 +212,7 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	if check != nil {
 		cb = check(kh, cfg)
 	}
+	cb = pinAfterFirst(cb)
 	// Once the host key is accepted, what fails is authentication: the
 	// kex runs the callback on another goroutine, hence the atomic.
 	var keyAccepted atomic.Bool
@@ -240,7 +250,11 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 		if errors.Is(err, os.ErrDeadlineExceeded) { // the socket deadline fired just before ctx's
 			return nil, fmt.Errorf("ssh handshake with %s: %w (%s)", cfg.Addr(), context.DeadlineExceeded, err.Error())
 		}
-		if pc, ok := nc.(*cmdConn); ok {
+		under := nc
+		if ac, ok := under.(*activityConn); ok {
+			under = ac.Conn
+		}
+		if pc, ok := under.(*cmdConn); ok {
 			if s := pc.stderrText(); s != "" {
 				return nil, fmt.Errorf("ssh handshake with %s via ProxyCommand: %w (stderr: %s)", cfg.Addr(), err, s)
 			}
@@ -253,6 +267,34 @@ func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, c
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return ssh.NewClient(conn, chans, reqs), nil
+}
+
+// pinAfterFirst checks the first host key with cb, then only that every
+// later one (a re-key's) is the same key, and lets cb go: the callback
+// holds the parsed known_hosts files, and the client keeps its callback
+// for the connection's life (measured: 15 MB for 256 connections whose
+// known_hosts lists all 256 hosts, growing with the square of the fleet).
+// OpenSSH too refuses a host key that changes within a connection.
+func pinAfterFirst(cb ssh.HostKeyCallback) ssh.HostKeyCallback {
+	var (
+		mu     sync.Mutex
+		pinned []byte
+	)
+	return func(host string, remote net.Addr, key ssh.PublicKey) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if pinned != nil {
+			if !bytes.Equal(key.Marshal(), pinned) {
+				return fmt.Errorf("host key of %s changed within the connection (%s)", host, ssh.FingerprintSHA256(key))
+			}
+			return nil
+		}
+		if err := cb(host, remote, key); err != nil {
+			return err
+		}
+		pinned, cb = key.Marshal(), nil
+		return nil
+	}
 }
 
 // cmdConn is a net.Conn over a ProxyCommand's stdin and stdout.

@@ -1,0 +1,243 @@
+package remote
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+func TestSteadyPhase(t *testing.T) {
+	for _, tc := range []struct {
+		p    startup.Phase
+		want bool
+	}{
+		{startup.Serving, true},
+		{startup.Stopped, true},
+		{startup.Failed, true},
+		{startup.Starting, false},
+		{startup.Init, false},
+		{startup.Weights, false}, // the weights estimate reads GPU memory
+		{startup.KVCache, false},
+		{startup.GraphCapture, false},
+		{startup.HTTP, false},
+		{startup.Warmup, false},
+		{startup.Restarting, false},
+		{startup.Stuck, false},
+		{startup.Unknown, false},
+	} {
+		if got := SteadyPhase(tc.p); got != tc.want {
+			t.Errorf("SteadyPhase(%s) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestSteadyHostWaitsForTheUnitState(t *testing.T) {
+	h := HostState{Startup: startup.Startup{Phase: startup.Stopped}}
+	if steadyHost(h) {
+		t.Error("a host whose unit state is not known yet is steady")
+	}
+	h.UnitState.ActiveState = "inactive"
+	if !steadyHost(h) {
+		t.Error("a stopped unit is not steady")
+	}
+	h.Startup.Phase = startup.Weights
+	if steadyHost(h) {
+		t.Error("a host loading weights is steady")
+	}
+}
+
+// pacedDriver is a feedDriver that records the paces it is given.
+type pacedDriver struct {
+	feedDriver
+	mu    sync.Mutex
+	paces []Pace
+}
+
+func (d *pacedDriver) SetPace(p Pace) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.paces = append(d.paces, p)
+}
+
+func (d *pacedDriver) got() []Pace {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Pace(nil), d.paces...)
+}
+
+// waitPaces waits until d has been given want, in order, and nothing else.
+func waitPaces(t *testing.T, d *pacedDriver, want ...Pace) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := d.got()
+		if len(got) == len(want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s: paces %+v, want %+v", d.name, got, want)
+				}
+			}
+			return
+		}
+		if len(got) > len(want) || time.Now().After(deadline) {
+			t.Fatalf("%s: paces %+v, want %+v", d.name, got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The fleet tells a driver when its host becomes steady (serving) and
+// when it starts again, and which host's view is open, each change once.
+func TestFleetPacesDrivers(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := &setClock{t: t0}
+	a := &pacedDriver{feedDriver: feedDriver{name: "gpu1", feed: make(chan event.Event)}}
+	b := &pacedDriver{feedDriver: feedDriver{name: "gpu2", feed: make(chan event.Event)}}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond}, a, b)
+
+	feed(t, &a.feedDriver, sglangStart("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Weights })
+	waitPaces(t, a) // starting: nothing to tell
+	clock.set(t0.Add(170 * time.Second))
+	feed(t, &a.feedDriver, sglangFinish("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Serving })
+	steady := Pace{Steady: true}
+	waitPaces(t, a, steady)
+
+	f.View("gpu1")
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true})
+	f.View("gpu1") // no change, no call
+	f.View("gpu2")
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady)
+	waitPaces(t, b, Pace{Viewed: true})
+	f.View("")
+	waitPaces(t, b, Pace{Viewed: true}, Pace{})
+
+	// A restart: the host starts again and is sampled hard again.
+	restart := t0.Add(time.Hour)
+	clock.set(restart)
+	feed(t, &a.feedDriver, []event.Event{{Kind: event.KindUnit, Time: restart, Unit: &event.Unit{Name: "sglang.service",
+		ActiveState: "activating", SubState: "start", InvocationID: "inv-2"}}})
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.InvocationID == "inv-2" })
+	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady, Pace{})
+}
+
+func TestStuckDue(t *testing.T) {
+	var due []int
+	for n := 1; n <= 3*stuckEvery; n++ {
+		if stuckDue(n) {
+			due = append(due, n)
+		}
+	}
+	if want := []int{stuckEvery, 2 * stuckEvery, 3 * stuckEvery}; len(due) != 3 || due[0] != want[0] || due[1] != want[1] || due[2] != want[2] {
+		t.Fatalf("stuck checks at flushes %v, want %v", due, want)
+	}
+}
+
+// A host quiet in its weights phase for longer than its limit is still
+// found stuck with the check every stuckEvery flushes, without any event.
+func TestFleetFindsStuckOnItsOwn(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := &setClock{t: t0.Add(11 * time.Second)}
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond}, d)
+	feed(t, d, sglangStart("inv-1", t0))
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.Phase == startup.Weights })
+	clock.set(t0.Add(10*time.Second + startup.DefaultStuckAfter()[startup.Weights] + time.Second))
+	_, last := collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Changes) > 0 })
+	if c := last.Changes[0]; c.Kind != startup.ChangePhase || c.Phase != startup.Stuck {
+		t.Fatalf("change %+v, want the host stuck", c)
+	}
+}
+
+func TestUrgentEventAndFlushDue(t *testing.T) {
+	for _, tc := range []struct {
+		k       event.Kind
+		changed bool
+		want    bool
+	}{
+		{event.KindJournal, false, true},
+		{event.KindUnit, false, true},
+		{event.KindConn, false, true},
+		{event.KindAction, false, true},
+		{event.KindGap, false, true},
+		{event.KindGPU, false, false},
+		{event.KindProbe, false, false},
+		{event.KindProbe, true, true}, // the answer that makes the host serve
+		{event.KindGPU, true, true},
+	} {
+		if got := urgentEvent(tc.k, tc.changed); got != tc.want {
+			t.Errorf("urgentEvent(%s, changed %v) = %v, want %v", tc.k, tc.changed, got, tc.want)
+		}
+	}
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	wait := time.Second
+	for _, tc := range []struct {
+		name      string
+		urgent    bool
+		lazySince time.Time
+		now       time.Time
+		want      bool
+	}{
+		{"urgent", true, time.Time{}, t0, true},
+		{"urgent and samples", true, t0, t0, true},
+		{"samples just came", false, t0, t0.Add(999 * time.Millisecond), false},
+		{"samples waited a second", false, t0, t0.Add(wait), true},
+	} {
+		if got := flushDue(tc.urgent, tc.lazySince, tc.now, wait); got != tc.want {
+			t.Errorf("%s: flushDue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A GPU sample alone waits stuckEvery flushes for company; a journal
+// line goes out at the next flush and takes the waiting sample with it.
+func TestFleetSamplesWaitLinesDoNot(t *testing.T) {
+	const flush = 10 * time.Millisecond
+	lazy := stuckEvery * flush
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: flush}, d)
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Hosts) == 1 }) // the first snapshot
+	now := time.Now()
+	fed := time.Now()
+	feed(t, d, []event.Event{gpuAt(now, 100)})
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Hosts[0].GPU) == 1 })
+	if el := time.Since(fed); el < lazy {
+		t.Errorf("a lone GPU sample went out after %v, want it to wait %v", el, lazy)
+	}
+	feed(t, d, []event.Event{gpuAt(now, 200)})
+	fed = time.Now()
+	feed(t, d, []event.Event{{Kind: event.KindJournal, Time: now, Journal: &event.Journal{Unit: "sglang.service", Message: "hello"}}})
+	_, last := collect(t, f, func(evs []event.Event, _ Batch) bool { return len(evs) > 0 })
+	if el := time.Since(fed); el >= lazy {
+		t.Errorf("a journal line went out after %v, not at the next flush", el)
+	}
+	if len(last.Hosts[0].GPU) != 2 {
+		t.Errorf("the line's batch holds %d GPU samples, want the waiting one too", len(last.Hosts[0].GPU))
+	}
+}
+
+// A failure whose cause only the unit's state gives is provisional; once
+// Settle has passed it settles in a snapshot of its own, no event coming,
+// now that the fold skips its per-host look on most flushes (this shows
+// it settles, not on which flush: the stuck check looks too).
+func TestFleetProvisionalSettlesWithoutEvents(t *testing.T) {
+	t0 := time.Now()
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 2 * time.Millisecond, Settle: 100 * time.Millisecond}, d)
+	unit := func(at time.Time, active, sub, result string) event.Event {
+		return event.Event{Kind: event.KindUnit, Time: at, Unit: &event.Unit{Name: "sglang.service",
+			ActiveState: active, SubState: sub, Result: result, InvocationID: "inv-1"}}
+	}
+	feed(t, d, []event.Event{unit(t0, "activating", "start", ""), unit(t0.Add(time.Second), "failed", "failed", "exit-code")})
+	collect(t, f, func(_ []event.Event, bt Batch) bool {
+		return bt.Hosts[0].Startup.Phase == startup.Failed && bt.Hosts[0].Provisional
+	})
+	collect(t, f, func(_ []event.Event, bt Batch) bool {
+		return bt.Hosts[0].Startup.Phase == startup.Failed && !bt.Hosts[0].Provisional
+	})
+}
