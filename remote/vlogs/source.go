@@ -221,9 +221,13 @@ func (h *Host) Name() string { return h.name }
 // companion, if any, alongside.
 func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	var readUnit func()
+	if h.companion != nil {
+		readUnit = h.companion.ReadUnit
+	}
+	// Attached first: the companion's readings go to the host's sink.
+	h.src.attach(h.name, emit, readUnit)
 	var wg sync.WaitGroup
 	if c := h.companion; c != nil {
-		readUnit = c.ReadUnit
 		wg.Go(func() {
 			_ = c.Run(ctx, func(ev event.Event) bool {
 				if ev.Kind == event.KindUnit && ev.Unit != nil {
@@ -234,7 +238,6 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 			})
 		})
 	}
-	h.src.attach(h.name, emit, readUnit)
 	<-ctx.Done()
 	h.src.detach(h.name)
 	wg.Wait()
