@@ -110,7 +110,7 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 		if !stopped {
 			stopped = true
 			stop()
-			<-done
+			_ = <-done
 			reader.Wait()
 		}
 	}
