@@ -32,6 +32,9 @@ const unitReadTimeout = 30 * time.Second
 type OnDemand struct {
 	opts Options
 	idle time.Duration
+	// readTimeout bounds one read of the unit's properties (it holds the
+	// connection open meanwhile, a host that does not answer included).
+	readTimeout time.Duration
 	// wake holds one wake-up for Run's loop (buffered 1): a change of
 	// demand that it must act on.
 	wake chan struct{}
@@ -60,7 +63,7 @@ func NewOnDemand(opts Options, idle time.Duration) *OnDemand {
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
-	return &OnDemand{opts: opts, idle: idle, wake: make(chan struct{}, 1)}
+	return &OnDemand{opts: opts, idle: idle, readTimeout: unitReadTimeout, wake: make(chan struct{}, 1)}
 }
 
 // Name is the host's name.
@@ -344,7 +347,7 @@ func (o *OnDemand) acquire() (*Host, func()) {
 func (o *OnDemand) readUnit(ctx context.Context, emit remote.Emit) {
 	h, release := o.acquire()
 	defer release()
-	ctx, cancel := context.WithTimeout(ctx, unitReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, o.readTimeout)
 	defer cancel()
 	if _, err := h.conn.Client(ctx); err != nil {
 		if !errors.Is(ctx.Err(), context.Canceled) {
