@@ -109,6 +109,11 @@ type Probe struct {
 	OK      bool          `json:"ok"`
 	Latency time.Duration `json:"latency"`
 	Err     string        `json:"err,omitempty"`
+	// Stopped says the prober has stopped (a source that probes only
+	// while the host's view is open, the log store's, when it closes): no
+	// answer is due until it starts again, so serving no longer waits for
+	// one.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // GPU is one sample of every GPU on a host.

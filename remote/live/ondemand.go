@@ -297,6 +297,15 @@ func (o *OnDemand) startSamplingLocked(ctx context.Context, emit remote.Emit) {
 	s.wg.Go(func() {
 		defer close(done)
 		wg.Wait()
+		// Said once the probe has stopped, so that no answer follows it:
+		// the phase engine stops waiting for probes (a later run serves
+		// on its unit and ready line, as before the view opened).
+		now, path := h.opts.Now(), h.opts.Probe.Path
+		if path == "" {
+			path = probe.DefaultPath
+		}
+		emit(event.Event{Host: h.opts.Name, Kind: event.KindProbe, Time: now, Seen: now, Probe: &event.Probe{
+			Path: path, Stopped: true, Err: "probe off: the host view is closed"}})
 	})
 }
 

@@ -240,8 +240,10 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		}
 	case event.KindProbe:
 		if ev.Probe != nil {
-			t.probeSeen = true
-			t.st.ProbeOK = ev.Probe.OK
+			// A stopped prober is as none: the next run serves on its
+			// unit and ready line, as before any probe was seen.
+			t.probeSeen = !ev.Probe.Stopped
+			t.st.ProbeOK = ev.Probe.OK && !ev.Probe.Stopped
 		}
 	case event.KindConn:
 		if ev.Conn != nil {

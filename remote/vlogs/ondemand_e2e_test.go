@@ -33,8 +33,9 @@ var fastEnv = map[string]string{
 // fails, for its unit's Environment — the failure's diagnosis then names
 // the mode — and that connection closes after the idle time. Opening
 // gpu1's host view (Fleet.View) opens gpu1's connection: GPU samples and
-// probe answers arrive and its MODE is read; closing the view closes the
-// connection after the idle time.
+// probe answers arrive and its MODE is read; closing the view stops the
+// probe and closes the connection after the idle time, and a new run of
+// gpu1 then serves without probes, on its unit and ready line.
 func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 	tb := testbed.StartWith(t, testbed.Options{Hosts: 3, LogStore: true, Host: func(i int) testbed.HostOptions {
 		o := testbed.HostOptions{Env: fastEnv, KernelMode: "on"}
@@ -222,6 +223,19 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 	if s := sshSessions(); len(s) != 0 {
 		t.Errorf("SSH connections left: %v", s)
 	}
+	if p := state("gpu1").Probe; !p.Stopped {
+		t.Errorf("gpu1's probe after its view closed: %+v, want stopped", p)
+	}
+	// A new run of gpu1 with its view closed serves on its unit and ready
+	// line from the store, as before any probe was seen.
+	before := state("gpu1").Startup.StartedAt
+	if out, err := tb.Run(ctx, "gpu1", "systemctl restart sglang"); err != nil {
+		t.Fatalf("restart gpu1: %v: %s", err, out)
+	}
+	waitFor("gpu1's new run serving with its view closed", time.Minute, func() bool {
+		s := state("gpu1")
+		return s.Startup.StartedAt.After(before) && s.Startup.Phase == startup.Serving
+	})
 	halt()
 	if s := sshSessions(); len(s) != 0 {
 		t.Errorf("SSH connections after the fleet stopped: %v", s)
