@@ -144,8 +144,10 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 			t.Fatalf("start %s: %v: %s", h.Name, err, out)
 		}
 	}
-	// The test's own connections, which started the units, are closed:
-	// from here on only the console's would show.
+	// The test's own connections, which started the units, are closed
+	// (given a moment to reach the hosts): from here on only the
+	// console's would show.
+	time.Sleep(time.Second)
 	var sawFreeOfSSH bool
 	waitFor("gpu1, gpu2 serving and gpu3 failed", 2*time.Minute, func() bool {
 		if s := sshSessions(); s["gpu1"] > 0 || s["gpu2"] > 0 {
