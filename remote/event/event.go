@@ -81,6 +81,11 @@ type Unit struct {
 	ExecStart        string   `json:"exec_start,omitempty"`
 	// Path says how the state was read: "dbus", "stdio-bridge", "systemctl", "sim".
 	Path string `json:"path,omitempty"`
+	// PropsUnread says the source has not read the unit's properties
+	// (Environment, ExecStart, drop-ins): a log store's state from PID 1's
+	// journal messages until they are read over SSH. Its kernel modes are
+	// unknown then, not "off".
+	PropsUnread bool `json:"props_unread,omitempty"`
 }
 
 // Loaded reports whether systemd has the unit loaded: false for a unit

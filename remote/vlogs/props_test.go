@@ -71,6 +71,13 @@ func TestWantsUnitRead(t *testing.T) {
 // journal's state at once and stay on every later state.
 func TestPropsMergeIntoJournalState(t *testing.T) {
 	var s unitState
+	for _, l := range lines(t, "pid1-unit-messages.jsonl")[:1] {
+		r, _ := ParseRow(l, 0)
+		var before unitState
+		if u, ok := before.apply("sglang.service", r.Entry); !ok || !u.PropsUnread {
+			t.Errorf("a state before any reading over SSH: %+v, want PropsUnread (its modes unknown, not off)", u)
+		}
+	}
 	env := []string{"KDTREE_MODE=validate"}
 	if _, ok := s.withProps(event.Unit{ActiveState: "active", Environment: env, ExecStart: "/usr/bin/infersim"}); ok {
 		t.Fatal("properties before any state from the journal went out")
@@ -87,7 +94,7 @@ func TestPropsMergeIntoJournalState(t *testing.T) {
 			break
 		}
 	}
-	if first.State() != "active/running" || !slices.Equal(first.Environment, env) || first.ExecStart != "/usr/bin/infersim" || first.Path != PathJournal {
+	if first.State() != "active/running" || !slices.Equal(first.Environment, env) || first.ExecStart != "/usr/bin/infersim" || first.Path != PathJournal || first.PropsUnread {
 		t.Errorf("first state %+v, want the journal's active/running with the properties", first)
 	}
 	u, ok := s.withProps(event.Unit{ActiveState: "inactive", Environment: []string{"KDTREE_MODE=on"}})

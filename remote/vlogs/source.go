@@ -678,10 +678,13 @@ func (s *Source) deliver(st *stream, r Row) {
 	ev.Seen = seen
 	k.mu.Lock()
 	if u, changed := k.state.apply(s.opts.Unit, r.Entry); changed {
+		// Decided before the emit: the fleet owns (and sanitises in
+		// place) what it is handed.
+		key, ask := wantsUnitRead(u, k.asked)
 		// The state first: the tracker reads the line after it under
 		// the new state, as it does for D-Bus signals that precede them.
 		k.emit(event.Event{Host: k.name, Kind: event.KindUnit, Time: r.Time, Seen: seen, Unit: &u})
-		if key, ask := wantsUnitRead(u, k.asked); ask && k.readUnit != nil {
+		if ask && k.readUnit != nil {
 			// The journal does not carry the unit's Environment: read it
 			// over SSH, so that the diagnosis names the kernel mode.
 			k.asked = key

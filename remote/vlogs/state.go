@@ -33,6 +33,9 @@ const (
 type unitState struct {
 	u   event.Unit
 	set bool // a message has set it
+	// props says the unit's properties were read (withProps): until
+	// then the states say PropsUnread.
+	props bool
 }
 
 // apply reads one entry; it returns the new state when the entry changed
@@ -99,6 +102,7 @@ func (s *unitState) apply(unit string, e journal.Entry) (event.Unit, bool) {
 func (s *unitState) out() event.Unit {
 	u := s.u
 	u.Environment, u.DropInPaths = slices.Clone(u.Environment), slices.Clone(u.DropInPaths)
+	u.PropsUnread = !s.props
 	return u
 }
 
@@ -116,5 +120,6 @@ func (s *unitState) withProps(p event.Unit) (event.Unit, bool) {
 		s.u.Environment = []string{}
 	}
 	s.u.ExecStart, s.u.DropInPaths, s.u.NeedDaemonReload = p.ExecStart, p.DropInPaths, p.NeedDaemonReload
+	s.props = true
 	return s.out(), s.set
 }
