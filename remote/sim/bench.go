@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 
@@ -50,10 +51,13 @@ type benchLoad struct {
 // share of the invocation's mode rate (sglang.StreamRate over the streams
 // decoding when it starts: infersim's model, with no background load),
 // varied by ±3 % per request, plus benchOverhead. The jitter comes from
-// the invocation's seed and the load's number k, so the same demo
-// benches alike. Exactly n requests are planned: never more.
-func planBench(p sglang.Params, k, n, c, maxTokens int) []benchReq {
-	rng := rand.New(rand.NewPCG(uint64(p.Seed), uint64(1_000_003+k)))
+// the host's name, the invocation's seed and the load's number k, so the
+// same demo benches alike and its hosts each their own way. Exactly n
+// requests are planned: never more.
+func planBench(host string, p sglang.Params, k, n, c, maxTokens int) []benchReq {
+	f := fnv.New64a()
+	f.Write([]byte(host))
+	rng := rand.New(rand.NewPCG(f.Sum64()^uint64(p.Seed), uint64(1_000_003+k)))
 	rate := p.Rates.Rate(p.Kernel.Mode)
 	c = max(1, min(c, n))
 	free := make([]time.Duration, c) // when each slot takes its next request
@@ -190,7 +194,7 @@ func (h *Host) bench(ctx context.Context, a remote.Action, emit remote.Emit) err
 	}
 	h.benches++
 	p := h.inv.script.Params
-	l := &benchLoad{inv: h.inv, start: now, reqs: planBench(p, h.benches, n, c, tokens), ended: make(chan int, n+1)}
+	l := &benchLoad{inv: h.inv, start: now, reqs: planBench(h.spec.Name, p, h.benches, n, c, tokens), ended: make(chan int, n+1)}
 	h.load = l
 	h.queue() // Run sleeps until the first request ends, no longer
 	h.mu.Unlock()
@@ -245,10 +249,10 @@ func (h *Host) count(emit remote.Emit, now time.Time, done, total int, res *even
 }
 
 // wholeBench is what the k-th default smoke load (the console's b) on an
-// invocation with params p measures when it runs to its end: the
+// invocation of host with params p measures when it runs to its end: the
 // simulated history's benches of earlier runs, from the same model.
-func wholeBench(p sglang.Params, k int) event.Bench {
-	l := &benchLoad{reqs: planBench(p, k, event.BenchRequests, event.BenchConcurrency, event.BenchMaxTokens)}
+func wholeBench(host string, p sglang.Params, k int) event.Bench {
+	l := &benchLoad{reqs: planBench(host, p, k, event.BenchRequests, event.BenchConcurrency, event.BenchMaxTokens)}
 	l.next = len(l.reqs)
 	return l.result(p.ModelPath, event.BenchConcurrency, l.next, time.Time{})
 }

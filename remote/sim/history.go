@@ -192,7 +192,7 @@ func earlierRun(spec HostSpec, k int, start time.Time, benched bool, opts Option
 			at, mm := s.Stats.Latest.Time, kernels.ModeMap(s.Modes)
 			out := []history.Record{run, history.Throughput(at, h.Name(), h.Unit(), s.Engine, mm, s.InvocationID, tps)}
 			if benched {
-				b := wholeBench(h.inv.script.Params, 1)
+				b := wholeBench(h.Name(), h.inv.script.Params, 1)
 				out = append(out, history.BenchRecord(at.Add(b.Duration), h.Name(), h.Unit(), s.Engine, mm, s.InvocationID, b))
 			}
 			return out, nil
