@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
@@ -85,17 +87,8 @@ func planBench(host string, p sglang.Params, k, n, c, maxTokens int) []benchReq 
 		free[slot] = start + lat
 	}
 	// Stable: requests ending together end in the order they were sent.
-	sortByEnd(reqs)
+	slices.SortStableFunc(reqs, func(a, b benchReq) int { return cmp.Compare(a.end, b.end) })
 	return reqs
-}
-
-// sortByEnd orders reqs by their end, keeping the order of ties.
-func sortByEnd(reqs []benchReq) {
-	for i := 1; i < len(reqs); i++ {
-		for j := i; j > 0 && reqs[j].end < reqs[j-1].end; j-- {
-			reqs[j], reqs[j-1] = reqs[j-1], reqs[j]
-		}
-	}
 }
 
 // result is what the load measured when up ended requests had: the
