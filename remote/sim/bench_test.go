@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sim/sglang"
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // benchOutcome is what a simulated bench reported and returned.
@@ -196,4 +197,68 @@ func TestSimBench(t *testing.T) {
 			t.Errorf("bench on a failed host: %v", err)
 		}
 	})
+}
+
+// TestSimBenchThroughFleet: through the fleet's door, the mixed
+// scenario's vLLM gpu3 (in on) answers a bench with on's rate, and
+// Fleet.Cancel stops a long one part way: its last count still carries
+// what was measured, and the action fails as cancelled.
+func TestSimBenchThroughFleet(t *testing.T) {
+	fleet, wait := mixedFleet(t, 1000)
+	wait("gpu3 serving", func(b remote.Batch) bool { return phases(b)["gpu3"] == startup.Serving })
+	result := func(b remote.Batch, id int) *event.Bench {
+		for _, ev := range b.Events {
+			if a := ev.Action; ev.Host == "gpu3" && a != nil && a.ID == id && a.Bench != nil {
+				return a.Bench
+			}
+		}
+		return nil
+	}
+
+	id, err := fleet.Do("gpu3", remote.Action{Kind: remote.ActBench})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *event.Bench
+	b := wait("the bench's end", func(b remote.Batch) bool {
+		if r := result(b, id); r != nil {
+			res = r
+		}
+		return actionEnd(b, "gpu3", id) != nil
+	})
+	if end := actionEnd(b, "gpu3", id); end.Stage != event.ActionDone || res == nil || res.OK != 64 || res.OutputTPS < 1800 || res.OutputTPS > 1920 {
+		t.Fatalf("bench on gpu3: %+v, result %+v", end, res)
+	}
+	if h := host(b, "gpu3"); h.Bench == nil || h.Bench.Action != id || h.Bench.OK != 64 {
+		t.Errorf("gpu3's state keeps no bench: %+v", h.Bench)
+	}
+
+	// 64 000 requests: about 37 minutes of host time, 2 s at 1000×.
+	id, err = fleet.Do("gpu3", remote.Action{Kind: remote.ActBench, Requests: 64_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = nil
+	cancelled := false
+	b = wait("the long bench stopped", func(b remote.Batch) bool {
+		for _, ev := range b.Events {
+			if a := ev.Action; !cancelled && ev.Host == "gpu3" && a != nil && a.ID == id && a.Done > 0 {
+				if err := fleet.Cancel("gpu3", id); err != nil {
+					t.Fatalf("cancel: %v", err)
+				}
+				cancelled = true
+			}
+		}
+		if r := result(b, id); r != nil {
+			res = r
+		}
+		return actionEnd(b, "gpu3", id) != nil
+	})
+	end := actionEnd(b, "gpu3", id)
+	if end.Stage != event.ActionFailed || !strings.Contains(end.Err, "bench stopped after") || !strings.Contains(end.Err, "cancelled") {
+		t.Errorf("the stopped bench ended %+v", end)
+	}
+	if res == nil || !res.Interrupted || res.Requests <= 0 || res.Requests >= 64_000 || res.OK != res.Requests {
+		t.Errorf("the stopped bench measured %+v", res)
+	}
 }
