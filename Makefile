@@ -18,8 +18,10 @@ demo:
 # drive tmux and run the built binaries, and fail rather than skip when
 # something they need is missing). Packages run one at a time: the
 # end-to-end ones boot test hosts and measure real timings, and on a
-# 2-core machine two of them at once starve each other.
-TESTFLAGS ?= -race -count=1 -p 1
+# 2-core machine two of them at once starve each other. cmd/bringup's
+# end-to-end tests together take over go test's default 10 minutes a
+# package here, hence the timeout.
+TESTFLAGS ?= -race -count=1 -p 1 -timeout 30m
 test: deps check
 	BRINGUP_E2E=1 $(GO) test $(TESTFLAGS) ./...
 

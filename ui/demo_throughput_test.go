@@ -18,11 +18,24 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// demoAfterFix runs the demo's seed fleet, with the demo's history, on a
-// manual clock through the story: gpu3 fails capture in validate, is
-// switched to on and restarted, and serves; it returns the hosts once
-// gpu3's decode rate is steady and compared with its earlier runs in off.
-func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
+// demoStory is the demo's seed fleet, with the demo's history, on a
+// manual clock whose stepped hosts the test moves: the fleet folds
+// everything up to each step before the test goes on.
+type demoStory struct {
+	t       *testing.T
+	fleet   *remote.Fleet
+	clock   *sim.ManualClock
+	t0      time.Time
+	stepped []sim.Stepped
+	last    []remote.HostState
+	// onBatch, when set, sees every batch the fleet hands out (a console
+	// fed by the story).
+	onBatch  func(remote.Batch)
+	deadline <-chan time.Time
+}
+
+// newDemoStory starts the seed fleet; it stops with the test.
+func newDemoStory(t *testing.T) *demoStory {
 	t.Helper()
 	t0 := time.Date(2026, 11, 30, 1, 50, 30, 0, time.UTC)
 	cat := kernels.DefaultCatalog()
@@ -35,97 +48,133 @@ func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &demoStory{t: t, clock: clock, t0: t0, deadline: time.After(2 * time.Minute)} // a hang, not a speed target
 	specs := make([]remote.HostSpec, len(hosts))
-	stepped := make([]sim.Stepped, len(hosts))
+	s.stepped = make([]sim.Stepped, len(hosts))
 	for i, h := range hosts {
-		stepped[i] = sim.NewStepped(h)
-		specs[i] = remote.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
+		s.stepped[i] = sim.NewStepped(h)
+		specs[i] = remote.HostSpec{Driver: s.stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
+	s.fleet, err = remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
 		History: store.NewSink(store.NewMemoryStore(past))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	go func() { done <- s.fleet.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
+		for range s.fleet.Updates() { // the fleet blocks on a batch nobody reads
+		}
 		if err := <-done; err != nil {
 			t.Errorf("fleet: %v", err)
 		}
 	})
-	deadline := time.After(2 * time.Minute) // a hang, not a speed target
-	var last []remote.HostState
-	wait := func(what string, until func(remote.Batch) bool) {
-		t.Helper()
-		for {
-			select {
-			case b := <-fleet.Updates():
-				if len(b.Hosts) > 0 {
-					last = b.Hosts
-				}
-				if until(b) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("timed out waiting for %s", what)
+	return s
+}
+
+// wait reads the fleet's batches until one satisfies until.
+func (s *demoStory) wait(what string, until func(remote.Batch) bool) {
+	s.t.Helper()
+	for {
+		select {
+		case b := <-s.fleet.Updates():
+			if len(b.Hosts) > 0 {
+				s.last = b.Hosts
 			}
+			if s.onBatch != nil {
+				s.onBatch(b)
+			}
+			if until(b) {
+				return
+			}
+		case <-s.deadline:
+			s.t.Fatalf("timed out waiting for %s", what)
 		}
 	}
-	step := func(at time.Time) {
-		for _, s := range stepped {
-			s.To <- at
-		}
-		up := map[string]bool{}
-		wait("the hosts at "+at.Format(time.TimeOnly), func(b remote.Batch) bool {
-			for _, ev := range b.Events {
-				if ev.Kind == event.KindConn && ev.Time.Equal(at) {
-					up[ev.Host] = true
-				}
-			}
-			return len(up) == len(stepped)
-		})
+}
+
+// step moves every host to at and waits until the fleet has folded it.
+func (s *demoStory) step(at time.Time) {
+	s.t.Helper()
+	for _, h := range s.stepped {
+		h.To <- at
 	}
-	byName := func(name string) remote.HostState {
-		for _, h := range last {
-			if h.Name == name {
-				return h
+	up := map[string]bool{}
+	s.wait("the hosts at "+at.Format(time.TimeOnly), func(b remote.Batch) bool {
+		for _, ev := range b.Events {
+			if ev.Kind == event.KindConn && ev.Time.Equal(at) {
+				up[ev.Host] = true
 			}
 		}
-		t.Fatalf("no host %s", name)
-		return remote.HostState{}
-	}
-	until := func(what string, ok func() bool) {
-		t.Helper()
-		for now := clock.Now(); len(last) == 0 || !ok(); now = clock.Advance(5 * time.Second) {
-			if now.Sub(t0) > 2*time.Hour {
-				t.Fatalf("no %s within two hours", what)
-			}
-			step(now)
-		}
-	}
-	until("gpu3 failure", func() bool { return byName("gpu3").Startup.Phase == startup.Failed })
-	for _, a := range []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: remote.ActRestart}} {
-		id, err := fleet.Do("gpu3", a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wait(a.String(), func(b remote.Batch) bool {
-			for _, ev := range b.Events {
-				if ev.Action != nil && ev.Host == "gpu3" && ev.Action.ID == id && ev.Action.Stage == event.ActionDone {
-					return true
-				}
-			}
-			return false
-		})
-	}
-	until("gpu3 serving, its rate compared", func() bool {
-		h := byName("gpu3")
-		return h.Startup.Phase == startup.Serving && h.Throughput.Live && h.Throughput.Compared() &&
-			byName("gpu1").Startup.Phase == startup.Serving && byName("gpu4").Startup.Phase == startup.Serving
+		return len(up) == len(s.stepped)
 	})
-	return last, clock.Now()
+}
+
+// host is name's state in the latest snapshot.
+func (s *demoStory) host(name string) remote.HostState {
+	s.t.Helper()
+	for _, h := range s.last {
+		if h.Name == name {
+			return h
+		}
+	}
+	s.t.Fatalf("no host %s", name)
+	return remote.HostState{}
+}
+
+// until steps the hosts in strides until ok holds.
+func (s *demoStory) until(what string, stride time.Duration, ok func() bool) {
+	s.t.Helper()
+	for now := s.clock.Now(); len(s.last) == 0 || !ok(); now = s.clock.Advance(stride) {
+		if now.Sub(s.t0) > 2*time.Hour {
+			s.t.Fatalf("no %s within two hours", what)
+		}
+		s.step(now)
+	}
+}
+
+// do issues a on host through the fleet and waits until it is done.
+func (s *demoStory) do(host string, a remote.Action) {
+	s.t.Helper()
+	id, err := s.fleet.Do(host, a)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.wait(a.String(), func(b remote.Batch) bool {
+		for _, ev := range b.Events {
+			if ev.Action != nil && ev.Host == host && ev.Action.ID == id && ev.Action.Stage == event.ActionDone {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// fix plays the story: gpu3 fails capture in validate, is switched to on
+// and restarted, and serves, until its decode rate is steady and compared
+// with its earlier runs in off.
+func (s *demoStory) fix() {
+	s.t.Helper()
+	s.until("gpu3 failure", 5*time.Second, func() bool { return s.host("gpu3").Startup.Phase == startup.Failed })
+	s.do("gpu3", remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"})
+	s.do("gpu3", remote.Action{Kind: remote.ActRestart})
+	s.until("gpu3 serving, its rate compared", 5*time.Second, func() bool {
+		h := s.host("gpu3")
+		return h.Startup.Phase == startup.Serving && h.Throughput.Live && h.Throughput.Compared() &&
+			s.host("gpu1").Startup.Phase == startup.Serving && s.host("gpu4").Startup.Phase == startup.Serving
+	})
+}
+
+// demoAfterFix runs the demo's story (demoStory.fix) and returns the
+// hosts once gpu3's decode rate is steady and compared with its earlier
+// runs in off.
+func demoAfterFix(t *testing.T) ([]remote.HostState, time.Time) {
+	t.Helper()
+	s := newDemoStory(t)
+	s.fix()
+	return s.last, s.clock.Now()
 }
 
 // TestDemoThroughputGolden: after the fix, the demo's table has the TOK/S

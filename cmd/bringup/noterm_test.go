@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +107,32 @@ func TestInterruptedBinary(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 		t.Errorf("%v, want exit %d; stderr %q", err, exitInterrupted, stderr.String())
+	}
+}
+
+// TestNoTerminalInTmux runs the real binary in a real tmux pane, once with
+// standard input from /dev/null and once with standard output to a file:
+// each time the pane shows the error naming what to use instead, and the
+// exit code is 3, not a silent 0.
+func TestNoTerminalInTmux(t *testing.T) {
+	e2e.Require(t, e2e.Command("tmux")) // builds and runs the binary
+	bin := buildBringup(t)
+	out := filepath.Join(t.TempDir(), "stdout")
+	p := startTmux(t, 120, 20, fmt.Sprintf(
+		"%[1]s demo < /dev/null; echo stdin-exit=$?; %[1]s demo > %[2]s; echo stdout-exit=$?; sleep 60", bin, out))
+	s := p.waitFor("both exits", regexp.MustCompile(`(?s)stdin-exit=\d+.*stdout-exit=\d+`), 20*time.Second)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`no terminal \(standard input: not a terminal\)`),
+		regexp.MustCompile(`no terminal \(standard output: not a terminal\)`),
+		regexp.MustCompile(`bringup watch\s+--demo`),
+		regexp.MustCompile(`stdin-exit=3\b`),
+		regexp.MustCompile(`stdout-exit=3\b`),
+	} {
+		if !want.MatchString(s) {
+			t.Errorf("pane lacks %s:\n%s", want, s)
+		}
+	}
+	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
+		t.Errorf("standard output got %q (%v), want nothing", b, err)
 	}
 }

@@ -67,7 +67,7 @@ func (p *tmuxPane) waitFor(what string, re *regexp.Regexp, timeout time.Duration
 
 // TestDemoInTmux runs `bringup demo` in a 120×40 tmux pane: the four hosts
 // progress, gpu3 fails at graph capture, and m → on → confirm, r → confirm
-// brings it to serving.
+// brings it to serving; b → confirm benches it, about 4× its runs in off.
 func TestDemoInTmux(t *testing.T) {
 	e2e.Require(t, e2e.Command("tmux")) // builds and runs the binary
 	bin := buildBringup(t)
@@ -98,6 +98,14 @@ func TestDemoInTmux(t *testing.T) {
 	if !regexp.MustCompile(`4 serving`).MatchString(s) {
 		t.Errorf("header does not count 4 serving:\n%s", s)
 	}
+	// The payoff: b benches gpu3's simulated service in on, and its host
+	// view sets the result against the benches of its runs in off.
+	p.keys("b")
+	p.waitFor("bench confirmation", regexp.MustCompile(`Bench gpu3: 64 requests, 8 at a time\?`), 5*time.Second)
+	p.keys("y")
+	p.waitFor("bench result", regexp.MustCompile(`gpu3: bench \d+ output tok/s`), 10*time.Second)
+	p.keys("Enter")
+	p.waitFor("gpu3's bench against off", regexp.MustCompile(`bench 1 [89]\d\d tok/s on vs 4[67]\d off`), 5*time.Second)
 	p.keys("q")
 }
 

@@ -8,11 +8,6 @@ import (
 	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
-// fullBatch is the number of streams at which the simulated engine reaches
-// its mode's decode rate; fewer streams each decode at rate/fullBatch (a
-// batch that is not full leaves the GPU idle), more share the rate.
-const fullBatch = 8
-
 // decoder is the simulated engine's decode loop: completions take as long
 // as their tokens take at the kernel mode's rate, and every interval the
 // engine prints its stats line with the rate it reached, as SGLang and
@@ -34,8 +29,10 @@ type decoder struct {
 // engines' schedulers queue them.
 const maxBatch = 256
 
-// perStream is the decode rate of one stream with n streams decoding.
-func (d *decoder) perStream(n int) float64 { return d.rate / float64(max(n, fullBatch)) }
+// perStream is the decode rate of one stream with n streams decoding: the
+// stand-ins' one model (sglang.StreamRate), which the simulated hosts'
+// smoke load follows too.
+func (d *decoder) perStream(n int) float64 { return sglang.StreamRate(d.rate, n) }
 
 // generate decodes n tokens of one request: it waits its turn in the
 // batch, then sleeps as long as n tokens take at its share of the rate,

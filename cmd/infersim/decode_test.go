@@ -53,7 +53,7 @@ func TestDecodeRateByMode(t *testing.T) {
 		if !d.generate(t.Context(), 9, nil) {
 			t.Fatal("generate gave up")
 		}
-		if took, least := time.Since(begin), time.Duration(9/(r/fullBatch)*float64(time.Second)); took < least {
+		if took, least := time.Since(begin), time.Duration(9/(r/sglang.FullBatch)*float64(time.Second)); took < least {
 			t.Errorf("rate %v: 9 tokens in %v, want at least %v", r, took, least)
 		}
 		// The stats over one second: the 9 tokens decoded.
@@ -64,8 +64,8 @@ func TestDecodeRateByMode(t *testing.T) {
 			t.Error("an idle interval reported as busy")
 		}
 		// A full background batch decodes at the mode's rate.
-		d.load = fullBatch
-		if b, _ := d.batch(2 * time.Second); b.GenTPS != r || b.Running != fullBatch {
+		d.load = sglang.FullBatch
+		if b, _ := d.batch(2 * time.Second); b.GenTPS != r || b.Running != sglang.FullBatch {
 			t.Errorf("rate %v at a full batch: %+v", r, b)
 		}
 	}

@@ -17,12 +17,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote/benchstat"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
@@ -44,7 +44,7 @@ type Tunnel interface {
 const (
 	DefaultRequests    = event.BenchRequests
 	DefaultConcurrency = event.BenchConcurrency
-	DefaultMaxTokens   = 64
+	DefaultMaxTokens   = event.BenchMaxTokens
 	DefaultPrompt      = "The capital of France is"
 	DefaultTimeout     = 2 * time.Minute
 	// Path is the route every request posts to.
@@ -156,43 +156,23 @@ func Run(ctx context.Context, d Dialer, opts Options, progress func(done, total 
 	return res, nil
 }
 
-// summarise folds the requests' measurements over the load's duration.
+// summarise folds the requests' measurements over the load's duration
+// (benchstat's fold, shared with the simulated hosts' load).
 func summarise(rs []one, took time.Duration) Result {
-	res := Result{Requests: len(rs), Duration: took}
-	var ttft, lat []time.Duration
-	for _, r := range rs {
+	samples := make([]benchstat.Sample, len(rs))
+	for i, r := range rs {
+		samples[i] = benchstat.Sample{TTFT: r.ttft, Latency: r.latency, Tokens: r.tokens}
 		if r.err != nil {
-			res.Errors++
-			if res.FirstError == "" {
-				// The host's words may be in it (an SSH channel's
-				// rejection, an answer's body): sanitised, as they enter.
-				res.FirstError = sanitize.String(r.err.Error())
-			}
-			continue
+			// The host's words may be in it (an SSH channel's rejection,
+			// an answer's body): sanitised, as they enter.
+			samples[i].Err = sanitize.String(r.err.Error())
 		}
-		res.OK++
-		res.OutputTokens += r.tokens
-		ttft, lat = append(ttft, r.ttft), append(lat, r.latency)
 	}
-	if s := took.Seconds(); s > 0 {
-		res.ReqPerSec = float64(res.OK) / s
-		res.OutputTPS = float64(res.OutputTokens) / s
-	}
-	res.TTFTP50, res.TTFTP99 = Percentile(ttft, 50), Percentile(ttft, 99)
-	res.LatencyP50, res.LatencyP99 = Percentile(lat, 50), Percentile(lat, 99)
-	return res
+	return benchstat.Summarise(samples, took)
 }
 
 // Percentile is the nearest-rank p-th percentile of ds; 0 for none.
-func Percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := (p*len(s) + 99) / 100 // ceil(p/100 · n)
-	return s[min(len(s), max(1, rank))-1]
-}
+func Percentile(ds []time.Duration, p int) time.Duration { return benchstat.Percentile(ds, p) }
 
 // model asks the service which model it serves.
 func model(ctx context.Context, c *http.Client, opts Options) (string, error) {

@@ -214,11 +214,13 @@ type ActionResult struct {
 	Bench *Bench `json:"bench,omitempty"`
 }
 
-// The smoke load's defaults (remote/bench, the console's b): exactly
-// BenchRequests requests, at most BenchConcurrency at a time.
+// The smoke load's defaults (remote/bench, the console's b, the simulated
+// hosts' load): exactly BenchRequests requests, at most BenchConcurrency
+// at a time, BenchMaxTokens tokens each.
 const (
 	BenchRequests    = 64
 	BenchConcurrency = 8
+	BenchMaxTokens   = 64
 )
 
 // Bench is what a smoke load (`bringup bench`, the console's b) measured

@@ -54,8 +54,11 @@ func History(scenario string, runs int, before time.Time, opts Options) ([]histo
 	var out []history.Record
 	for _, spec := range specs {
 		usual := usualSpec(spec, opts.Kernels)
+		// A host that ran other modes before (gpu3 in off) was benched
+		// then: its A/B line compares a bench of the new mode with them.
+		benched := spec.Earlier != nil
 		for k := 1; k <= runs; k++ {
-			rs, err := earlierRun(usual, k, before.Add(-time.Duration(k)*24*time.Hour+spec.StartAfter), opts)
+			rs, err := earlierRun(usual, k, before.Add(-time.Duration(k)*24*time.Hour+spec.StartAfter), benched, opts)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s history: %w", scenario, err)
 			}
@@ -113,8 +116,9 @@ const steadyLimit = 10 * time.Minute
 // earlierRun plays the k-th earlier startup of spec from start until the
 // phase engine sees it serving, and on until its decode rate is steady, and
 // returns its records: the startup, then the throughput, as the fleet
-// records them.
-func earlierRun(spec HostSpec, k int, start time.Time, opts Options) ([]history.Record, error) {
+// records them; with benched, then the result of a default smoke load
+// (the console's b) run on it once steady.
+func earlierRun(spec HostSpec, k int, start time.Time, benched bool, opts Options) ([]history.Record, error) {
 	spec = jitter(spec, k)
 	clock := NewManualClock(start)
 	h, err := NewHost(spec, Options{Clock: clock, Kernels: opts.Kernels, Unit: opts.Unit, Seen: clock.Now})
@@ -185,8 +189,13 @@ func earlierRun(spec HostSpec, k int, start time.Time, opts Options) ([]history.
 			continue
 		}
 		if tps, ok := history.Steady(s.Stats.Decode); ok {
-			return []history.Record{run, history.Throughput(s.Stats.Latest.Time, h.Name(), h.Unit(), s.Engine,
-				kernels.ModeMap(s.Modes), s.InvocationID, tps)}, nil
+			at, mm := s.Stats.Latest.Time, kernels.ModeMap(s.Modes)
+			out := []history.Record{run, history.Throughput(at, h.Name(), h.Unit(), s.Engine, mm, s.InvocationID, tps)}
+			if benched {
+				b := wholeBench(h.Name(), h.inv.script.Params, 1)
+				out = append(out, history.BenchRecord(at.Add(b.Duration), h.Name(), h.Unit(), s.Engine, mm, s.InvocationID, b))
+			}
+			return out, nil
 		}
 	}
 }

@@ -41,6 +41,27 @@ func TestSeedHistory(t *testing.T) {
 		t.Errorf("History is not deterministic (err %v)", err)
 	}
 	specs, _ := Scenario("seed")
+	// gpu3, which ran off before, was benched in each of those runs once
+	// its rate was steady (the A/B line's bench against off): the record
+	// follows the run's throughput, at the rate of off.
+	var benches, rest []history.Record
+	for i, r := range recs {
+		if r.Kind != history.KindBench {
+			rest = append(rest, r)
+			continue
+		}
+		benches = append(benches, r)
+		tput := recs[i-1]
+		if b := r.Bench; r.Host != "gpu3" || tput.Kind != history.KindThroughput || r.InvocationID != tput.InvocationID ||
+			!r.Time.After(tput.Time) || history.ModesKey(r.Modes) != "kdtree-verify=off" || b == nil ||
+			b.OK != 64 || b.Interrupted || b.OutputTPS < 460 || b.OutputTPS > 480 || !r.Time.Before(t0.Add(-20*time.Hour)) {
+			t.Errorf("bench record %+v (bench %+v) after %+v", r, r.Bench, tput)
+		}
+	}
+	if len(benches) != HistoryRuns || benches[0].Bench.OutputTPS == benches[1].Bench.OutputTPS {
+		t.Errorf("%d bench records, want gpu3's %d, each its own run's numbers", len(benches), HistoryRuns)
+	}
+	recs = rest
 	if len(recs) != 2*len(specs)*HistoryRuns {
 		t.Fatalf("%d records, want %d (a startup and a throughput a run)", len(recs), 2*len(specs)*HistoryRuns)
 	}

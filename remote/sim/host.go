@@ -161,6 +161,10 @@ type Host struct {
 	nextProbe time.Time
 	cursor    int
 	pending   []event.Event // queued by actions, handed out by the next Step
+	// load is the smoke load under way (nil: none); benches counts the
+	// loads run, which seeds each one's jitter.
+	load    *benchLoad
+	benches int
 }
 
 // NewHost returns a simulated host whose unit is inactive until
@@ -286,12 +290,13 @@ func (h *Host) nextDue() time.Time {
 		consider(h.statsDue(inv))
 		consider(h.nextProbe)
 	}
+	consider(h.load.due())
 	return next
 }
 
 // fire performs what is due at t, in a fixed order so that ties resolve
-// the same way every time: a start, a log line, the exit, a probe, a GPU
-// sample.
+// the same way every time: a start, a log line, the exit, a probe, a
+// bench's requests, a GPU sample.
 func (h *Host) fire(t time.Time) []event.Event {
 	if !h.startAt.IsZero() && !h.startAt.After(t) {
 		return h.start(t)
@@ -319,6 +324,10 @@ func (h *Host) fire(t time.Time) []event.Event {
 			h.nextProbe = t.Add(probeEvery)
 			return []event.Event{h.probe(t)}
 		}
+	}
+	if due := h.load.due(); !due.IsZero() && !due.After(t) {
+		h.benchFire(t) // its progress goes out through the action's emit
+		return nil
 	}
 	h.nextGPU = t.Add(gpuEvery)
 	return []event.Event{h.gpu(t)}
@@ -553,15 +562,16 @@ func (h *Host) queue(evs ...event.Event) {
 	}
 }
 
-// ErrNoService is a bench's answer on a simulated host: it has no HTTP
-// service to send a load to (infersim on a test host has one).
-var ErrNoService = errors.New("a simulated host has no service to send a smoke load to")
-
 // Do performs a on the simulated host. The state changes at once; the
 // events it causes come out of Run (or Step) in order with the rest.
 func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s on %s: %w", a, h.spec.Name, err)
+	}
+	if a.Kind == remote.ActBench {
+		// A load takes the simulation's time: it waits on the clock
+		// outside the lock.
+		return h.bench(ctx, a, emit)
 	}
 	report, err := h.do(a)
 	if err == nil && report != nil {
@@ -638,7 +648,7 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 		}})
 		return &ev, nil
 	case remote.ActBench:
-		return nil, fmt.Errorf("bench on %s: %w", h.spec.Name, ErrNoService)
+		return nil, errors.New("bench: runs in Do, not do")
 	default:
 		return nil, fmt.Errorf("%s on %s: unknown action", a.Kind, h.spec.Name)
 	}

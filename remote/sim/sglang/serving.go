@@ -33,6 +33,17 @@ func (r Rates) Rate(mode string) float64 {
 	return fallbackRate
 }
 
+// FullBatch is the number of streams at which a simulated engine reaches
+// its mode's decode rate: fewer streams each decode at rate/FullBatch (a
+// batch that is not full leaves the GPU idle), more share the rate. The
+// stand-ins (infersim's decoder, the simulated hosts' smoke load) both
+// time their completions by it.
+const FullBatch = 8
+
+// StreamRate is the decode rate, in tokens/s, of one stream of streams
+// decoding at once on an engine whose full batch decodes at rate.
+func StreamRate(rate float64, streams int) float64 { return rate / float64(max(streams, FullBatch)) }
+
 // ParseRates reads "off=480,on=1920" (INFERSIM_DECODE_TPS); the modes it
 // does not name keep DefaultRates'.
 func ParseRates(s string) (Rates, error) {
