@@ -847,7 +847,10 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 	case event.KindUnit:
 		if ev.Unit != nil {
 			h.state.UnitState = *ev.Unit
-			h.state.Modes = f.opts.Kernels.ModesIn(ev.Unit.Environment)
+			h.state.Modes = nil // unknown until the properties are read
+			if !ev.Unit.PropsUnread {
+				h.state.Modes = f.opts.Kernels.ModesIn(ev.Unit.Environment)
+			}
 		}
 	case event.KindConn:
 		if ev.Conn != nil {

@@ -180,7 +180,8 @@ func storeOptions(cfg *config.Config, via *live.Tunnel, unit string) vlogs.Optio
 
 // storeSpecs are the fleet's hosts read from a VictoriaLogs store (so):
 // one tail stream for them all (they must share one unit), each host's
-// actions over SSH, opened for the action only.
+// actions, open view (probe, GPU samples) and unit properties over SSH,
+// opened for them and closed when idle (live.OnDemand).
 func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
 	if len(hosts) == 0 {
 		return nil, nil
@@ -199,7 +200,7 @@ func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]
 	specs := make([]remote.HostSpec, len(hosts))
 	for i, o := range hosts {
 		o.Kernels = opts.Kernels
-		specs[i] = remote.HostSpec{Driver: src.Host(o.Name, live.NewOnDemand(o)), Unit: o.Unit, Engine: o.Engine}
+		specs[i] = remote.HostSpec{Driver: src.Host(o.Name, live.NewOnDemand(o, 0)), Unit: o.Unit, Engine: o.Engine}
 	}
 	return specs, nil
 }

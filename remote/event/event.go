@@ -81,6 +81,11 @@ type Unit struct {
 	ExecStart        string   `json:"exec_start,omitempty"`
 	// Path says how the state was read: "dbus", "stdio-bridge", "systemctl", "sim".
 	Path string `json:"path,omitempty"`
+	// PropsUnread says the source has not read the unit's properties
+	// (Environment, ExecStart, drop-ins): a log store's state from PID 1's
+	// journal messages until they are read over SSH. Its kernel modes are
+	// unknown then, not "off".
+	PropsUnread bool `json:"props_unread,omitempty"`
 }
 
 // Loaded reports whether systemd has the unit loaded: false for a unit
@@ -109,6 +114,11 @@ type Probe struct {
 	OK      bool          `json:"ok"`
 	Latency time.Duration `json:"latency"`
 	Err     string        `json:"err,omitempty"`
+	// Stopped says the prober has stopped (a source that probes only
+	// while the host's view is open, the log store's, when it closes): no
+	// answer is due until it starts again, so serving no longer waits for
+	// one.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // GPU is one sample of every GPU on a host.

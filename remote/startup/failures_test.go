@@ -122,8 +122,15 @@ func TestFailureCatalogue(t *testing.T) {
 // with its logger prefix, continuation lines bare.
 func seedStory(t *testing.T, mode string, lateRoot bool) *host {
 	t.Helper()
+	return seedStoryEnv(t, []string{"PYTHONUNBUFFERED=1", "KDTREE_MODE=" + mode}, lateRoot)
+}
+
+// seedStoryEnv is seedStory with the unit's Environment as its states
+// carry it (nil: a source that has not read it, the log store's).
+func seedStoryEnv(t *testing.T, env []string, lateRoot bool) *host {
+	t.Helper()
 	h := newHost(t, Options{Engine: "auto"})
-	h.env = []string{"PYTHONUNBUFFERED=1", "KDTREE_MODE=" + mode}
+	h.env = env
 	h.unit("activating", "start", "")
 	h.systemd("Starting sglang.service - SGLang server...")
 	h.unit("active", "running", "")
@@ -158,6 +165,34 @@ func seedStory(t *testing.T, mode string, lateRoot bool) *host {
 		h.lines(tail...)
 	}
 	return h
+}
+
+// TestKernelModeReadAfterTheFailure: a source that reads the unit's
+// Environment only once the run has failed (the log store's, over SSH on
+// demand) gets the diagnosis naming the mode in a second ChangeFail.
+func TestKernelModeReadAfterTheFailure(t *testing.T) {
+	h := seedStoryEnv(t, nil, false)
+	if d := h.tr.State().Diag; d == nil || d.Cause != "graph-capture-host-sync" || d.KernelMode != "" {
+		t.Fatalf("before the Environment: %+v", d)
+	}
+	h.env = []string{"PYTHONUNBUFFERED=1", "KDTREE_MODE=validate"}
+	var fail *Change
+	for _, c := range h.unit("failed", "failed", "exit-code") {
+		if c.Kind == ChangeFail {
+			fail = &c
+		}
+	}
+	if fail == nil || fail.Diag.KernelMode != "kdtree-verify=validate" || !strings.Contains(fail.Diag.Summary, "kdtree-verify=validate") {
+		t.Fatalf("no ChangeFail naming the mode once the Environment came: %+v", fail)
+	}
+	if d := h.tr.State().Diag; d.Fix == nil || d.Fix.Mode != "on" {
+		t.Errorf("fix %+v, want kdtree-verify to on", d.Fix)
+	}
+	for _, c := range h.unit("failed", "failed", "exit-code") {
+		if c.Kind == ChangeFail {
+			t.Errorf("the same state again reported the failure again: %+v", c.Diag)
+		}
+	}
 }
 
 func TestSeedStoryKernelModeBlamed(t *testing.T) {

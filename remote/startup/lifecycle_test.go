@@ -24,6 +24,19 @@ func TestServingNeedsEvidence(t *testing.T) {
 		{"probed host serves on OK", false, func(h *host) { h.unit("active", "running", ""); h.probe(false); h.lines(sgReady); h.probe(true) }, Serving},
 		{"probe OK without ready line", true, func(h *host) { h.unit("active", "running", ""); h.probe(true) }, Starting},
 		{"active alone is not serving", false, func(h *host) { h.unit("active", "running", "") }, Starting},
+		// The log store's view: probes while a host view was open, then
+		// the prober stopped; the run serves on its unit and ready line.
+		{"probed, then the prober stopped", false, func(h *host) {
+			h.unit("active", "running", "")
+			h.probe(false)
+			h.apply(event.Event{Kind: event.KindProbe, Probe: &event.Probe{Path: "/health", Stopped: true}})
+			h.lines(sgReady)
+		}, Serving},
+		{"the prober stopped, probe still required", true, func(h *host) {
+			h.unit("active", "running", "")
+			h.apply(event.Event{Kind: event.KindProbe, Probe: &event.Probe{Path: "/health", OK: true, Stopped: true}})
+			h.lines(sgReady)
+		}, Warmup},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

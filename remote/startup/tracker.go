@@ -123,6 +123,7 @@ type Tracker struct {
 	failPhase  Phase  // and its phase
 	failRoot   string // and its root line
 	failFromLg bool   // the reported cause came from a log line
+	failMode   string // and the kernel mode it named (Diagnosis.KernelMode)
 
 	// execStart is when the current invocation's main process started (from
 	// the unit), firstLine the host time of its first journal line seen.
@@ -239,8 +240,10 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		}
 	case event.KindProbe:
 		if ev.Probe != nil {
-			t.probeSeen = true
-			t.st.ProbeOK = ev.Probe.OK
+			// A stopped prober is as none: the next run serves on its
+			// unit and ready line, as before any probe was seen.
+			t.probeSeen = !ev.Probe.Stopped
+			t.st.ProbeOK = ev.Probe.OK && !ev.Probe.Stopped
 		}
 	case event.KindConn:
 		if ev.Conn != nil {
@@ -400,7 +403,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
-	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg = false, "", "", "", false
+	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = false, "", "", "", false, ""
 	t.lastPath = ""
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.tb.reset()
@@ -1035,9 +1038,12 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 	if len(d.Evidence) > 0 {
 		root = d.Evidence[0]
 	}
-	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failRoot == root && t.failFromLg == fromLog {
+	// The kernel mode counts too: a source that reads the unit's
+	// Environment only once the run failed (the log store's) names it in
+	// a second report.
+	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failRoot == root && t.failFromLg == fromLog && t.failMode == d.KernelMode {
 		return
 	}
-	t.failCause, t.failPhase, t.failRoot, t.failFromLg = d.Cause, d.Phase, root, fromLog
+	t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = d.Cause, d.Phase, root, fromLog, d.KernelMode
 	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
 }

@@ -6,7 +6,11 @@
 // _HOSTNAME; the unit's state comes from PID 1's own messages about it in
 // the same stream (UNIT=, MESSAGE_ID, JOB_RESULT, UNIT_RESULT,
 // N_RESTARTS), marked with Path "journal". Actions are not carried by the
-// store: a host's Do goes to the SSH driver it was given, if any.
+// store: a host's Do goes to the SSH driver it was given, if any; a
+// Companion (live.OnDemand) also brings over SSH, opened on demand, what
+// only the host knows: probes and GPU samples while its view is open, and
+// the unit's Environment (kernel modes) when the view opens or a run
+// fails, merged into the state from the journal.
 package vlogs
 
 import (

@@ -114,8 +114,16 @@ type Source struct {
 type sink struct {
 	name  string
 	emit  remote.Emit
-	state unitState
 	start time.Time // the current run's start in the store; zero: unknown
+	// readUnit asks the host's SSH side for one read of the unit's
+	// properties; nil when it has none.
+	readUnit func()
+
+	mu    sync.Mutex // guards state and asked; held while a state is emitted, so states go out in order
+	state unitState
+	// asked is the run whose failure asked for the unit's properties
+	// (runKey), so that each failed run asks once.
+	asked string
 }
 
 // New returns a source. It opens nothing until a host's Run.
@@ -158,12 +166,16 @@ func New(opts Options) (*Source, error) {
 
 // Host returns the driver of one host, named as its journal's _HOSTNAME.
 // actions, if not nil, performs its actions (an SSH driver); the store
-// carries none.
+// carries none. When actions is also a Companion, it is run alongside
+// the stream, told when the host's view opens and closes, and asked for
+// the unit's properties when a run fails.
 func (s *Source) Host(name string, actions Actor) *Host {
 	s.mu.Lock()
 	s.want[name] = true
 	s.mu.Unlock()
-	return &Host{src: s, name: name, actions: actions}
+	h := &Host{src: s, name: name, actions: actions}
+	h.companion, _ = actions.(Companion)
+	return h
 }
 
 // Actor performs actions on a host: the part of remote.Driver the store
@@ -172,24 +184,72 @@ type Actor interface {
 	Do(ctx context.Context, a remote.Action, emit remote.Emit) error
 }
 
-// Host is one host followed through the store.
-type Host struct {
-	src     *Source
-	name    string
-	actions Actor
+// Companion is an Actor that also brings what only the host itself can
+// tell (live.OnDemand, over SSH opened on demand): the probe and GPU
+// samples while the host's view is open (SetPace's Viewed), and the
+// unit's properties — Environment, whose kernel modes the store's
+// journal does not carry, ExecStart, drop-ins — when ReadUnit asks.
+// Run owns its goroutines until ctx ends; its unit events are merged into
+// the state the store's journal gives (Source keeps one state a host),
+// every other event goes to the fleet as it is.
+type Companion interface {
+	Actor
+	remote.Pacer
+	Run(ctx context.Context, emit remote.Emit) error
+	// ReadUnit asks for one read of the unit's properties, reported
+	// through Run's emit; it must not block.
+	ReadUnit()
 }
 
-var _ remote.Driver = (*Host)(nil)
+// Host is one host followed through the store.
+type Host struct {
+	src       *Source
+	name      string
+	actions   Actor
+	companion Companion // actions as a Companion; nil when it is not one
+}
+
+var (
+	_ remote.Driver = (*Host)(nil)
+	_ remote.Pacer  = (*Host)(nil)
+)
 
 // Name is the host's name.
 func (h *Host) Name() string { return h.name }
 
-// Run attaches the host to the shared stream until ctx ends.
+// Run attaches the host to the shared stream until ctx ends, and runs its
+// companion, if any, alongside.
 func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
-	h.src.attach(h.name, emit)
+	var readUnit func()
+	if h.companion != nil {
+		readUnit = h.companion.ReadUnit
+	}
+	// Attached first: the companion's readings go to the host's sink.
+	h.src.attach(h.name, emit, readUnit)
+	var wg sync.WaitGroup
+	if c := h.companion; c != nil {
+		wg.Go(func() {
+			_ = c.Run(ctx, func(ev event.Event) bool {
+				if ev.Kind == event.KindUnit && ev.Unit != nil {
+					h.src.setProps(h.name, *ev.Unit)
+					return true
+				}
+				return emit(ev)
+			})
+		})
+	}
 	<-ctx.Done()
 	h.src.detach(h.name)
+	wg.Wait()
 	return nil
+}
+
+// SetPace tells the companion, if any, whether the host's view is open
+// (it samples then). It never blocks.
+func (h *Host) SetPace(p remote.Pace) {
+	if h.companion != nil {
+		h.companion.SetPace(p)
+	}
 }
 
 // ErrNoActions is the error of an action on a host that only the store
@@ -205,10 +265,10 @@ func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error 
 }
 
 // attach registers a host and starts the stream for the first one.
-func (s *Source) attach(name string, emit remote.Emit) {
+func (s *Source) attach(name string, emit remote.Emit, readUnit func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hosts[name] = &sink{name: name, emit: emit}
+	s.hosts[name] = &sink{name: name, emit: emit, readUnit: readUnit}
 	if s.cancel != nil || len(s.hosts) < len(s.want) {
 		return
 	}
@@ -616,12 +676,61 @@ func (s *Source) deliver(st *stream, r Row) {
 	seen := s.opts.Now()
 	ev := journal.ToEvent(k.name, r.Entry)
 	ev.Seen = seen
+	k.mu.Lock()
 	if u, changed := k.state.apply(s.opts.Unit, r.Entry); changed {
+		// Decided before the emit: the fleet owns (and sanitises in
+		// place) what it is handed.
+		key, ask := wantsUnitRead(u, k.asked)
 		// The state first: the tracker reads the line after it under
 		// the new state, as it does for D-Bus signals that precede them.
 		k.emit(event.Event{Host: k.name, Kind: event.KindUnit, Time: r.Time, Seen: seen, Unit: &u})
+		if ask && k.readUnit != nil {
+			// The journal does not carry the unit's Environment: read it
+			// over SSH, so that the diagnosis names the kernel mode.
+			k.asked = key
+			k.readUnit()
+		}
 	}
+	k.mu.Unlock()
 	k.emit(ev)
+}
+
+// wantsUnitRead says whether unit state u, as the journal gave it, calls
+// for reading the unit's properties over SSH: the run has failed (failed,
+// or a restart scheduled after a failing result) and its failure has not
+// asked yet (asked is the run key that last did). key is u's run key.
+func wantsUnitRead(u event.Unit, asked string) (key string, ask bool) {
+	failing := u.ActiveState == "failed" || u.SubState == "auto-restart" && u.Result != "" && u.Result != "success"
+	if !failing {
+		return "", false
+	}
+	key = runKey(u)
+	return key, key != asked
+}
+
+// runKey tells one run of the unit from another: its invocation id, or
+// when the journal gave none, its start time.
+func runKey(u event.Unit) string {
+	if u.InvocationID != "" {
+		return u.InvocationID
+	}
+	return u.ExecMainStart.UTC().Format(time.RFC3339Nano)
+}
+
+// setProps merges the unit's properties read over SSH (p) into host
+// name's state from the journal, and reports the state with them once
+// the journal has given one (until then they wait for it).
+func (s *Source) setProps(name string, p event.Unit) {
+	k := s.sinkOf(name)
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if u, ok := k.state.withProps(p); ok {
+		now := s.opts.Now()
+		k.emit(event.Event{Host: k.name, Kind: event.KindUnit, Time: now, Seen: now, Unit: &u})
+	}
 }
 
 // parseStart reads one row of the catch-up's stats query.

@@ -1,6 +1,7 @@
 package vlogs
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/bringup-dev/bringup/remote/event"
@@ -27,10 +28,14 @@ const (
 // unitState folds PID 1's messages about one host's unit into the unit
 // state the SSH path reads over D-Bus, as far as the messages tell it:
 // active and sub state, result, invocation, restart count. What only
-// D-Bus knows (Environment, ExecStart, drop-ins, main PID) stays empty.
+// D-Bus knows (Environment, ExecStart, drop-ins) is empty until withProps
+// brings it from an SSH read; the main PID stays empty.
 type unitState struct {
 	u   event.Unit
 	set bool // a message has set it
+	// props says the unit's properties were read (withProps): until
+	// then the states say PropsUnread.
+	props bool
 }
 
 // apply reads one entry; it returns the new state when the entry changed
@@ -89,5 +94,32 @@ func (s *unitState) apply(unit string, e journal.Entry) (event.Unit, bool) {
 		return event.Unit{}, false
 	}
 	s.u, s.set = u, true
-	return u, true
+	return s.out(), true
+}
+
+// out is the state to emit: its own copy of the lists, which the fleet
+// sanitises in place.
+func (s *unitState) out() event.Unit {
+	u := s.u
+	u.Environment, u.DropInPaths = slices.Clone(u.Environment), slices.Clone(u.DropInPaths)
+	u.PropsUnread = !s.props
+	return u
+}
+
+// withProps takes the properties the journal does not carry from p, a
+// reading of the unit over SSH: Environment (the kernel modes),
+// ExecStart, drop-ins, NeedDaemonReload. The state stays the journal's:
+// p's own active state may be older or newer than the stream's position.
+// It returns the state with them, ok false while the journal has given
+// no state yet (they are kept for it).
+func (s *unitState) withProps(p event.Unit) (event.Unit, bool) {
+	s.u.Environment = p.Environment
+	if s.u.Environment == nil {
+		// Read, and empty: not "not read" (the tracker keeps the modes it
+		// has on nil).
+		s.u.Environment = []string{}
+	}
+	s.u.ExecStart, s.u.DropInPaths, s.u.NeedDaemonReload = p.ExecStart, p.DropInPaths, p.NeedDaemonReload
+	s.props = true
+	return s.out(), s.set
 }
