@@ -12,7 +12,7 @@ import (
 
 // quietFold is a fold of n serving hosts with full GPU histories, as a
 // quiet fleet's fold loop holds them.
-func quietFold(b *testing.B, n int) (*Fleet, []*hostFold, time.Time) {
+func quietFold(b *testing.B, n int) (*Fleet, []*hostFold, *snapshots, time.Time) {
 	b.Helper()
 	specs := make([]HostSpec, n)
 	for i := range specs {
@@ -24,17 +24,18 @@ func quietFold(b *testing.B, n int) (*Fleet, []*hostFold, time.Time) {
 	}
 	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	hosts := make([]*hostFold, n)
+	snaps := &snapshots{}
 	var pending Batch
 	for i := range hosts {
 		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{Kernels: f.opts.Kernels}),
 			state: HostState{Name: specs[i].Driver.Name(), Unit: "sglang.service"}}
-		f.apply(hosts, &pending, event.Event{Host: hosts[i].state.Name, Kind: event.KindUnit, Time: t0,
+		f.apply(hosts, snaps, &pending, event.Event{Host: hosts[i].state.Name, Kind: event.KindUnit, Time: t0,
 			Unit: &event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", ExecMainStart: t0}})
 		for s := range f.opts.GPUHistory {
-			f.apply(hosts, &pending, gpuSample(hosts[i].state.Name, t0.Add(time.Duration(s)*time.Second)))
+			f.apply(hosts, snaps, &pending, gpuSample(hosts[i].state.Name, t0.Add(time.Duration(s)*time.Second)))
 		}
 	}
-	return f, hosts, t0
+	return f, hosts, snaps, t0
 }
 
 func gpuSample(host string, at time.Time) event.Event {
@@ -43,24 +44,35 @@ func gpuSample(host string, at time.Time) event.Event {
 }
 
 // BenchmarkQuietBatch256 is one batch of a quiet 256-host fleet: one
-// host's GPU sample and probe folded in, and the batch's snapshot taken.
+// host's GPU sample and probe folded in, and the batch's snapshot taken;
+// side by side with the same batch taking every host anew (what a batch
+// cost before the fold kept its stale list, and what one after a
+// fleet-wide change still costs).
 func BenchmarkQuietBatch256(b *testing.B) {
-	f, hosts, t0 := quietFold(b, 256)
-	var pending Batch
-	take := snapshotTaker(hosts)
-	take(t0)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for n := range b.N {
-		at := t0.Add(time.Hour + time.Duration(n)*time.Millisecond)
-		name := hosts[n%len(hosts)].state.Name
-		f.apply(hosts, &pending, gpuSample(name, at))
-		f.apply(hosts, &pending, event.Event{Host: name, Kind: event.KindProbe, Time: at, Probe: &event.Probe{OK: true, Status: 200, Path: "/health"}})
-		pending = Batch{Hosts: take(at)}
+	for _, every := range []bool{false, true} {
+		name := "changed-only"
+		if every {
+			name = "every-host"
+		}
+		b.Run(name, func(b *testing.B) {
+			f, hosts, snaps, t0 := quietFold(b, 256)
+			var pending Batch
+			snaps.take(hosts, t0, t0, DefaultSettle)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := range b.N {
+				at := t0.Add(time.Hour + time.Duration(n)*time.Millisecond)
+				name := hosts[n%len(hosts)].state.Name
+				f.apply(hosts, snaps, &pending, gpuSample(name, at))
+				f.apply(hosts, snaps, &pending, event.Event{Host: name, Kind: event.KindProbe, Time: at, Probe: &event.Probe{OK: true, Status: 200, Path: "/health"}})
+				if every {
+					for i, h := range hosts {
+						snaps.mark(i, h)
+					}
+				}
+				all, _ := snaps.take(hosts, at, at, DefaultSettle)
+				pending = Batch{Hosts: all}
+			}
+		})
 	}
-}
-
-// snapshotTaker is the fold's snapshot of hosts as the benchmark takes it.
-func snapshotTaker(hosts []*hostFold) func(time.Time) []HostState {
-	return func(now time.Time) []HostState { return snapshot(hosts, now, now, DefaultSettle) }
 }
