@@ -51,7 +51,8 @@ type Options struct {
 	ReadOnly bool
 	// Clock is the host-time clock for stuck detection (default: real time).
 	Clock Clock
-	// Flush is how often batches are handed out (default 50 ms).
+	// Flush is how soon after something urgent arrives a batch is
+	// handed out (default 50 ms); nothing arriving, no flush runs.
 	Flush time.Duration
 	// MaxPendingLines bounds the journal lines held for a slow consumer;
 	// older ones are dropped and counted (default 20 000).
