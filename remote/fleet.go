@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -50,7 +51,8 @@ type Options struct {
 	ReadOnly bool
 	// Clock is the host-time clock for stuck detection (default: real time).
 	Clock Clock
-	// Flush is how often batches are handed out (default 50 ms).
+	// Flush is how soon after something urgent arrives a batch is
+	// handed out (default 50 ms); nothing arriving, no flush runs.
 	Flush time.Duration
 	// MaxPendingLines bounds the journal lines held for a slow consumer;
 	// older ones are dropped and counted (default 20 000).
@@ -260,6 +262,13 @@ type Fleet struct {
 	// orders the fold loop's changes with the console's (View).
 	paceMu sync.Mutex
 	paces  []Pace
+
+	// freeMemory returns the heap's free memory to the system
+	// (debug.FreeOSMemory; tests count calls), run by freeOnSteady on bg
+	// when every host has turned steady; freeing says one is under way.
+	freeMemory func()
+	freeing    atomic.Bool
+	bg         sync.WaitGroup
 }
 
 // NewFleet returns a fleet over the given hosts. Host names must be unique.
@@ -290,8 +299,9 @@ func NewFleet(hosts []HostSpec, opts Options) (*Fleet, error) {
 		in:     make(chan event.Event, 1024),
 		out:    make(chan Batch),
 
-		accepting: make(chan struct{}),
-		paces:     make([]Pace, len(hosts)),
+		accepting:  make(chan struct{}),
+		paces:      make([]Pace, len(hosts)),
+		freeMemory: debug.FreeOSMemory,
 	}
 	for i, h := range hosts {
 		name := h.Driver.Name()
@@ -384,6 +394,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	writer.Wait()
 	drivers.Wait()
 	f.actions.Wait()
+	f.bg.Wait()
 	close(f.out)
 	return nil
 }
@@ -642,6 +653,9 @@ type hostFold struct {
 	// a provisional failure), so it is taken anew every time.
 	snap          HostState
 	snapOK, timed bool
+	// listed says the host is on the fold's stale list (snapshots.stale),
+	// so that it is put there once however many events it gets.
+	listed bool
 	// statsLines is the tracker's count of stats lines last looked at;
 	// tputInv the invocation (its StartedAt) tputRecorded is about: its
 	// steady decode rate has been handed to the history. live is that
@@ -670,67 +684,99 @@ func (f *Fleet) fold(ctx context.Context) {
 		hosts[i].state.Startup = hosts[i].tracker.State()
 		f.refreshExpect(hosts[i])
 	}
-	ticker := time.NewTicker(f.opts.Flush)
-	defer ticker.Stop()
+	snaps := &snapshots{}
+	for i, h := range hosts {
+		snaps.mark(i, h)
+	}
+	// The flush timer runs only while something waits to go out (or a
+	// provisional failure's wait is to be watched): an idle fleet's fold
+	// sleeps, where a 50 ms ticker woke it 20 times a second. The stuck
+	// check needs the clock alone, once a second.
+	flush := time.NewTimer(f.opts.Flush) // the first snapshot
+	defer flush.Stop()
+	due := time.Now().Add(f.opts.Flush) // when flush fires; zero: not armed
+	// arm has flush fire in d, unless it is armed to fire sooner.
+	arm := func(d time.Duration) {
+		if at := time.Now().Add(d); due.IsZero() || at.Before(due) {
+			flush.Reset(d) // go ≥ 1.23 timers: no stale tick survives a Reset
+			due = at
+		}
+	}
+	stuck := time.NewTicker(stuckEvery * f.opts.Flush)
+	defer stuck.Stop()
 
 	// pending accumulates until the consumer takes it. Sending is enabled
-	// only right after a tick has put a fresh snapshot on it, and disabled
+	// only right after a flush has put a fresh snapshot on it, and disabled
 	// again when a new event lands, so a batch's snapshot always includes
 	// its events.
 	var pending Batch
 	dirty := true
 	// urgent says pending holds something a person waits for (a line, a
-	// state or phase change); lazySince, when pending holds only samples
-	// (GPU, a probe that changed nothing), when the first came. Both are
-	// cleared when the batch is taken.
+	// state or phase change); lazySince, when pending holds only what may
+	// wait (samples, a steady host's lines: urgentEvent), when the first
+	// came. Both are cleared when the batch is taken.
 	urgent := true
 	var lazySince time.Time
 	lazyWait := stuckEvery * f.opts.Flush
 	var out chan Batch // nil while sending is off
-	flushes := 0       // ticks so far, for stuckDue
 	// provisional says some host's failure was provisional at the last
 	// snapshot: every flush looks whether its wait is over.
 	provisional := false
+	steady := 0 // hosts whose Pace is steady, for freeOnSteady
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-f.in:
 			changes := len(pending.Changes)
-			f.apply(hosts, &pending, ev)
-			if urgentEvent(ev.Kind, len(pending.Changes) > changes) {
-				urgent = true
-			} else if lazySince.IsZero() {
-				lazySince = time.Now()
+			if i, ok := f.apply(hosts, snaps, &pending, ev); ok {
+				if urgentEvent(ev.Kind, len(pending.Changes) > changes, hosts[i].steady && !f.viewed(i)) {
+					urgent = true
+				} else if lazySince.IsZero() {
+					lazySince = time.Now()
+				}
 			}
 			dirty = true
 			out = nil
-		case <-ticker.C:
+			arm(flushWait(urgent, lazySince, time.Now(), f.opts.Flush, lazyWait))
+		case <-stuck.C:
 			now, wall := f.opts.Clock.Now(), time.Now()
-			flushes++
-			stuckCheck := stuckDue(flushes)
-			for _, h := range hosts {
-				if !stuckCheck && !provisional {
-					break // nothing to look at per host on this flush
-				}
-				if stuckCheck {
-					for _, c := range h.tracker.Tick(now) {
-						pending.Changes = append(pending.Changes, hostChange(h, wall, c))
-						dirty, urgent, h.snapOK = true, true, false
-					}
-				}
-				// A provisional failure whose wait is over settles in a
-				// snapshot of its own, journal lines or not.
-				if h.provisional && !wall.Before(h.failWall.Add(f.opts.Settle)) {
+			for i, h := range hosts {
+				for _, c := range h.tracker.Tick(now) {
+					pending.Changes = append(pending.Changes, hostChange(h, wall, c))
 					dirty, urgent = true, true
+					snaps.mark(i, h)
 				}
 			}
+			if dirty {
+				arm(f.opts.Flush)
+			}
+		case <-flush.C:
+			due = time.Time{}
+			now, wall := f.opts.Clock.Now(), time.Now()
+			// A provisional failure whose wait is over settles in a
+			// snapshot of its own, journal lines or not (a provisional
+			// host is timed: it stays on the stale list).
+			if provisional && snaps.settled(hosts, wall, f.opts.Settle) {
+				dirty, urgent = true, true
+			}
 			if dirty && flushDue(urgent, lazySince, wall, lazyWait) {
-				pending.Hosts = snapshot(hosts, now, wall, f.opts.Settle)
-				provisional = slices.ContainsFunc(hosts, func(h *hostFold) bool { return h.provisional })
+				var taken []int
+				pending.Hosts, taken = snaps.take(hosts, now, wall, f.opts.Settle)
+				provisional = snaps.provisional(hosts)
 				out = f.out
 				dirty = false
-				f.paceSteady(hosts, pending.Hosts)
+				was := steady
+				steady = f.paceSteady(hosts, pending.Hosts, taken, steady)
+				if was < len(hosts) && steady == len(hosts) {
+					f.freeOnSteady()
+				}
+			}
+			switch {
+			case provisional:
+				arm(f.opts.Flush) // every flush looks whether its wait is over
+			case dirty:
+				arm(flushWait(urgent, lazySince, wall, f.opts.Flush, lazyWait))
 			}
 		case out <- pending:
 			pending = Batch{}
@@ -747,20 +793,26 @@ func (f *Fleet) fold(ctx context.Context) {
 // 64-host fleet's CPU (measured: 1 280 Tick calls a second).
 const stuckEvery = 20
 
-// stuckDue says whether the flush numbered n (from 1) checks for stuck
-// hosts.
-func stuckDue(n int) bool { return n%stuckEvery == 0 }
-
 // urgentEvent says whether an event of kind k (changed: it changed a
-// host's startup) should reach the consumer at the next flush. A GPU
-// sample, or a probe answer that changed nothing, may wait for the
-// batch's other news (at most stuckEvery flushes, a second by default):
-// on a quiet fleet of hundreds of hosts they are most of what arrives,
-// and every batch copies every host's state (measured: the snapshots
-// were a third of a quiet 256-host fleet's CPU).
-func urgentEvent(k event.Kind, changed bool) bool {
-	if k == event.KindGPU || k == event.KindProbe {
-		return changed
+// host's startup; relaxed: the host is steady and nobody has its view
+// open) should reach the consumer at the next flush. A GPU sample, or a
+// probe answer that changed nothing, may wait for the batch's other news
+// (at most stuckEvery flushes, a second by default): on a quiet fleet of
+// hundreds of hosts they are most of what arrives, and every batch copies
+// every host's snapshot (measured: the snapshots were a third of a quiet
+// 256-host fleet's CPU). So may a relaxed host's journal line that
+// changed nothing: a serving host's access-log lines, which every probe
+// makes (at 256 hosts they alone made eight batches a second). A line
+// that changes the startup (a traceback failing it) is urgent, and so is
+// every line of a starting or viewed host.
+func urgentEvent(k event.Kind, changed, relaxed bool) bool {
+	switch {
+	case changed:
+		return true
+	case k == event.KindGPU || k == event.KindProbe:
+		return false
+	case k == event.KindJournal:
+		return !relaxed
 	}
 	return true
 }
@@ -771,47 +823,164 @@ func flushDue(urgent bool, lazySince, now time.Time, wait time.Duration) bool {
 	return urgent || !lazySince.IsZero() && now.Sub(lazySince) >= wait
 }
 
+// flushWait is how long from now the flush that hands out what is
+// pending should wait: one flush when it is urgent, else until its first
+// sample has waited wait (flushDue), at least one flush.
+func flushWait(urgent bool, lazySince, now time.Time, flush, wait time.Duration) time.Duration {
+	if urgent || lazySince.IsZero() {
+		return flush
+	}
+	return max(flush, lazySince.Add(wait).Sub(now))
+}
+
+// viewed says whether host i's view is open in the console (Fleet.View).
+func (f *Fleet) viewed(i int) bool {
+	f.paceMu.Lock()
+	defer f.paceMu.Unlock()
+	return f.paces[i].Viewed
+}
+
 // paceSteady tells each driver whose host became steady, or stopped
-// being so, in the snapshot states (indexed as hosts).
-func (f *Fleet) paceSteady(hosts []*hostFold, states []HostState) {
-	for i, s := range states {
-		if st := steadyHost(s); st != hosts[i].steady {
+// being so, among the hosts taken anew (indices into hosts and states),
+// and returns how many hosts are steady now, given steady before.
+func (f *Fleet) paceSteady(hosts []*hostFold, states []HostState, taken []int, steady int) int {
+	for _, i := range taken {
+		if st := steadyHost(states[i]); st != hosts[i].steady {
 			hosts[i].steady = st
+			if st {
+				steady++
+			} else {
+				steady--
+			}
 			f.setSteady(i, st)
 		}
 	}
+	return steady
 }
 
-// snapshot copies every host's state at host time now; wall is the local
-// clock that Provisional failures are timed on.
-func snapshot(hosts []*hostFold, now, wall time.Time, settle time.Duration) []HostState {
-	out := make([]HostState, len(hosts))
-	for i, h := range hosts {
-		if h.snapOK && !h.timed {
-			out[i] = h.snap
-			continue
-		}
-		s := h.state
-		s.Startup = h.tracker.State()
-		s.Provisional = h.provisionalAt(s.Startup, wall, settle)
-		s.Expected = h.expect
-		eta, timed := history.ETA(h.expect, s.Startup, now)
-		if timed {
-			s.ETA = eta
-		}
-		s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
-		s.Throughput = h.ab
-		s.GPU = append([]event.GPU(nil), h.state.GPU...)
-		s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
-		s.KernelHashes = maps.Clone(h.state.KernelHashes)
-		if h.state.Action != nil {
-			a := *h.state.Action
-			s.Action = &a
-		}
-		h.snap, h.snapOK, h.timed = s, true, timed || s.Provisional
-		out[i] = s
+// freeOnSteady returns the heap's free memory to the system, once, when
+// every host has turned steady (from the fold loop, on that transition):
+// the start's garbage (handshakes, catch-up reads, the first D-Bus
+// reads) is otherwise kept resident for good, since a quiet fleet
+// allocates too little for the collector to run and the runtime returns
+// only what it scavenges slowly (measured at 256 hosts: 234-257 MiB
+// resident after a quiet minute, 152-158 MiB after this). It runs on its
+// own goroutine, which Run waits for: a forced collection of the live
+// heap takes tens of milliseconds the fold loop should not stall for;
+// one already under way is not doubled.
+func (f *Fleet) freeOnSteady() {
+	if !f.freeing.CompareAndSwap(false, true) {
+		return
 	}
-	return out
+	f.bg.Add(1)
+	go func() {
+		defer f.bg.Done()
+		defer f.freeing.Store(false)
+		f.freeMemory()
+	}()
+}
+
+// snapshots is the fold's last snapshot of every host and the hosts that
+// must be taken anew for the next: those with an event or tick change
+// since (mark), and those whose snapshot the clock alone changes (timed).
+// A batch's snapshot then costs one copy of the last one plus the stale
+// hosts, instead of a look at every host (measured: the fold's per-batch
+// snapshot was a fifth of a quiet 256-host console's CPU).
+type snapshots struct {
+	last  []HostState
+	stale []int // indices into hosts, each listed once (hostFold.listed)
+	taken []int // the hosts the last take took anew
+}
+
+// mark lists host i (h) to be taken anew at the next snapshot.
+func (s *snapshots) mark(i int, h *hostFold) {
+	h.snapOK = false
+	if !h.listed {
+		h.listed = true
+		s.stale = append(s.stale, i)
+	}
+}
+
+// take returns the snapshot of every host at host time now (wall is the
+// local clock that Provisional failures are timed on) and the hosts it
+// took anew. The slice is new (the consumer keeps the last one); a host
+// not taken anew is its last snapshot, its slices and maps shared.
+func (s *snapshots) take(hosts []*hostFold, now, wall time.Time, settle time.Duration) ([]HostState, []int) {
+	var out []HostState
+	if len(s.last) == len(hosts) {
+		out = slices.Clone(s.last)
+	} else {
+		out = make([]HostState, len(hosts))
+	}
+	s.taken = append(s.taken[:0], s.stale...)
+	keep := s.stale[:0]
+	for _, i := range s.taken {
+		h := hosts[i]
+		out[i] = h.take(now, wall, settle)
+		if h.listed = h.timed; h.timed {
+			keep = append(keep, i)
+		}
+	}
+	s.stale, s.last = keep, out
+	return out, s.taken
+}
+
+// provisional says whether a host's failure was provisional at the last
+// take (such a host is timed, so it is on the stale list).
+func (s *snapshots) provisional(hosts []*hostFold) bool {
+	return slices.ContainsFunc(s.stale, func(i int) bool { return hosts[i].provisional })
+}
+
+// settled says whether a provisional failure's wait is over at wall.
+func (s *snapshots) settled(hosts []*hostFold, wall time.Time, settle time.Duration) bool {
+	return slices.ContainsFunc(s.stale, func(i int) bool {
+		h := hosts[i]
+		return h.provisional && !wall.Before(h.failWall.Add(settle))
+	})
+}
+
+// take is h's snapshot at host time now, taken anew; wall is the local
+// clock that Provisional failures are timed on. The GPU history is shared
+// (apply never writes over a sample a snapshot holds: gpuAppend).
+func (h *hostFold) take(now, wall time.Time, settle time.Duration) HostState {
+	s := h.state
+	s.Startup = h.tracker.State()
+	s.Provisional = h.provisionalAt(s.Startup, wall, settle)
+	s.Expected = h.expect
+	eta, timed := history.ETA(h.expect, s.Startup, now)
+	if timed {
+		s.ETA = eta
+	}
+	s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
+	s.Throughput = h.ab
+	s.GPU = h.state.GPU[:len(h.state.GPU):len(h.state.GPU)]
+	s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
+	s.KernelHashes = maps.Clone(h.state.KernelHashes)
+	if h.state.Action != nil {
+		a := *h.state.Action
+		s.Action = &a
+	}
+	h.snap, h.snapOK, h.timed = s, true, timed || s.Provisional
+	return s
+}
+
+// gpuAppend appends sample to the GPU history gs, keeping its last keep
+// samples, without ever writing over a sample already in gs: snapshots
+// share the history's backing array. Samples go into spare room at the
+// end; when there is none the last keep-1 move to a new array with room
+// for as many again, so a sample costs amortised O(1) instead of a copy
+// of the whole history per snapshot.
+func gpuAppend(gs []event.GPU, sample event.GPU, keep int) []event.GPU {
+	if len(gs) == cap(gs) && len(gs) >= keep {
+		n := make([]event.GPU, keep-1, 2*keep)
+		copy(n, gs[len(gs)-(keep-1):])
+		gs = n
+	}
+	gs = append(gs, sample)
+	if n := len(gs) - keep; n > 0 {
+		gs = gs[n:]
+	}
+	return gs
 }
 
 // provisionalAt says whether st's failure is provisional at wall: its
@@ -831,14 +1000,16 @@ func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time
 }
 
 // apply sanitises ev (the one place remote text enters), folds it into its
-// host and records it in the pending batch.
-func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
+// host, lists the host (and any whose lines it drops) for the next
+// snapshot in snaps and records ev in the pending batch. It returns the
+// host's index (false: no such host, ev is dropped).
+func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *Batch, ev event.Event) (int, bool) {
 	i, ok := f.byName[ev.Host]
 	if !ok {
-		return
+		return 0, false
 	}
 	h := hosts[i]
-	h.snapOK = false
+	snaps.mark(i, h)
 	if ev.Seen.IsZero() {
 		ev.Seen = time.Now()
 	}
@@ -862,10 +1033,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		}
 	case event.KindGPU:
 		if ev.GPU != nil {
-			h.state.GPU = append(h.state.GPU, *ev.GPU)
-			if n := len(h.state.GPU) - f.opts.GPUHistory; n > 0 {
-				h.state.GPU = append(h.state.GPU[:0], h.state.GPU[n:]...)
-			}
+			h.state.GPU = gpuAppend(h.state.GPU, *ev.GPU, f.opts.GPUHistory)
 		}
 	case event.KindAction:
 		if ev.Action != nil {
@@ -898,7 +1066,7 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 		f.followHistory(h, changes)
 	}
 	if ev.Kind == event.KindGPU {
-		return // kept in the snapshot; no need to repeat in the event list
+		return i, true // kept in the snapshot; no need to repeat in the event list
 	}
 	pending.Events = append(pending.Events, ev)
 	if ev.Journal != nil {
@@ -911,9 +1079,11 @@ func (f *Fleet) apply(hosts []*hostFold, pending *Batch, ev event.Event) {
 			pending.text -= size
 			if j, ok := f.byName[host]; ok {
 				hosts[j].state.Dropped++
+				snaps.mark(j, hosts[j])
 			}
 		})
 	}
+	return i, true
 }
 
 // dropJournal removes the oldest journal events (never state changes):

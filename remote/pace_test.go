@@ -2,6 +2,7 @@ package remote
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,18 +127,6 @@ func TestFleetPacesDrivers(t *testing.T) {
 	waitPaces(t, a, steady, Pace{Steady: true, Viewed: true}, steady, Pace{})
 }
 
-func TestStuckDue(t *testing.T) {
-	var due []int
-	for n := 1; n <= 3*stuckEvery; n++ {
-		if stuckDue(n) {
-			due = append(due, n)
-		}
-	}
-	if want := []int{stuckEvery, 2 * stuckEvery, 3 * stuckEvery}; len(due) != 3 || due[0] != want[0] || due[1] != want[1] || due[2] != want[2] {
-		t.Fatalf("stuck checks at flushes %v, want %v", due, want)
-	}
-}
-
 // A host quiet in its weights phase for longer than its limit is still
 // found stuck with the check every stuckEvery flushes, without any event.
 func TestFleetFindsStuckOnItsOwn(t *testing.T) {
@@ -156,22 +145,31 @@ func TestFleetFindsStuckOnItsOwn(t *testing.T) {
 
 func TestUrgentEventAndFlushDue(t *testing.T) {
 	for _, tc := range []struct {
-		k       event.Kind
-		changed bool
-		want    bool
+		k                event.Kind
+		changed, relaxed bool
+		want             bool
 	}{
-		{event.KindJournal, false, true},
-		{event.KindUnit, false, true},
-		{event.KindConn, false, true},
-		{event.KindAction, false, true},
-		{event.KindGap, false, true},
-		{event.KindGPU, false, false},
-		{event.KindProbe, false, false},
-		{event.KindProbe, true, true}, // the answer that makes the host serve
-		{event.KindGPU, true, true},
+		{event.KindJournal, false, false, true},
+		{event.KindUnit, false, false, true},
+		{event.KindConn, false, false, true},
+		{event.KindAction, false, false, true},
+		{event.KindGap, false, false, true},
+		{event.KindGPU, false, false, false},
+		{event.KindProbe, false, false, false},
+		{event.KindProbe, true, false, true}, // the answer that makes the host serve
+		{event.KindGPU, true, false, true},
+		// A steady host nobody views: its access-log lines wait, a line
+		// that changes its startup does not, nor does any state change.
+		{event.KindJournal, false, true, false},
+		{event.KindJournal, true, true, true},
+		{event.KindUnit, false, true, true},
+		{event.KindConn, false, true, true},
+		{event.KindAction, false, true, true},
+		{event.KindGap, false, true, true},
+		{event.KindProbe, false, true, false},
 	} {
-		if got := urgentEvent(tc.k, tc.changed); got != tc.want {
-			t.Errorf("urgentEvent(%s, changed %v) = %v, want %v", tc.k, tc.changed, got, tc.want)
+		if got := urgentEvent(tc.k, tc.changed, tc.relaxed); got != tc.want {
+			t.Errorf("urgentEvent(%s, changed %v, relaxed %v) = %v, want %v", tc.k, tc.changed, tc.relaxed, got, tc.want)
 		}
 	}
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -240,4 +238,102 @@ func TestFleetProvisionalSettlesWithoutEvents(t *testing.T) {
 	collect(t, f, func(_ []event.Event, bt Batch) bool {
 		return bt.Hosts[0].Startup.Phase == startup.Failed && !bt.Hosts[0].Provisional
 	})
+}
+
+// The fleet returns its free memory to the system once every host has
+// turned steady, on that transition: not while one host still starts,
+// not again while the fleet stays quiet (no timer), and again after a
+// host starts and serves once more.
+func TestFleetFreesMemoryWhenEveryHostTurnsSteady(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := &setClock{t: t0}
+	a := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	b := &feedDriver{name: "gpu2", feed: make(chan event.Event)}
+	f, err := NewFleet([]HostSpec{{Driver: a, Unit: "sglang.service"}, {Driver: b, Unit: "sglang.service"}},
+		Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var freed atomic.Int32
+	f.freeMemory = func() { freed.Add(1) }
+	runFleet(t, f)
+	serving := func(i int) func([]event.Event, Batch) bool {
+		return func(_ []event.Event, bt Batch) bool { return bt.Hosts[i].Startup.Phase == startup.Serving }
+	}
+	// quiet lets the fold run many flushes (and a stuck check) with a
+	// probe now and then, and says how many frees there were.
+	quiet := func(d *feedDriver) int32 {
+		for range 3 {
+			feed(t, d, []event.Event{{Kind: event.KindProbe, Time: clock.Now(), Probe: &event.Probe{OK: true, Status: 200, Path: "/health"}}})
+			time.Sleep(stuckEvery * 2 * time.Millisecond)
+		}
+		return freed.Load()
+	}
+
+	feed(t, a, sglangStart("inv-1", t0))
+	clock.set(t0.Add(170 * time.Second))
+	feed(t, a, sglangFinish("inv-1", t0))
+	collect(t, f, serving(0))
+	if n := quiet(a); n != 0 {
+		t.Fatalf("freed %d times with gpu2's state unknown, want none", n)
+	}
+	feed(t, b, sglangStart("inv-b", t0))
+	feed(t, b, sglangFinish("inv-b", t0))
+	collect(t, f, serving(1))
+	waitFor(t, func() bool { return freed.Load() == 1 }, "a free once both hosts serve")
+	if n := quiet(b); n != 1 {
+		t.Fatalf("freed %d times over a quiet fleet, want 1: the free follows the transition, not the clock", n)
+	}
+
+	restart := t0.Add(time.Hour)
+	clock.set(restart)
+	feed(t, a, []event.Event{{Kind: event.KindUnit, Time: restart, Unit: &event.Unit{Name: "sglang.service",
+		ActiveState: "activating", SubState: "start", InvocationID: "inv-2"}}})
+	collect(t, f, func(_ []event.Event, bt Batch) bool { return bt.Hosts[0].Startup.InvocationID == "inv-2" })
+	if n := quiet(a); n != 1 {
+		t.Fatalf("freed %d times while gpu1 starts again, want still 1", n)
+	}
+	feed(t, a, sglangStart("inv-2", restart))
+	clock.set(restart.Add(170 * time.Second))
+	feed(t, a, sglangFinish("inv-2", restart))
+	collect(t, f, func(_ []event.Event, bt Batch) bool {
+		return bt.Hosts[0].Startup.InvocationID == "inv-2" && bt.Hosts[0].Startup.Phase == startup.Serving
+	})
+	waitFor(t, func() bool { return freed.Load() == 2 }, "a second free once gpu1 serves again")
+}
+
+// waitFor waits up to 5 s for cond.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestFlushWait(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	const flush, wait = 50 * time.Millisecond, time.Second
+	for _, tc := range []struct {
+		name      string
+		urgent    bool
+		lazySince time.Time
+		now       time.Time
+		want      time.Duration
+	}{
+		{"urgent: the next flush", true, time.Time{}, t0, flush},
+		{"urgent with samples waiting", true, t0, t0, flush},
+		{"a sample just came: its whole wait", false, t0, t0, wait},
+		{"a sample waited 700 ms: the rest", false, t0, t0.Add(700 * time.Millisecond), 300 * time.Millisecond},
+		{"the wait is almost over: still one flush", false, t0, t0.Add(990 * time.Millisecond), flush},
+		{"the wait is over: one flush", false, t0, t0.Add(3 * time.Second), flush},
+		{"nothing waiting", false, time.Time{}, t0, flush},
+	} {
+		if got := flushWait(tc.urgent, tc.lazySince, tc.now, flush, wait); got != tc.want {
+			t.Errorf("%s: flushWait = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

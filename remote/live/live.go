@@ -201,6 +201,8 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 func (h *Host) watchUnit(ctx context.Context, emit remote.Emit) {
 	opts := systemd.WatchOptions{
 		Host: h.opts.Name, Unit: h.opts.Unit, Path: h.opts.WatchPath, Now: h.opts.Now,
+		// Relaxed when the probe is: steady, its view closed.
+		Relaxed: func() bool { return probeRelaxed(h.pace.get()) },
 		OnPath: func(path string, why error) {
 			if why != nil {
 				h.note(emit, fmt.Sprintf("unit state read through %s (%v)", path, why))

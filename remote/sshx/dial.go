@@ -366,6 +366,35 @@ type capBuffer struct {
 	b   []byte
 }
 
+// ReadFrom reads r to its end through a small buffer: ssh.Session copies
+// a stderr it is given with io.Copy, which without ReadFrom holds a
+// 32 KiB buffer for the session's whole life (measured: 16 MiB of a
+// 256-host console's heap, two long-lived sessions a host).
+func (b *capBuffer) ReadFrom(r io.Reader) (int64, error) {
+	return ReadSmall(r, b.Write)
+}
+
+// ReadSmall hands what r yields to write through a 512-byte buffer until
+// r ends (io.EOF is the normal end, not an error): the ReadFrom of a
+// writer that keeps a session's stderr, instead of io.Copy's 32 KiB.
+func ReadSmall(r io.Reader, write func([]byte) (int, error)) (int64, error) {
+	var buf [512]byte
+	var n int64
+	for {
+		k, err := r.Read(buf[:])
+		if k > 0 {
+			_, _ = write(buf[:k]) // the buffers keep their start and never fail
+			n += int64(k)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 func (b *capBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,7 +2,9 @@ package sshx
 
 import (
 	"errors"
+	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,36 @@ func TestPinAfterFirst(t *testing.T) {
 	}
 	if err := refused("gpu1:22", addr, a.signer.PublicKey()); err == nil {
 		t.Fatal("a refused key passed the second time: it must not be pinned")
+	}
+}
+
+// A session's stderr buffer is filled through ReadFrom with a small
+// buffer (io.Copy then holds no 32 KiB one for the session's life), and
+// keeps its first max bytes however much comes.
+func TestCapBufferReadsFromThroughASmallBuffer(t *testing.T) {
+	b := &capBuffer{max: 100}
+	src := strings.Repeat("0123456789", 5000) // 50 000 bytes
+	// Read alone, as an SSH channel offers (a strings.Reader's WriteTo
+	// would spare io.Copy its buffer by itself).
+	n, err := io.Copy(b, struct{ io.Reader }{strings.NewReader(src)})
+	if err != nil || n != int64(len(src)) {
+		t.Fatalf("copied %d, %v; want %d, nil", n, err, len(src))
+	}
+	if string(b.b) != src[:100] {
+		t.Errorf("kept %q, want the first 100 bytes", b.b)
+	}
+	// Bytes allocated a copy: the 512-byte buffer, not io.Copy's 32 KiB.
+	r := strings.NewReader(src)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	const runs = 20
+	for range runs {
+		r.Reset(src)
+		b.b = b.b[:0]
+		_, _ = io.Copy(b, struct{ io.Reader }{r})
+	}
+	runtime.ReadMemStats(&m1)
+	if per := (m1.TotalAlloc - m0.TotalAlloc) / runs; per > 4<<10 {
+		t.Errorf("io.Copy into the buffer allocates %d bytes a copy, want under 4 KiB (no 32 KiB copy buffer)", per)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -137,6 +138,13 @@ type limitedBuffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
+}
+
+// ReadFrom reads r to its end through a small buffer, so that the
+// session's io.Copy of the bridge's stderr does not hold a 32 KiB buffer
+// for the connection's whole life (sshx.capBuffer says why).
+func (l *limitedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	return sshx.ReadSmall(r, l.Write)
 }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {

@@ -380,3 +380,25 @@ func TestTrimOutSanitizes(t *testing.T) {
 		t.Errorf("trimOut = %q", got)
 	}
 }
+
+// A relaxed host (steady, its view closed) reads NeedDaemonReload every
+// relaxedReconcile-th tick, any other every tick; the count starts over
+// after each read, so a host that turns relaxed waits from its last read.
+func TestReconcileDue(t *testing.T) {
+	for _, tc := range []struct {
+		relaxed bool
+		ticks   int
+		want    bool
+	}{
+		{false, 1, true},
+		{false, relaxedReconcile, true},
+		{true, 1, false},
+		{true, relaxedReconcile - 1, false},
+		{true, relaxedReconcile, true},
+		{true, relaxedReconcile + 3, true}, // turned relaxed with ticks counted: read at once
+	} {
+		if got := reconcileDue(tc.relaxed, tc.ticks); got != tc.want {
+			t.Errorf("reconcileDue(relaxed %v, %d ticks) = %v, want %v", tc.relaxed, tc.ticks, got, tc.want)
+		}
+	}
+}

@@ -40,6 +40,11 @@ type WatchOptions struct {
 	// when it ran every 5 s; still some 4 calls a second at 256 hosts
 	// once a minute). Changes themselves come as signals.
 	FullReconcile time.Duration
+	// Relaxed, if set, says whether the host is steady and nobody has its
+	// view open (remote.Pace): then NeedDaemonReload is read only every
+	// relaxedReconcile Reconcile intervals (every 5 min by default), a
+	// quiet fleet's last per-minute D-Bus round trip a host.
+	Relaxed func() bool
 	// Poll is the systemctl path's interval; default DefaultPoll.
 	Poll time.Duration
 	// Path forces a way of reading ("", "dbus", "stdio-bridge",
@@ -206,6 +211,7 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 	}
 	tick := time.NewTicker(o.Reconcile)
 	defer tick.Stop()
+	ticks := 0 // Reconcile ticks since NeedDaemonReload was last read
 	full := time.NewTicker(o.FullReconcile)
 	defer full.Stop()
 	for {
@@ -218,6 +224,11 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 		case <-full.C:
 			reread = true
 		case <-tick.C:
+			ticks++
+			if !reconcileDue(o.Relaxed != nil && o.Relaxed(), ticks) {
+				continue
+			}
+			ticks = 0
 			v, err := readProp(ctx, conn, unitPath, unitIface, "NeedDaemonReload")
 			if err != nil {
 				return fail("re-read", err)
@@ -309,4 +320,15 @@ func (w *watcher) poll(ctx context.Context, d Dialer, why error) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// relaxedReconcile is how many Reconcile intervals apart a relaxed host's
+// NeedDaemonReload is read.
+const relaxedReconcile = 5
+
+// reconcileDue says whether the Reconcile tick numbered ticks since the
+// last read reads NeedDaemonReload: every tick, or every
+// relaxedReconcile-th while the host is relaxed.
+func reconcileDue(relaxed bool, ticks int) bool {
+	return !relaxed || ticks >= relaxedReconcile
 }
