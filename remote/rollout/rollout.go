@@ -615,8 +615,7 @@ func (r *Rollout) follow(l *lane) {
 		return
 	}
 	st := h.Startup
-	fresh := st.InvocationID != "" && st.InvocationID != l.baseInv ||
-		!st.StartedAt.IsZero() && !st.StartedAt.Equal(l.baseStart)
+	fresh := l.newRun(st)
 	if !l.restartDone || !fresh {
 		return
 	}
@@ -649,6 +648,13 @@ func (r *Rollout) follow(l *lane) {
 	}
 }
 
+// newRun says st is of a run other than the one the lane saw before its
+// restart: another invocation, or another start time.
+func (l *lane) newRun(st startup.Startup) bool {
+	return st.InvocationID != "" && st.InvocationID != l.baseInv ||
+		!st.StartedAt.IsZero() && !st.StartedAt.Equal(l.baseStart)
+}
+
 // rate records the steady decode rate of the run a serving lane's
 // restart began, once the fleet has one (HostState.Throughput is live
 // only for the run under way). The loop keeps observing after the
@@ -662,8 +668,7 @@ func (r *Rollout) rate(l *lane) {
 		return
 	}
 	st := h.Startup
-	fresh := st.InvocationID != "" && st.InvocationID != l.baseInv ||
-		!st.StartedAt.IsZero() && !st.StartedAt.Equal(l.baseStart)
+	fresh := l.newRun(st)
 	if ab := h.Throughput; !fresh || st.Phase != startup.Serving || !ab.Live || ab.TPS <= 0 {
 		return
 	}
