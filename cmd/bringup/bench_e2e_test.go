@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/history"
-	"github.com/bringup-dev/bringup/remote/testbed"
 )
 
 // TestBenchModesOnTestbed is the story's payoff on a real host: gpu1
@@ -21,35 +19,7 @@ import (
 // history holds each run's steady decode rate, so `status --json` shows
 // the ratio.
 func TestBenchModesOnTestbed(t *testing.T) {
-	tb := testbed.StartWith(t, testbed.Options{Hosts: 1, Host: func(int) testbed.HostOptions {
-		// Eight background streams keep the engine decoding, so its stats
-		// lines give a steady rate without a client; a line a second.
-		return testbed.HostOptions{KernelMode: "off", Env: map[string]string{"INFERSIM_LOAD": "8", "INFERSIM_STATS_SECONDS": "0.5"}}
-	}})
-	cfg := filepath.Join(tb.Inventory(), "config.yaml")
-	state := t.TempDir()
-	bringup := func(ctx context.Context, args ...string) (int, string, string) {
-		var out, errOut syncBuffer
-		e := env{stdout: &out, stderr: &errOut, getenv: func(k string) string {
-			switch k {
-			case "HOME":
-				return "/nonexistent"
-			case "XDG_STATE_HOME":
-				return state // the history of this test alone
-			}
-			return ""
-		}}
-		code := run(ctx, e, args)
-		return code, out.String(), errOut.String()
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	if out, err := tb.Run(ctx, "gpu1", "systemctl start sglang"); err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
-	if code, out, errOut := bringup(ctx, "watch", "--json", "--timeout", "2m", "--config", cfg, "gpu1"); code != exitServing {
-		t.Fatalf("watch: exit %d\n%s%s", code, out, errOut)
-	}
+	cfg, state, ctx, bringup := servingInOff(t)
 	benchOnce := func(mode string) output.Line {
 		t.Helper()
 		time.Sleep(6 * time.Second) // a dozen stats lines: a steady rate in the journal
