@@ -138,12 +138,13 @@ func Estimate(records []Record, host, unit string, modes map[string]string) Expe
 }
 
 // median is the middle value (the mean of the two middle ones for an even
-// count); 0 for none.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
+// count); 0 for none. One function for the durations of phases and the
+// rates of runs.
+func median[T ~int64 | ~float64](vs []T) T {
+	if len(vs) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
+	s := slices.Clone(vs)
 	slices.Sort(s)
 	n := len(s)
 	if n%2 == 1 {

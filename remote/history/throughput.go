@@ -42,7 +42,7 @@ func Steady(decode []float64) (tps float64, ok bool) {
 	if len(busy) < SteadyMin {
 		return 0, false
 	}
-	return medianF(busy[steadySkip:]), true
+	return median(busy[steadySkip:]), true
 }
 
 // Throughput returns the record of a serving run's steady decode rate.
@@ -130,7 +130,7 @@ func Compare(records []Record, host, unit string, modes map[string]string, live,
 	case live > 0:
 		ab.TPS, ab.Live = live, true
 	case len(own) > 0:
-		ab.TPS = medianF(rates(own))
+		ab.TPS = median(rates(own))
 	}
 	// The configuration before: the one whose newest decode rate is
 	// newest; without one, the one whose newest bench is.
@@ -152,7 +152,7 @@ func Compare(records []Record, host, unit string, modes map[string]string, live,
 	if prev := newest(byKey[base]); len(prev) > 0 {
 		baseModes = prev[len(prev)-1].Modes
 		if ab.TPS > 0 {
-			ab.BaseTPS, ab.BaseRuns = medianF(rates(prev)), len(prev)
+			ab.BaseTPS, ab.BaseRuns = median(rates(prev)), len(prev)
 			ab.Ratio = ab.TPS / ab.BaseTPS
 			ab.Slower = ab.TPS < ab.BaseTPS*(1-slowerBy)
 		}
@@ -279,19 +279,4 @@ func rates(rs []Record) []float64 {
 		out[i] = r.DecodeTPS
 	}
 	return out
-}
-
-// medianF is the middle value of vs (the mean of the two middle ones for
-// an even count); 0 for none.
-func medianF(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
