@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -116,17 +115,12 @@ func TestStoreVia(t *testing.T) {
 
 	followed := []string{tb.Hosts()[1].Name, tb.Hosts()[2].Name}
 	sessions := func() map[string]int {
-		out := map[string]int{}
-		for _, h := range tb.Hosts() {
-			b, err := exec.CommandContext(ctx, "ip", "netns", "exec", h.NetNS, "ss", "-Htn", "state", "established", "( sport = :22 )").Output()
-			if err != nil {
-				t.Fatalf("%s: ss: %v", h.Name, err)
-			}
-			if s := strings.TrimSpace(string(b)); s != "" {
-				out[h.Name] = strings.Count(s, "\n") + 1
-			}
+		t.Helper()
+		s, err := tb.SSHSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		return s
 	}
 	var out, errOut syncBuffer
 	codeCh := make(chan int, 1)

@@ -26,12 +26,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
-// fastEnv keeps a testbed startup to a few seconds while every phase shows.
-var fastEnv = map[string]string{
-	"INFERSIM_BOOT_SECONDS": "0.2", "INFERSIM_INIT_SECONDS": "0.5", "INFERSIM_WEIGHTS_SECONDS": "2",
-	"INFERSIM_SHARDS": "4", "INFERSIM_KV_SECONDS": "0.5", "INFERSIM_CAPTURE_SECONDS": "1",
-	"INFERSIM_HTTP_SECONDS": "0.3", "INFERSIM_WARMUP_SECONDS": "0.5",
-}
+// fastEnv keeps a test host's startup to a few seconds while every phase shows.
+var fastEnv = testbed.FastStartEnv
 
 // liveFleet builds a fleet of live hosts over the testbed's hosts.
 func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {

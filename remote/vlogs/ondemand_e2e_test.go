@@ -3,7 +3,6 @@ package vlogs_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +17,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
-// fastEnv keeps a test host's startup to a few seconds while every phase
-// shows (as remote/live's tests do).
-var fastEnv = map[string]string{
-	"INFERSIM_BOOT_SECONDS": "0.2", "INFERSIM_INIT_SECONDS": "0.5", "INFERSIM_WEIGHTS_SECONDS": "2",
-	"INFERSIM_SHARDS": "4", "INFERSIM_KV_SECONDS": "0.5", "INFERSIM_CAPTURE_SECONDS": "1",
-	"INFERSIM_HTTP_SECONDS": "0.3", "INFERSIM_WARMUP_SECONDS": "0.5",
-}
+// fastEnv keeps a test host's startup to a few seconds while every phase shows.
+var fastEnv = testbed.FastStartEnv
 
 // TestE2EStoreOpensSSHOnDemand follows three test hosts through the
 // testbed's VictoriaLogs (gpu3 in kdtree-verify=validate) with SSH opened
@@ -51,17 +45,12 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 	// sshSessions counts the established connections to each host's
 	// sshd, read in the hosts' own network namespaces (not over SSH).
 	sshSessions := func() map[string]int {
-		out := map[string]int{}
-		for _, h := range tb.Hosts() {
-			b, err := exec.CommandContext(ctx, "ip", "netns", "exec", h.NetNS, "ss", "-Htn", "state", "established", "( sport = :22 )").Output()
-			if err != nil {
-				t.Fatalf("%s: ss: %v", h.Name, err)
-			}
-			if s := strings.TrimSpace(string(b)); s != "" {
-				out[h.Name] = strings.Count(s, "\n") + 1
-			}
+		t.Helper()
+		s, err := tb.SSHSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		return s
 	}
 
 	src, err := vlogs.New(vlogs.Options{URL: tb.LogStoreURL(), Unit: testbed.UnitName})
