@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -43,17 +42,12 @@ func TestStoreFleet(t *testing.T) {
 	// sshSessions counts the established connections to each host's sshd,
 	// read in the hosts' own network namespaces (not over SSH).
 	sshSessions := func() map[string]int {
-		out := map[string]int{}
-		for _, h := range tb.Hosts() {
-			b, err := exec.CommandContext(ctx, "ip", "netns", "exec", h.NetNS, "ss", "-Htn", "state", "established", "( sport = :22 )").Output()
-			if err != nil {
-				t.Fatalf("%s: ss: %v", h.Name, err)
-			}
-			if n := len(strings.Fields(strings.TrimSpace(string(b)))); n > 0 {
-				out[h.Name] = strings.Count(strings.TrimSpace(string(b)), "\n") + 1
-			}
+		t.Helper()
+		s, err := tb.SSHSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		return s
 	}
 
 	var out, errOut syncBuffer
@@ -188,7 +182,9 @@ func TestStoreFleet(t *testing.T) {
 		for {
 			hosts := map[string]bool{}
 			for _, l := range watchLines(t, wr.out.String()) {
-				hosts[l.Host] = true
+				if l.Host != "" { // a fleet-wide line (a note, the summary) is no host's
+					hosts[l.Host] = true
+				}
 			}
 			if len(hosts) == storeHosts {
 				wr.full = time.Since(began)
