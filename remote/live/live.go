@@ -166,23 +166,37 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		}()
 	}
 	run(func() { _ = h.conn.Run(ctx) })
+	stateRead := make(chan struct{})
+	var stateOnce sync.Once
 	run(func() {
+		h.watchUnit(ctx, func(ev event.Event) bool {
+			if ev.Kind == event.KindUnit {
+				stateOnce.Do(func() { close(stateRead) })
+			}
+			return emit(ev)
+		})
+	})
+	// The journal, the probe and the sampler start once the host is first
+	// reached and its unit's state read (see afterFirstState): a probe
+	// that only finds the connection down says nothing and would slow the
+	// probe's own schedule down.
+	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
+	run(func() {
+		if !afterState() {
+			return
+		}
 		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail,
 			FromStart: h.opts.FromStart, Now: h.opts.Now}, emit)
 	})
-	run(func() { h.watchUnit(ctx, emit) })
-	// The probe and the sampler start once the host is first reached: a
-	// probe that only finds the connection down says nothing and would
-	// slow the probe's own schedule down.
 	run(func() {
-		if _, err := h.conn.Await(ctx); err != nil {
+		if !afterState() {
 			return
 		}
 		_ = probe.RunPaced(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, h.pace.probePacing(), emit)
 	})
 	if !h.opts.NoGPU {
 		run(func() {
-			if _, err := h.conn.Await(ctx); err != nil {
+			if !afterState() {
 				return
 			}
 			err := gpu.RunPaced(ctx, h.conn, h.opts.Name, h.pace.gpuPacing(h.opts.GPUInterval), emit)
@@ -193,6 +207,35 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// firstStateWait bounds how long, once connected, the journal, probe and
+// sampler wait for the unit's first state (afterFirstState): a watch that
+// cannot read it (no D-Bus, no systemctl) must not keep them from
+// starting.
+const firstStateWait = 5 * time.Second
+
+// afterFirstState waits until the host is first reached and its unit's
+// state read (stateRead closed), or firstStateWait after the connection,
+// and reports false if ctx ended first. The unit's state is what the
+// fleet table shows first, and it costs the host one D-Bus call; the
+// journal follow and the GPU sampler each start processes there (a
+// shell, systemctl, journalctl, nvidia-smi). Started all at once on a
+// console over hundreds of hosts, those took the hosts' CPU while the
+// table waited for states.
+func (h *Host) afterFirstState(ctx context.Context, stateRead <-chan struct{}) bool {
+	if _, err := h.conn.Await(ctx); err != nil {
+		return false
+	}
+	t := time.NewTimer(firstStateWait)
+	defer t.Stop()
+	select {
+	case <-stateRead:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // watchUnit keeps the unit watch running across reconnects: Watch
