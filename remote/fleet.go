@@ -228,6 +228,10 @@ type Batch struct {
 	Dropped int `json:"dropped,omitempty"`
 
 	text int // bytes of journal text in Events, against the pending budget
+	// heldLines and heldText are what the batch the consumer has not
+	// taken yet holds (the fold's ready batch), counted against the same
+	// budget while this one accumulates.
+	heldLines, heldText int
 }
 
 // Fleet fans in every host's events, folds them into startups and hands
@@ -705,20 +709,25 @@ func (f *Fleet) fold(ctx context.Context) {
 	stuck := time.NewTicker(stuckEvery * f.opts.Flush)
 	defer stuck.Stop()
 
-	// pending accumulates until the consumer takes it. Sending is enabled
-	// only right after a flush has put a fresh snapshot on it, and disabled
-	// again when a new event lands, so a batch's snapshot always includes
-	// its events.
-	var pending Batch
+	// pending accumulates what arrives until a flush seals it into ready,
+	// with a snapshot taken then, so that a batch's snapshot always
+	// includes its events. ready is offered to the consumer (out is f.out
+	// while it holds a batch) and stays offered while new events go to
+	// pending: taking it back at each arrival starved a consumer that was
+	// not waiting at the very moment of a flush, on a loaded machine for
+	// seconds (measured at 256 hosts starting: lines seen p99 1.1 s,
+	// delivered p99 5.5 s). A flush while ready still waits merges pending
+	// into it under a fresh snapshot.
+	var pending, ready Batch
 	dirty := true
 	// urgent says pending holds something a person waits for (a line, a
 	// state or phase change); lazySince, when pending holds only what may
 	// wait (samples, a steady host's lines: urgentEvent), when the first
-	// came. Both are cleared when the batch is taken.
+	// came. Both are cleared when pending is sealed.
 	urgent := true
 	var lazySince time.Time
 	lazyWait := stuckEvery * f.opts.Flush
-	var out chan Batch // nil while sending is off
+	var out chan Batch // nil while ready holds nothing
 	// provisional says some host's failure was provisional at the last
 	// snapshot: every flush looks whether its wait is over.
 	provisional := false
@@ -737,7 +746,6 @@ func (f *Fleet) fold(ctx context.Context) {
 				}
 			}
 			dirty = true
-			out = nil
 			arm(flushWait(urgent, lazySince, time.Now(), f.opts.Flush, lazyWait))
 		case <-stuck.C:
 			now, wall := f.opts.Clock.Now(), time.Now()
@@ -761,13 +769,20 @@ func (f *Fleet) fold(ctx context.Context) {
 				dirty, urgent = true, true
 			}
 			if dirty && flushDue(urgent, lazySince, wall, lazyWait) {
+				if out != nil {
+					// The consumer has not taken ready yet: one batch
+					// of both, the budget kept over the whole.
+					pending = f.merge(hosts, snaps, ready, pending)
+				}
 				var taken []int
 				pending.Hosts, taken = snaps.take(hosts, now, wall, f.opts.Settle)
-				provisional = snaps.provisional(hosts)
+				ready, pending = pending, Batch{heldLines: len(pending.Events), heldText: pending.text}
 				out = f.out
+				provisional = snaps.provisional(hosts)
 				dirty = false
+				urgent, lazySince = false, time.Time{}
 				was := steady
-				steady = f.paceSteady(hosts, pending.Hosts, taken, steady)
+				steady = f.paceSteady(hosts, ready.Hosts, taken, steady)
 				if was < len(hosts) && steady == len(hosts) {
 					f.freeOnSteady()
 				}
@@ -778,10 +793,10 @@ func (f *Fleet) fold(ctx context.Context) {
 			case dirty:
 				arm(flushWait(urgent, lazySince, wall, f.opts.Flush, lazyWait))
 			}
-		case out <- pending:
-			pending = Batch{}
+		case out <- ready:
+			ready = Batch{}
 			out = nil
-			urgent, lazySince = false, time.Time{}
+			pending.heldLines, pending.heldText = 0, 0
 		}
 	}
 }
@@ -1072,18 +1087,41 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *Batch, ev ev
 	if ev.Journal != nil {
 		pending.text += len(ev.Journal.Message)
 	}
-	n, over := len(pending.Events)-f.opts.MaxPendingLines, pending.text-f.opts.LogBudget/PendingShare
-	if n > 0 || over > 0 {
-		pending.Events = dropJournal(pending.Events, n, over, func(host string, size int) {
-			pending.Dropped++
-			pending.text -= size
-			if j, ok := f.byName[host]; ok {
-				hosts[j].state.Dropped++
-				snaps.mark(j, hosts[j])
-			}
-		})
-	}
+	f.trim(hosts, snaps, pending)
 	return i, true
+}
+
+// merge is one batch of older, a batch the consumer has not taken yet,
+// and newer, what came since, with the pending budget kept over the
+// whole (the oldest lines go first). Its snapshot is to be taken anew.
+func (f *Fleet) merge(hosts []*hostFold, snaps *snapshots, older, newer Batch) Batch {
+	older.Hosts, older.heldLines, older.heldText = nil, 0, 0
+	older.Events = append(older.Events, newer.Events...)
+	older.Changes = append(older.Changes, newer.Changes...)
+	older.Dropped += newer.Dropped
+	older.text += newer.text
+	f.trim(hosts, snaps, &older)
+	return older
+}
+
+// trim drops b's oldest journal lines while it holds, with what the
+// batch not yet taken holds, more than the pending budget allows
+// (Options.MaxPendingLines lines, the log budget's pending share of
+// text), counting each against b and its host.
+func (f *Fleet) trim(hosts []*hostFold, snaps *snapshots, b *Batch) {
+	n := len(b.Events) + b.heldLines - f.opts.MaxPendingLines
+	over := b.text + b.heldText - f.opts.LogBudget/PendingShare
+	if n <= 0 && over <= 0 {
+		return
+	}
+	b.Events = dropJournal(b.Events, n, over, func(host string, size int) {
+		b.Dropped++
+		b.text -= size
+		if j, ok := f.byName[host]; ok {
+			hosts[j].state.Dropped++
+			snaps.mark(j, hosts[j])
+		}
+	})
 }
 
 // dropJournal removes the oldest journal events (never state changes):

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
@@ -725,4 +726,83 @@ func TestFleetUnknownCarriesTheConnError(t *testing.T) {
 	if len(unknown) != 1 || unknown[0].ConnErr != refused+"␛]0;x␇" {
 		t.Fatalf("changes to unknown %+v, want one with the sanitised error", unknown)
 	}
+}
+
+// streamDriver emits a journal line and a probe answer (its status
+// counting up) every period until ctx ends.
+type streamDriver struct {
+	name   string
+	period time.Duration
+}
+
+func (d *streamDriver) Name() string { return d.name }
+
+func (d *streamDriver) Run(ctx context.Context, emit Emit) error {
+	t := time.NewTicker(d.period)
+	defer t.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			line := event.Event{Host: d.name, Kind: event.KindJournal, Time: now, Seen: now,
+				Journal: &event.Journal{Message: fmt.Sprintf("line %d", n)}}
+			pr := event.Event{Host: d.name, Kind: event.KindProbe, Time: now, Seen: now,
+				Probe: &event.Probe{Path: "/health", Status: 200 + n%100}}
+			if !emit(line) || !emit(pr) {
+				return nil
+			}
+		}
+	}
+}
+
+func (d *streamDriver) Do(context.Context, Action, Emit) error { return nil }
+
+// TestBatchStaysOfferedWhileLinesArrive: a consumer that comes back for
+// the next batch while lines keep arriving gets the batch sealed at the
+// last flush at once, not one flush later (lines arriving withdrew it
+// each time, which on a loaded machine kept 256 hosts' lines from the
+// console for seconds). Virtual time (synctest): the wait is exact.
+func TestBatchStaysOfferedWhileLinesArrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const flush = 50 * time.Millisecond
+		f, err := NewFleet([]HostSpec{{Driver: &streamDriver{name: "gpu1", period: time.Millisecond}, Unit: "sglang.service"}},
+			Options{Flush: flush})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		<-f.Updates()
+		seen := 0
+		for range 5 {
+			time.Sleep(flush + 23*time.Millisecond) // away from any flush
+			start := time.Now()
+			b := <-f.Updates()
+			if waited := time.Since(start); waited != 0 {
+				t.Errorf("waited %s for a batch sealed before the consumer came", waited)
+			}
+			last := 0
+			for _, ev := range b.Events {
+				switch ev.Kind {
+				case event.KindJournal:
+					seen++
+				case event.KindProbe:
+					last = ev.Probe.Status
+				}
+			}
+			// The snapshot includes the batch's events, and nothing after.
+			if got := b.Hosts[0].Probe.Status; last != 0 && got != last {
+				t.Errorf("the batch's last probe answered %d, its snapshot says %d", last, got)
+			}
+		}
+		if seen == 0 {
+			t.Error("no line came through")
+		}
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	})
 }
