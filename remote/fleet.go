@@ -18,6 +18,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/timegrid"
 )
 
 // ErrReadOnly is returned for every changing action in read-only mode.
@@ -706,7 +707,12 @@ func (f *Fleet) fold(ctx context.Context) {
 			due = at
 		}
 	}
-	stuck := time.NewTicker(stuckEvery * f.opts.Flush)
+	// The stuck check, and a flush of what may wait (samples), fall on
+	// timegrid's instants, where the hosts' keepalive checks and steady
+	// probes fall too: one wake-up of the process for all of them.
+	stuckPeriod := stuckEvery * f.opts.Flush
+	stuckNext := func() time.Duration { return timegrid.Align(time.Now(), stuckPeriod/2, stuckPeriod) }
+	stuck := time.NewTimer(stuckNext())
 	defer stuck.Stop()
 
 	// pending accumulates what arrives until a flush seals it into ready,
@@ -727,6 +733,15 @@ func (f *Fleet) fold(ctx context.Context) {
 	urgent := true
 	var lazySince time.Time
 	lazyWait := stuckEvery * f.opts.Flush
+	// wait is how long from now the next flush should wait for what is
+	// pending (flushWait), on the grid when all of it may wait.
+	wait := func(now time.Time) time.Duration {
+		d := flushWait(urgent, lazySince, now, f.opts.Flush, lazyWait)
+		if !urgent && !lazySince.IsZero() {
+			d = timegrid.Align(now, d, stuckPeriod)
+		}
+		return d
+	}
 	var out chan Batch // nil while ready holds nothing
 	// provisional says some host's failure was provisional at the last
 	// snapshot: every flush looks whether its wait is over.
@@ -746,8 +761,9 @@ func (f *Fleet) fold(ctx context.Context) {
 				}
 			}
 			dirty = true
-			arm(flushWait(urgent, lazySince, time.Now(), f.opts.Flush, lazyWait))
+			arm(wait(time.Now()))
 		case <-stuck.C:
+			stuck.Reset(stuckNext())
 			now, wall := f.opts.Clock.Now(), time.Now()
 			for i, h := range hosts {
 				for _, c := range h.tracker.Tick(now) {
@@ -791,7 +807,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			case provisional:
 				arm(f.opts.Flush) // every flush looks whether its wait is over
 			case dirty:
-				arm(flushWait(urgent, lazySince, wall, f.opts.Flush, lazyWait))
+				arm(wait(wall))
 			}
 		case out <- ready:
 			ready = Batch{}

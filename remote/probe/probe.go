@@ -21,6 +21,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/timegrid"
 )
 
 // Dialer opens a TCP connection as seen from the host. *sshx.Conn is one.
@@ -352,6 +353,12 @@ func RunPaced(ctx context.Context, d Dialer, opts Options, host string, interval
 		if !emit(event.Event{Host: host, Kind: event.KindProbe, Time: now, Seen: now, Probe: &r}) {
 			return nil
 		}
-		t.Reset(nextInterval(interval, r.OK, errors.Is(err, sshx.ErrNotConnected), relaxed()))
+		wait := nextInterval(interval, r.OK, errors.Is(err, sshx.ErrNotConnected), relaxed())
+		if wait == relaxedInterval(interval) {
+			// A steady host's probe may come a second late: on
+			// timegrid's instants, with the other hosts' due then.
+			wait = timegrid.Align(time.Now(), wait, timegrid.For(wait))
+		}
+		t.Reset(wait)
 	}
 }

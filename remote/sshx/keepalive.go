@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/bringup-dev/bringup/remote/timegrid"
 )
 
 // Keepalive defaults: bringup always sends keepalives (ssh's default is off)
@@ -50,7 +52,10 @@ func KeepaliveIdle(ctx context.Context, c *ssh.Client, interval time.Duration, c
 	replies := make(chan error, 1)
 	inflight := false
 	misses := 0
-	t := time.NewTimer(interval)
+	// Checks fall on timegrid's instants: one wake-up for every host's
+	// check due in the same second, a keepalive at most a second late.
+	grain := timegrid.For(interval)
+	t := time.NewTimer(timegrid.Align(time.Now(), interval, grain))
 	defer t.Stop()
 	for {
 		select {
@@ -64,7 +69,7 @@ func KeepaliveIdle(ctx context.Context, c *ssh.Client, interval time.Duration, c
 			misses = 0
 		case <-t.C:
 			send, wait := keepaliveDue(time.Since(lastRead()), interval)
-			t.Reset(wait)
+			t.Reset(timegrid.Align(time.Now(), wait, grain))
 			if !send {
 				misses = 0 // bytes came: the peer is alive
 				continue
