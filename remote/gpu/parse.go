@@ -124,9 +124,16 @@ func (p *Parser) Line(line string) (done *Sample, err error) {
 	return done, nil
 }
 
+// Complete reports whether the sample being built has a row for each of
+// devices devices (0: unknown, never complete).
+func (p *Parser) Complete(devices int) bool {
+	return devices > 0 && p.cur != nil && len(p.cur.GPU.Devices) >= devices
+}
+
 // Flush returns the sample being built, if any, and forgets it: Run calls
 // it when the stream goes quiet after a poll, because the parser cannot
-// know that the last device of a poll was the last until the next poll.
+// know that the last device of a poll was the last until the next poll,
+// or once it has as many devices as the poll before (Complete).
 func (p *Parser) Flush() *Sample {
 	s := p.cur
 	p.cur, p.seen = nil, nil

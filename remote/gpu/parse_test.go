@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -251,4 +252,36 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParserComplete: a sample is complete once it has a row for as many
+// devices as the poll before; with no count known, never.
+func TestParserComplete(t *testing.T) {
+	p := NewParser()
+	row := func(dev int) string {
+		return fmt.Sprintf("2026/12/03 08:00:00.000, %d, NVIDIA H200, 1000, 143771, 0, 79.00\n", dev)
+	}
+	if p.Complete(2) {
+		t.Error("complete with no row")
+	}
+	if _, err := p.Line(row(0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		devices int
+		want    bool
+	}{{0, false}, {1, true}, {2, false}} {
+		if got := p.Complete(tc.devices); got != tc.want {
+			t.Errorf("one row, Complete(%d) = %v, want %v", tc.devices, got, tc.want)
+		}
+	}
+	if _, err := p.Line(row(1)); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Complete(2) {
+		t.Error("two rows, Complete(2) = false")
+	}
+	if s := p.Flush(); s == nil || len(s.GPU.Devices) != 2 || p.Complete(2) {
+		t.Errorf("Flush = %+v, then Complete(2) = %v: want the 2-device sample, then nothing pending", s, p.Complete(2))
+	}
 }

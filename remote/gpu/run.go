@@ -142,10 +142,16 @@ func stream(ctx context.Context, s Streamer, host string, pace Pacing, emit func
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
+	// devices is how many devices the last sample sent had: a sample that
+	// has a row for as many is complete, and goes out without waiting for
+	// the quiet (one wake-up fewer a sample; a device that appears later
+	// arrives as a sample of its own, once).
+	devices := 0
 	send := func(smp *Sample) bool {
 		if smp == nil {
 			return true
 		}
+		devices = len(smp.GPU.Devices)
 		seen := time.Now()
 		if zone == nil {
 			zone = hostZone(smp.Time, seen)
@@ -172,6 +178,13 @@ func stream(ctx context.Context, s Streamer, host string, pace Pacing, emit func
 			}
 			if !send(done) {
 				return delivered, errStopped
+			}
+			if p.Complete(devices) {
+				if !send(p.Flush()) {
+					return delivered, errStopped
+				}
+				quiet.Stop()
+				continue
 			}
 			quiet.Reset(quietAfter(interval))
 		case <-quiet.C:
