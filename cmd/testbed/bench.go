@@ -30,13 +30,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile at the end of the steady-state window to FILE")
+	latencyProfile := fs.String("latency-profile", "", "write a CPU profile of the latency window (every unit started at once, until every host serves) to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for _, p := range []struct {
 		file string
 		to   *io.Writer
-	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}} {
+	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}, {*latencyProfile, &o.LatencyProfile}} {
 		if p.file == "" {
 			continue
 		}

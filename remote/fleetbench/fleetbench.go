@@ -61,6 +61,9 @@ type Options struct {
 	// TableProfile, when set, receives a CPU profile of the fleet's start
 	// up to the full table.
 	TableProfile io.Writer
+	// LatencyProfile, when set, receives a CPU profile of the latency
+	// window: every unit started at once, until every host serves.
+	LatencyProfile io.Writer
 	// Source is SourceSSH (the default: the SSH path against raw ssh) or
 	// SourceVictoriaLogs (the store path too, side by side: Summary.Store).
 	Source string
@@ -504,11 +507,20 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 		sw = watchStore(wctx, sfl, len(hosts))
 	}
 	b.o.Logf("fleetbench: latency: starting %s on %d hosts at once", testbed.UnitName, len(hosts))
+	if b.o.LatencyProfile != nil {
+		if err := pprof.StartCPUProfile(b.o.LatencyProfile); err != nil {
+			stopAll()
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	started := time.Now()
 	if err := eachHost(hosts, func(_ int, h string) error {
 		_, err := b.tb.Run(ctx, h, "systemctl start "+testbed.UnitName)
 		return err
 	}); err != nil {
+		if b.o.LatencyProfile != nil {
+			pprof.StopCPUProfile()
+		}
 		stopAll()
 		return err
 	}
@@ -516,6 +528,9 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 		take(bt)
 		return len(bt.Hosts) == len(hosts) && all(bt.Hosts, func(h remote.HostState) bool { return h.Startup.Phase == startup.Serving })
 	})
+	if b.o.LatencyProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		cancel()
 		if sw != nil {
