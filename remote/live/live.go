@@ -55,6 +55,9 @@ type Options struct {
 	Kernels kernels.Catalog
 	// Engine is "sglang", "vllm" or "auto": what the preflight assumes.
 	Engine string
+	// TableFirst, shared by the fleet's hosts (Specs sets it), holds
+	// each host's streams until every host has its state; nil: no wait.
+	TableFirst *TableFirst
 	// Now stamps local receipt times; nil means time.Now.
 	Now func() time.Time
 }
@@ -78,7 +81,14 @@ type Host struct {
 	// pace is the fleet's latest Pace for the host, read by the probe and
 	// the GPU sampler.
 	pace *pacer
+
+	// arrivedOnce counts the host in at opts.TableFirst once.
+	arrivedOnce sync.Once
 }
+
+// arrive tells the fleet's TableFirst that this host has its state (or
+// its first dial failed, or it waited firstStateWait for the state).
+func (h *Host) arrive() { h.arrivedOnce.Do(h.opts.TableFirst.arrived) }
 
 // New returns the driver for one host. It does not connect until Run.
 func New(opts Options) *Host {
@@ -119,6 +129,9 @@ func (h *Host) emitter() remote.Emit {
 
 // onState reports connection changes as events.
 func (h *Host) onState(st sshx.State, err error, retry time.Time) {
+	if st == sshx.StateDown || st == sshx.StateUnreachable {
+		h.arrive() // no state to wait for from here for now
+	}
 	emit := h.emitter()
 	if emit == nil {
 		return
@@ -177,9 +190,10 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		})
 	})
 	// The journal, the probe and the sampler start once the host is first
-	// reached and its unit's state read (see afterFirstState): a probe
-	// that only finds the connection down says nothing and would slow the
-	// probe's own schedule down.
+	// reached and its unit's state read, and the fleet's other hosts have
+	// theirs (see afterFirstState): a probe that only finds the
+	// connection down says nothing and would slow the probe's own
+	// schedule down.
 	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
 	run(func() {
 		if !afterState() {
@@ -216,13 +230,12 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 const firstStateWait = 5 * time.Second
 
 // afterFirstState waits until the host is first reached and its unit's
-// state read (stateRead closed), or firstStateWait after the connection,
-// and reports false if ctx ended first. The unit's state is what the
-// fleet table shows first, and it costs the host one D-Bus call; the
-// journal follow and the GPU sampler each start processes there (a
-// shell, systemctl, journalctl, nvidia-smi). Started all at once on a
-// console over hundreds of hosts, those took the hosts' CPU while the
-// table waited for states.
+// state read (stateRead closed), or firstStateWait after the connection;
+// then, with a TableFirst, until the fleet's other hosts are as far, at
+// most TableFirstWait more. It reports false if ctx ended first. The
+// unit's state is what the fleet table shows first, and it costs the
+// host one D-Bus call; the journal follow and the GPU sampler each start
+// processes there (see TableFirst).
 func (h *Host) afterFirstState(ctx context.Context, stateRead <-chan struct{}) bool {
 	if _, err := h.conn.Await(ctx); err != nil {
 		return false
@@ -235,7 +248,8 @@ func (h *Host) afterFirstState(ctx context.Context, stateRead <-chan struct{}) b
 	case <-ctx.Done():
 		return false
 	}
-	return true
+	h.arrive()
+	return h.opts.TableFirst.wait(ctx, TableFirstWait)
 }
 
 // watchUnit keeps the unit watch running across reconnects: Watch

@@ -105,11 +105,13 @@ func ResolveSSH(ctx context.Context, t Target, sshConfig string) (sshx.Config, e
 }
 
 // Specs are the fleet's host specs over hosts, each with the fleet's
-// kernel catalog.
+// kernel catalog, all sharing one TableFirst.
 func Specs(hosts []Options, opts remote.Options) []remote.HostSpec {
 	specs := make([]remote.HostSpec, len(hosts))
+	first := NewTableFirst(len(hosts))
 	for i, o := range hosts {
 		o.Kernels = opts.Kernels
+		o.TableFirst = first
 		specs[i] = remote.HostSpec{Driver: New(o), Unit: o.Unit, Engine: o.Engine}
 	}
 	return specs

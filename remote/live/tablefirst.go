@@ -1,0 +1,71 @@
+package live
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// TableFirst holds each host's journal follow, probe and GPU sampler
+// until every host of the fleet has had its unit state read (or its first
+// dial failed), at most TableFirstWait after the host's own state. The
+// table of every host's state is what a console shows first; the
+// journal follow and the sampler each start processes on their host (a
+// shell, systemctl, journalctl, nvidia-smi), and started as each host's
+// state came in they took the CPU of the hosts still being reached: at
+// 256 test hosts the full table took 9.4-10.7 s with them, 5.0 s
+// without (measured). A fleet of a few hosts waits for nothing: their
+// states come within a moment of each other. A nil TableFirst holds no one.
+type TableFirst struct {
+	mu   sync.Mutex
+	left int
+	all  chan struct{} // closed when left reaches 0
+}
+
+// TableFirstWait is the longest a host that has its state waits for the
+// rest of the fleet: a host slow to answer (or to time out) must not keep
+// the others' logs back for long.
+const TableFirstWait = 5 * time.Second
+
+// NewTableFirst returns the gate of a fleet of n hosts, each to call
+// arrived once.
+func NewTableFirst(n int) *TableFirst {
+	t := &TableFirst{left: n, all: make(chan struct{})}
+	if n <= 0 {
+		close(t.all)
+	}
+	return t
+}
+
+// arrived counts one host in. Each host calls it once (Host.arrive).
+func (t *TableFirst) arrived() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.left == 0 {
+		return
+	}
+	t.left--
+	if t.left == 0 {
+		close(t.all)
+	}
+}
+
+// wait waits until every host has arrived or max has passed, and
+// reports false if ctx ended first.
+func (t *TableFirst) wait(ctx context.Context, max time.Duration) bool {
+	if t == nil {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	select {
+	case <-t.all:
+	case <-timer.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
