@@ -734,13 +734,9 @@ func (f *Fleet) fold(ctx context.Context) {
 	var lazySince time.Time
 	lazyWait := stuckEvery * f.opts.Flush
 	// wait is how long from now the next flush should wait for what is
-	// pending (flushWait), on the grid when all of it may wait.
+	// pending.
 	wait := func(now time.Time) time.Duration {
-		d := flushWait(urgent, lazySince, now, f.opts.Flush, lazyWait)
-		if !urgent && !lazySince.IsZero() {
-			d = timegrid.Align(now, d, stuckPeriod)
-		}
-		return d
+		return flushWait(urgent, lazySince, now, f.opts.Flush, lazyWait)
 	}
 	var out chan Batch // nil while ready holds nothing
 	// provisional says some host's failure was provisional at the last
@@ -784,7 +780,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			if provisional && snaps.settled(hosts, wall, f.opts.Settle) {
 				dirty, urgent = true, true
 			}
-			if dirty && flushDue(urgent, lazySince, wall, lazyWait) {
+			if dirty && flushDue(urgent, lazySince, wall, f.opts.Flush, lazyWait) {
 				if out != nil {
 					// The consumer has not taken ready yet: one batch
 					// of both, the budget kept over the whole.
@@ -848,20 +844,28 @@ func urgentEvent(k event.Kind, changed, relaxed bool) bool {
 	return true
 }
 
+// lazyDue is when what may wait, pending since lazySince, goes out: at
+// the first instant of a grid every wait (timegrid) at least one flush
+// after it, so within wait and a flush, and together with the stuck
+// check and the hosts' timers that fall on the same instants.
+func lazyDue(lazySince time.Time, flush, wait time.Duration) time.Time {
+	return lazySince.Add(timegrid.Align(lazySince, flush, wait))
+}
+
 // flushDue says whether a flush at now hands out what is pending: at
-// once when it is urgent, else once its first sample has waited wait.
-func flushDue(urgent bool, lazySince, now time.Time, wait time.Duration) bool {
-	return urgent || !lazySince.IsZero() && now.Sub(lazySince) >= wait
+// once when it is urgent, else from its lazyDue on.
+func flushDue(urgent bool, lazySince, now time.Time, flush, wait time.Duration) bool {
+	return urgent || !lazySince.IsZero() && !now.Before(lazyDue(lazySince, flush, wait))
 }
 
 // flushWait is how long from now the flush that hands out what is
-// pending should wait: one flush when it is urgent, else until its first
-// sample has waited wait (flushDue), at least one flush.
+// pending should wait: one flush when it is urgent, else until its
+// lazyDue (flushDue), at least one flush.
 func flushWait(urgent bool, lazySince, now time.Time, flush, wait time.Duration) time.Duration {
 	if urgent || lazySince.IsZero() {
 		return flush
 	}
-	return max(flush, lazySince.Add(wait).Sub(now))
+	return max(flush, lazyDue(lazySince, flush, wait).Sub(now))
 }
 
 // viewed says whether host i's view is open in the console (Fleet.View).

@@ -172,8 +172,11 @@ func TestUrgentEventAndFlushDue(t *testing.T) {
 			t.Errorf("urgentEvent(%s, changed %v, relaxed %v) = %v, want %v", tc.k, tc.changed, tc.relaxed, got, tc.want)
 		}
 	}
+	// Samples wait for the first whole second at least one flush after
+	// the first of them came (the grid the stuck check and the hosts'
+	// timers fall on).
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	wait := time.Second
+	const flush, wait = 50 * time.Millisecond, time.Second
 	for _, tc := range []struct {
 		name      string
 		urgent    bool
@@ -183,17 +186,21 @@ func TestUrgentEventAndFlushDue(t *testing.T) {
 	}{
 		{"urgent", true, time.Time{}, t0, true},
 		{"urgent and samples", true, t0, t0, true},
-		{"samples just came", false, t0, t0.Add(999 * time.Millisecond), false},
-		{"samples waited a second", false, t0, t0.Add(wait), true},
+		{"samples came on the second: wait for the next", false, t0, t0.Add(999 * time.Millisecond), false},
+		{"samples came on the second: the next one", false, t0, t0.Add(wait), true},
+		{"samples came mid-second: the next second", false, t0.Add(400 * time.Millisecond), t0.Add(wait), true},
+		{"samples came just before a second: not that one", false, t0.Add(980 * time.Millisecond), t0.Add(wait), false},
+		{"samples came just before a second: the one after", false, t0.Add(980 * time.Millisecond), t0.Add(2 * wait), true},
 	} {
-		if got := flushDue(tc.urgent, tc.lazySince, tc.now, wait); got != tc.want {
+		if got := flushDue(tc.urgent, tc.lazySince, tc.now, flush, wait); got != tc.want {
 			t.Errorf("%s: flushDue = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// A GPU sample alone waits stuckEvery flushes for company; a journal
-// line goes out at the next flush and takes the waiting sample with it.
+// A GPU sample alone waits for company until the grid's next instant
+// (lazyDue: a grid every stuckEvery flushes); a journal line goes out at
+// the next flush and takes the waiting sample with it.
 func TestFleetSamplesWaitLinesDoNot(t *testing.T) {
 	const flush = 10 * time.Millisecond
 	lazy := stuckEvery * flush
@@ -204,8 +211,8 @@ func TestFleetSamplesWaitLinesDoNot(t *testing.T) {
 	fed := time.Now()
 	feed(t, d, []event.Event{gpuAt(now, 100)})
 	collect(t, f, func(_ []event.Event, bt Batch) bool { return len(bt.Hosts[0].GPU) == 1 })
-	if el := time.Since(fed); el < lazy {
-		t.Errorf("a lone GPU sample went out after %v, want it to wait %v", el, lazy)
+	if out, due := time.Now(), lazyDue(fed, flush, lazy); out.Before(due) {
+		t.Errorf("a lone GPU sample went out after %v, want it to wait for the grid's next instant, %v after it came", out.Sub(fed), due.Sub(fed))
 	}
 	feed(t, d, []event.Event{gpuAt(now, 200)})
 	fed = time.Now()
@@ -326,8 +333,10 @@ func TestFlushWait(t *testing.T) {
 	}{
 		{"urgent: the next flush", true, time.Time{}, t0, flush},
 		{"urgent with samples waiting", true, t0, t0, flush},
-		{"a sample just came: its whole wait", false, t0, t0, wait},
+		{"a sample just came on the second: the next second", false, t0, t0, wait},
 		{"a sample waited 700 ms: the rest", false, t0, t0.Add(700 * time.Millisecond), 300 * time.Millisecond},
+		{"a sample came mid-second: the next second", false, t0.Add(300 * time.Millisecond), t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
+		{"a sample came just before a second: the one after", false, t0.Add(980 * time.Millisecond), t0.Add(980 * time.Millisecond), wait + 20*time.Millisecond},
 		{"the wait is almost over: still one flush", false, t0, t0.Add(990 * time.Millisecond), flush},
 		{"the wait is over: one flush", false, t0, t0.Add(3 * time.Second), flush},
 		{"nothing waiting", false, time.Time{}, t0, flush},
