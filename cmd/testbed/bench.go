@@ -99,6 +99,7 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		row("latency p50/p99/max (start all)", d(l.Fleet), d(l.Raw), l.Ratio, fmt.Sprintf("p99 bringup/raw; %d lines", l.Lines))
 		row("  added per line (fleet − raw)", d(l.Added), "", 0, fmt.Sprintf("min %s ms: the raw reader later", fmtMs(l.Added.MinMs)))
 		row("  delivered in a batch", d(l.Delivered), "", 0, "after the fold and the 50 ms flush")
+		row("  control: raw − raw", d(l.RawVsRaw), "", 0, fmt.Sprintf("a second identical raw reader against the first; min %s ms", fmtMs(l.RawVsRaw.MinMs)))
 		for i, x := range l.Late {
 			if i == 3 || x.AddedMs < 100 {
 				break

@@ -131,6 +131,13 @@ type Latency struct {
 	Fleet     Dist `json:"fleet"`
 	Added     Dist `json:"added"`
 	Delivered Dist `json:"delivered"`
+	// RawVsRaw is the control: a second raw reader on every host, the
+	// same command as the first, timed against it line by line (second
+	// − first). journald wakes its readers at most every 250 ms, and a
+	// line written while one reader is still reading reaches the other a
+	// wake-up later: what two plain readers show here is that race alone,
+	// the part of Added no reader can avoid.
+	RawVsRaw Dist `json:"raw_vs_raw"`
 	// Ratio is Fleet p99 / Raw p99.
 	Ratio float64 `json:"ratio_p99"`
 	// Late are the lines the fleet got latest after the raw reader, the
@@ -465,14 +472,18 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 	rctx, stopRaw := context.WithCancel(ctx)
 	defer stopRaw()
 	raws := make([]*rawFollower, len(hosts))
-	since := time.Now() // every unit starts after it
+	controls := make([]*rawFollower, len(hosts)) // RawVsRaw's second readers
+	since := time.Now()                          // every unit starts after it
 	err := eachHost(hosts, func(i int, h string) error {
 		var err error
-		raws[i], err = startRawFollower(rctx, b.tb.SSHConfig(), h, testbed.UnitName, since)
+		if raws[i], err = startRawFollower(rctx, b.tb.SSHConfig(), h, testbed.UnitName, since); err != nil {
+			return err
+		}
+		controls[i], err = startRawFollower(rctx, b.tb.SSHConfig(), h, testbed.UnitName, since)
 		return err
 	})
 	stopAll := func() {
-		for _, r := range raws {
+		for _, r := range append(raws, controls...) {
 			if r != nil {
 				r.stop()
 			}
@@ -552,7 +563,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 			return sw.err
 		}
 	}
-	var rawD, fleetD, added, delivered []time.Duration
+	var rawD, fleetD, added, delivered, rawVsRaw []time.Duration
 	l := Latency{ServingS: secs(serving)}
 	matched := map[string]bool{}
 	rawLines := make([]map[string]rawLine, len(raws))
@@ -560,6 +571,12 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 		lines, bad := r.stop()
 		rawLines[i] = lines
 		l.RawOnly += bad
+		second, _ := controls[i].stop()
+		for cur, rl := range lines {
+			if c, ok := second[cur]; ok {
+				rawVsRaw = append(rawVsRaw, c.arrived.Sub(rl.arrived))
+			}
+		}
 		for cur, rl := range lines {
 			k := hosts[i] + "\x00" + cur
 			fli, ok := fleet[k]
@@ -579,6 +596,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 	l.Late = l.Late[:min(len(l.Late), lateLines)]
 	l.Lines, l.FleetOnly = len(rawD), len(fleet)-len(matched)
 	l.Raw, l.Fleet, l.Added, l.Delivered = distOf(rawD), distOf(fleetD), distOf(added), distOf(delivered)
+	l.RawVsRaw = distOf(rawVsRaw)
 	l.Ratio = ratio(l.Fleet.P99ms, l.Raw.P99ms)
 	b.s.Latency = l
 	b.o.Logf("fleetbench: latency: %d lines, every host serving %s after the start; p99 raw %.1f ms, fleet %.1f ms",
