@@ -785,10 +785,10 @@ func TestBatchStaysOfferedWhileLinesArrive(t *testing.T) {
 			}
 			last := 0
 			for _, ev := range b.Events {
-				switch ev.Kind {
-				case event.KindJournal:
+				if ev.Kind == event.KindJournal {
 					seen++
-				case event.KindProbe:
+				}
+				if ev.Kind == event.KindProbe {
 					last = ev.Probe.Status
 				}
 			}

@@ -53,13 +53,13 @@ func (t *TableFirst) arrived() {
 	}
 }
 
-// wait waits until every host has arrived or max has passed, and
+// wait waits until every host has arrived or limit has passed, and
 // reports false if ctx ended first.
-func (t *TableFirst) wait(ctx context.Context, max time.Duration) bool {
+func (t *TableFirst) wait(ctx context.Context, limit time.Duration) bool {
 	if t == nil {
 		return ctx.Err() == nil
 	}
-	timer := time.NewTimer(max)
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	select {
 	case <-t.all:

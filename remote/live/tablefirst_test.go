@@ -13,9 +13,9 @@ import (
 func TestTableFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		waited := func(g *TableFirst, max time.Duration) (time.Duration, bool) {
+		waited := func(g *TableFirst, limit time.Duration) (time.Duration, bool) {
 			start := time.Now()
-			ok := g.wait(ctx, max)
+			ok := g.wait(ctx, limit)
 			return time.Since(start), ok
 		}
 
