@@ -123,6 +123,10 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		}
 		row(fmt.Sprintf("catch-up %d lines (median of %d)", c.Lines, len(c.Runs)), rate(c.BringupS), rate(c.RawS), c.Speedup,
 			fmt.Sprintf("speed bringup/raw; raw %.0f bytes a line", c.RawBytesPerLine))
+		if c.ExportS > 0 {
+			row("  control: raw -o export", rate(c.BringupS), rate(c.ExportS), c.ExportSpeedup,
+				fmt.Sprintf("speed bringup/raw export (the pipe bringup reads); raw export %s raw JSON", fmtRatio(c.RawS/c.ExportS)))
+		}
 	}
 	if st := s.Store; st != nil {
 		printStore(w, st, row)

@@ -42,6 +42,12 @@ func dumpCmd(unit string) string {
 	return "exec journalctl -q -u " + unit + " -o json --all --no-pager --output-fields=" + journal.OutputFields
 }
 
+// exportCmd is dumpCmd in journalctl's export format: the pipe bringup's
+// journal follower reads, as the catch-up's control.
+func exportCmd(unit string) string {
+	return "exec journalctl -q -u " + unit + " -o export --no-pager --output-fields=" + journal.OutputFields
+}
+
 // rawLine is one line as the raw follower saw it.
 type rawLine struct {
 	ts      time.Time // the journal's __REALTIME_TIMESTAMP
