@@ -71,8 +71,10 @@ type Options struct {
 	GPUHistory int
 	// Settle is how long a failed host whose diagnosis is not settled
 	// (startup.Diagnosis.Settled) stays Provisional, waiting for the
-	// journal lines that explain it (default 3 s: systemd's D-Bus signal
-	// beats the journal follow by a few milliseconds to a second).
+	// journal lines that explain it, counted from the failure or from its
+	// journal's last line after it, whichever is later (default 3 s:
+	// systemd's D-Bus signal beats the journal follow by a few
+	// milliseconds to a second, and a long log takes as long as it takes).
 	Settle time.Duration
 	// History supplies expectations (ETA, the memory weights reach) and
 	// keeps a record of every startup that reaches serving; nil: none.
@@ -155,8 +157,8 @@ type HostState struct {
 	// weights phase while the logs give no count (journald sees a tqdm bar
 	// only when its line ends).
 	MemProgress startup.Progress `json:"mem_progress,omitzero"`
-	// Provisional marks a failure seen less than Options.Settle ago whose
-	// cause may still change: only the unit's state (or a wrapper's line)
+	// Provisional marks a failure seen (or followed by a journal line)
+	// less than Options.Settle ago whose cause may still change: only the unit's state (or a wrapper's line)
 	// explains it yet, or the journal has not yet shown the process's end
 	// (startup.Startup.LogEnded), so traceback lines that place it may
 	// still come. systemd's D-Bus signal beats the journal follow; a
@@ -648,6 +650,9 @@ type hostFold struct {
 	failKey     string
 	failWall    time.Time
 	provisional bool
+	// lineWall is when the host's last journal line arrived (wall clock):
+	// a failure settles only once its journal has been quiet for Settle.
+	lineWall time.Time
 
 	// snap is the host's last snapshot, handed out again while nothing
 	// changed: on a quiet fleet most batches carry one host's probe or GPU
@@ -970,7 +975,7 @@ func (s *snapshots) provisional(hosts []*hostFold) bool {
 func (s *snapshots) settled(hosts []*hostFold, wall time.Time, settle time.Duration) bool {
 	return slices.ContainsFunc(s.stale, func(i int) bool {
 		h := hosts[i]
-		return h.provisional && !wall.Before(h.failWall.Add(settle))
+		return h.provisional && !wall.Before(h.settleFrom().Add(settle))
 	})
 }
 
@@ -1030,8 +1035,20 @@ func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time
 	if key != h.failKey {
 		h.failKey, h.failWall = key, wall
 	}
-	h.provisional = wall.Before(h.failWall.Add(settle))
+	h.provisional = wall.Before(h.settleFrom().Add(settle))
 	return h.provisional
+}
+
+// settleFrom is when the settle wait of h's failure starts: when it was
+// first seen, or the journal line that came last after it. A failed run's
+// log can take longer than the wait to arrive (a long log caught up, a
+// follow started after the unit's state was read): while its lines still
+// come, the traceback that places the failure may be among them.
+func (h *hostFold) settleFrom() time.Time {
+	if h.lineWall.After(h.failWall) {
+		return h.lineWall
+	}
+	return h.failWall
 }
 
 // apply sanitises ev (the one place remote text enters), folds it into its
@@ -1079,6 +1096,7 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *Batch, ev ev
 			}
 		}
 	case event.KindJournal:
+		h.lineWall = time.Now()
 		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
 			if l, ok := ParseLoadedKernel(ev.Journal.Message); ok {
 				if h.state.KernelHashes == nil {

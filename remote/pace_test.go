@@ -1,9 +1,12 @@
 package remote
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
@@ -345,4 +348,54 @@ func TestFlushWait(t *testing.T) {
 			t.Errorf("%s: flushWait = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// A failure stays provisional while its run's journal lines still come,
+// however long they take, and settles once they have been quiet for
+// Settle: a long log caught up after the unit's state was read (a
+// follow starts once the fleet's states are in) must be read to its end
+// before the cause is final. Virtual time (synctest): exact.
+func TestFleetFailureSettlesWhenItsLinesStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const settle = 100 * time.Millisecond
+		d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+		f, err := NewFleet([]HostSpec{{Driver: d, Unit: "sglang.service"}},
+			Options{Kernels: kernels.DefaultCatalog(), Flush: 2 * time.Millisecond, Settle: settle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go func() { _ = f.Run(ctx) }()
+		t0 := time.Now()
+		unit := func(active, sub, result string) event.Event {
+			return event.Event{Kind: event.KindUnit, Time: time.Now(), Unit: &event.Unit{Name: "sglang.service",
+				ActiveState: active, SubState: sub, Result: result, InvocationID: "inv-1"}}
+		}
+		d.feed <- unit("activating", "start", "")
+		d.feed <- unit("failed", "failed", "exit-code")
+		var lastLine atomic.Int64 // UnixNano of the last line fed
+		go func() {
+			// The run's log, a line every 60 ms for 600 ms: each within
+			// Settle of the one before.
+			for i := range 10 {
+				time.Sleep(60 * time.Millisecond)
+				now := time.Now()
+				lastLine.Store(now.UnixNano())
+				d.feed <- event.Event{Kind: event.KindJournal, Time: now, Journal: &event.Journal{Unit: "sglang.service",
+					InvocationID: "inv-1", Message: fmt.Sprintf("loading shard %d", i)}}
+			}
+		}()
+		for b := range f.Updates() {
+			h := b.Hosts[0]
+			if h.Startup.Phase != startup.Failed || h.Provisional {
+				continue
+			}
+			last := time.Unix(0, lastLine.Load())
+			if settled := time.Since(t0); time.Now().Before(last.Add(settle)) || settled < 600*time.Millisecond+settle {
+				t.Errorf("settled %s after the failure, while lines still came (the last at %s)", settled, last.Sub(t0))
+			}
+			return
+		}
+	})
 }
