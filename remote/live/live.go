@@ -56,7 +56,7 @@ type Options struct {
 	// Engine is "sglang", "vllm" or "auto": what the preflight assumes.
 	Engine string
 	// TableFirst, shared by the fleet's hosts (Specs sets it), holds
-	// each host's streams until every host has its state; nil: no wait.
+	// each host's probe and GPU sampler until every host has its state; nil: no wait.
 	TableFirst *TableFirst
 	// Now stamps local receipt times; nil means time.Now.
 	Now func() time.Time
@@ -189,19 +189,19 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 			return emit(ev)
 		})
 	})
-	// The journal, the probe and the sampler start once the host is first
-	// reached and its unit's state read, and the fleet's other hosts have
-	// theirs (see afterFirstState): a probe that only finds the
-	// connection down says nothing and would slow the probe's own
-	// schedule down.
-	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
+	// The journal starts at once, beside the unit watch: the phase engine
+	// places a run's lines against its state as they come, and a follow
+	// started only after the state (as the probe and sampler are) made it
+	// misplace a short failed run's lines (TestCorpusOnTestbed).
 	run(func() {
-		if !afterState() {
-			return
-		}
 		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail,
 			FromStart: h.opts.FromStart, Now: h.opts.Now}, emit)
 	})
+	// The probe and the sampler start once the host is first reached and
+	// its unit's state read, and the fleet's other hosts have theirs (see
+	// afterFirstState): a probe that only finds the connection down says
+	// nothing and would slow the probe's own schedule down.
+	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
 	run(func() {
 		if !afterState() {
 			return
@@ -223,10 +223,9 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	return nil
 }
 
-// firstStateWait bounds how long, once connected, the journal, probe and
-// sampler wait for the unit's first state (afterFirstState): a watch that
-// cannot read it (no D-Bus, no systemctl) must not keep them from
-// starting.
+// firstStateWait bounds how long, once connected, the probe and sampler
+// wait for the unit's first state (afterFirstState): a watch that cannot
+// read it (no D-Bus, no systemctl) must not keep them from starting.
 const firstStateWait = 5 * time.Second
 
 // afterFirstState waits until the host is first reached and its unit's
@@ -234,8 +233,8 @@ const firstStateWait = 5 * time.Second
 // then, with a TableFirst, until the fleet's other hosts are as far, at
 // most TableFirstWait more. It reports false if ctx ended first. The
 // unit's state is what the fleet table shows first, and it costs the
-// host one D-Bus call; the journal follow and the GPU sampler each start
-// processes there (see TableFirst).
+// host one D-Bus call; the GPU sampler starts a process there, the probe
+// a connection to the service (see TableFirst).
 func (h *Host) afterFirstState(ctx context.Context, stateRead <-chan struct{}) bool {
 	if _, err := h.conn.Await(ctx); err != nil {
 		return false

@@ -6,16 +6,18 @@ import (
 	"time"
 )
 
-// TableFirst holds each host's journal follow, probe and GPU sampler
-// until every host of the fleet has had its unit state read (or its first
-// dial failed), at most TableFirstWait after the host's own state. The
-// table of every host's state is what a console shows first; the
-// journal follow and the sampler each start processes on their host (a
-// shell, systemctl, journalctl, nvidia-smi), and started as each host's
-// state came in they took the CPU of the hosts still being reached: at
-// 256 test hosts the full table took 9.4-10.7 s with them, 5.0 s
-// without (measured). A fleet of a few hosts waits for nothing: their
-// states come within a moment of each other. A nil TableFirst holds no one.
+// TableFirst holds each host's probe and GPU sampler until every host of
+// the fleet has had its unit state read (or its first dial failed), at
+// most TableFirstWait after the host's own state. The table of every
+// host's state is what a console shows first; the sampler starts
+// nvidia-smi on its host (a shell and a process) and the probe opens a
+// connection to the service, and started as each host came up they took
+// the CPU of the hosts still being reached (at 256 test hosts the full
+// table took 9.4-10.7 s with every stream starting at once, 5.0 s with
+// none). The journal follow is not held: the phase engine reads a run's
+// lines against its state as they come. A fleet of a few hosts waits for
+// nothing: their states come within a moment of each other. A nil
+// TableFirst holds no one.
 type TableFirst struct {
 	mu   sync.Mutex
 	left int
