@@ -30,6 +30,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile at the end of the steady-state window to FILE")
+	catchupProfile := fs.String("catchup-profile", "", "write a CPU profile of bringup's first catch-up read to FILE")
 	latencyProfile := fs.String("latency-profile", "", "write a CPU profile of the latency window (every unit started at once, until every host serves) to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -37,7 +38,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, p := range []struct {
 		file string
 		to   *io.Writer
-	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}, {*latencyProfile, &o.LatencyProfile}} {
+	}{{*profile, &o.SteadyProfile}, {*tableProfile, &o.TableProfile}, {*heapProfile, &o.HeapProfile}, {*latencyProfile, &o.LatencyProfile}, {*catchupProfile, &o.CatchupProfile}} {
 		if p.file == "" {
 			continue
 		}

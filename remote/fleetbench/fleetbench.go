@@ -64,6 +64,9 @@ type Options struct {
 	// LatencyProfile, when set, receives a CPU profile of the latency
 	// window: every unit started at once, until every host serves.
 	LatencyProfile io.Writer
+	// CatchupProfile, when set, receives a CPU profile of the fleet's
+	// first catch-up read.
+	CatchupProfile io.Writer
 	// Source is SourceSSH (the default: the SSH path against raw ssh) or
 	// SourceVictoriaLogs (the store path too, side by side: Summary.Store).
 	Source string
@@ -794,6 +797,12 @@ func (b *bench) catchup(ctx context.Context) error {
 				return err
 			},
 			func() error {
+				if i == 0 && b.o.CatchupProfile != nil {
+					if err := pprof.StartCPUProfile(b.o.CatchupProfile); err != nil {
+						return fmt.Errorf("cpu profile: %w", err)
+					}
+					defer pprof.StopCPUProfile()
+				}
 				took, lines, dropped, err := b.fleetCatchup(ctx, host)
 				p.BringupS, p.BringupLines, p.Dropped = secs(took), lines, dropped
 				return err
