@@ -329,3 +329,29 @@ func TestBacklogAfterUnitState(t *testing.T) {
 		t.Fatalf("phase %s, invocation %s, diag %+v: the old run's backlog took over", st.Phase, st.InvocationID, st.Diag)
 	}
 }
+
+// TestLinesStampedAfterTheFailure: systemd says the run failed (over
+// D-Bus) before the journal delivers the lines the process printed just
+// before it died, and journald, which stamps a line when it reads it,
+// stamped them after the failure. Until the journal shows the run's end
+// they still place it; a line after that end does not.
+func TestLinesStampedAfterTheFailure(t *testing.T) {
+	h := newHost(t, Options{Engine: "sglang"})
+	h.unit("activating", "start", "")
+	h.unit("failed", "failed", "exit-code")
+	h.lines(sgWeights, sgCapture, "Fatal Python error: Segmentation fault")
+	st := h.tr.State()
+	if st.Phase != Failed || st.Diag == nil || st.Diag.Phase != GraphCapture || st.Diag.Cause != "segfault" {
+		t.Fatalf("phase %s, diagnosis %+v: want a segfault in graph-capture", st.Phase, st.Diag)
+	}
+	for _, sp := range st.Spans {
+		if sp.End.Before(sp.Start) {
+			t.Errorf("span %s ends (%s) before it starts (%s)", sp.Phase, sp.End, sp.Start)
+		}
+	}
+	h.exitFailure()
+	h.lines("[2025-01-24 09:40:01 TP0] Init torch distributed begin.", sgReady)
+	if got := h.tr.State(); got.Diag == nil || got.Diag.Phase != GraphCapture || len(got.Spans) != len(st.Spans) {
+		t.Errorf("after the run's end: diagnosis %+v, %d spans (want graph-capture, %d)", got.Diag, len(got.Spans), len(st.Spans))
+	}
+}

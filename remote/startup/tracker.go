@@ -805,11 +805,17 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
 	cur := t.under
-	if t.failed && r.Phase != "" && !at.After(t.failAt) && !t.trailClosed {
+	if t.failed && r.Phase != "" && (!at.After(t.failAt) || !t.st.LogEnded) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
-		// how far the startup got.
+		// how far the startup got. Until the journal has shown the run's
+		// end, its stamp may be later than the failure's: journald stamps
+		// a line when it reads it, and a process that printed its last
+		// lines and died at once is seen dead by systemd first.
 		if _, ok := r.match(msg); ok {
+			if at.After(t.failAt) {
+				at = t.failAt
+			}
 			t.lateSpan(r, at, out)
 			return true
 		}
