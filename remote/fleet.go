@@ -158,8 +158,9 @@ type HostState struct {
 	// only when its line ends).
 	MemProgress startup.Progress `json:"mem_progress,omitzero"`
 	// Provisional marks a failure seen (or followed by a journal line)
-	// less than Options.Settle ago whose cause may still change: only the unit's state (or a wrapper's line)
-	// explains it yet, or the journal has not yet shown the process's end
+	// less than Options.Settle ago whose cause may still change: only the
+	// unit's state (or a wrapper's line) explains it yet, or the journal
+	// has not yet shown the process's end
 	// (startup.Startup.LogEnded), so traceback lines that place it may
 	// still come. systemd's D-Bus signal beats the journal follow; a
 	// reader that wants the cause waits until this clears (Settled).
