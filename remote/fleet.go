@@ -1029,7 +1029,12 @@ func gpuAppend(gs []event.GPU, sample event.GPU, keep int) []event.GPU {
 // first seen less than settle ago.
 func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time.Duration) bool {
 	h.provisional = false
-	if st.Phase != startup.Failed || st.Diag.Settled() && st.LogEnded {
+	// A run the unit's state has not named may be an earlier one replayed
+	// from the journal's backlog, its own end included: it settles by
+	// the clock alone, after its lines have gone quiet, by when the
+	// backlog has reached the current run.
+	named := h.state.UnitState.InvocationID != "" && h.state.UnitState.InvocationID == st.InvocationID
+	if st.Phase != startup.Failed || named && st.Diag.Settled() && st.LogEnded {
 		return false
 	}
 	key := st.InvocationID + "|" + st.PhaseSince.String()

@@ -399,3 +399,34 @@ func TestFleetFailureSettlesWhenItsLinesStop(t *testing.T) {
 		}
 	})
 }
+
+// A failed run replayed from the journal's backlog, its own end
+// included, is not a settled failure until the unit's state names it:
+// the backlog may hold earlier runs before the current one, and a reader
+// that stops at the first settled failure would report an earlier run's
+// cause (seen in TestCorpusOnTestbed: a host's previous log's evidence).
+func TestBacklogFailureWaitsForTheUnitToNameIt(t *testing.T) {
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 2 * time.Millisecond, Settle: time.Hour}, d)
+	t0 := time.Now().Add(-time.Minute)
+	line := func(at time.Time, pid int, msg string) event.Event {
+		return event.Event{Kind: event.KindJournal, Time: at, Journal: &event.Journal{Unit: "sglang.service",
+			InvocationID: "inv-old", PID: pid, Priority: 6, Message: msg}}
+	}
+	feed(t, d, []event.Event{
+		line(t0, 7, "[2025-01-24 09:39:31 TP0] Capture cuda graph begin. This can take up to several minutes."),
+		line(t0.Add(time.Second), 7, "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing"),
+		line(t0.Add(2*time.Second), 1, "sglang.service: Main process exited, code=exited, status=1/FAILURE"),
+		line(t0.Add(2*time.Second), 1, "sglang.service: Failed with result 'exit-code'."),
+	})
+	_, b := collect(t, f, func(evs []event.Event, _ Batch) bool { return len(evs) >= 4 })
+	if h := b.Hosts[0]; h.Startup.Phase != startup.Failed || !h.Provisional || h.Settled() {
+		t.Fatalf("backlog alone: phase %s, provisional %v: want a failure not yet settled", h.Startup.Phase, h.Provisional)
+	}
+	feed(t, d, []event.Event{{Kind: event.KindUnit, Time: t0.Add(3 * time.Second), Unit: &event.Unit{Name: "sglang.service",
+		ActiveState: "failed", SubState: "failed", Result: "exit-code", InvocationID: "inv-old"}}})
+	collect(t, f, func(_ []event.Event, b Batch) bool {
+		h := b.Hosts[0]
+		return h.UnitState.InvocationID == "inv-old" && h.Settled()
+	})
+}
