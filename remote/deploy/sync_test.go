@@ -21,7 +21,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels/bundle"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // newBuild makes a local kernel build like the demo's.

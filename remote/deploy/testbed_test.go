@@ -18,7 +18,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels/bundle"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestTestbed redeploys the kernel directory on real hosts: one testbed

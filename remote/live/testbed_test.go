@@ -21,8 +21,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 	"github.com/bringup-dev/bringup/remote/unitname"
 )
 

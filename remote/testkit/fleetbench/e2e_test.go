@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestFleetbenchOnTestbed runs the whole bench, small: two hosts, a short

@@ -169,7 +169,7 @@ func listening(t *testing.T, pid int) map[string]bool {
 // TestDepsBuildsThisVictoriaLogs keeps .ci/deps building the version the
 // testbed looks for.
 func TestDepsBuildsThisVictoriaLogs(t *testing.T) {
-	b, err := os.ReadFile("../../.ci/deps")
+	b, err := os.ReadFile("../../../.ci/deps")
 	if err != nil {
 		t.Fatal(err)
 	}

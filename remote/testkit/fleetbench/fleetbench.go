@@ -5,7 +5,7 @@
 // soon the table is full, and what the fleet costs while the hosts serve
 // quietly. The fleet is built the way `bringup watch` builds it
 // (live.Resolve, live.Specs, remote.NewFleet, remote.Follow); the hosts
-// are the testbed's (remote/testbed), removed again however Run ends.
+// are the testbed's (remote/testkit/testbed), removed again however Run ends.
 package fleetbench
 
 import (
@@ -28,7 +28,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/startup"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // Defaults for Options.

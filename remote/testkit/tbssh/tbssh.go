@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // Connect returns a connected sshx.Conn to alias (gpu1, gpu2-deploy, …) of
