@@ -73,6 +73,9 @@ type cand struct {
 	seq        int // its line number in the invocation
 	// quote is the line evidence shows first when it is not line itself.
 	quote string
+	// decoy marks a warning or a line that says it skips or ignores
+	// what failed: it is the root only when nothing else is.
+	decoy bool
 }
 
 // tbEnd is where a traceback ended and the phase its frames named.
@@ -914,11 +917,11 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 			return
 		}
 	}
-	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq}
+	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
 	switch ri := t.root(); {
 	case len(t.cands) < maxCands:
 		t.cands = append(t.cands, c)
-	case r.tier() < t.cands[ri].rule.tier():
+	case c.rank() < t.cands[ri].rank():
 		// Keep room for the first specific line after a flood of wrappers.
 		t.cands[len(t.cands)-1] = c
 	default:
