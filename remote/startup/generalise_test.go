@@ -98,7 +98,7 @@ func TestStableTokenRules(t *testing.T) {
 			"        current process has finished its bootstrapping phase.",
 			"",
 			"        This probably means that you are not using fork to start your",
-		}, cause: "spawn-main-guard", phase: Init, first: "        current process has finished its bootstrapping phase."},
+		}, cause: "spawn-main-guard", phase: Init, first: "        An attempt has been made to start a new process before the"},
 		// https://github.com/QwenLM/Qwen3-VL/issues/264.
 		{name: "safetensors incomplete", engine: "vllm", lines: []string{
 			`File "/workspace/vllm/vllm-venv/lib/python3.10/site-packages/vllm/model_executor/model_loader/weight_utils.py", line 406, in safetensors_weights_iterator`,

@@ -285,7 +285,7 @@ func commonSpecificFailures() []FailureRule {
 			// multiprocessing under spawn re-imports the main module; a
 			// launcher that starts the engine at import time then starts
 			// it again in every child (spawn.py's _check_not_importing_main).
-			Keywords: []string{"its bootstrapping phase"},
+			Keywords: []string{"its bootstrapping phase", "start a new process before the current process"},
 			Cause:    "spawn-main-guard", Usual: Init,
 			Summary: "a process was started while the main module was still being imported under multiprocessing spawn: the launch script has no __main__ guard",
 			Hint:    "put the script's start-up code under if __name__ == '__main__': (or launch the engine's own CLI), or let it fork (VLLM_WORKER_MULTIPROC_METHOD=fork)",
