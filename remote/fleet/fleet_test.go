@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/history/store"
@@ -26,13 +27,13 @@ type scriptDriver struct {
 	name   string
 	events []event.Event
 	mu     sync.Mutex
-	did    []Action
+	did    []remote.Action
 	err    error
 }
 
 func (d *scriptDriver) Name() string { return d.name }
 
-func (d *scriptDriver) Run(ctx context.Context, emit Emit) error {
+func (d *scriptDriver) Run(ctx context.Context, emit remote.Emit) error {
 	for _, ev := range d.events {
 		ev.Host = d.name
 		if !emit(ev) {
@@ -43,20 +44,20 @@ func (d *scriptDriver) Run(ctx context.Context, emit Emit) error {
 	return nil
 }
 
-func (d *scriptDriver) Do(ctx context.Context, a Action, emit Emit) error {
+func (d *scriptDriver) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.did = append(d.did, a)
 	return d.err
 }
 
-func startFleet(t *testing.T, opts Options, drivers ...Driver) (*Fleet, context.CancelFunc, chan error) {
+func startFleet(t *testing.T, opts Options, drivers ...remote.Driver) (*Fleet, context.CancelFunc, chan error) {
 	t.Helper()
 	specs := make([]HostSpec, len(drivers))
 	for i, d := range drivers {
 		specs[i] = HostSpec{Driver: d, Unit: "sglang.service"}
 	}
-	f, err := NewFleet(specs, opts)
+	f, err := New(specs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func runFleet(t *testing.T, f *Fleet) (context.CancelFunc, chan error) {
 }
 
 // collect reads batches until cond holds or the deadline passes.
-func collect(t *testing.T, f *Fleet, cond func(all []event.Event, last Batch) bool) ([]event.Event, Batch) {
+func collect(t *testing.T, f *Fleet, cond func(all []event.Event, last remote.Batch) bool) ([]event.Event, remote.Batch) {
 	t.Helper()
 	var all []event.Event
 	deadline := time.After(5 * time.Second)
@@ -111,7 +112,7 @@ func TestFleetSanitisesAndSnapshots(t *testing.T) {
 		{Kind: event.KindConn, Time: t0, Conn: &event.Conn{State: event.ConnUp}},
 	}}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
-	all, last := collect(t, f, func(all []event.Event, last Batch) bool {
+	all, last := collect(t, f, func(all []event.Event, last remote.Batch) bool {
 		return len(all) == 3 && len(last.Hosts) == 1 && last.Hosts[0].Conn.State == event.ConnUp
 	})
 	msg := all[1].Journal.Message
@@ -133,9 +134,9 @@ func TestFleetSanitisesAndSnapshots(t *testing.T) {
 func TestFleetReadOnlyRefusesEveryAction(t *testing.T) {
 	d := &scriptDriver{name: "gpu1"}
 	f, _, _ := startFleet(t, Options{ReadOnly: true}, d)
-	for _, k := range AllActionKinds {
-		_, err := f.Do("gpu1", Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
-		if !errors.Is(err, ErrReadOnly) {
+	for _, k := range remote.AllActionKinds {
+		_, err := f.Do("gpu1", remote.Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
+		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s: err = %v, want ErrReadOnly", k, err)
 		}
 	}
@@ -149,17 +150,17 @@ func TestFleetDoReportsOutcome(t *testing.T) {
 	bad := &scriptDriver{name: "gpu2", err: errors.New("unit not found")}
 	f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond}, ok, bad)
 	// Wait for the first batch so the fleet is running.
-	collect(t, f, func([]event.Event, Batch) bool { return true })
-	if _, err := f.Do("gpu1", Action{Kind: ActRestart}); err != nil {
+	collect(t, f, func([]event.Event, remote.Batch) bool { return true })
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActRestart}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Do("gpu2", Action{Kind: ActRestart}); err != nil {
+	if _, err := f.Do("gpu2", remote.Action{Kind: remote.ActRestart}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Do("gpu9", Action{Kind: ActRestart}); err == nil || !strings.Contains(err.Error(), "gpu9") {
+	if _, err := f.Do("gpu9", remote.Action{Kind: remote.ActRestart}); err == nil || !strings.Contains(err.Error(), "gpu9") {
 		t.Fatalf("unknown host: err = %v", err)
 	}
-	all, _ := collect(t, f, func(all []event.Event, _ Batch) bool {
+	all, _ := collect(t, f, func(all []event.Event, _ remote.Batch) bool {
 		n := 0
 		for _, ev := range all {
 			if ev.Kind == event.KindAction && ev.Action.Stage != event.ActionStarted {
@@ -191,7 +192,7 @@ func TestFleetDropsOnlyJournalLinesWhenConsumerIsSlow(t *testing.T) {
 	d := &scriptDriver{name: "gpu1", events: evs}
 	f, _, _ := startFleet(t, Options{Flush: time.Millisecond, MaxPendingLines: 100}, d)
 	time.Sleep(100 * time.Millisecond) // let the fleet pile up while nobody reads
-	all, last := collect(t, f, func(all []event.Event, last Batch) bool {
+	all, last := collect(t, f, func(all []event.Event, last remote.Batch) bool {
 		return len(last.Hosts) == 1 && last.Hosts[0].UnitState.ActiveState == "failed"
 	})
 	var units, lines int
@@ -228,8 +229,8 @@ func TestFleetPendingTextWithinBudget(t *testing.T) {
 	evs = append(evs, event.Event{Kind: event.KindUnit, Unit: &event.Unit{ActiveState: "failed", SubState: "failed"}})
 	d := &scriptDriver{name: "gpu1", events: evs}
 	f, _, _ := startFleet(t, Options{Flush: time.Millisecond, LogBudget: budget}, d)
-	if got := f.LogBudget(); got != budget-budget/PendingShare {
-		t.Errorf("LogBudget() = %d, want %d for the consumer", got, budget-budget/PendingShare)
+	if got := f.LogBudget(); got != budget-budget/remote.PendingShare {
+		t.Errorf("LogBudget() = %d, want %d for the consumer", got, budget-budget/remote.PendingShare)
 	}
 	time.Sleep(time.Second) // let the fleet pile up while nobody reads
 	first := <-f.Updates()
@@ -239,10 +240,10 @@ func TestFleetPendingTextWithinBudget(t *testing.T) {
 			text += len(ev.Journal.Message)
 		}
 	}
-	if text > budget/PendingShare || first.Dropped == 0 {
-		t.Errorf("after a stall: %d bytes of text in the batch (%d dropped), want at most %d", text, first.Dropped, budget/PendingShare)
+	if text > budget/remote.PendingShare || first.Dropped == 0 {
+		t.Errorf("after a stall: %d bytes of text in the batch (%d dropped), want at most %d", text, first.Dropped, budget/remote.PendingShare)
 	}
-	all, last := collect(t, f, func(all []event.Event, last Batch) bool {
+	all, last := collect(t, f, func(all []event.Event, last remote.Batch) bool {
 		return len(last.Hosts) == 1 && last.Hosts[0].UnitState.ActiveState == "failed"
 	})
 	lines := 0
@@ -257,7 +258,7 @@ func TestFleetPendingTextWithinBudget(t *testing.T) {
 }
 
 func TestNewFleetRejectsDuplicateHosts(t *testing.T) {
-	_, err := NewFleet([]HostSpec{{Driver: &scriptDriver{name: "a"}}, {Driver: &scriptDriver{name: "a"}}}, Options{})
+	_, err := New([]HostSpec{{Driver: &scriptDriver{name: "a"}}, {Driver: &scriptDriver{name: "a"}}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), `"a"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -268,8 +269,8 @@ type slowDriver struct {
 	scriptDriver
 }
 
-func (d *slowDriver) Do(ctx context.Context, a Action, emit Emit) error {
-	if a.Kind == ActSetMode {
+func (d *slowDriver) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
+	if a.Kind == remote.ActSetMode {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return d.scriptDriver.Do(ctx, a, emit)
@@ -278,14 +279,14 @@ func (d *slowDriver) Do(ctx context.Context, a Action, emit Emit) error {
 func TestFleetRunsOneHostsActionsInOrder(t *testing.T) {
 	d := &slowDriver{scriptDriver{name: "gpu1"}}
 	f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond}, d)
-	collect(t, f, func([]event.Event, Batch) bool { return true })
-	if _, err := f.Do("gpu1", Action{Kind: ActSetMode, Kernel: "k", Mode: "on"}); err != nil {
+	collect(t, f, func([]event.Event, remote.Batch) bool { return true })
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActSetMode, Kernel: "k", Mode: "on"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Do("gpu1", Action{Kind: ActRestart}); err != nil {
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActRestart}); err != nil {
 		t.Fatal(err)
 	}
-	collect(t, f, func(all []event.Event, _ Batch) bool {
+	collect(t, f, func(all []event.Event, _ remote.Batch) bool {
 		n := 0
 		for _, ev := range all {
 			if ev.Kind == event.KindAction && ev.Action.Stage == event.ActionDone {
@@ -296,7 +297,7 @@ func TestFleetRunsOneHostsActionsInOrder(t *testing.T) {
 	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.did) != 2 || d.did[0].Kind != ActSetMode || d.did[1].Kind != ActRestart {
+	if len(d.did) != 2 || d.did[0].Kind != remote.ActSetMode || d.did[1].Kind != remote.ActRestart {
 		t.Fatalf("order = %v, want mode then restart", d.did)
 	}
 }
@@ -310,7 +311,7 @@ type feedDriver struct {
 
 func (d *feedDriver) Name() string { return d.name }
 
-func (d *feedDriver) Run(ctx context.Context, emit Emit) error {
+func (d *feedDriver) Run(ctx context.Context, emit remote.Emit) error {
 	for {
 		select {
 		case ev := <-d.feed:
@@ -324,7 +325,7 @@ func (d *feedDriver) Run(ctx context.Context, emit Emit) error {
 	}
 }
 
-func (d *feedDriver) Do(context.Context, Action, Emit) error { return nil }
+func (d *feedDriver) Do(context.Context, remote.Action, remote.Emit) error { return nil }
 
 // setClock is a host-time clock the test sets.
 type setClock struct {
@@ -418,7 +419,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 		clock.set(start)
 		feed(t, d, sglangStart(inv, start))
 		feed(t, d, sglangFinish(inv, start))
-		collect(t, f, func(_ []event.Event, b Batch) bool {
+		collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 			return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving && b.Hosts[0].Startup.InvocationID == inv
 		})
 		// The writer is asynchronous: wait for it (no batch says so).
@@ -447,7 +448,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	clock.set(start.Add(40 * time.Second))
 	feed(t, d, sglangStart("inv-3", start))
 	feed(t, d, []event.Event{gpuAt(start.Add(39*time.Second), 20000)})
-	_, last := collect(t, f, func(_ []event.Event, b Batch) bool {
+	_, last := collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		h := b.Hosts
 		// Wait for the new run's sample: until it lands, the newest sample
 		// is the previous run's.
@@ -472,7 +473,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	// A shard line gives a real count: the estimate goes.
 	feed(t, d, []event.Event{journalAt("inv-3", start.Add(41*time.Second),
 		"Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.17s/it]")})
-	_, last = collect(t, f, func(_ []event.Event, b Batch) bool {
+	_, last = collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Progress.Known()
 	})
 	if last.Hosts[0].MemProgress.Known() {
@@ -516,7 +517,7 @@ func TestFleetHistoryNeverBlocksTheFold(t *testing.T) {
 		}
 	})
 	last := fmt.Sprintf("inv-%d", runs-1)
-	collect(t, f, func(_ []event.Event, b Batch) bool {
+	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.InvocationID == last && b.Hosts[0].Startup.Phase == startup.Serving
 	})
 	st := f.HistoryStats()
@@ -546,7 +547,7 @@ func TestFleetDoesNotRecordAStartupSeenMidway(t *testing.T) {
 	d := &scriptDriver{name: "gpu1", events: evs}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(200 * time.Second)},
 		Flush: time.Millisecond, History: sink}, d)
-	collect(t, f, func(_ []event.Event, b Batch) bool {
+	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving
 	})
 	if st := f.HistoryStats(); st.Written+st.Dropped != 0 {
@@ -581,7 +582,7 @@ func TestFleetReconnect(t *testing.T) {
 	if err := f.Reconnect("gpu1"); err != nil || stopped.retries != 1 {
 		t.Fatalf("gpu1: err %v, %d retries; want nil, 1", err, stopped.retries)
 	}
-	if err := f.Reconnect("gpu2"); !errors.Is(err, ErrNotStopped) || up.retries != 1 {
+	if err := f.Reconnect("gpu2"); !errors.Is(err, remote.ErrNotStopped) || up.retries != 1 {
 		t.Fatalf("gpu2: err %v, %d retries; want ErrNotStopped, 1", err, up.retries)
 	}
 	if err := f.Reconnect("gpu3"); err == nil || !strings.Contains(err.Error(), "cannot be restarted") {
@@ -604,14 +605,14 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 	for i, n := range names {
 		specs[i] = HostSpec{Driver: &scriptDriver{name: n}, Unit: "sglang.service"}
 	}
-	f, err := NewFleet(specs, Options{})
+	f, err := New(specs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hosts := make([]*hostFold, len(names))
 	snaps := &snapshots{}
 	for i, n := range names {
-		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{}), state: HostState{Name: n}}
+		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{}), state: remote.HostState{Name: n}}
 		snaps.mark(i, hosts[i])
 	}
 	probe := func(host string, status int) event.Event {
@@ -619,8 +620,8 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 	}
 	starting := event.Event{Host: "gpu2", Kind: event.KindUnit, Time: now,
 		Unit: &event.Unit{Name: "sglang.service", ActiveState: "activating", SubState: "start", ExecMainStart: now}}
-	var pending Batch
-	var last []HostState
+	var pending batch
+	var last []remote.HostState
 	for _, tc := range []struct {
 		name   string
 		before func() // what happens to the fold first
@@ -710,12 +711,12 @@ func TestFleetUnknownCarriesTheConnError(t *testing.T) {
 		{Kind: event.KindConn, Time: t0.Add(time.Second), Conn: &event.Conn{State: event.ConnUnreachable, Err: refused + "\x1b]0;x\x07"}},
 	}}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
-	var changes []HostChange
-	collect(t, f, func(_ []event.Event, b Batch) bool {
+	var changes []remote.HostChange
+	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		changes = append(changes, b.Changes...)
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Unknown
 	})
-	var unknown []HostChange
+	var unknown []remote.HostChange
 	for _, c := range changes {
 		if c.Phase == startup.Unknown {
 			unknown = append(unknown, c)
@@ -737,7 +738,7 @@ type streamDriver struct {
 
 func (d *streamDriver) Name() string { return d.name }
 
-func (d *streamDriver) Run(ctx context.Context, emit Emit) error {
+func (d *streamDriver) Run(ctx context.Context, emit remote.Emit) error {
 	t := time.NewTicker(d.period)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -756,7 +757,7 @@ func (d *streamDriver) Run(ctx context.Context, emit Emit) error {
 	}
 }
 
-func (d *streamDriver) Do(context.Context, Action, Emit) error { return nil }
+func (d *streamDriver) Do(context.Context, remote.Action, remote.Emit) error { return nil }
 
 // TestBatchStaysOfferedWhileLinesArrive: a consumer that comes back for
 // the next batch while lines keep arriving gets the batch sealed at the
@@ -766,7 +767,7 @@ func (d *streamDriver) Do(context.Context, Action, Emit) error { return nil }
 func TestBatchStaysOfferedWhileLinesArrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const flush = 50 * time.Millisecond
-		f, err := NewFleet([]HostSpec{{Driver: &streamDriver{name: "gpu1", period: time.Millisecond}, Unit: "sglang.service"}},
+		f, err := New([]HostSpec{{Driver: &streamDriver{name: "gpu1", period: time.Millisecond}, Unit: "sglang.service"}},
 			Options{Flush: flush})
 		if err != nil {
 			t.Fatal(err)
