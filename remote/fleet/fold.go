@@ -2,12 +2,10 @@ package fleet
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/timegrid"
 )
@@ -28,15 +26,11 @@ type hostFold struct {
 	state   remote.HostState
 	// steady is the Pace.Steady last told to the host's driver.
 	steady bool
+	// hostHistory and hostThroughput are what the history and throughput
+	// followers keep of the host (history.go, throughput.go).
+	hostHistory
+	hostThroughput
 
-	// What the history says for the host's unit and modes (Runs 0: none).
-	expect history.Expectation
-	// inv is the StartedAt of the invocation the fields below are about.
-	inv time.Time
-	// weightMem is the mean MiB per GPU when the weights phase ended.
-	weightMem int
-	// recorded says the invocation's record has been handed out.
-	recorded bool
 	// failKey names the unsettled failure seen at failWall (wall clock);
 	// provisional says the last snapshot marked it Provisional.
 	failKey     string
@@ -58,15 +52,6 @@ type hostFold struct {
 	// listed says the host is on the fold's stale list (snapshots.stale),
 	// so that it is put there once however many events it gets.
 	listed bool
-	// statsLines is the tracker's count of stats lines last looked at;
-	// tputInv the invocation (its StartedAt) tputRecorded is about: its
-	// steady decode rate has been handed to the history. live is that
-	// rate (0: not steady yet), ab the comparison by kernel modes.
-	statsLines   int
-	tputInv      time.Time
-	tputRecorded bool
-	live         float64
-	ab           history.ModeAB
 }
 
 // DefaultSettle is Options.Settle's default.
@@ -311,13 +296,8 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev ev
 		}
 	case event.KindJournal:
 		h.lineWall = time.Now()
-		if ev.Journal != nil && strings.Contains(ev.Journal.Message, "sitecustomize loaded from") {
-			if l, ok := remote.ParseLoadedKernel(ev.Journal.Message); ok {
-				if h.state.KernelHashes == nil {
-					h.state.KernelHashes = map[string]string{}
-				}
-				h.state.KernelHashes[l.Kernel] = l.Hash
-			}
+		if ev.Journal != nil {
+			h.noteLoadedKernel(ev.Journal.Message)
 		}
 	default: // gaps and commands are only passed on
 	}

@@ -19,6 +19,18 @@ type HistorySink interface {
 	Record(history.Record) error
 }
 
+// hostHistory is what the history follower keeps of one host.
+type hostHistory struct {
+	// What the history says for the host's unit and modes (Runs 0: none).
+	expect history.Expectation
+	// inv is the StartedAt of the invocation the fields below are about.
+	inv time.Time
+	// weightMem is the mean MiB per GPU when the weights phase ended.
+	weightMem int
+	// recorded says the invocation's record has been handed out.
+	recorded bool
+}
+
 // historyQueue bounds the records waiting for the history writer; beyond
 // it records are dropped (and counted) rather than slowing the fold loop.
 const historyQueue = 16

@@ -17,6 +17,19 @@ type ThroughputSink interface {
 	Compare(host, unit string, modes map[string]string, live, slowerBy float64) history.ModeAB
 }
 
+// hostThroughput is what the throughput follower keeps of one host.
+type hostThroughput struct {
+	// statsLines is the tracker's count of stats lines last looked at;
+	// tputInv the invocation (its StartedAt) tputRecorded is about: its
+	// steady decode rate has been handed to the history. live is that
+	// rate (0: not steady yet), ab the comparison by kernel modes.
+	statsLines   int
+	tputInv      time.Time
+	tputRecorded bool
+	live         float64
+	ab           history.ModeAB
+}
+
 // followThroughput runs after a stats line of h: once the serving run's
 // decode rate is steady it is queued for the history (once a run) and
 // compared with the kernel modes the host ran before. Stats lines come a
