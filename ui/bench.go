@@ -5,21 +5,18 @@ import (
 	"fmt"
 	"strings"
 
-	tea "charm.land/bubbletea/v2"
-
+	"charm.land/bubbletea/v2"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// canceller ends an action under way (*remote.Fleet.Cancel): the bench
+// canceller ends an action under way (*fleet.Fleet.Cancel): the bench
 // overlay's esc and ctrl+c.
 type canceller interface {
 	Cancel(host string, id int) error
 }
-
-var _ canceller = (*remote.Fleet)(nil)
 
 // benchRun is the smoke load started here (b, :bench): per host, the
 // action's id once the fleet took it, the requests done so far, and how

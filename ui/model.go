@@ -21,8 +21,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
-	tea "charm.land/bubbletea/v2"
-
+	"charm.land/bubbletea/v2"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
@@ -30,7 +29,7 @@ import (
 	"github.com/bringup-dev/bringup/ui/notify"
 )
 
-// Source is what the UI reads and acts through; *remote.Fleet satisfies it.
+// Source is what the UI reads and acts through; *fleet.Fleet satisfies it.
 type Source interface {
 	// Updates delivers batches; the UI stops reading when it is closed.
 	Updates() <-chan remote.Batch
@@ -39,9 +38,6 @@ type Source interface {
 	// ReadOnly reports whether actions that change hosts are refused.
 	ReadOnly() bool
 }
-
-// The fleet is the source the command layer passes.
-var _ Source = (*remote.Fleet)(nil)
 
 // A Source may also tell the UI more; these are asked for by type
 // assertion, so a Source without them (a test fake) keeps working.
@@ -57,16 +53,8 @@ type (
 	reconnecter interface{ Reconnect(host string) error }
 	// viewTeller is told which host's view is open ("" for none), so that
 	// the host samples at full rate only while someone looks
-	// (remote.Fleet.View). It must not block: it is called from Update.
+	// (fleet.Fleet.View). It must not block: it is called from Update.
 	viewTeller interface{ View(host string) }
-)
-
-var (
-	_ localHasher   = (*remote.Fleet)(nil)
-	_ catalogSource = (*remote.Fleet)(nil)
-	_ budgetSource  = (*remote.Fleet)(nil)
-	_ reconnecter   = (*remote.Fleet)(nil)
-	_ viewTeller    = (*remote.Fleet)(nil)
 )
 
 // Options configures the UI.
@@ -80,7 +68,7 @@ type Options struct {
 	LogLines int  // lines kept per host (default 5000)
 	// LogBudget bounds the bytes of log text (and ring buffers) kept for
 	// all hosts together; over it the oldest lines of idle hosts go first,
-	// with a marker line. Default: the source's (remote.Fleet.LogBudget),
+	// with a marker line. Default: the source's (fleet.Fleet.LogBudget),
 	// else remote.DefaultLogBudget less the fleet's pending share.
 	LogBudget int
 	// Groups are the config's named lists of hosts: palette commands

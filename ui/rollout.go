@@ -163,7 +163,7 @@ func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
 
 // previousRuns is a Source that knows each host's previous serving run
 // and its decode rate, from the history, and the drop that counts as
-// slower (remote.Fleet); a Source without it (a test fake) gets no
+// slower (fleet.Fleet); a Source without it (a test fake) gets no
 // before rates.
 type previousRuns interface {
 	PreviousRun(host, unit string) (history.Record, bool)

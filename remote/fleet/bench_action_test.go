@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/history/store"
@@ -22,8 +23,8 @@ type benchDriver struct {
 	hold bool
 }
 
-func (d *benchDriver) Do(ctx context.Context, a Action, emit Emit) error {
-	if a.Kind != ActBench {
+func (d *benchDriver) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
+	if a.Kind != remote.ActBench {
 		return d.scriptDriver.Do(ctx, a, emit)
 	}
 	sent := 0
@@ -46,14 +47,14 @@ func (d *benchDriver) Do(ctx context.Context, a Action, emit Emit) error {
 // stopHalfway starts a bench of 8 on gpu1 that holds after 4, cancels it
 // once 4 are counted and waits for it to fail; it returns its id, the
 // events seen since the cancel and the last batch.
-func stopHalfway(t *testing.T, f *Fleet, d *benchDriver) (int, []event.Event, Batch) {
+func stopHalfway(t *testing.T, f *Fleet, d *benchDriver) (int, []event.Event, remote.Batch) {
 	t.Helper()
 	d.hold = true
-	id, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
+	id, err := f.Do("gpu1", remote.Action{Kind: remote.ActBench, Requests: 8, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	collect(t, f, func(all []event.Event, _ Batch) bool {
+	collect(t, f, func(all []event.Event, _ remote.Batch) bool {
 		for _, ev := range all {
 			if a := ev.Action; a != nil && a.ID == id && a.Done == 4 {
 				return true
@@ -64,7 +65,7 @@ func stopHalfway(t *testing.T, f *Fleet, d *benchDriver) (int, []event.Event, Ba
 	if err := f.Cancel("gpu1", id); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	all, last := collect(t, f, func(_ []event.Event, last Batch) bool {
+	all, last := collect(t, f, func(_ []event.Event, last remote.Batch) bool {
 		a := last.Hosts[0].Action
 		return a != nil && a.ID == id && a.Stage == event.ActionFailed
 	})
@@ -78,15 +79,15 @@ func stopHalfway(t *testing.T, f *Fleet, d *benchDriver) (int, []event.Event, Ba
 func TestFleetBenchAction(t *testing.T) {
 	d := &benchDriver{scriptDriver: scriptDriver{name: "gpu1"}}
 	f, _, _ := startFleet(t, Options{ReadOnly: true, Flush: 5 * time.Millisecond}, d)
-	collect(t, f, func([]event.Event, Batch) bool { return true }) // running
-	if _, err := f.Do("gpu1", Action{Kind: ActRestart}); !errors.Is(err, ErrReadOnly) {
+	collect(t, f, func([]event.Event, remote.Batch) bool { return true }) // running
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActRestart}); !errors.Is(err, remote.ErrReadOnly) {
 		t.Fatalf("restart in read-only: %v", err)
 	}
-	id, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2})
+	id, err := f.Do("gpu1", remote.Action{Kind: remote.ActBench, Requests: 8, Concurrency: 2})
 	if err != nil {
 		t.Fatalf("bench in read-only: %v", err)
 	}
-	_, last := collect(t, f, func(all []event.Event, last Batch) bool {
+	_, last := collect(t, f, func(all []event.Event, last remote.Batch) bool {
 		return len(last.Hosts) == 1 && last.Hosts[0].Action != nil && last.Hosts[0].Action.Stage == event.ActionDone
 	})
 	b := last.Hosts[0].Bench
@@ -98,7 +99,7 @@ func TestFleetBenchAction(t *testing.T) {
 	}
 
 	id, all, last := stopHalfway(t, f, d)
-	if a := last.Hosts[0].Action; !strings.Contains(a.Err, ErrCancelled.Error()) {
+	if a := last.Hosts[0].Action; !strings.Contains(a.Err, remote.ErrCancelled.Error()) {
 		t.Errorf("cancelled bench ended with %q", a.Err)
 	}
 	if b := last.Hosts[0].Bench; b == nil || b.Action != id || !b.Interrupted || b.Requests != 4 {
@@ -109,7 +110,7 @@ func TestFleetBenchAction(t *testing.T) {
 			t.Errorf("more than N requests reported: %+v", a)
 		}
 	}
-	if err := f.Cancel("gpu1", id); !errors.Is(err, ErrNoSuchAction) {
+	if err := f.Cancel("gpu1", id); !errors.Is(err, remote.ErrNoSuchAction) {
 		t.Errorf("cancel of an ended action: %v", err)
 	}
 }
@@ -125,13 +126,13 @@ func TestFleetBenchInHistory(t *testing.T) {
 	st := store.NewMemoryStore(nil)
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(time.Hour)}, Flush: time.Millisecond,
 		History: store.NewSink(st)}, d)
-	collect(t, f, func(_ []event.Event, b Batch) bool {
+	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving
 	})
-	if _, err := f.Do("gpu1", Action{Kind: ActBench, Requests: 8, Concurrency: 2}); err != nil {
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActBench, Requests: 8, Concurrency: 2}); err != nil {
 		t.Fatal(err)
 	}
-	_, last := collect(t, f, func(_ []event.Event, b Batch) bool {
+	_, last := collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Action != nil && b.Hosts[0].Action.Stage == event.ActionDone
 	})
 	if ab := last.Hosts[0].Throughput; ab.BenchTPS != 876 {

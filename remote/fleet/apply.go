@@ -1,10 +1,11 @@
-package remote
+package fleet
 
 import (
 	"context"
 	"slices"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -14,15 +15,15 @@ import (
 type ApplyReport interface {
 	// Refused: the fleet's door refused a on host; its later actions are
 	// not issued.
-	Refused(host string, a Action, err error)
+	Refused(host string, a remote.Action, err error)
 	// Action is an outcome (started, progress, done, failed) of one of the
 	// actions Apply issued.
 	Action(ev event.Event)
 	// Change is a startup change of a host whose restart Apply follows;
 	// started is when that host's startup began.
-	Change(c HostChange, started time.Time)
+	Change(c remote.HostChange, started time.Time)
 	// Ended: the restart's new invocation on h serves, or failed.
-	Ended(h HostState)
+	Ended(h remote.HostState)
 }
 
 // Applied is one host's outcome.
@@ -36,7 +37,7 @@ type Applied struct {
 // applyRun is one host's progress through its actions.
 type applyRun struct {
 	Applied
-	actions []Action
+	actions []remote.Action
 	next    int // index of the next action to issue
 	current int // id of the action in flight; 0: none
 	// oldInv is the invocation before the restart; following is set once
@@ -52,7 +53,7 @@ type applyRun struct {
 // provisional failure settled), and returns each host's outcome when all
 // have finished or ctx ends. states are the hosts' states before, as
 // AwaitUnits returned them.
-func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string]HostState, actions []Action, rep ApplyReport) []Applied {
+func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string]remote.HostState, actions []remote.Action, rep ApplyReport) []Applied {
 	runs := make([]*applyRun, len(hosts))
 	byName := map[string]*applyRun{}
 	byID := map[int]*applyRun{}
@@ -83,7 +84,7 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 		return !slices.ContainsFunc(runs, func(r *applyRun) bool { return !r.Finished })
 	}
 	if !finished() {
-		_ = fl.Until(ctx, 0, func(b Batch) bool {
+		_ = fl.Until(ctx, 0, func(b remote.Batch) bool {
 			for _, ev := range b.Events {
 				r := byID[actionID(ev)]
 				if r == nil || r.current != ev.Action.ID {
@@ -93,12 +94,12 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 				a := r.actions[r.next-1]
 				switch ev.Action.Stage {
 				case event.ActionStarted:
-					r.printing = r.printing || a.Kind == ActRestart
+					r.printing = r.printing || a.Kind == remote.ActRestart
 				case event.ActionFailed:
 					r.Failed, r.Finished, r.current = true, true, 0
 				case event.ActionDone:
 					r.current = 0
-					r.following = r.following || a.Kind == ActRestart
+					r.following = r.following || a.Kind == remote.ActRestart
 					issue(r)
 				case event.ActionProgress: // the step goes on
 				}

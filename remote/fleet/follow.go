@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 )
 
@@ -25,7 +26,7 @@ type Follower struct {
 	fleet  *Fleet
 	cancel context.CancelFunc
 	done   chan struct{}
-	last   []HostState
+	last   []remote.HostState
 }
 
 // Follow starts f under ctx and returns its follower once f accepts
@@ -44,8 +45,12 @@ func Follow(ctx context.Context, f *Fleet) *Follower {
 // Fleet is the fleet followed: its door (Do) and catalog.
 func (fl *Follower) Fleet() *Fleet { return fl.fleet }
 
+// Do is the fleet's Do: the door actions go in by, next to the batches
+// they come back in.
+func (fl *Follower) Do(host string, a remote.Action) (int, error) { return fl.fleet.Do(host, a) }
+
 // Last is the latest snapshot read (nil before the first batch).
-func (fl *Follower) Last() []HostState { return fl.last }
+func (fl *Follower) Last() []remote.HostState { return fl.last }
 
 // Stop stops the fleet and waits up to wait (0: for as long as it takes)
 // for its hosts and actions to stop; the error says they did not.
@@ -69,7 +74,7 @@ func (fl *Follower) Stop(wait time.Duration) error {
 // ends (ctx.Err()) or the fleet stops (ErrFleetStopped). With tick > 0,
 // step also gets an empty batch that often, for clocks that run while the
 // hosts are quiet (a timeout).
-func (fl *Follower) Until(ctx context.Context, tick time.Duration, step func(Batch) bool) error {
+func (fl *Follower) Until(ctx context.Context, tick time.Duration, step func(remote.Batch) bool) error {
 	var ticks <-chan time.Time
 	if tick > 0 {
 		t := time.NewTicker(tick)
@@ -81,7 +86,7 @@ func (fl *Follower) Until(ctx context.Context, tick time.Duration, step func(Bat
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ticks:
-			if step(Batch{}) {
+			if step(remote.Batch{}) {
 				return nil
 			}
 		case b, ok := <-fl.fleet.Updates():
@@ -99,25 +104,12 @@ func (fl *Follower) Until(ctx context.Context, tick time.Duration, step func(Bat
 // Watch hands each batch to seen until every host has settled (serving, or
 // failed with a settled cause: HostState.Settled) and returns the last
 // snapshot; or ctx's error, or ErrFleetStopped.
-func (fl *Follower) Watch(ctx context.Context, seen func(Batch)) ([]HostState, error) {
-	err := fl.Until(ctx, 0, func(b Batch) bool {
+func (fl *Follower) Watch(ctx context.Context, seen func(remote.Batch)) ([]remote.HostState, error) {
+	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
 		seen(b)
-		return AllSettled(b.Hosts)
+		return remote.AllSettled(b.Hosts)
 	})
 	return fl.last, err
-}
-
-// AllSettled reports whether there are hosts and every one has settled.
-func AllSettled(hosts []HostState) bool {
-	if len(hosts) == 0 {
-		return false
-	}
-	for _, h := range hosts {
-		if !h.Settled() {
-			return false
-		}
-	}
-	return true
 }
 
 // quiet is how long Snapshot waits, once every host has answered, for the
@@ -128,11 +120,11 @@ const quiet = 750 * time.Millisecond
 // once the unit is active, a probe made; or its connection failed for
 // good), the journal backlog has had a moment to fold in and no failure
 // is provisional, or until timeout or ctx. It returns the last snapshot.
-func (fl *Follower) Snapshot(ctx context.Context, timeout time.Duration) []HostState {
+func (fl *Follower) Snapshot(ctx context.Context, timeout time.Duration) []remote.HostState {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var calm time.Time // when every host had answered
-	_ = fl.Until(ctx, quiet/3, func(Batch) bool {
+	_ = fl.Until(ctx, quiet/3, func(remote.Batch) bool {
 		if calm.IsZero() && answered(fl.last) {
 			calm = time.Now()
 		}
@@ -141,7 +133,7 @@ func (fl *Follower) Snapshot(ctx context.Context, timeout time.Duration) []HostS
 	return fl.last
 }
 
-func answered(hosts []HostState) bool {
+func answered(hosts []remote.HostState) bool {
 	if len(hosts) == 0 {
 		return false
 	}
@@ -157,20 +149,20 @@ func answered(hosts []HostState) bool {
 	return true
 }
 
-func anyProvisional(hosts []HostState) bool {
-	return slices.ContainsFunc(hosts, func(h HostState) bool { return h.Provisional })
+func anyProvisional(hosts []remote.HostState) bool {
+	return slices.ContainsFunc(hosts, func(h remote.HostState) bool { return h.Provisional })
 }
 
 // AwaitUnits waits up to wait until the unit state of every one of hosts
 // is known and returns their states, before anything changes them; a host
 // found unreachable, or silent past wait, is an error naming it.
-func (fl *Follower) AwaitUnits(ctx context.Context, hosts []string, wait time.Duration) (map[string]HostState, error) {
+func (fl *Follower) AwaitUnits(ctx context.Context, hosts []string, wait time.Duration) (map[string]remote.HostState, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var states map[string]HostState
+	var states map[string]remote.HostState
 	var unreachable error
-	err := fl.Until(ctx, 0, func(b Batch) bool {
-		states = map[string]HostState{}
+	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
+		states = map[string]remote.HostState{}
 		ready := true
 		for _, h := range b.Hosts {
 			if !slices.Contains(hosts, h.Name) {

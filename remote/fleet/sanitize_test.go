@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
@@ -134,7 +135,7 @@ func TestFleetHandsOutOnlySanitisedText(t *testing.T) {
 	}
 	d := &scriptDriver{name: "gpu1", events: evs}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
-	all, last := collect(t, f, func(all []event.Event, last Batch) bool { return len(all) == want })
+	all, last := collect(t, f, func(all []event.Event, last remote.Batch) bool { return len(all) == want })
 
 	h := last.Hosts[0]
 	if h.Startup.Diag == nil || len(h.Modes) == 0 || h.UnitState.ActiveState != "failed" || h.Action == nil || len(h.GPU) == 0 {
@@ -159,11 +160,11 @@ func TestFleetHandsOutOnlySanitisedText(t *testing.T) {
 func TestFleetSanitisesActionErrors(t *testing.T) {
 	d := &scriptDriver{name: "gpu1", err: errors.New("sudo: " + hostile)}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
-	collect(t, f, func([]event.Event, Batch) bool { return true }) // running
-	if _, err := f.Do("gpu1", Action{Kind: ActSetMode, Kernel: "k" + hostile, Mode: "on"}); err != nil {
+	collect(t, f, func([]event.Event, remote.Batch) bool { return true }) // running
+	if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActSetMode, Kernel: "k" + hostile, Mode: "on"}); err != nil {
 		t.Fatal(err)
 	}
-	all, last := collect(t, f, func(_ []event.Event, last Batch) bool {
+	all, last := collect(t, f, func(_ []event.Event, last remote.Batch) bool {
 		return last.Hosts[0].Action != nil && last.Hosts[0].Action.Stage == event.ActionFailed
 	})
 	a := last.Hosts[0].Action

@@ -1,6 +1,8 @@
-package remote
+package fleet
 
-import "github.com/bringup-dev/bringup/remote/history"
+import (
+	"github.com/bringup-dev/bringup/remote/history"
+)
 
 // PreviousSink is a HistorySink that also finds a host's previous serving
 // run with its decode rate, whatever its modes (store.Sink is one). It

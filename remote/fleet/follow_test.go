@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -19,7 +20,7 @@ type lateLogHost struct{ lag, endLag time.Duration }
 
 func (lateLogHost) Name() string { return "gpu1" }
 
-func (h lateLogHost) Run(ctx context.Context, emit Emit) error {
+func (h lateLogHost) Run(ctx context.Context, emit remote.Emit) error {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	unit := func(at time.Duration, active, sub, result string) event.Event {
 		return event.Event{Host: "gpu1", Kind: event.KindUnit, Time: t0.Add(at),
@@ -49,7 +50,7 @@ func (h lateLogHost) Run(ctx context.Context, emit Emit) error {
 	return ctx.Err()
 }
 
-func (lateLogHost) Do(context.Context, Action, Emit) error { return nil }
+func (lateLogHost) Do(context.Context, remote.Action, remote.Emit) error { return nil }
 
 func followLate(t *testing.T, lag, settle time.Duration) (*Follower, context.Context) {
 	t.Helper()
@@ -58,7 +59,7 @@ func followLate(t *testing.T, lag, settle time.Duration) (*Follower, context.Con
 
 func followHost(t *testing.T, h lateLogHost, settle time.Duration) (*Follower, context.Context) {
 	t.Helper()
-	f, err := NewFleet([]HostSpec{{Driver: h, Unit: "sglang.service", Engine: "sglang"}},
+	f, err := New([]HostSpec{{Driver: h, Unit: "sglang.service", Engine: "sglang"}},
 		Options{Kernels: kernels.DefaultCatalog(), Settle: settle})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +82,7 @@ func TestProvisionalFailureSettlesOnTheLog(t *testing.T) {
 	fl, ctx := followLate(t, 300*time.Millisecond, 10*time.Second)
 	began := time.Now()
 	sawProvisional := false
-	hosts, err := fl.Watch(ctx, func(b Batch) {
+	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
 		for _, h := range b.Hosts {
 			if h.Provisional {
 				sawProvisional = true
@@ -112,7 +113,7 @@ func TestProvisionalFailureSettlesOnTheLog(t *testing.T) {
 func TestProvisionalUntilTheLogEnds(t *testing.T) {
 	fl, ctx := followHost(t, lateLogHost{lag: 100 * time.Millisecond, endLag: 400 * time.Millisecond}, 10*time.Second)
 	namedButOpen := false
-	hosts, err := fl.Watch(ctx, func(b Batch) {
+	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
 		for _, h := range b.Hosts {
 			if d := h.Startup.Diag; d != nil && d.Cause == "port-in-use" && !h.Startup.LogEnded {
 				namedButOpen = true
@@ -139,7 +140,7 @@ func TestProvisionalFailureExpires(t *testing.T) {
 	const settle = 400 * time.Millisecond
 	fl, ctx := followLate(t, 0, settle)
 	var firstFail time.Time
-	hosts, err := fl.Watch(ctx, func(b Batch) {
+	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
 		for _, h := range b.Hosts {
 			if h.Startup.Phase == startup.Failed && firstFail.IsZero() {
 				firstFail = time.Now()
@@ -166,7 +167,7 @@ func TestAwaitUnits(t *testing.T) {
 		t.Fatalf("states %+v, err %v", states, err)
 	}
 
-	quiet, err := NewFleet([]HostSpec{{Driver: silentHost{}, Unit: "u"}}, Options{})
+	quiet, err := New([]HostSpec{{Driver: silentHost{}, Unit: "u"}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestAwaitUnits(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// A host down says why, as status does: its dial error.
-	down, err := NewFleet([]HostSpec{{Driver: downHost{}, Unit: "u"}}, Options{})
+	down, err := New([]HostSpec{{Driver: downHost{}, Unit: "u"}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestAwaitUnits(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := qf.Until(cancelled, 0, func(Batch) bool { return false }); !errors.Is(err, context.Canceled) {
+	if err := qf.Until(cancelled, 0, func(remote.Batch) bool { return false }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Until on a cancelled context: %v", err)
 	}
 }
@@ -198,20 +199,20 @@ func TestAwaitUnits(t *testing.T) {
 type downHost struct{}
 
 func (downHost) Name() string { return "gpu8" }
-func (downHost) Run(ctx context.Context, emit Emit) error {
+func (downHost) Run(ctx context.Context, emit remote.Emit) error {
 	emit(event.Event{Host: "gpu8", Kind: event.KindConn, Time: time.Now(),
 		Conn: &event.Conn{State: event.ConnDown, Err: "dial tcp 10.0.0.8:22: connect: connection refused"}})
 	<-ctx.Done()
 	return ctx.Err()
 }
-func (downHost) Do(context.Context, Action, Emit) error { return nil }
+func (downHost) Do(context.Context, remote.Action, remote.Emit) error { return nil }
 
 // silentHost connects and says nothing.
 type silentHost struct{}
 
 func (silentHost) Name() string { return "gpu9" }
-func (silentHost) Run(ctx context.Context, _ Emit) error {
+func (silentHost) Run(ctx context.Context, _ remote.Emit) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
-func (silentHost) Do(context.Context, Action, Emit) error { return nil }
+func (silentHost) Do(context.Context, remote.Action, remote.Emit) error { return nil }

@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 )
 
@@ -35,7 +36,7 @@ func (d *hangDriver) note(format string, args ...any) {
 	d.log = append(d.log, fmt.Sprintf(format, args...))
 }
 
-func (d *hangDriver) Do(ctx context.Context, a Action, emit Emit) error {
+func (d *hangDriver) Do(ctx context.Context, a remote.Action, emit remote.Emit) error {
 	d.mu.Lock()
 	d.busy++
 	d.peak = max(d.peak, d.busy)
@@ -48,9 +49,9 @@ func (d *hangDriver) Do(ctx context.Context, a Action, emit Emit) error {
 	d.note("begin %s", a.Kind)
 	defer d.note("end %s", a.Kind)
 	switch a.Kind {
-	case ActRestart, ActRedeploy:
-		if a.Kind == ActRedeploy && d.bytes > 0 {
-			ExpectBytes(ctx, d.bytes)
+	case remote.ActRestart, remote.ActRedeploy:
+		if a.Kind == remote.ActRedeploy && d.bytes > 0 {
+			remote.ExpectBytes(ctx, d.bytes)
 		}
 		if d.deaf != nil {
 			<-d.deaf
@@ -58,9 +59,9 @@ func (d *hangDriver) Do(ctx context.Context, a Action, emit Emit) error {
 		}
 		<-ctx.Done()
 		return fmt.Errorf("%s: %s sglang.service: waiting for the job: %w", d.name, a.Kind, ctx.Err())
-	case ActSetMode:
+	case remote.ActSetMode:
 		time.Sleep(2 * time.Second) // a daemon-reload that takes a while
-	case ActStop, ActResetFailed, ActUndoMode, ActBench: // end at once
+	case remote.ActStop, remote.ActResetFailed, remote.ActUndoMode, remote.ActBench: // end at once
 	}
 	return nil
 }
@@ -128,7 +129,7 @@ func outcomes(t *testing.T, f *Fleet, ids ...int) map[int]outcome {
 	return got
 }
 
-func do(t *testing.T, f *Fleet, host string, a Action) int {
+func do(t *testing.T, f *Fleet, host string, a remote.Action) int {
 	t.Helper()
 	id, err := f.Do(host, a)
 	if err != nil {
@@ -143,8 +144,8 @@ func do(t *testing.T, f *Fleet, host string, a Action) int {
 func TestActionDeadlineEndsAHungRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, f := hungFleet(t, &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}})
-		restart := do(t, f, "gpu1", Action{Kind: ActRestart})
-		mode := do(t, f, "gpu1", Action{Kind: ActSetMode, Kernel: "k", Mode: "on"})
+		restart := do(t, f, "gpu1", remote.Action{Kind: remote.ActRestart})
+		mode := do(t, f, "gpu1", remote.Action{Kind: remote.ActSetMode, Kernel: "k", Mode: "on"})
 		got := outcomes(t, f, restart, mode)
 		r := got[restart]
 		if r.stage != event.ActionFailed {
@@ -173,9 +174,9 @@ func TestActionDeadlineEndsAHungRestart(t *testing.T) {
 func TestStopPreemptsAHungRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d, f := hungFleet(t, &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}})
-		restart := do(t, f, "gpu1", Action{Kind: ActRestart})
+		restart := do(t, f, "gpu1", remote.Action{Kind: remote.ActRestart})
 		time.Sleep(time.Second)
-		stop := do(t, f, "gpu1", Action{Kind: ActStop})
+		stop := do(t, f, "gpu1", remote.Action{Kind: remote.ActStop})
 		got := outcomes(t, f, restart, stop)
 		r, s := got[restart], got[stop]
 		if r.stage != event.ActionFailed || !strings.Contains(r.err, fmt.Sprintf("cancelled: stop (#%d)", stop)) ||
@@ -190,9 +191,9 @@ func TestStopPreemptsAHungRestart(t *testing.T) {
 		}
 
 		// Queued, not started: mode (2 s), restart, reset-failed.
-		mode := do(t, f, "gpu1", Action{Kind: ActSetMode, Kernel: "k", Mode: "on"})
-		restart2 := do(t, f, "gpu1", Action{Kind: ActRestart})
-		reset := do(t, f, "gpu1", Action{Kind: ActResetFailed})
+		mode := do(t, f, "gpu1", remote.Action{Kind: remote.ActSetMode, Kernel: "k", Mode: "on"})
+		restart2 := do(t, f, "gpu1", remote.Action{Kind: remote.ActRestart})
+		reset := do(t, f, "gpu1", remote.Action{Kind: remote.ActResetFailed})
 		got = outcomes(t, f, mode, restart2, reset)
 		if r := got[restart2]; r.stage != event.ActionFailed || !r.start.IsZero() ||
 			!strings.Contains(r.err, fmt.Sprintf("cancelled: reset-failed (#%d)", reset)) {
@@ -214,24 +215,24 @@ func TestStopPreemptsAHungRestart(t *testing.T) {
 func TestDoBeforeRunRefusesAndLeavesNoQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}}
-		f, err := NewFleet([]HostSpec{{Driver: d, Unit: "sglang.service"}}, Options{})
+		f, err := New([]HostSpec{{Driver: d, Unit: "sglang.service"}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Do("gpu1", Action{Kind: ActStop}); err == nil || !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "stop on gpu1") {
+		if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActStop}); err == nil || !errors.Is(err, remote.ErrNotRunning) || !strings.Contains(err.Error(), "stop on gpu1") {
 			t.Errorf("Do before Run: err = %v, want ErrNotRunning naming the action and host", err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- f.Run(ctx) }()
 		synctest.Wait() // Run has started
-		stop := do(t, f, "gpu1", Action{Kind: ActStop})
+		stop := do(t, f, "gpu1", remote.Action{Kind: remote.ActStop})
 		if o := outcomes(t, f, stop)[stop]; o.stage != event.ActionDone {
 			t.Fatalf("stop after Run started: %+v, want done", o)
 		}
 		cancel()
 		_ = <-done
-		if _, err := f.Do("gpu1", Action{Kind: ActStop}); !errors.Is(err, ErrNotRunning) {
+		if _, err := f.Do("gpu1", remote.Action{Kind: remote.ActStop}); !errors.Is(err, remote.ErrNotRunning) {
 			t.Fatalf("Do after Run returned: err = %v, want ErrNotRunning", err)
 		}
 	})
@@ -241,13 +242,13 @@ func TestDoBeforeRunRefusesAndLeavesNoQueue(t *testing.T) {
 // actions, so a Do right after it is not refused.
 func TestFollowAcceptsActionsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := NewFleet([]HostSpec{{Driver: &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}}, Unit: "sglang.service"}}, Options{})
+		f, err := New([]HostSpec{{Driver: &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}}, Unit: "sglang.service"}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		fl := Follow(t.Context(), f)
 		defer func() { _ = fl.Stop(0) }()
-		id := do(t, f, "gpu1", Action{Kind: ActStop})
+		id := do(t, f, "gpu1", remote.Action{Kind: remote.ActStop})
 		if o := outcomes(t, f, id)[id]; o.stage != event.ActionDone {
 			t.Fatalf("stop right after Follow: %+v, want done", o)
 		}
@@ -260,7 +261,7 @@ func TestFollowAcceptsActionsAtOnce(t *testing.T) {
 func TestDeafDriverDoesNotHoldTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}, deaf: make(chan struct{})}
-		f, err := NewFleet([]HostSpec{{Driver: d, Unit: "sglang.service"}}, Options{})
+		f, err := New([]HostSpec{{Driver: d, Unit: "sglang.service"}}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,8 +269,8 @@ func TestDeafDriverDoesNotHoldTheQueue(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- f.Run(ctx) }()
 		synctest.Wait()
-		restart := do(t, f, "gpu1", Action{Kind: ActRestart})
-		mode := do(t, f, "gpu1", Action{Kind: ActSetMode, Kernel: "k", Mode: "on"})
+		restart := do(t, f, "gpu1", remote.Action{Kind: remote.ActRestart})
+		mode := do(t, f, "gpu1", remote.Action{Kind: remote.ActSetMode, Kernel: "k", Mode: "on"})
 		got := outcomes(t, f, restart, mode)
 		if r := got[restart]; r.stage != event.ActionFailed ||
 			!strings.Contains(r.err, "no answer from systemd after 30 s") || !strings.Contains(r.err, "the driver had not returned 5 s after its cancel") {
@@ -279,8 +280,8 @@ func TestDeafDriverDoesNotHoldTheQueue(t *testing.T) {
 			t.Errorf("mode %+v, want done, its start %v after the restart's (deadline and grace)", m, DefaultSystemdDeadline+DefaultActionGrace)
 		}
 		// A stop preempting a deaf restart waits for the grace only.
-		restart = do(t, f, "gpu1", Action{Kind: ActRestart})
-		stop := do(t, f, "gpu1", Action{Kind: ActStop})
+		restart = do(t, f, "gpu1", remote.Action{Kind: remote.ActRestart})
+		stop := do(t, f, "gpu1", remote.Action{Kind: remote.ActStop})
 		got = outcomes(t, f, restart, stop)
 		if s := got[stop]; s.stage != event.ActionDone || s.start.Sub(got[restart].start) != DefaultActionGrace {
 			t.Errorf("stop %+v, want done, its start %v after the restart's (the grace)", s, DefaultActionGrace)
@@ -308,7 +309,7 @@ func TestDeafDriverDoesNotHoldTheQueue(t *testing.T) {
 func TestRedeployDeadlineScalesWithBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, f := hungFleet(t, &hangDriver{scriptDriver: scriptDriver{name: "gpu1"}, bytes: 60 << 20})
-		id := do(t, f, "gpu1", Action{Kind: ActRedeploy, Kernel: "kdtree-verify"})
+		id := do(t, f, "gpu1", remote.Action{Kind: remote.ActRedeploy, Kernel: "kdtree-verify"})
 		o := outcomes(t, f, id)[id]
 		want := DefaultRedeployDeadline + 60*time.Second
 		if o.stage != event.ActionFailed || o.end.Sub(o.start) != want {

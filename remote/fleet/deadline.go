@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // Deadlines bound how long the fleet lets an action run on a host before
@@ -23,7 +25,7 @@ type Deadlines struct {
 	Redeploy time.Duration
 	// RedeployRate is the slowest transfer a redeploy may make, in bytes
 	// per second: once the driver says how many bytes it sends
-	// (ExpectBytes), each adds 1/RedeployRate s to the deadline (default
+	// (remote.ExpectBytes), each adds 1/RedeployRate s to the deadline (default
 	// 1 MiB/s).
 	RedeployRate int64
 	// Bench bounds a smoke load (default 10 min): its requests have their
@@ -66,14 +68,14 @@ func (d Deadlines) withDefaults() Deadlines {
 
 // For is the deadline of an action of kind k, before any bytes are
 // counted.
-func (d Deadlines) For(k ActionKind) time.Duration {
+func (d Deadlines) For(k remote.ActionKind) time.Duration {
 	d = d.withDefaults()
 	switch k {
-	case ActRedeploy:
+	case remote.ActRedeploy:
 		return d.Redeploy
-	case ActBench:
+	case remote.ActBench:
 		return d.Bench
-	case ActSetMode, ActRestart, ActStop, ActResetFailed, ActUndoMode:
+	case remote.ActSetMode, remote.ActRestart, remote.ActStop, remote.ActResetFailed, remote.ActUndoMode:
 	}
 	return d.Systemd
 }
@@ -82,16 +84,16 @@ func (d Deadlines) For(k ActionKind) time.Duration {
 // pending on its host and runs instead of waiting for them: stopping a
 // unit or clearing its failed state must not wait for a restart that may
 // never end (a job hung in ExecStartPre).
-func preempts(k ActionKind) bool { return k == ActStop || k == ActResetFailed }
+func preempts(k remote.ActionKind) bool { return k == remote.ActStop || k == remote.ActResetFailed }
 
 // DeadlineError is an action the fleet ended because it ran past its
 // deadline.
 type DeadlineError struct {
 	Host   string
-	Action Action
+	Action remote.Action
 	Unit   string
 	After  time.Duration // the deadline it ran past
-	Bytes  int64         // what a redeploy said it sends (ExpectBytes); 0: not said
+	Bytes  int64         // what a redeploy said it sends (remote.ExpectBytes); 0: not said
 	// Err is what the driver returned once cancelled; nil when it had not
 	// returned within Grace (the host's queue moved on without it).
 	Err   error
@@ -100,7 +102,7 @@ type DeadlineError struct {
 
 func (e *DeadlineError) Error() string {
 	var msg string
-	if e.Action.Kind == ActRedeploy {
+	if e.Action.Kind == remote.ActRedeploy {
 		size := ""
 		if e.Bytes > 0 {
 			size = fmt.Sprintf(" (%s to send)", byteSize(e.Bytes))
@@ -116,7 +118,7 @@ func (e *DeadlineError) Error() string {
 		// ExecStop, or behind another unit's job), or for a mode change
 		// its daemon-reload (a slow generator or unit file).
 		held := fmt.Sprintf("a job hung in ExecStartPre or ExecStop, or waiting for another unit's job: `systemctl status %s`", unit)
-		if e.Action.Kind == ActSetMode || e.Action.Kind == ActUndoMode {
+		if e.Action.Kind == remote.ActSetMode || e.Action.Kind == remote.ActUndoMode {
 			held = "a daemon-reload still running: `systemctl status` says reloading; a slow generator holds it"
 		}
 		msg = fmt.Sprintf("%s on %s: no answer from systemd after %s; check `systemctl list-jobs` on %s (%s) and its D-Bus connection (`systemctl status dbus`, `bringup doctor %s`)",
@@ -140,8 +142,8 @@ func (e *DeadlineError) Unwrap() []error {
 // on its host after it.
 type PreemptedError struct {
 	Host   string
-	Action Action // the cancelled action
-	By     Action // the action that preempted it
+	Action remote.Action // the cancelled action
+	By     remote.Action // the action that preempted it
 	ByID   int
 	// Err is what the driver returned once cancelled; nil when the action
 	// had not started yet.
@@ -167,13 +169,9 @@ func (e *PreemptedError) Unwrap() []error {
 // ErrPreempted is the error of an action cancelled by a later one.
 var ErrPreempted = errors.New("preempted by a later action")
 
-// ErrNotRunning is Do's refusal while the fleet is not running: before
-// Run, or after it returned.
-var ErrNotRunning = errors.New("the fleet is not running (actions are taken between Run's start and its end)")
-
 // actionClock is the deadline of one running action. The fleet starts it
 // when the action starts; a driver that learns how much it has to send
-// moves it (ExpectBytes).
+// moves it (remote.ExpectBytes).
 type actionClock struct {
 	mu     sync.Mutex
 	start  time.Time
@@ -225,18 +223,6 @@ func (c *actionClock) expect(n int64) {
 }
 
 func (c *actionClock) stop() { c.timer.Stop() }
-
-type clockKey struct{}
-
-// ExpectBytes tells the fleet that the action running under ctx sends n
-// bytes (a redeploy, once it knows what differs): its deadline grows by
-// the time they take at Deadlines.RedeployRate. Outside an action the
-// fleet runs, or once the deadline has passed, it does nothing.
-func ExpectBytes(ctx context.Context, n int64) {
-	if c, ok := ctx.Value(clockKey{}).(*actionClock); ok {
-		c.expect(n)
-	}
-}
 
 // seconds writes d for people: "30 s", "250 ms", "2m40s".
 func seconds(d time.Duration) string {

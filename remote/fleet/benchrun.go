@@ -1,9 +1,10 @@
-package remote
+package fleet
 
 import (
 	"context"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 )
 
@@ -22,7 +23,7 @@ type BenchOutcome struct {
 // first (Ctrl-C), the benches are cancelled (Cancel) and their partial
 // results still waited for, up to grace. This is `bringup bench`'s loop;
 // the console issues the same action and reads the same events.
-func (fl *Follower) Bench(ctx context.Context, hosts []string, a Action, grace time.Duration,
+func (fl *Follower) Bench(ctx context.Context, hosts []string, a remote.Action, grace time.Duration,
 	progress func(host string, done, total int), ended func(BenchOutcome)) {
 	ids := map[string]int{}
 	results := map[string]*event.Bench{}
@@ -40,7 +41,7 @@ func (fl *Follower) Bench(ctx context.Context, hosts []string, a Action, grace t
 	var stopBy time.Time
 	// The fleet is read on a context of its own: past ctx's end, the
 	// cancelled benches still report what they measured.
-	_ = fl.Until(context.WithoutCancel(ctx), 100*time.Millisecond, func(b Batch) bool {
+	_ = fl.Until(context.WithoutCancel(ctx), 100*time.Millisecond, func(b remote.Batch) bool {
 		if stopBy.IsZero() && ctx.Err() != nil {
 			stopBy = time.Now().Add(grace)
 			for h, id := range ids {

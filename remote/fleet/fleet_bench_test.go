@@ -1,4 +1,4 @@
-package remote_test
+package fleet_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
 
@@ -60,12 +61,12 @@ func BenchmarkFleetJournal(b *testing.B) {
 	const hosts = 8
 	lines := startupLines()
 	per := b.N/hosts + 1
-	specs := make([]remote.HostSpec, hosts)
+	specs := make([]fleet.HostSpec, hosts)
 	for i := range specs {
-		specs[i] = remote.HostSpec{Driver: &loopDriver{name: fmt.Sprintf("gpu%d", i+1), lines: lines, n: per},
+		specs[i] = fleet.HostSpec{Driver: &loopDriver{name: fmt.Sprintf("gpu%d", i+1), lines: lines, n: per},
 			Unit: "sglang.service", Engine: "sglang"}
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog(), Flush: 20 * time.Millisecond})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog(), Flush: 20 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,12 +132,12 @@ func (d *quietDriver) Do(context.Context, remote.Action, remote.Emit) error { re
 // time in it as % of a core, batches/op how many batches went out.
 func BenchmarkQuietFleet256(b *testing.B) {
 	const hosts, period = 256, 30 * time.Second
-	specs := make([]remote.HostSpec, hosts)
+	specs := make([]fleet.HostSpec, hosts)
 	for i := range specs {
-		specs[i] = remote.HostSpec{Driver: &quietDriver{name: fmt.Sprintf("gpu%d", i+1), offset: time.Duration(i) * period / hosts, period: period},
+		specs[i] = fleet.HostSpec{Driver: &quietDriver{name: fmt.Sprintf("gpu%d", i+1), offset: time.Duration(i) * period / hosts, period: period},
 			Unit: "sglang.service", Engine: "sglang"}
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})
 	if err != nil {
 		b.Fatal(err)
 	}

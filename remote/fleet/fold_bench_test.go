@@ -1,4 +1,4 @@
-package remote
+package fleet
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -18,17 +19,17 @@ func quietFold(b *testing.B, n int) (*Fleet, []*hostFold, *snapshots, time.Time)
 	for i := range specs {
 		specs[i] = HostSpec{Driver: &scriptDriver{name: fmt.Sprintf("gpu%d", i)}, Unit: "sglang.service"}
 	}
-	f, err := NewFleet(specs, Options{Kernels: kernels.DefaultCatalog()})
+	f, err := New(specs, Options{Kernels: kernels.DefaultCatalog()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
 	hosts := make([]*hostFold, n)
 	snaps := &snapshots{}
-	var pending Batch
+	var pending batch
 	for i := range hosts {
 		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{Kernels: f.opts.Kernels}),
-			state: HostState{Name: specs[i].Driver.Name(), Unit: "sglang.service"}}
+			state: remote.HostState{Name: specs[i].Driver.Name(), Unit: "sglang.service"}}
 		f.apply(hosts, snaps, &pending, event.Event{Host: hosts[i].state.Name, Kind: event.KindUnit, Time: t0,
 			Unit: &event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", ExecMainStart: t0}})
 		for s := range f.opts.GPUHistory {
@@ -56,7 +57,7 @@ func BenchmarkQuietBatch256(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			f, hosts, snaps, t0 := quietFold(b, 256)
-			var pending Batch
+			var pending batch
 			snaps.take(hosts, t0, t0, DefaultSettle)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -71,7 +72,7 @@ func BenchmarkQuietBatch256(b *testing.B) {
 					}
 				}
 				all, _ := snaps.take(hosts, at, at, DefaultSettle)
-				pending = Batch{Hosts: all}
+				pending = batch{Batch: remote.Batch{Hosts: all}}
 			}
 		})
 	}
