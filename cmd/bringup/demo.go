@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/sim"
@@ -135,7 +135,7 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 	if err != nil {
 		return nil, nil, err
 	}
-	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)
+	rs, closeKeys, err := livefleet.Resolve(ctx, e.stderr, cfg, hosts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,8 +145,11 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 		return nil, nil, err
 	}
 	release := func() { ff.releaseTunnel(); closeKeys() }
-	f, err := liveFleet(cfg, rs, via, ff.openHistory(e), rec)
+	f, err := livefleet.New(cfg, rs, via, ff.openHistory(e), func(specs []remote.HostSpec, opts remote.Options) error {
+		return rec.start(specs, opts, 1, "live")
+	})
 	if err != nil {
+		rec.abort()
 		release()
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sanitize"
@@ -81,7 +82,7 @@ func runInit(ctx context.Context, e env, args []string) int {
 	var hosts []config.StarterHost
 	var outcomes []output.HostOutcome
 	failed := false
-	for o, f := range eachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
+	for o, f := range livefleet.EachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
 		units, err := live.Discover(ctx, o)
 		return found{units, err}
 	}) {

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
-	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
@@ -56,53 +51,6 @@ func TestStarterHost(t *testing.T) {
 				t.Errorf("remote text reached the output raw: %q %q", note, line)
 			}
 		})
-	}
-}
-
-// TestEachHostAtOnceInOrder: eachHost looks at hosts at the same time
-// (each look here waits until all of them have started: run one after
-// another they would never get there) and yields them in the order
-// given, whatever order they finish in; at most hostParallel run at once.
-func TestEachHostAtOnceInOrder(t *testing.T) {
-	n := hostParallel
-	rs := make([]live.Options, n)
-	for i := range rs {
-		rs[i].Name = fmt.Sprintf("gpu%d", i)
-	}
-	var mu sync.Mutex
-	started, running, most := 0, 0, 0
-	all := make(chan struct{})
-	look := func(ctx context.Context, o live.Options) string {
-		mu.Lock()
-		started++
-		running++
-		most = max(most, running)
-		if started == n {
-			close(all)
-		}
-		mu.Unlock()
-		select {
-		case <-all:
-		case <-ctx.Done():
-			return "timed out before every host started"
-		}
-		if o.Name == "gpu0" { // the first finishes last
-			time.Sleep(10 * time.Millisecond)
-		}
-		mu.Lock()
-		running--
-		mu.Unlock()
-		return o.Name
-	}
-	var got []string
-	for o, r := range eachHost(t.Context(), rs, 10*time.Second, look) {
-		if r != o.Name {
-			t.Fatalf("%s: %s", o.Name, r)
-		}
-		got = append(got, r)
-	}
-	if len(got) != n || got[0] != "gpu0" || got[n-1] != rs[n-1].Name || most > hostParallel {
-		t.Errorf("yielded %v, %d at once at most", got, most)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-
 	"fmt"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
