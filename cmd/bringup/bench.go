@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bringup-dev/bringup/cmd/bringup/action"
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
@@ -54,7 +56,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return e.fail("bench", "%v", err)
 		}
-		if names, err = simHosts(f, fs.Args(), fs.NArg() == 0); err != nil {
+		if names, err = action.SimHosts(f.Hosts(), fs.Args(), fs.NArg() == 0); err != nil {
 			return e.fail("bench", "%v", err)
 		}
 		fleet = f
@@ -68,7 +70,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 	}
 	// The fleet runs past Ctrl-C (ctx), so that the stopped loads still
 	// report what they measured; stop ends it.
-	fl, stop := follow(context.WithoutCancel(ctx), e, "bench", fleet)
+	fl, stop := drive.Follow(context.WithoutCancel(ctx), e.stderr, "bench", fleet)
 	defer stop()
 	var hosts []remote.HostState
 	if *demo {

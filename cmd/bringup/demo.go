@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
@@ -110,22 +110,11 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		defer closeKeys()
 		fleet = f
 	}
-	fl, stop := follow(ctx, e, "watch", fleet)
-	code := runWatch(ctx, fl, e.stdout, watchOptions{JSON: *asJSON, Timeout: *timeout})
+	fl, stop := drive.Follow(ctx, e.stderr, "watch", fleet)
+	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code
-}
-
-// follow starts fleet for command name and returns its follower and the
-// func that stops it, which says so when the hosts take too long.
-func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remote.Follower, func()) {
-	fl := remote.Follow(ctx, fleet)
-	return fl, func() {
-		if err := fl.Stop(5 * time.Second); err != nil {
-			fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, err)
-		}
-	}
 }
 
 // openLiveFleet loads the configuration, resolves the hosts and loads
