@@ -35,7 +35,7 @@ func actionCommand(name string) command {
 // stdinTerminal is standard input when it is a terminal (someone can
 // answer a prompt), else nil.
 func stdinTerminal() io.Reader {
-	if isTerminal(os.Stdin) {
+	if cli.IsTerminal(os.Stdin) {
 		return os.Stdin
 	}
 	return nil
