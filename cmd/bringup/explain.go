@@ -5,8 +5,6 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
@@ -62,7 +60,7 @@ func runExplain(_ context.Context, e env, args []string) int {
 		}
 		defer f.Close()
 		in, logName = f, name
-	} else if in == nil || fs.NArg() == 0 && isTerminal(in) {
+	} else if in == nil || fs.NArg() == 0 && cli.IsTerminal(in) {
 		// `bringup explain` alone at a prompt would wait for a paste
 		// with no word of it: say what it wants instead.
 		return e.fail("explain", "name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
@@ -90,10 +88,4 @@ func runExplain(_ context.Context, e env, args []string) int {
 		output.Explain(e.stdout, logName, x, lg)
 	}
 	return code
-}
-
-// isTerminal reports whether v (a reader or writer) is a terminal.
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

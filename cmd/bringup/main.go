@@ -17,6 +17,16 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 )
 
+// Exit codes, for scripts: the one table in package cli.
+const (
+	exitServing     = cli.ExitOK          // every watched host is serving
+	exitFailed      = cli.ExitFailed      // at least one host failed
+	exitTimeout     = cli.ExitTimeout     // --timeout passed first
+	exitUsage       = cli.ExitUsage       // bad flags, config or hosts: nothing was watched
+	exitAborted     = cli.ExitAborted     // a rollout stopped part way
+	exitInterrupted = cli.ExitInterrupted // ctrl-c or SIGTERM
+)
+
 // env is the slice of the process environment the commands read, so tests
 // can hand in their own.
 type env struct {

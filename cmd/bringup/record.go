@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-
 	"fmt"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/console"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/ui"
@@ -111,7 +111,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	}
 	// The speed is in the position: p, > and < change it as it plays.
 	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: clock.Position, Replay: clock, Signals: signals(notify.Defaults(), *quiet)})
+		Position: clock.Position, Replay: clock, Signals: console.Signals(notify.Defaults(), *quiet)})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)

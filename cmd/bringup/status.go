@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 )
@@ -24,10 +25,10 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		return e.fail("status", "%v", err)
 	}
 	defer closeKeys()
-	fl, stop := follow(ctx, e, "status", fleet)
+	fl, stop := drive.Follow(ctx, e.stderr, "status", fleet)
 	hosts := fl.Snapshot(ctx, *timeout)
 	stop()
-	code, word := outcome(hosts), "serving"
+	code, word := drive.Outcome(hosts), "serving"
 	switch {
 	case cli.WasInterrupted(ctx):
 		code, word = exitInterrupted, "interrupted"

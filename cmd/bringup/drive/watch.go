@@ -1,4 +1,4 @@
-package main
+package drive
 
 import (
 	"context"
@@ -13,18 +13,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// Exit codes, for scripts: the one table in package cli.
-const (
-	exitServing     = cli.ExitOK          // every watched host is serving
-	exitFailed      = cli.ExitFailed      // at least one host failed
-	exitTimeout     = cli.ExitTimeout     // --timeout passed first
-	exitUsage       = cli.ExitUsage       // bad flags, config or hosts: nothing was watched
-	exitAborted     = cli.ExitAborted     // a rollout stopped part way
-	exitInterrupted = cli.ExitInterrupted // ctrl-c or SIGTERM
-)
-
-// watchOptions configures runWatch.
-type watchOptions struct {
+// WatchOptions configures Watch.
+type WatchOptions struct {
 	JSON    bool
 	Timeout time.Duration // 0 = none
 }
@@ -32,10 +22,10 @@ type watchOptions struct {
 // errTimedOut is the cause of a watch's context when --timeout passed.
 var errTimedOut = errors.New("timeout")
 
-// runWatch prints one line per phase change, failure, unit-state change and
+// Watch prints one line per phase change, failure, unit-state change and
 // host key learned until every host has settled (remote.HostState.Settled),
 // the timeout passes, or ctx ends, and returns the exit code.
-func runWatch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts watchOptions) int {
+func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptions) int {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimedOut)
@@ -68,18 +58,18 @@ func runWatch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts watchOp
 			output.Change(w, c, started[c.Host], opts.JSON)
 		}
 	})
-	code, word, msg := outcome(hosts), "serving", ""
+	code, word, msg := Outcome(hosts), "serving", ""
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
-		code, word, msg = exitTimeout, "timeout", "timeout after "+opts.Timeout.String()
+		code, word, msg = cli.ExitTimeout, "timeout", "timeout after "+opts.Timeout.String()
 		if !opts.JSON {
 			output.Timeout(w, opts.Timeout)
 		}
 	case cli.WasInterrupted(ctx):
-		code, word, msg = exitInterrupted, "interrupted", "interrupted"
+		code, word, msg = cli.ExitInterrupted, "interrupted", "interrupted"
 	case err != nil:
-		code, word, msg = exitTimeout, "error", err.Error()
-	case code == exitFailed:
+		code, word, msg = cli.ExitTimeout, "error", err.Error()
+	case code == cli.ExitFailed:
 		word = "failed"
 	}
 	if opts.JSON {
@@ -88,12 +78,12 @@ func runWatch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts watchOp
 	return code
 }
 
-// outcome is the exit code for settled hosts: serving unless one failed.
-func outcome(hosts []remote.HostState) int {
+// Outcome is the exit code for settled hosts: serving unless one failed.
+func Outcome(hosts []remote.HostState) int {
 	for _, h := range hosts {
 		if h.Startup.Phase == startup.Failed {
-			return exitFailed
+			return cli.ExitFailed
 		}
 	}
-	return exitServing
+	return cli.ExitOK
 }
