@@ -38,36 +38,14 @@ type Source interface {
 	Do(host string, a remote.Action) (int, error)
 	// ReadOnly reports whether actions that change hosts are refused.
 	ReadOnly() bool
+	// Capabilities are the optional features the source offers (the local
+	// build's hashes, reconnecting, being told the open view, ...); the
+	// UI asks once, in New, and does without each one that is nil.
+	Capabilities() remote.Capabilities
 }
 
 // The fleet is the source the command layer passes.
 var _ Source = (*remote.Fleet)(nil)
-
-// A Source may also tell the UI more; these are asked for by type
-// assertion, so a Source without them (a test fake) keeps working.
-type (
-	// localHasher knows, per kernel, the content hash of the local build:
-	// what the hosts should run. The drift badges compare against it.
-	localHasher interface{ LocalHashes() map[string]string }
-	// catalogSource knows the kernel catalog, for when Options has none.
-	catalogSource interface{ Kernels() kernels.Catalog }
-	budgetSource  interface{ LogBudget() int }
-	// reconnecter restarts a connection stopped on a failure bringup
-	// never retries by itself (host key, authentication).
-	reconnecter interface{ Reconnect(host string) error }
-	// viewTeller is told which host's view is open ("" for none), so that
-	// the host samples at full rate only while someone looks
-	// (remote.Fleet.View). It must not block: it is called from Update.
-	viewTeller interface{ View(host string) }
-)
-
-var (
-	_ localHasher   = (*remote.Fleet)(nil)
-	_ catalogSource = (*remote.Fleet)(nil)
-	_ budgetSource  = (*remote.Fleet)(nil)
-	_ reconnecter   = (*remote.Fleet)(nil)
-	_ viewTeller    = (*remote.Fleet)(nil)
-)
 
 // Options configures the UI.
 type Options struct {
@@ -143,6 +121,7 @@ type (
 // Model is the root model of the UI; the only tea.Model in the package.
 type Model struct {
 	src    Source
+	caps   remote.Capabilities // what src offers beyond Source
 	opts   Options
 	keys   KeyMap
 	styles Styles
@@ -181,7 +160,7 @@ type Model struct {
 
 	focus focusStack // what has the keys, over what
 	open  string     // the host the host view shows
-	// told is the open host view last told to the source (viewTeller).
+	// told is the open host view last told to the source (caps.View).
 	told string
 	lv   logView
 	dlg  *dialog // the dialog focusDialog or focusRolloutForm shows
@@ -223,8 +202,9 @@ func New(src Source, opts Options) *Model {
 	if opts.Title == "" {
 		opts.Title = "bringup"
 	}
-	if bs, ok := src.(budgetSource); ok && opts.LogBudget <= 0 {
-		opts.LogBudget = bs.LogBudget()
+	caps := src.Capabilities()
+	if caps.LogBudget != nil && opts.LogBudget <= 0 {
+		opts.LogBudget = caps.LogBudget()
 	}
 	if opts.LogBudget <= 0 {
 		opts.LogBudget = remote.DefaultLogBudget - remote.DefaultLogBudget/remote.PendingShare
@@ -239,6 +219,7 @@ func New(src Source, opts Options) *Model {
 	hfi.CharLimit = 200
 	m := &Model{
 		src:     src,
+		caps:    caps,
 		opts:    opts,
 		keys:    DefaultKeyMap(),
 		help:    help.New(),
@@ -260,8 +241,8 @@ func New(src Source, opts Options) *Model {
 		expanded:  map[string]bool{},
 	}
 	if len(opts.Kernels.Kernels) == 0 {
-		if cs, ok := src.(catalogSource); ok {
-			m.opts.Kernels = cs.Kernels()
+		if caps.Kernels != nil {
+			m.opts.Kernels = caps.Kernels()
 		}
 	}
 	m.setStyles(true)
@@ -332,14 +313,14 @@ func (m *Model) reconnectOn(hosts []string) tea.Cmd {
 			return m.setStatus("no host selected", true)
 		}
 	}
-	r, ok := m.src.(reconnecter)
-	if !ok {
+	reconnect := m.caps.Reconnect
+	if reconnect == nil {
 		return m.setStatus("this fleet's connections cannot be restarted", true)
 	}
 	return func() tea.Msg {
 		var errs []error
 		for _, h := range hosts {
-			if err := r.Reconnect(h); err != nil {
+			if err := reconnect(h); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -401,8 +382,8 @@ func (m *Model) tellView() {
 		return
 	}
 	m.told = v
-	if t, ok := m.src.(viewTeller); ok {
-		t.View(v)
+	if m.caps.View != nil {
+		m.caps.View(v)
 	}
 }
 
@@ -499,8 +480,8 @@ func (m *Model) setStatus(s string, isErr bool) tea.Cmd {
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel, cur := m.selectedName(), m.cursorHost()
-	if lh, ok := m.src.(localHasher); ok {
-		m.local = lh.LocalHashes()
+	if m.caps.LocalHashes != nil {
+		m.local = m.caps.LocalHashes()
 	}
 	m.hosts = b.Hosts
 	m.refilter(sel, cur)

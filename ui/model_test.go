@@ -622,6 +622,13 @@ type reconnectSource struct {
 	err   error
 }
 
+// Capabilities adds Reconnect to the fake's.
+func (r *reconnectSource) Capabilities() remote.Capabilities {
+	c := r.fakeSource.Capabilities()
+	c.Reconnect = r.Reconnect
+	return c
+}
+
 func (r *reconnectSource) Reconnect(host string) error {
 	r.asked = append(r.asked, host)
 	return r.err

@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/remote"
-	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
@@ -161,20 +160,11 @@ func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
 	return tea.Batch(append(cmds, m.statusChange(before), m.issue(steps))...)
 }
 
-// previousRuns is a Source that knows each host's previous serving run
-// and its decode rate, from the history, and the drop that counts as
-// slower (remote.Fleet); a Source without it (a test fake) gets no
-// before rates.
-type previousRuns interface {
-	PreviousRun(host, unit string) (history.Record, bool)
-	SlowerBy() float64
-}
-
 // previousRates are the before rates of a rollout over hosts: each host's
 // previous serving run, answered from memory by the source.
 func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64) {
-	src, ok := m.src.(previousRuns)
-	if !ok {
+	previous, slowerBy := m.caps.PreviousRun, m.caps.SlowerBy
+	if previous == nil || slowerBy == nil {
 		return nil, 0
 	}
 	out := map[string]rollout.Rate{}
@@ -183,11 +173,11 @@ func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64)
 		if hs == nil {
 			continue
 		}
-		if rec, ok := src.PreviousRun(h, hs.Unit); ok {
+		if rec, ok := previous(h, hs.Unit); ok {
 			out[h] = rollout.Rate{Modes: rec.Modes, TPS: rec.DecodeTPS}
 		}
 	}
-	return out, src.SlowerBy()
+	return out, slowerBy()
 }
 
 // observe hands a batch to the rollout's driver: while it runs, and once

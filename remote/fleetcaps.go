@@ -1,0 +1,15 @@
+package remote
+
+// Capabilities offers the console every optional feature of the fleet.
+func (f *Fleet) Capabilities() Capabilities {
+	return Capabilities{
+		LocalHashes: f.LocalHashes,
+		Kernels:     f.Kernels,
+		LogBudget:   f.LogBudget,
+		Reconnect:   f.Reconnect,
+		View:        f.View,
+		Cancel:      f.Cancel,
+		PreviousRun: f.PreviousRun,
+		SlowerBy:    f.SlowerBy,
+	}
+}
