@@ -14,12 +14,12 @@ import (
 // applyBatch takes the new snapshot and appends the batch's events to the
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
-	sel, cur := m.selectedName(), m.cursorHost()
+	sel, cur := m.selectedName(), m.table.cursorHost()
 	if m.caps.LocalHashes != nil {
 		m.local = m.caps.LocalHashes()
 	}
 	m.hosts = b.Hosts
-	m.refilter(sel, cur)
+	m.table.setHosts(b.Hosts, sel, cur)
 	var statusCmd tea.Cmd
 	for _, ev := range b.Events {
 		if ev.Kind == event.KindCommand {

@@ -41,10 +41,10 @@ func (b *benchRun) running() bool {
 // benchHosts is what b acts on: the marked hosts on the table, else the
 // selected host.
 func (m *Model) benchHosts() []string {
-	if m.focus.view() == focusTable && len(m.marked) > 0 {
+	if m.focus.view() == focusTable && len(m.table.marked) > 0 {
 		var hs []string
 		for _, h := range m.hosts {
-			if m.marked[h.Name] {
+			if m.table.marked[h.Name] {
 				hs = append(hs, h.Name)
 			}
 		}

@@ -64,29 +64,10 @@ type Model struct {
 	now           time.Time
 	closed        bool // the source closed its channel
 
-	hosts  []remote.HostState
-	logs   logStore          // every host's log, under one budget
-	inv    map[string]string // the last invocation id seen in each host's journal
-	cursor int               // a line of lines, not an index of hosts
-	marked map[string]bool
-
-	// The table's filter (/): the filter in force, its prompt, why the
-	// text typed does not parse yet, and the hosts it shows (indices of
-	// hosts, in order).
-	hf      hostFilter
-	hfInput textinput.Model
-	hfErr   string
-	rows    []int
-
-	// The table's lines (host rows, and group summary rows when grouped;
-	// the cursor is a line of them), the groupings the config allows,
-	// which is in force (0: none, k: groupings[k-1]), the groups it shows,
-	// and which groups are expanded (by grouping and bucket key).
-	lines     []tableLine
-	groupings []grouping
-	groupBy   int
-	groups    []groupRow
-	expanded  map[string]bool
+	hosts []remote.HostState // the latest snapshot
+	table tableModel         // the fleet table: its rows, cursor, filter, groups, marks
+	logs  logStore           // every host's log, under one budget
+	inv   map[string]string  // the last invocation id seen in each host's journal
 
 	pal cmdPalette // the `:` command palette
 
@@ -117,8 +98,6 @@ type Model struct {
 
 	// signals remembers the signals given, so each is given once.
 	signals notify.Tracker
-	// sort is the table's order (s cycles it).
-	sort tableSort
 	// bench is the smoke load started here while its overlay is open.
 	bench *benchRun
 }
@@ -145,38 +124,30 @@ func New(src Source, opts Options) *Model {
 	ti.Prompt = "/"
 	ti.Placeholder = "filter logs"
 	ti.CharLimit = 200
-	hfi := textinput.New()
-	hfi.Prompt = "/"
-	hfi.Placeholder = "filter hosts: name phase:failed mode:validate state:failed"
-	hfi.CharLimit = 200
 	m := &Model{
-		src:     src,
-		caps:    caps,
-		opts:    opts,
-		keys:    DefaultKeyMap(),
-		help:    help.New(),
-		filter:  ti,
-		hfInput: hfi,
-		pal:     newCmdPalette(),
-		width:   80,
-		height:  24,
-		now:     opts.Now(),
-		logs:    newLogStore(opts.LogLines, opts.LogBudget),
-		inv:     map[string]string{},
-		marked:  map[string]bool{},
-		watch:   map[string]bool{},
-		focus:   focusStack{focusTable},
-		lv:      newLogView(),
-		cmds:    cmdLog{follow: true},
-
-		groupings: newGroupings(opts.Groups, opts.Labels),
-		expanded:  map[string]bool{},
+		src:    src,
+		caps:   caps,
+		opts:   opts,
+		keys:   DefaultKeyMap(),
+		help:   help.New(),
+		filter: ti,
+		pal:    newCmdPalette(),
+		width:  80,
+		height: 24,
+		now:    opts.Now(),
+		logs:   newLogStore(opts.LogLines, opts.LogBudget),
+		inv:    map[string]string{},
+		watch:  map[string]bool{},
+		focus:  focusStack{focusTable},
+		lv:     newLogView(),
+		cmds:   cmdLog{follow: true},
 	}
 	if len(opts.Kernels.Kernels) == 0 {
 		if caps.Kernels != nil {
 			m.opts.Kernels = caps.Kernels()
 		}
 	}
+	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
 	m.setStyles(true)
 	return m
 }
@@ -185,13 +156,14 @@ func New(src Source, opts Options) *Model {
 func (m *Model) setStyles(isDark bool) {
 	m.styles = NewStyles(isDark, m.opts.NoColor)
 	m.help.Styles = m.styles.Help
+	m.table.styles = m.styles
 	ts := textinput.DefaultStyles(isDark)
 	ts.Cursor.Blink = false // a blinking cursor is a tick loop for nothing
 	if m.opts.NoColor {
 		ts = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
 	}
 	m.filter.SetStyles(ts)
-	m.hfInput.SetStyles(ts)
+	m.table.filterInput.SetStyles(ts)
 	m.pal.input.SetStyles(ts)
 }
 
@@ -240,7 +212,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = max(1, msg.Width), max(1, msg.Height)
 		m.help.SetWidth(m.width)
 		m.filter.SetWidth(max(10, m.width-20))
-		m.hfInput.SetWidth(max(10, m.width-4))
+		m.table.Update(tea.WindowSizeMsg{Width: m.width, Height: m.bodyHeight()})
 		m.pal.input.SetWidth(max(10, m.width-4))
 	case tea.BackgroundColorMsg:
 		m.setStyles(msg.IsDark())
@@ -283,7 +255,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case focusLogFilter:
 			m.filter, cmd = m.filter.Update(msg)
 		case focusHostFilter:
-			cmd = m.editHostFilter(msg)
+			cmd = m.take(m.table.UpdateFilter(msg))
 		case focusPalette:
 			m.pal.input, cmd = m.pal.input.Update(msg)
 		default: // the other layers take only keys
@@ -318,7 +290,7 @@ func (m *Model) selectedName() string {
 		}
 	default: // the table: its cursor row
 	}
-	return m.cursorHost()
+	return m.table.cursorHost()
 }
 
 func (m *Model) hostState(name string) *remote.HostState {
@@ -342,7 +314,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case focusLogFilter:
 		return m.filterKey(msg)
 	case focusHostFilter:
-		return m.hostFilterKey(msg)
+		return m.take(m.table.UpdateFilter(msg))
 	case focusPalette:
 		return m.paletteKey(msg)
 	case focusDialog:
@@ -446,59 +418,14 @@ func (m *Model) replayKey(msg tea.KeyPressMsg) tea.Cmd {
 
 func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
+	if key.Matches(msg, k.HostFilter) {
+		m.focus.push(focusHostFilter)
+		return m.table.openFilter()
+	}
+	if r := m.table.Update(msg); !r.ignored {
+		return m.take(r)
+	}
 	switch {
-	case key.Matches(msg, k.HostFilter):
-		return m.openHostFilter()
-	case key.Matches(msg, k.Back) && m.hf.active():
-		m.hf = hostFilter{}
-		m.refilter(m.cursorHost())
-		return m.setStatus("filter cleared", false)
-	case key.Matches(msg, k.Up):
-		m.cursor = max(0, m.cursor-1)
-	case key.Matches(msg, k.Down):
-		m.cursor = max(0, min(len(m.lines)-1, m.cursor+1))
-	case key.Matches(msg, k.First):
-		m.cursor = 0
-	case key.Matches(msg, k.Last):
-		m.cursor = max(0, len(m.lines)-1)
-	case key.Matches(msg, k.PageUp):
-		m.cursor = max(0, m.cursor-m.pageRows())
-	case key.Matches(msg, k.PageDown):
-		m.cursor = max(0, min(len(m.lines)-1, m.cursor+m.pageRows()))
-	case key.Matches(msg, k.NextFailed), key.Matches(msg, k.PrevFailed):
-		dir := 1
-		if key.Matches(msg, k.PrevFailed) {
-			dir = -1
-		}
-		if !m.nextFailed(dir) {
-			return m.setStatus("no failed host shown", false)
-		}
-	case key.Matches(msg, k.Sort):
-		m.sort = (m.sort + 1) % sortCount
-		m.refilter(m.cursorHost())
-		return m.setStatus("sorted: "+m.sort.String(), false)
-	case key.Matches(msg, k.Group):
-		return m.cycleGrouping()
-	case key.Matches(msg, k.Expand) && m.onGroupRow():
-		m.setExpanded(true)
-	case key.Matches(msg, k.Collapse) && m.groupBy > 0:
-		m.setExpanded(false)
-	case key.Matches(msg, k.MarkAll):
-		if n := m.selectAll(); n > 0 {
-			return m.setStatus(fmt.Sprintf("%d hosts marked", n), false)
-		}
-		return m.setStatus("marks cleared", false)
-	case key.Matches(msg, k.Select) && m.onGroupRow():
-		m.markGroup()
-	case key.Matches(msg, k.Select):
-		if n := m.selectedName(); n != "" {
-			m.marked[n] = !m.marked[n]
-			if !m.marked[n] {
-				delete(m.marked, n)
-			}
-		}
-	case key.Matches(msg, k.Open) && m.onGroupRow():
-		m.setExpanded(!m.expanded[m.groupKey(m.cursor)])
 	case key.Matches(msg, k.Open):
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
@@ -652,8 +579,8 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 // group's summary row the group's hosts the table shows (the dialog
 // names them all before anything is done).
 func (m *Model) keyHosts() []string {
-	if m.focus.view() == focusTable && m.onGroupRow() {
-		return m.groupHosts(m.lines[m.cursor].group)
+	if m.focus.view() == focusTable && m.table.onGroupRow() {
+		return m.table.groupHosts(m.table.lines[m.table.cursor].group)
 	}
 	return []string{m.selectedName()}
 }

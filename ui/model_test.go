@@ -43,7 +43,7 @@ func TestSelectionMovesAndOpens(t *testing.T) {
 		t.Fatalf("selected %q, want gpu2", got)
 	}
 	press(m, "space")
-	if !m.marked["gpu2"] {
+	if !m.table.marked["gpu2"] {
 		t.Fatal("space did not mark gpu2")
 	}
 	press(m, "enter")

@@ -367,12 +367,12 @@ func newCmdPalette() cmdPalette {
 
 // env is the model's side of the palette's world right now.
 func (m *Model) paletteEnv() paletteEnv {
-	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
+	env := paletteEnv{hosts: m.table.hostNames(), shown: m.table.shown(), marked: m.table.shownMarked(),
 		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.focus.view() == focusHost}
-	for _, g := range m.groupings {
+	for _, g := range m.table.groupings {
 		env.groupBy = append(env.groupBy, g.by)
 	}
-	env.hidden = len(m.marked) - len(env.marked)
+	env.hidden = len(m.table.marked) - len(env.marked)
 	return env
 }
 
@@ -524,19 +524,19 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 	case "reconnect":
 		return m.reconnectOn(c.hosts)
 	case "filter":
-		if err := m.setHostFilter(c.text); err != nil {
+		if err := m.table.setFilter(c.text); err != nil {
 			return m.setStatus(err.Error(), true)
 		}
 		m.showView(focusTable)
-		if !m.hf.active() {
+		if !m.table.filter.active() {
 			return m.setStatus("filter cleared", false)
 		}
 	case "group":
 		m.showView(focusTable)
 		if c.text == "" {
-			return m.cycleGrouping()
+			return m.take(m.table.cycleGrouping())
 		}
-		return m.groupTableBy(c.text)
+		return m.take(m.table.groupTableBy(c.text))
 	case "follow":
 		m.toggleFollow()
 	case "wrap":

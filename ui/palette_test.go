@@ -320,7 +320,7 @@ func TestPaletteRestartAllRunsThePreflight(t *testing.T) {
 
 func TestPaletteAllUnderAFilter(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
-	if err := m.setHostFilter("mode:on"); err != nil {
+	if err := m.table.setFilter("mode:on"); err != nil {
 		t.Fatal(err)
 	}
 	runLine(m, "reset-failed all")
@@ -448,11 +448,11 @@ func TestPaletteOtherCommands(t *testing.T) {
 		t.Fatal("esc from a host opened with :host did not go back to the table")
 	}
 	runLine(m, "filter phase:failed")
-	if !slices.Equal(m.shown(), []string{"gpu3"}) {
-		t.Fatalf(":filter shows %q", m.shown())
+	if !slices.Equal(m.table.shown(), []string{"gpu3"}) {
+		t.Fatalf(":filter shows %q", m.table.shown())
 	}
 	runLine(m, "filter")
-	if m.hf.active() {
+	if m.table.filter.active() {
 		t.Fatal(":filter with no text did not clear it")
 	}
 	runLine(m, "help")
@@ -473,8 +473,8 @@ func TestPaletteOtherCommands(t *testing.T) {
 func TestPaletteNotOverPrompts(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, "/", ":")
-	if m.focus.top() == focusPalette || m.hfInput.Value() != ":" {
-		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.focus.top() == focusPalette, m.hfInput.Value())
+	if m.focus.top() == focusPalette || m.table.filterInput.Value() != ":" {
+		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.focus.top() == focusPalette, m.table.filterInput.Value())
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "enter", "/", ":")

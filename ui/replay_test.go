@@ -77,7 +77,7 @@ func TestReplayKeysTypeInPrompts(t *testing.T) {
 		m, r := replayModel(t)
 		press(m, "/")
 		press(m, keys...)
-		if got := m.hfInput.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
+		if got := m.table.filterInput.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
 			t.Errorf("filter %q, replay %+v", got, *r)
 		}
 	})

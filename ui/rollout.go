@@ -39,10 +39,10 @@ func (m *Model) issue(steps []rollout.Step) tea.Cmd {
 // rolloutHosts are the hosts R acts on: the marked ones, else all, in
 // table order; of either, only those the table shows under its filter.
 func (m *Model) rolloutHosts() []string {
-	if marked := m.shownMarked(); len(marked) > 0 {
+	if marked := m.table.shownMarked(); len(marked) > 0 {
 		return marked
 	}
-	return m.shown()
+	return m.table.shown()
 }
 
 // startRollout answers R: the running rollout's view, or the dialog for a
@@ -70,8 +70,8 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if i := slices.Index(f.modes, kernel+"="+mode); kernel != "" && i >= 0 {
 		f.mode = i
 	}
-	if m.hf.active() {
-		f.filter = m.hf.text
+	if m.table.filter.active() {
+		f.filter = m.table.filter.text
 	}
 	m.openDialog(&dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f})
 	return nil

@@ -69,7 +69,7 @@ func (m *Model) header(w int) string {
 	serving, failed, starting, other := c.Serving, c.Failed, c.Starting, c.Other
 	s := m.styles
 	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
-	if f := m.filterBadge(); f != "" {
+	if f := m.table.filterBadge(); f != "" {
 		hosts = s.Badge.Render(f)
 	}
 	counts := fmt.Sprintf("%s · %s · %s · %s", hosts,
@@ -79,7 +79,7 @@ func (m *Model) header(w int) string {
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
-	if n, all := len(m.shownMarked()), len(m.marked); all > 0 {
+	if n, all := len(m.table.shownMarked()), len(m.table.marked); all > 0 {
 		counts += fmt.Sprintf(" · %d selected", n)
 		if all > n {
 			counts += fmt.Sprintf(" +%d hidden", all-n)
@@ -97,10 +97,10 @@ func (m *Model) header(w int) string {
 	if m.opts.Position != nil {
 		counts += " · " + s.Badge.Render(m.opts.Position())
 	}
-	if m.sort != sortConfig {
-		counts += " · " + s.Badge.Render("sorted "+m.sort.String())
+	if m.table.sort != sortConfig {
+		counts += " · " + s.Badge.Render("sorted "+m.table.sort.String())
 	}
-	if b := m.groupBadge(); b != "" {
+	if b := m.table.groupBadge(); b != "" {
 		counts += " · " + s.Badge.Render(b)
 	}
 	if m.src.ReadOnly() {
@@ -150,7 +150,11 @@ func (m *Model) footer(w int) string {
 	case focusPalette:
 		return m.paletteFooter(w)
 	case focusHostFilter:
-		return m.hostFilterFooter(w)
+		status := ""
+		if m.status != "" {
+			status = m.statusText(w)
+		}
+		return m.table.filterPromptView(w, status)
 	default: // the status line
 	}
 	status := m.statusText(w)
@@ -205,33 +209,12 @@ func (m *Model) statusText(w int) string {
 // renderTable is the fleet table and, in the rows left, the newest log
 // lines of the host under the cursor.
 func (m *Model) renderTable(w, h int) string {
-	t := fleetTable{hosts: m.hosts, lines: m.lines, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
-	if g := m.grouping(); g != nil {
-		t.grouping, t.groups, t.groupNameW = g, m.groups, groupNameWidth(g, m.groups)
-		t.expanded = m.isOpen(g)
+	out := m.table.View(w, h, m.now, m.hostDrifts())
+	if len(m.table.rows) == 0 {
+		return out // no host, or none the filter shows: nothing to preview
 	}
-	switch {
-	case len(m.hosts) == 0:
-		return m.styles.Dim.Render("  waiting for hosts…")
-	case len(m.rows) == 0:
-		return m.styles.Dim.Render(clip(fmt.Sprintf("  no host matches the filter %q (esc clears it)", m.hf.text), w))
-	}
-	rows := min(h, len(m.lines)+1)
-	out := t.Render(w, rows)
-	logH := h - rows - 2
-	name := m.selectedName()
-	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
-	if g := m.grouping(); g != nil && m.onGroupRow() {
-		// A group's row shows the log of its host that most needs a
-		// person: a closed rack with a failure shows the failure.
-		gr := &m.groups[m.lines[m.cursor].group]
-		name = m.hosts[neediest(m.hosts, gr.hosts)].Name
-		verb := "expands"
-		if m.expanded[m.groupKey(m.cursor)] {
-			verb = "collapses"
-		}
-		title = fmt.Sprintf("── %s · %s · newest lines (enter %s) ", g.buckets[gr.bucket].name, name, verb)
-	}
+	logH := h - m.table.viewRows(h) - 2
+	name, title := m.table.preview(m.selectedName())
 	if logH < 3 || name == "" {
 		return out
 	}
