@@ -76,7 +76,7 @@ func (m *Model) recordAction(ev event.Event) {
 	if e.time.IsZero() {
 		e.time = m.now
 	}
-	m.cmds.add(e)
+	m.remoteCommands.add(e)
 }
 
 // commandText is one command's line after its time and host: via, the
@@ -125,7 +125,7 @@ func (m *Model) actionsBox(w, h int) string {
 	bw := min(w, 160)
 	iw := max(1, bw-4)
 	s := m.styles
-	l := &m.cmds
+	l := &m.remoteCommands
 	title := fmt.Sprintf("remote commands · %d", len(l.entries))
 	if l.dropped > 0 {
 		title += fmt.Sprintf(" · %d older dropped", l.dropped)
@@ -173,7 +173,7 @@ func (m *Model) actionsBox(w, h int) string {
 
 // actionsKey scrolls the log of remote commands, or closes it.
 func (m *Model) actionsKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, l := m.keys, &m.cmds
+	k, l := m.keys, &m.remoteCommands
 	h := actionsRows(m.height)
 	switch {
 	case key.Matches(msg, k.Quit):

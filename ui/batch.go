@@ -16,7 +16,7 @@ import (
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel, cur := m.selectedName(), m.table.cursorHost()
 	if m.caps.LocalHashes != nil {
-		m.local = m.caps.LocalHashes()
+		m.localHashes = m.caps.LocalHashes()
 	}
 	m.hosts = b.Hosts
 	m.table.setHosts(b.Hosts, sel, cur)
@@ -30,12 +30,12 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		if !ok {
 			continue
 		}
-		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.inv[ev.Host] {
-			if m.inv[ev.Host] != "" {
+		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.lastInvocation[ev.Host] {
+			if m.lastInvocation[ev.Host] != "" {
 				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + shortID(j.InvocationID), Kind: lineMark})
 				m.newInvocation(ev.Host)
 			}
-			m.inv[ev.Host] = j.InvocationID
+			m.lastInvocation[ev.Host] = j.InvocationID
 		}
 		if ev.Kind == event.KindAction && ev.Action != nil && m.benchEvent(ev) {
 			continue // a request counted: the bar shows it, the log need not
@@ -74,26 +74,17 @@ func (m *Model) trimLogs() {
 		}
 		return false
 	}
-	if !slices.Contains(m.logs.trim(idle), m.open) {
+	if !slices.Contains(m.logs.trim(idle), m.host.name) {
 		return
 	}
-	r := m.ring(m.open)
-	m.lv.synced(r)
-	if m.lv.query != "" {
-		cur, expanded := m.lv.cur, m.lv.expanded
-		m.lv.setQuery(m.lv.query, r)
-		if cur >= r.first() {
-			m.lv.cur, m.lv.expanded = cur, expanded
-		}
-	}
+	m.host.trimmed()
 }
 
 // push appends a line to host's ring, keeping the open filter's count.
 func (m *Model) push(host string, l logLine) {
-	r, old, evicted := m.logs.push(host, l)
-	if m.focus.view() == focusHost && host == m.open {
-		m.lv.pushed(r.at(r.total-1), old, evicted)
-		m.lv.synced(r)
+	_, old, evicted := m.logs.push(host, l)
+	if m.focus.view() == focusHost && host == m.host.name {
+		m.host.appended(old, evicted)
 	}
 }
 
@@ -155,11 +146,11 @@ func (m *Model) lineOf(ev event.Event) (logLine, bool) {
 // after a restart issued here, the open host view follows it from its
 // first line, whatever the pane was doing.
 func (m *Model) newInvocation(host string) {
-	if !m.watch[host] {
+	if !m.followRestart[host] {
 		return
 	}
-	delete(m.watch, host)
-	if m.focus.view() == focusHost && m.open == host {
-		m.lv.follow = true
+	delete(m.followRestart, host)
+	if m.focus.view() == focusHost && m.host.name == host {
+		m.host.log.follow = true
 	}
 }

@@ -131,8 +131,8 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 		if m.focus.view() != focusHost {
 			press(m, append(append([]string{":"}, typed("host "+fullest)...), "enter")...)
 		}
-		if m.focus.view() != focusHost || held(m.open) < 1000 {
-			b.Fatalf("no host view open on a host with a full ring (focus %v, host %q, %d lines)", m.focus.view(), m.open, held(m.open))
+		if m.focus.view() != focusHost || held(m.host.name) < 1000 {
+			b.Fatalf("no host view open on a host with a full ring (focus %v, host %q, %d lines)", m.focus.view(), m.host.name, held(m.host.name))
 		}
 	}
 	b.Run("hostview", func(b *testing.B) {
@@ -141,9 +141,9 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 	})
 	b.Run("hostview-filter", func(b *testing.B) {
 		openHost(b)
-		m.lv.setQuery("Error", m.ring(m.open))
+		m.host.log.setQuery("Error", m.ring(m.host.name))
 		frame(b, nil)
-		m.lv.setQuery("", m.ring(m.open))
+		m.host.log.setQuery("", m.ring(m.host.name))
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 // preflightKey answers the preflight dialog: a capture-safe mode (set it,
 // then restart), or the typed host count to go on anyway.
 func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, d := m.keys, m.dlg
+	k, d := m.keys, m.dialog
 	switch s := msg.String(); {
 	case len(s) == 1 && s[0] >= '0' && s[0] <= '9':
 		if len(d.typed) < 6 {
@@ -50,7 +50,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, d := m.keys, m.dlg
+	k, d := m.keys, m.dialog
 	if d.kind == dlgPreflight {
 		return m.preflightKey(msg)
 	}
@@ -88,7 +88,7 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 // choose takes the chooser's cursor item: a kernel leads to its modes, a
 // mode to the confirmation.
 func (m *Model) choose() tea.Cmd {
-	d := m.dlg
+	d := m.dialog
 	if len(d.choices) == 0 {
 		m.closeDialog()
 		return nil

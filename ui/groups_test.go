@@ -193,16 +193,16 @@ func TestGroupedTableFlow(t *testing.T) {
 	}
 	// A host row acts as ever: r asks about h06 alone.
 	drive(t, m, press(m, "x"))
-	if m.dlg == nil || len(m.dlg.hostList()) != 1 || m.dlg.hostList()[0] != "h06" {
-		t.Fatalf("x on h06: dialog %+v", m.dlg)
+	if m.dialog == nil || len(m.dialog.hostList()) != 1 || m.dialog.hostList()[0] != "h06" {
+		t.Fatalf("x on h06: dialog %+v", m.dialog)
 	}
 	drive(t, m, press(m, "y"))
 	if got := calls(src); len(got) != 1 || got[0].host != "h06" || got[0].a.Kind != remote.ActResetFailed {
 		t.Fatalf("Do calls %+v", got)
 	}
 	press(m, "enter")
-	if m.focus.view() != focusHost || m.open != "h06" {
-		t.Fatalf("enter on h06: view %v, open %q", m.focus.view(), m.open)
+	if m.focus.view() != focusHost || m.host.name != "h06" {
+		t.Fatalf("enter on h06: view %v, open %q", m.focus.view(), m.host.name)
 	}
 	press(m, "esc")
 	if m.selectedName() != "h06" {
@@ -224,8 +224,8 @@ func TestGroupedTableFlow(t *testing.T) {
 	}
 	// An action key on a group row asks about the group's hosts, by name.
 	press(m, "r")
-	if m.dlg == nil || !slices.Equal(m.dlg.hostList(), []string{"h05", "h06", "h07", "h08"}) {
-		t.Fatalf("r on rack-10: dialog %+v", m.dlg)
+	if m.dialog == nil || !slices.Equal(m.dialog.hostList(), []string{"h05", "h06", "h07", "h08"}) {
+		t.Fatalf("r on rack-10: dialog %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, "h[05-08]") {
 		t.Errorf("the confirmation does not name the group's hosts:\n%s", out)
@@ -454,7 +454,7 @@ func TestPaletteGroupCommand(t *testing.T) {
 	m, _ := groupedModel(t, 120, 30, 6)
 	press(m, append([]string{":"}, typed("group r")...)...)
 	press(m, "tab")
-	if got := m.pal.input.Value(); got != "group rack " {
+	if got := m.commandPalette.input.Value(); got != "group rack " {
 		t.Fatalf("completion %q", got)
 	}
 	press(m, "enter")

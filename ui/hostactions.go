@@ -61,9 +61,9 @@ func (m *Model) issued(msg actionIssued) tea.Cmd {
 		return m.setStatus(fmt.Sprintf("%s: %s: %v", msg.host, msg.action, msg.err), true)
 	}
 	if msg.action.Kind == remote.ActRestart {
-		m.watch[msg.host] = true
-		if m.focus.view() == focusHost && m.open == msg.host {
-			m.lv.follow = true
+		m.followRestart[msg.host] = true
+		if m.focus.view() == focusHost && m.host.name == msg.host {
+			m.host.log.follow = true
 		}
 	}
 	return m.setStatus(fmt.Sprintf("%s: %s issued (#%d)", msg.host, msg.action, msg.id), false)

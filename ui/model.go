@@ -14,7 +14,6 @@ package ui
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -58,43 +57,42 @@ type Model struct {
 	keys   KeyMap
 	styles Styles
 	help   help.Model
-	filter textinput.Model
 
 	width, height int
 	now           time.Time
-	closed        bool // the source closed its channel
+	streamEnded   bool // the source closed its channel
 
 	hosts []remote.HostState // the latest snapshot
-	table tableModel         // the fleet table: its rows, cursor, filter, groups, marks
 	logs  logStore           // every host's log, under one budget
-	inv   map[string]string  // the last invocation id seen in each host's journal
+	// lastInvocation is, per host, the last invocation id its journal showed.
+	lastInvocation map[string]string
 
-	pal cmdPalette // the `:` command palette
-
-	focus focusStack // what has the keys, over what
-	open  string     // the host the host view shows
-	// told is the open host view last told to the source (caps.View).
-	told string
-	lv   logView
-	dlg  *dialog // the dialog focusDialog or focusRolloutForm shows
-
-	// unfold shows every rank's copy of a line in the host view (z); by
-	// default they fold into one row.
-	unfold bool
+	// The parts: the fleet table (its rows, cursor, filter, groups,
+	// marks), the host view (the host it shows, its log pane), and the
+	// layers that open over them.
+	table          tableModel
+	host           hostModel
+	focus          focusStack // what has the keys, over what
+	commandPalette cmdPalette // the `:` command palette
+	dialog         *dialog    // the dialog focusDialog or focusRolloutForm shows
+	// viewTold is the open host view last told to the source (caps.View).
+	viewTold string
 
 	status    string
 	statusErr bool
 	statusSeq int
-	cmds      cmdLog // the log of remote commands (`@`)
+	// remoteCommands is the log of what bringup did on the hosts (`@`).
+	remoteCommands cmdLog
 
-	// local is the local build's hash per kernel, from the source; nil
-	// when it cannot tell.
-	local map[string]string
-	// watch holds the hosts restarted from here whose new invocation the
-	// open host view should follow from its first line.
-	watch map[string]bool
-	// ro is the rollout started here, running or settled; nil before R.
-	ro *rolloutRun
+	// localHashes is the local build's hash per kernel, from the source;
+	// nil when it cannot tell.
+	localHashes map[string]string
+	// followRestart holds the hosts restarted from here whose new
+	// invocation the open host view should follow from its first line.
+	followRestart map[string]bool
+	// rollout is the rollout started here, running or settled; nil
+	// before R.
+	rollout *rolloutRun
 
 	// signals remembers the signals given, so each is given once.
 	signals notify.Tracker
@@ -120,33 +118,28 @@ func New(src Source, opts Options) *Model {
 	if opts.LogBudget <= 0 {
 		opts.LogBudget = remote.DefaultLogBudget - remote.DefaultLogBudget/remote.PendingShare
 	}
-	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "filter logs"
-	ti.CharLimit = 200
 	m := &Model{
-		src:    src,
-		caps:   caps,
-		opts:   opts,
-		keys:   DefaultKeyMap(),
-		help:   help.New(),
-		filter: ti,
-		pal:    newCmdPalette(),
-		width:  80,
-		height: 24,
-		now:    opts.Now(),
-		logs:   newLogStore(opts.LogLines, opts.LogBudget),
-		inv:    map[string]string{},
-		watch:  map[string]bool{},
-		focus:  focusStack{focusTable},
-		lv:     newLogView(),
-		cmds:   cmdLog{follow: true},
+		src:            src,
+		caps:           caps,
+		opts:           opts,
+		keys:           DefaultKeyMap(),
+		help:           help.New(),
+		commandPalette: newCmdPalette(),
+		width:          80,
+		height:         24,
+		now:            opts.Now(),
+		logs:           newLogStore(opts.LogLines, opts.LogBudget),
+		lastInvocation: map[string]string{},
+		followRestart:  map[string]bool{},
+		focus:          focusStack{focusTable},
+		remoteCommands: cmdLog{follow: true},
 	}
 	if len(opts.Kernels.Kernels) == 0 {
 		if caps.Kernels != nil {
 			m.opts.Kernels = caps.Kernels()
 		}
 	}
+	m.host = newHostModel(m.keys, &m.logs, m.bodyHeight())
 	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
 	m.setStyles(true)
 	return m
@@ -162,9 +155,9 @@ func (m *Model) setStyles(isDark bool) {
 	if m.opts.NoColor {
 		ts = textinput.Styles{Cursor: textinput.CursorStyle{Shape: tea.CursorBlock}}
 	}
-	m.filter.SetStyles(ts)
+	m.host.filterInput.SetStyles(ts)
 	m.table.filterInput.SetStyles(ts)
-	m.pal.input.SetStyles(ts)
+	m.commandPalette.input.SetStyles(ts)
 }
 
 // Init asks for the background colour and starts the two loops: batches
@@ -190,16 +183,16 @@ func (m *Model) viewed() string {
 	if m.focus.view() != focusHost {
 		return ""
 	}
-	return m.open
+	return m.host.name
 }
 
 // tellView tells the source the open host view when it changed.
 func (m *Model) tellView() {
 	v := m.viewed()
-	if v == m.told {
+	if v == m.viewTold {
 		return
 	}
-	m.told = v
+	m.viewTold = v
 	if m.caps.View != nil {
 		m.caps.View(v)
 	}
@@ -211,9 +204,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(1, msg.Width), max(1, msg.Height)
 		m.help.SetWidth(m.width)
-		m.filter.SetWidth(max(10, m.width-20))
-		m.table.Update(tea.WindowSizeMsg{Width: m.width, Height: m.bodyHeight()})
-		m.pal.input.SetWidth(max(10, m.width-4))
+		body := tea.WindowSizeMsg{Width: m.width, Height: m.bodyHeight()}
+		m.table.Update(body)
+		m.host.Update(body, nil)
+		m.commandPalette.input.SetWidth(max(10, m.width-4))
 	case tea.BackgroundColorMsg:
 		m.setStyles(msg.IsDark())
 	case batchMsg:
@@ -222,7 +216,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case rolloutIssued:
 		return m, m.rolloutIssuedMsg(msg)
 	case sourceClosed:
-		m.closed = true
+		m.streamEnded = true
 	case tickMsg:
 		m.now = m.opts.Now()
 		// An empty batch lets the rollout check its clock (a failure's
@@ -253,11 +247,11 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var cmd tea.Cmd
 		switch m.focus.top() {
 		case focusLogFilter:
-			m.filter, cmd = m.filter.Update(msg)
+			cmd = m.take(m.host.UpdateFilter(msg, m.hostState(m.host.name)))
 		case focusHostFilter:
 			cmd = m.take(m.table.UpdateFilter(msg))
 		case focusPalette:
-			m.pal.input, cmd = m.pal.input.Update(msg)
+			m.commandPalette.input, cmd = m.commandPalette.input.Update(msg)
 		default: // the other layers take only keys
 		}
 		return m, cmd
@@ -283,10 +277,10 @@ func (m *Model) ring(host string) *ring {
 func (m *Model) selectedName() string {
 	switch m.focus.view() {
 	case focusHost:
-		return m.open
+		return m.host.name
 	case focusRollout:
-		if lanes := m.ro.r.Lanes(); m.ro.cursor < len(lanes) {
-			return lanes[m.ro.cursor].Host
+		if lanes := m.rollout.r.Lanes(); m.rollout.cursor < len(lanes) {
+			return lanes[m.rollout.cursor].Host
 		}
 	default: // the table: its cursor row
 	}
@@ -312,7 +306,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch m.focus.top() {
 	case focusLogFilter:
-		return m.filterKey(msg)
+		return m.take(m.host.UpdateFilter(msg, m.hostState(m.host.name)))
 	case focusHostFilter:
 		return m.take(m.table.UpdateFilter(msg))
 	case focusPalette:
@@ -374,7 +368,7 @@ func (m *Model) viewKey(msg tea.KeyPressMsg, viewOwn func(tea.KeyPressMsg) tea.C
 		m.focus.push(focusHelp)
 	case key.Matches(msg, k.Actions):
 		m.focus.push(focusActions)
-		m.cmds.follow = true
+		m.remoteCommands.follow = true
 	case key.Matches(msg, k.Mode):
 		return m.startMode(false)
 	case key.Matches(msg, k.Undo):
@@ -440,52 +434,22 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// openHost switches to the host view, following the log, keeping the
-// filter query (and recounting it for this host).
+// openHost switches to the host view of name.
 func (m *Model) openHost(name string) {
 	m.showView(focusHost)
-	m.open = name
-	q, wrap := m.lv.query, m.lv.wrap
-	m.lv = newLogView()
-	m.lv.wrap = wrap
-	m.lv.setQuery(q, m.ring(name))
-	m.lv.setFold(!m.unfold, m.ring(name))
-}
-
-// logHeight is the log pane's height in the host view right now.
-func (m *Model) logHeight() int {
-	hs := m.hostState(m.open)
-	if hs == nil {
-		return 1
-	}
-	return max(1, layoutHost(hs, m.bodyHeight()).logH)
+	m.host.open(name)
 }
 
 func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
-	r := m.ring(m.open)
-	h := m.logHeight()
-	switch {
-	case key.Matches(msg, k.Back):
+	if key.Matches(msg, k.Back) {
 		m.focus.pop()
-	case key.Matches(msg, k.Up):
-		m.lv.scroll(r, h, -1)
-	case key.Matches(msg, k.Down):
-		m.lv.scroll(r, h, 1)
-	case key.Matches(msg, k.PageUp):
-		m.lv.scroll(r, h, -max(1, h-1))
-	case key.Matches(msg, k.PageDown):
-		m.lv.scroll(r, h, max(1, h-1))
-	case key.Matches(msg, k.Top):
-		m.lv.follow, m.lv.top = false, r.first()
-	case key.Matches(msg, k.Bottom):
-		m.lv.follow = true
-	case key.Matches(msg, k.Follow):
-		m.toggleFollow()
-	case key.Matches(msg, k.Wrap):
-		m.lv.wrap = !m.lv.wrap
-	case key.Matches(msg, k.Fold):
-		return m.toggleFold()
+		return nil
+	}
+	if r := m.host.Update(msg, m.hostState(m.host.name)); !r.ignored {
+		return m.take(r)
+	}
+	switch {
 	case key.Matches(msg, k.CopyFix):
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
@@ -494,86 +458,14 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.startBench()
 	case key.Matches(msg, k.Filter):
 		m.focus.push(focusLogFilter)
-		m.filter.SetValue(m.lv.query)
-		m.filter.CursorEnd()
-		return m.filter.Focus()
-	case key.Matches(msg, k.NextMatch):
-		return m.nextMatch(1)
-	case key.Matches(msg, k.PrevMatch):
-		return m.nextMatch(-1)
+		return m.host.openFilter()
 	}
 	return nil
 }
 
-// toggleFold folds the ranks' copies of a line into one row, or shows
-// each again; the choice holds for every host view until changed. The
-// view keeps its place: the row on top stays on top.
-func (m *Model) toggleFold() tea.Cmd {
-	m.unfold = !m.unfold
-	r := m.ring(m.open)
-	m.lv.setFold(!m.unfold, r)
-	if m.unfold {
-		m.lv.expanded = -1
-		return m.setStatus("unfolded: every rank's line", false)
-	}
-	return m.setStatus("folded: the ranks' copies of a line as one row (z unfolds)", false)
-}
-
-// toggleFollow stops following the log where it is, or follows again.
-func (m *Model) toggleFollow() {
-	if m.lv.follow {
-		m.lv.top, m.lv.follow = m.lv.start(m.ring(m.open), m.logHeight()), false
-	} else {
-		m.lv.follow = true
-	}
-}
-
-// nextMatch jumps to the next (dir 1) or previous (dir -1) match, starting
-// from the current match, or from the screen when there is none.
-func (m *Model) nextMatch(dir int) tea.Cmd {
-	if m.lv.query == "" {
-		return m.setStatus("no filter: press / to set one", false)
-	}
-	r, h := m.ring(m.open), m.logHeight()
-	from := m.lv.cur
-	if from < r.first() {
-		from = m.lv.start(r, h) - 1
-		if dir < 0 || m.lv.follow {
-			from = m.lv.end(r, h)
-		}
-	}
-	seq, wrapped, ok := m.lv.find(r, from, dir)
-	if !ok {
-		return m.setStatus(fmt.Sprintf("no match for %q", m.lv.query), false)
-	}
-	m.lv.jump(r, h, seq)
-	if wrapped {
-		return m.setStatus("search wrapped", false)
-	}
-	return nil
-}
-
-func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc":
-		m.focus.pop()
-		m.filter.Blur()
-		return nil
-	case "enter":
-		m.focus.pop()
-		m.filter.Blur()
-		m.lv.setQuery(strings.TrimSpace(m.filter.Value()), m.ring(m.open))
-		if m.lv.query == "" {
-			return m.setStatus("filter cleared", false)
-		}
-		// Start from the newest line when following, as a log reader
-		// wants the latest match first.
-		return m.nextMatch(-1)
-	}
-	var cmd tea.Cmd
-	m.filter, cmd = m.filter.Update(msg)
-	return cmd
-}
+// toggleFollow stops following the open host's log where it is, or
+// follows again.
+func (m *Model) toggleFollow() { m.host.toggleFollow(m.hostState(m.host.name)) }
 
 // keyHosts is what an action key acts on: the selected host, or on a
 // group's summary row the group's hosts the table shows (the dialog

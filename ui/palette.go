@@ -378,7 +378,7 @@ func (m *Model) paletteEnv() paletteEnv {
 
 // openPalette answers `:`.
 func (m *Model) openPalette() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	m.focus.push(focusPalette)
 	p.input.SetValue("")
 	p.pos, p.draft = len(p.hist), ""
@@ -389,8 +389,8 @@ func (m *Model) openPalette() tea.Cmd {
 // closePalette closes the palette, back to the view under it.
 func (m *Model) closePalette() {
 	m.focus.pop()
-	m.pal.input.Blur()
-	m.pal.endCycle()
+	m.commandPalette.input.Blur()
+	m.commandPalette.endCycle()
 }
 
 func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
@@ -398,7 +398,7 @@ func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
 // paletteKey edits the palette: tab and shift+tab cycle completions,
 // up and down walk the history, enter runs, esc closes.
 func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	switch msg.String() {
 	case "esc":
 		m.closePalette()
@@ -427,7 +427,7 @@ func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 // complete puts the next (dir 1) or previous candidate in the line: the
 // first tab computes them; a single one is taken with a space after it.
 func (m *Model) complete(dir int) {
-	p := &m.pal
+	p := &m.commandPalette
 	if p.cur < 0 {
 		p.base, p.cands = completePalette(p.input.Value(), m.paletteEnv())
 		switch len(p.cands) {
@@ -484,7 +484,7 @@ func (p *cmdPalette) remember(line string) {
 // runPaletteLine runs the line. A line that does not parse stays in the
 // prompt, with why in the status line.
 func (m *Model) runPaletteLine() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	line := strings.TrimSpace(p.input.Value())
 	if line == "" {
 		m.closePalette()
@@ -540,8 +540,8 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 	case "follow":
 		m.toggleFollow()
 	case "wrap":
-		m.lv.wrap = !m.lv.wrap
-		return m.setStatus("wrap "+onOff(m.lv.wrap), false)
+		m.host.log.wrap = !m.host.log.wrap
+		return m.setStatus("wrap "+onOff(m.host.log.wrap), false)
 	case "help":
 		m.focus.push(focusCommands)
 	case "quit":
@@ -560,7 +560,7 @@ func onOff(b bool) string {
 // paletteFooter is the footer while the palette is open: the completions
 // (the one in the line marked) or the status, then the prompt.
 func (m *Model) paletteFooter(w int) string {
-	p := &m.pal
+	p := &m.commandPalette
 	s := m.styles
 	var top string
 	switch {

@@ -29,10 +29,10 @@ type rolloutIssued struct {
 // issue hands steps to the door in one command (a host's actions must
 // reach the fleet in order); the driver counts them as outstanding.
 func (m *Model) issue(steps []rollout.Step) tea.Cmd {
-	if len(steps) == 0 || m.ro == nil {
+	if len(steps) == 0 || m.rollout == nil {
 		return nil
 	}
-	src, d := m.src, m.ro.d
+	src, d := m.src, m.rollout.d
 	return func() tea.Msg { return rolloutIssued{d: d, res: rollout.DoSteps(src.Do, steps)} }
 }
 
@@ -55,7 +55,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if m.src.ReadOnly() {
 		return m.setStatus("read-only: rollout is disabled", true)
 	}
-	if m.ro != nil && !m.ro.r.Settled() {
+	if m.rollout != nil && !m.rollout.r.Settled() {
 		m.showView(focusRollout)
 		return nil
 	}
@@ -80,7 +80,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 // rolloutFormKey edits the rollout dialog; enter runs the preflight for
 // the target mode on every host, then asks to confirm.
 func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, f := m.keys, m.dlg.rollout
+	k, f := m.keys, m.dialog.rollout
 	if f.confirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
@@ -140,23 +140,23 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}
-	m.ro = &rolloutRun{r: r, d: rollout.NewDriver(r)}
+	m.rollout = &rolloutRun{r: r, d: rollout.NewDriver(r)}
 	m.showView(focusRollout)
-	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(m.ro.d.Start(m.hosts)))
+	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(m.rollout.d.Start(m.hosts)))
 }
 
 // rolloutIssuedMsg feeds the door's answer back to the driver, which then
 // observes the batches it held meanwhile.
 func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
-	if m.ro == nil || m.ro.d != msg.d {
+	if m.rollout == nil || m.rollout.d != msg.d {
 		return nil // a rollout since replaced
 	}
 	cmds := []tea.Cmd{}
 	for _, s := range msg.res {
 		cmds = append(cmds, m.issued(actionIssued{host: s.Step.Host, action: s.Step.Action, id: s.ID, err: s.Err}))
 	}
-	before := m.ro.r.State().Status
-	steps := m.ro.d.Answer(msg.res)
+	before := m.rollout.r.State().Status
+	steps := m.rollout.d.Answer(msg.res)
 	return tea.Batch(append(cmds, m.statusChange(before), m.issue(steps))...)
 }
 
@@ -184,17 +184,17 @@ func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64)
 // it settled too, since the new runs' decode rates come in after the
 // hosts serve (no steps come of a settled rollout).
 func (m *Model) observe(b remote.Batch) tea.Cmd {
-	if m.ro == nil {
+	if m.rollout == nil {
 		return nil
 	}
-	before := m.ro.r.State().Status
-	steps := m.ro.d.Observe(b)
+	before := m.rollout.r.State().Status
+	steps := m.rollout.d.Observe(b)
 	return tea.Batch(m.statusChange(before), m.issue(steps))
 }
 
 // statusChange reports the rollout's state when it is no longer before.
 func (m *Model) statusChange(before rollout.Status) tea.Cmd {
-	if st := m.ro.r.State(); st.Status != before {
+	if st := m.rollout.r.State(); st.Status != before {
 		return m.rolloutStatus(st)
 	}
 	return nil
@@ -205,9 +205,9 @@ func (m *Model) statusChange(before rollout.Status) tea.Cmd {
 func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
 	switch st.Status {
 	case rollout.Halted:
-		for i, l := range m.ro.r.Lanes() {
+		for i, l := range m.rollout.r.Lanes() {
 			if l.Host == st.Host {
-				m.ro.cursor = i
+				m.rollout.cursor = i
 			}
 		}
 		return m.setStatus("rollout halted on "+st.Host+": b rolls it back, a ends the rollout", true)
@@ -220,7 +220,7 @@ func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
 
 // rolloutKey handles the rollout view.
 func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, ro := m.keys, m.ro
+	k, ro := m.keys, m.rollout
 	lanes := ro.r.Lanes()
 	switch {
 	case key.Matches(msg, k.Back):
@@ -266,10 +266,10 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 
 // rollback rolls host back after the confirmation.
 func (m *Model) rollback(host string) tea.Cmd {
-	if m.ro == nil {
+	if m.rollout == nil {
 		return nil
 	}
-	steps, err := m.ro.d.Rollback(host)
+	steps, err := m.rollout.d.Rollback(host)
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}

@@ -135,8 +135,8 @@ func TestHostFilterPromptEnterOnAMistakeKeepsIt(t *testing.T) {
 	if out := render(m); !strings.Contains(out, `no host matches the filter "gpu9" (esc clears it)`) || !strings.Contains(lines(out)[0], "0/4 hosts") {
 		t.Fatalf("a filter that matches nothing:\n%s", out)
 	}
-	if cmd := press(m, "r"); m.dlg != nil || !strings.Contains(m.status, "no host selected") {
-		t.Fatalf("r with no rows: dialog %+v, status %q (%v)", m.dlg, m.status, cmd)
+	if cmd := press(m, "r"); m.dialog != nil || !strings.Contains(m.status, "no host selected") {
+		t.Fatalf("r with no rows: dialog %+v, status %q (%v)", m.dialog, m.status, cmd)
 	}
 }
 
@@ -158,8 +158,8 @@ func TestHostFilterLimitsMarksAndRollout(t *testing.T) {
 		t.Fatalf("header %q does not say the marks are hidden", h)
 	}
 	press(m, "R")
-	if m.dlg == nil || m.dlg.rollout == nil || !slices.Equal(m.dlg.rollout.hosts, []string{"gpu3"}) {
-		t.Fatalf("R under the filter: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.rollout == nil || !slices.Equal(m.dialog.rollout.hosts, []string{"gpu3"}) {
+		t.Fatalf("R under the filter: %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, `hosts (shown by the filter "phase:failed"): gpu3`) {
 		t.Fatalf("rollout form does not name the hosts and the filter:\n%s", out)

@@ -31,17 +31,12 @@ func (m *Model) bodyHeight() int { return max(0, m.height-1-footerRows) }
 func (m *Model) render() string {
 	w, h := m.width, m.height
 	var body string
-	hs := m.hostState(m.open)
+	hs := m.hostState(m.host.name)
 	switch v := m.focus.view(); {
 	case v == focusHost && hs != nil:
-		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles,
-			local: m.local}
-		if m.focus.top() == focusLogFilter {
-			hv.input = m.filter.View()
-		}
-		body = hv.Render(w, m.bodyHeight())
+		body = m.host.View(w, m.bodyHeight(), hs, m.now, m.styles, m.localHashes, m.focus.top() == focusLogFilter)
 	case v == focusRollout:
-		rv := rolloutView{ro: m.ro, now: m.now, styles: m.styles}
+		rv := rolloutView{ro: m.rollout, now: m.now, styles: m.styles}
 		body = rv.Render(w, m.bodyHeight())
 	default:
 		body = m.renderTable(w, m.bodyHeight())
@@ -49,7 +44,7 @@ func (m *Model) render() string {
 	out := screen(m.header(w)+"\n"+screen(body, w, m.bodyHeight())+"\n"+m.footer(w), w, h)
 	switch m.focus.top() {
 	case focusDialog, focusRolloutForm:
-		out = overlay(out, m.dlg.Render(w, m.styles), w, h)
+		out = overlay(out, m.dialog.Render(w, m.styles), w, h)
 	case focusHelp:
 		out = overlay(out, m.helpBox(w, h), w, h)
 	case focusActions:
@@ -91,8 +86,8 @@ func (m *Model) header(w int) string {
 	if b := hostKeyBadge(m.hosts); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
-	if m.ro != nil && !m.ro.r.Settled() {
-		counts += " · " + s.Badge.Render("rollout "+string(m.ro.r.State().Status))
+	if m.rollout != nil && !m.rollout.r.Settled() {
+		counts += " · " + s.Badge.Render("rollout "+string(m.rollout.r.State().Status))
 	}
 	if m.opts.Position != nil {
 		counts += " · " + s.Badge.Render(m.opts.Position())
@@ -106,7 +101,7 @@ func (m *Model) header(w int) string {
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
-	if m.closed {
+	if m.streamEnded {
 		counts += " · " + s.Badge.Render("stream ended")
 	}
 	title := s.Title.Render(m.opts.Title)
@@ -164,7 +159,7 @@ func (m *Model) footer(w int) string {
 	var hk helpKeys
 	switch {
 	case top.isDialog():
-		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
+		hk = m.keys.dialogHelp(m.dialog.kind == dlgConfirm)
 	case top == focusActions:
 		hk = m.keys.actionsHelp()
 	case top == focusBench:
