@@ -3,9 +3,14 @@
 // overlay generated from the key map, and the confirmations that guard
 // every action on a host.
 //
-// There is one tea.Model, *Model. Its parts (the table, the host view, the
-// log pane, dialogs) are plain structs that render into a given width and
-// height. The UI does no IO: batches arrive through a re-arming command
+// There is one tea.Model, *Model: it holds the snapshot, the logs, the
+// focus and the status line, and composes the parts. The fleet table
+// (tableModel) and the host view (hostModel) each keep their own state
+// and have their own Update and View; the root model routes messages to
+// them and carries out their replies (a status line, a prompt closed).
+// The dialogs and overlays are plain structs that render into a given
+// width and height. The Source's optional features come as one
+// capability set (remote.Capabilities), asked once. The UI does no IO: batches arrive through a re-arming command
 // that reads Source.Updates, and actions leave through Source.Do inside a
 // command. Remote text is untrusted: it is measured and cut with the ansi
 // package and never interpreted.
