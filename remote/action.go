@@ -1,8 +1,10 @@
-// Package remote is the fleet: the hosts bringup watches, the one door
-// actions go in through (Fleet.Do), and the fan-in that folds every host's
-// signals into startups and hands batched snapshots to the UI and to
-// `bringup watch`. Transports live in subpackages (sshx, systemd, journal,
-// probe, gpu for real hosts; sim for simulated ones).
+// Package remote is the contract every part of bringup shares about hosts:
+// the Driver a host's connection implements and the Emit it hands events
+// to, the Actions the one door takes, the Pace a driver is told, and the
+// snapshots (HostState, Batch) readers get. The fleet that fans in the
+// drivers, folds their events and runs the actions is remote/fleet;
+// transports live in other subpackages (sshx, systemd, journal, probe,
+// gpu for real hosts; sim for simulated ones).
 package remote
 
 import (

@@ -13,13 +13,14 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // storySource is the story's fleet as the console's source, except that
 // the test hands the console the fleet's batches itself (demoStory's
 // onBatch), so the console's own reader reads nothing.
 type storySource struct {
-	*remote.Fleet
+	*fleet.Fleet
 	none chan remote.Batch
 }
 

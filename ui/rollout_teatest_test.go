@@ -15,8 +15,8 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -109,18 +109,18 @@ func send(tm *teatest.TestModel, keys ...string) {
 // runSeedFleet runs the simulated seed fleet (gpu1..gpu4; gpu3 in
 // validate dies at graph capture) at speed through the real fleet and
 // tracker until the test ends, and returns it with its clock and catalog.
-func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernels.Catalog) {
+func runSeedFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels.Catalog) {
 	t.Helper()
 	cat := kernels.DefaultCatalog()
 	drivers, clock, err := sim.NewFleet("seed", sim.Options{Speed: speed, Kernels: cat})
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]remote.HostSpec, len(drivers))
+	specs := make([]fleet.HostSpec, len(drivers))
 	for i, d := range drivers {
-		specs[i] = remote.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
+		specs[i] = fleet.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
 	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
+	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernel
 
 // runDemoFleet is runSeedFleet as `bringup demo` runs it: with the
 // simulated history of earlier runs (gpu3's in off among them).
-func runDemoFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernels.Catalog) {
+func runDemoFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels.Catalog) {
 	t.Helper()
 	fleet, clock, err := sim.DemoFleet("seed", speed, false, nil)
 	if err != nil {
@@ -155,7 +155,7 @@ func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 }
 
 // runConsoleOver is runSeedConsole over the fleet run gives.
-func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*remote.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
+func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*fleet.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
 	fleet, clock, cat := run(t, rolloutSpeed)
 	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},

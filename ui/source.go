@@ -11,7 +11,8 @@ import (
 	"github.com/bringup-dev/bringup/ui/notify"
 )
 
-// Source is what the UI reads and acts through; *remote.Fleet satisfies it.
+// Source is what the UI reads and acts through; *fleet.Fleet satisfies it
+// (fleet_source_test.go checks, so that the UI links only the contract).
 type Source interface {
 	// Updates delivers batches; the UI stops reading when it is closed.
 	Updates() <-chan remote.Batch
@@ -25,9 +26,6 @@ type Source interface {
 	Capabilities() remote.Capabilities
 }
 
-// The fleet is the source the command layer passes.
-var _ Source = (*remote.Fleet)(nil)
-
 // Options configures the UI.
 type Options struct {
 	Title   string // shown in the header and the window title, e.g. "bringup demo · seed ×20"
@@ -39,7 +37,7 @@ type Options struct {
 	LogLines int  // lines kept per host (default 5000)
 	// LogBudget bounds the bytes of log text (and ring buffers) kept for
 	// all hosts together; over it the oldest lines of idle hosts go first,
-	// with a marker line. Default: the source's (remote.Fleet.LogBudget),
+	// with a marker line. Default: the source's (Capabilities.LogBudget),
 	// else remote.DefaultLogBudget less the fleet's pending share.
 	LogBudget int
 	// Groups are the config's named lists of hosts: palette commands

@@ -15,6 +15,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // The changing commands: each names its hosts, says exactly what will
@@ -231,7 +232,7 @@ func act(ctx context.Context, e env, c actionCmd, args []string, in io.Reader) i
 	if ok, why := proceed(e, c.name, *yes, in, "Go ahead? [y/N] "); !ok {
 		return refused(why)
 	}
-	var rep remote.ApplyReport = output.Actions{W: e.stdout}
+	var rep fleet.ApplyReport = output.Actions{W: e.stdout}
 	if *asJSON {
 		rep = output.ActionsJSON{W: out}
 	}
@@ -268,7 +269,7 @@ func inOrder(hosts []string, states map[string]remote.HostState) []remote.HostSt
 
 // actFleet is the fleet a changing command acts through and what it acts on.
 type actFleet struct {
-	fleet *remote.Fleet
+	fleet *fleet.Fleet
 	hosts []string         // the named hosts, in order
 	extra []string         // the command's own positional arguments
 	now   func() time.Time // the hosts' clock
@@ -313,7 +314,7 @@ func openActFleet(ctx context.Context, e env, c actionCmd, ff *fleetFlags, sf si
 
 // simHosts checks names against the simulated fleet's hosts; all names
 // every host.
-func simHosts(f *remote.Fleet, names []string, all bool) ([]string, error) {
+func simHosts(f *fleet.Fleet, names []string, all bool) ([]string, error) {
 	known := f.Hosts()
 	if all {
 		return known, nil

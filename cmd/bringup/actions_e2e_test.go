@@ -11,7 +11,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/kernels/bundle"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestActionsOnTestbed runs the changing commands against three real

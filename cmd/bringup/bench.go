@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -46,8 +47,8 @@ func runBench(ctx context.Context, e env, args []string) int {
 	}
 	ff.ReadOnly = true // a load changes no host (the fleet's door lets ActBench through)
 	var (
-		fleet *remote.Fleet
-		names []string // --demo: the hosts named, all when none
+		theFleet *fleet.Fleet
+		names    []string // --demo: the hosts named, all when none
 	)
 	if *demo {
 		f, _, err := sf.simFleet(true, nil)
@@ -57,18 +58,18 @@ func runBench(ctx context.Context, e env, args []string) int {
 		if names, err = simHosts(f, fs.Args(), fs.NArg() == 0); err != nil {
 			return e.fail("bench", "%v", err)
 		}
-		fleet = f
+		theFleet = f
 	} else {
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
 			return e.fail("bench", "%v", err)
 		}
 		defer closeKeys()
-		fleet = f
+		theFleet = f
 	}
 	// The fleet runs past Ctrl-C (ctx), so that the stopped loads still
 	// report what they measured; stop ends it.
-	fl, stop := follow(context.WithoutCancel(ctx), e, "bench", fleet)
+	fl, stop := follow(context.WithoutCancel(ctx), e, "bench", theFleet)
 	defer stop()
 	var hosts []remote.HostState
 	if *demo {
@@ -93,7 +94,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 	var serving []string
 	for _, h := range hosts {
 		refused := ""
-		switch d, _ := fleet.Driver(h.Name); {
+		switch d, _ := theFleet.Driver(h.Name); {
 		case h.Startup.Phase != startup.Serving && output.ConnWhy(h) != "":
 			refused = fmt.Sprintf("not serving (phase %s: %s): a smoke load needs a serving host", h.Startup.Phase, output.ConnWhy(h))
 		case h.Startup.Phase != startup.Serving:
@@ -116,7 +117,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 		if !*asJSON {
 			output.BenchProgress(e.stderr, host, done, total)
 		}
-	}, func(o remote.BenchOutcome) {
+	}, func(o fleet.BenchOutcome) {
 		if o.Result == nil {
 			output.Bench(e.stdout, o.Host, nil, o.Err, *asJSON)
 			code = max(code, exitFailed)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestCompleteWords: commands, each command's own flags (read from its

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/startup/corpus"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // corpusSample picks at least n logs of the real-log corpus: one of every

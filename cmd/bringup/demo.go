@@ -12,7 +12,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/ui"
 	"github.com/bringup-dev/bringup/ui/notify"
@@ -32,8 +32,8 @@ func (s *simFlags) register(fs *cli.Flags) {
 
 // simFleet builds the fleet over the simulated hosts and returns it with
 // the simulation's clock (host time); rec, if not nil, records it.
-func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.Clock, error) {
-	f, clock, err := sim.DemoFleet(s.scenario, s.speed, readOnly, func(specs []remote.HostSpec, opts remote.Options) error {
+func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*fleet.Fleet, sim.Clock, error) {
+	f, clock, err := sim.DemoFleet(s.scenario, s.speed, readOnly, func(specs []fleet.HostSpec, opts fleet.Options) error {
 		return rec.start(specs, opts, s.speed, "demo "+s.scenario)
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
-	var fleet *remote.Fleet
+	var fleet *fleet.Fleet
 	switch {
 	case *demo && *replay != "":
 		return e.fail("watch", "--demo or --replay, not both")
@@ -119,8 +119,8 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 
 // follow starts fleet for command name and returns its follower and the
 // func that stops it, which says so when the hosts take too long.
-func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remote.Follower, func()) {
-	fl := remote.Follow(ctx, fleet)
+func follow(ctx context.Context, e env, name string, f *fleet.Fleet) (*fleet.Follower, func()) {
+	fl := fleet.Follow(ctx, f)
 	return fl, func() {
 		if err := fl.Stop(5 * time.Second); err != nil {
 			fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, err)
@@ -130,7 +130,7 @@ func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remo
 
 // openLiveFleet loads the configuration, resolves the hosts and loads
 // their keys, and builds the fleet. The returned func releases the keys.
-func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*remote.Fleet, func(), error) {
+func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*fleet.Fleet, func(), error) {
 	cfg, hosts, err := ff.load(ctx, e, names)
 	if err != nil {
 		return nil, nil, err
@@ -186,14 +186,14 @@ func runConsole(ctx context.Context, e env, args []string) int {
 // runTUI runs the console over a fleet until the user quits, then closes
 // its recording (rec, if any). The title says read-only and recording.
 // name is the command, for the message when there is no terminal.
-func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
+func runTUI(ctx context.Context, e env, name string, f *fleet.Fleet, rec *recordFlag, opts ui.Options) int {
 	if err := needTerminal(e, name); err != nil {
 		rec.abort() // nothing was watched: no recording to keep
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitUsage
 	}
 	defer rec.finish(e)
-	if fleet.ReadOnly() && opts.Replay == nil {
+	if f.ReadOnly() && opts.Replay == nil {
 		opts.Title += " · read-only"
 	}
 	opts.Title += rec.titleNote()
@@ -201,11 +201,11 @@ func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *r
 	opts.Tmux = e.getenv("TMUX") != "" // tmux sets it in every pane
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself
+	fl := fleet.Follow(ctx, f) // the console reads the fleet's updates itself
 	if len(opts.Kernels.Kernels) == 0 {
-		opts.Kernels = fleet.Kernels()
+		opts.Kernels = f.Kernels()
 	}
-	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
+	p := tea.NewProgram(ui.New(f, opts), tea.WithContext(ctx))
 	_, runErr := p.Run()
 	// The progress bar outlives the program unless cleared.
 	fmt.Fprint(e.stdout, notify.Encoder{Settings: opts.Signals, Tmux: opts.Tmux}.ClearProgress())

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestDownHostSaysWhy: every command that reports a host down or unknown

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes it.

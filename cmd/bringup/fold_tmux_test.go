@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestFoldAndCopyInTmux runs `bringup demo` (8 simulated ranks a host) in

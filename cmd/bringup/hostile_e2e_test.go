@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // hostileStderr is what the test host's tools write to stderr: OSC 52

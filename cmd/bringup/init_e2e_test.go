@@ -11,8 +11,8 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestInitOnTestbed: bringup init over real hosts writes a config that

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestGoInstallFromCleanGOPATH: `go install ./cmd/bringup` works with an

@@ -45,6 +45,15 @@ var purePackages = []string{module + "/remote/startup", module + "/remote/rollou
 // bans a tree.
 var ioImports = []string{"os", "os/exec", "net", "net/", "io/fs", "path/filepath", "syscall"}
 
+// binary is the product: the package `go build ./cmd/bringup` links, with
+// everything it pulls in.
+const binary = module + "/cmd/bringup"
+
+// testOnly is what the binary may not link, through any package, ours or
+// a library's: the test kit (testbeds, the e2e gate, the fleet benchmark)
+// and the standard testing tree. Tests reach for them; the product never.
+var testOnly = []string{module + "/remote/testkit", module + "/remote/testkit/", "testing", "testing/"}
+
 // goPackage is the part of `go list -json` the rules read.
 type goPackage struct {
 	ImportPath string
@@ -66,8 +75,9 @@ func under(path, tree string) bool { return path == tree || strings.HasPrefix(pa
 
 func ours(path string) bool { return under(path, module) }
 
-// importGraph runs go list from the module root and returns each bringup
-// package's direct (non-test) imports.
+// importGraph runs go list from the module root and returns the direct
+// (non-test) imports of each package the module's packages pull in:
+// bringup's own, the libraries' and the standard library's.
 func importGraph(t *testing.T) map[string][]string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -95,20 +105,18 @@ func importGraph(t *testing.T) map[string][]string {
 		} else if err != nil {
 			t.Fatalf("decode go list output: %v", err)
 		}
-		if ours(p.ImportPath) {
-			graph[p.ImportPath] = p.Imports
-		}
+		graph[p.ImportPath] = p.Imports
 	}
 	if len(graph) < 10 || graph[module+"/ui"] == nil {
-		t.Fatalf("go list found %d bringup packages, without bringup/ui: not the module root?", len(graph))
+		t.Fatalf("go list found %d packages, without bringup/ui: not the module root?", len(graph))
 	}
 	return graph
 }
 
-// reach walks the bringup packages root pulls in, root included, and
-// calls visit for each one's direct imports with the chain that leads to
-// it ("…/ui → …/remote").
-func reach(graph map[string][]string, root string, visit func(pkg string, imports []string, chain string)) {
+// reach walks the packages root pulls in that follow admits, root
+// included, and calls visit for each one's direct imports with the chain
+// that leads to it ("…/ui → …/remote").
+func reach(graph map[string][]string, root string, follow func(pkg string) bool, visit func(pkg string, imports []string, chain string)) {
 	from := map[string]string{root: ""}
 	queue := []string{root}
 	for len(queue) > 0 {
@@ -120,7 +128,7 @@ func reach(graph map[string][]string, root string, visit func(pkg string, import
 		}
 		visit(pkg, graph[pkg], chain)
 		for _, imp := range graph[pkg] {
-			if _, seen := from[imp]; !seen && ours(imp) {
+			if _, seen := from[imp]; !seen && follow(imp) {
 				from[imp] = pkg
 				queue = append(queue, imp)
 			}
@@ -139,7 +147,7 @@ func layerViolations(graph map[string][]string) []string {
 		}
 		out = append(out, v)
 	}
-	reach(graph, module+"/ui", func(pkg string, imports []string, chain string) {
+	reach(graph, module+"/ui", ours, func(pkg string, imports []string, chain string) {
 		for _, imp := range imports {
 			switch {
 			case slices.Contains(uiIOPackages, imp):
@@ -152,7 +160,7 @@ func layerViolations(graph map[string][]string) []string {
 		}
 	})
 	for _, root := range purePackages {
-		reach(graph, root, func(pkg string, imports []string, chain string) {
+		reach(graph, root, ours, func(pkg string, imports []string, chain string) {
 			for _, imp := range imports {
 				if matches(imp, ioImports) {
 					add(pkg, imp, chain, root+" is pure: it reaches no IO package, directly or through a bringup package")
@@ -160,9 +168,18 @@ func layerViolations(graph map[string][]string) []string {
 			}
 		})
 	}
+	reach(graph, binary, func(string) bool { return true }, func(pkg string, imports []string, chain string) {
+		for _, imp := range imports {
+			if matches(imp, testOnly) {
+				add(pkg, imp, chain, "the binary links neither the test kit (remote/testkit) nor testing, through any package")
+			}
+		}
+	})
 	var pkgs []string
 	for pkg := range graph {
-		pkgs = append(pkgs, pkg)
+		if ours(pkg) {
+			pkgs = append(pkgs, pkg)
+		}
 	}
 	slices.Sort(pkgs)
 	for _, pkg := range pkgs {
@@ -181,7 +198,7 @@ func layerViolations(graph map[string][]string) []string {
 
 func TestLayers(t *testing.T) {
 	graph := importGraph(t)
-	for _, root := range append([]string{module + "/ui"}, purePackages...) {
+	for _, root := range append([]string{module + "/ui", binary}, purePackages...) {
 		if graph[root] == nil {
 			t.Errorf("%s is not in the module: the rules about it check nothing", root)
 		}
@@ -208,6 +225,11 @@ func TestLayerRulesBite(t *testing.T) {
 		module + "/kernels":          {"strings"},
 		module + "/kernels/bad":      {module + "/remote/sshx", module + "/ui"},
 		"charm.land/bubbletea/v2":    {"os/exec"},
+		binary:                       {binary + "/wire", module + "/remote", "example.com/lib"},
+		binary + "/wire":             {module + "/remote/testkit/testbed"},
+		"example.com/lib":            {"example.com/lib/check"},
+		"example.com/lib/check":      {"testing"},
+		module + "/cmd/testbed":      {module + "/remote/testkit/fleetbench", "testing"},
 	}
 	got := strings.Join(layerViolations(graph), "\n")
 	for _, want := range []string{
@@ -218,12 +240,14 @@ func TestLayerRulesBite(t *testing.T) {
 		module + "/remote/history/x imports io/fs: " + module + "/remote/history is pure",
 		module + "/kernels/bad imports " + module + "/remote/sshx: arrows run remote → kernels only",
 		module + "/kernels/bad imports " + module + "/ui: nothing under remote/ or kernels/ imports ui or cmd",
+		binary + "/wire imports " + module + "/remote/testkit/testbed: the binary links neither the test kit (remote/testkit) nor testing, through any package (reached as " + binary + " → " + binary + "/wire)",
+		"example.com/lib/check imports testing: the binary links neither the test kit (remote/testkit) nor testing, through any package (reached as " + binary + " → example.com/lib → example.com/lib/check)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing violation %q in:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "charm.land") || strings.Contains(got, module+"/remote/startup is pure") || strings.Contains(got, "sanitize is pure") {
-		t.Errorf("a third-party package's imports or a clean package was reported:\n%s", got)
+	if strings.Contains(got, "charm.land") || strings.Contains(got, module+"/remote/startup is pure") || strings.Contains(got, "sanitize is pure") || strings.Contains(got, module+"/cmd/testbed") {
+		t.Errorf("a third-party package's imports (outside the binary's rule), a clean package or one the binary does not reach was reported:\n%s", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/kernels/bundle"
-	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history/store"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/probe"
@@ -64,7 +64,7 @@ func (f *fleetFlags) register(fs *cli.Flags) {
 
 // openHistory opens the startup history the flags name; a history that
 // cannot be opened is a warning, not a reason to refuse to watch.
-func (f *fleetFlags) openHistory(e env) remote.HistorySink {
+func (f *fleetFlags) openHistory(e env) fleet.HistorySink {
 	sink, warning, err := store.OpenSink(f.history, e.getenv)
 	if warning != "" {
 		fmt.Fprintf(e.stderr, "bringup: %s\n", warning)
@@ -182,7 +182,7 @@ func storeOptions(cfg *config.Config, via *live.Tunnel, unit string) vlogs.Optio
 // one tail stream for them all (they must share one unit), each host's
 // actions, open view (probe, GPU samples) and unit properties over SSH,
 // opened for them and closed when idle (live.OnDemand).
-func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]remote.HostSpec, error) {
+func storeSpecs(so vlogs.Options, hosts []live.Options, opts fleet.Options) ([]fleet.HostSpec, error) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
@@ -197,18 +197,18 @@ func storeSpecs(so vlogs.Options, hosts []live.Options, opts remote.Options) ([]
 	if err != nil {
 		return nil, fmt.Errorf("source victorialogs: %w", err)
 	}
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	for i, o := range hosts {
 		o.Kernels = opts.Kernels
-		specs[i] = remote.HostSpec{Driver: src.Host(o.Name, live.NewOnDemand(o, 0)), Unit: o.Unit, Engine: o.Engine}
+		specs[i] = fleet.HostSpec{Driver: src.Host(o.Name, live.NewOnDemand(o, 0)), Unit: o.Unit, Engine: o.Engine}
 	}
 	return specs, nil
 }
 
 // liveFleet builds the fleet over real hosts; via is the tunnel to the
 // log store (resolveVia), nil for none.
-func liveFleet(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist remote.HistorySink, rec *recordFlag) (*remote.Fleet, error) {
-	opts := remote.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
+func liveFleet(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.HistorySink, rec *recordFlag) (*fleet.Fleet, error) {
+	opts := fleet.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
 		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
@@ -227,7 +227,7 @@ func liveFleet(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist 
 	if err := rec.start(specs, opts, 1, "live"); err != nil {
 		return nil, err
 	}
-	f, err := remote.NewFleet(specs, opts)
+	f, err := fleet.New(specs, opts)
 	if err != nil {
 		rec.abort()
 		return nil, err

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestNoTerminalRefused: the console and the demo, with no terminal, say

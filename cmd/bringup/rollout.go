@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
@@ -108,8 +109,8 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 // rollOut runs the rollout over the running fleet and returns the exit code.
 // With --json, its progress is JSON on stdout and the text for people
 // (the plan, prompts, the outcome) goes to stderr.
-func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
-	fleet := fl.Fleet()
+func rollOut(ctx context.Context, e env, fl *fleet.Follower, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
+	f := fl.Fleet()
 	rep := output.NewRollout(e.stdout, o.json, plan.Now)
 	if o.json {
 		e.stdout = e.stderr
@@ -126,17 +127,17 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 		return rep.Summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
 	}
 	snap := inOrder(plan.Hosts, states)
-	plan.Before, plan.SlowerBy = previousRates(fleet, snap), fleet.SlowerBy()
+	plan.Before, plan.SlowerBy = previousRates(f, snap), f.SlowerBy()
 	fmt.Fprintf(e.stdout, "will %s\n", plan)
 	refused := func(why string) int {
 		return rep.Summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
 	}
-	forced, ok := passPreflight(e, "rollout", e.stdout, snap, fleet.Kernels(), plan.Changes(), o.force, in)
+	forced, ok := passPreflight(e, "rollout", e.stdout, snap, f.Kernels(), plan.Changes(), o.force, in)
 	if !ok {
 		return refused("refused by the capture-safety preflight")
 	}
 	plan.Force = plan.Force || forced // the person confirmed: the rollout's restarts override the preflight
-	r, err := rollout.New(plan, fleet.Kernels())
+	r, err := rollout.New(plan, f.Kernels())
 	if err != nil { // checked before the fleet started; cannot change since
 		fmt.Fprintf(e.stderr, "bringup rollout: %v\n", err)
 		return refused(err.Error())
@@ -161,7 +162,7 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 	for {
 		err := d.Run(ctx, fl, steps, hooks)
 		switch {
-		case errors.Is(err, remote.ErrFleetStopped):
+		case errors.Is(err, fleet.ErrFleetStopped):
 			r.Abort()
 			return rep.Summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
 				string(rollout.Aborted), exitAborted)
@@ -187,7 +188,7 @@ func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan,
 
 // previousRates are the hosts' previous serving runs' decode rates from
 // the fleet's history: what the rollout's summary compares with.
-func previousRates(f *remote.Fleet, hosts []remote.HostState) map[string]rollout.Rate {
+func previousRates(f *fleet.Fleet, hosts []remote.HostState) map[string]rollout.Rate {
 	out := map[string]rollout.Rate{}
 	for _, h := range hosts {
 		if rec, ok := f.PreviousRun(h.Name, h.Unit); ok {
@@ -201,7 +202,7 @@ func previousRates(f *remote.Fleet, hosts []remote.HostState) map[string]rollout
 // (host time, now) until every host it brought to serving has its new
 // run's steady decode rate; seen runs after each batch. Nothing to wait
 // for, or wait 0, returns at once.
-func awaitRates(ctx context.Context, fl *remote.Follower, d *rollout.Driver, now func() time.Time, wait time.Duration, seen func()) error {
+func awaitRates(ctx context.Context, fl *fleet.Follower, d *rollout.Driver, now func() time.Time, wait time.Duration, seen func()) error {
 	missing := func() bool {
 		for _, l := range d.Rollout().Lanes() {
 			if l.Stage == rollout.StageServing && !l.After.Known() {
@@ -219,7 +220,7 @@ func awaitRates(ctx context.Context, fl *remote.Follower, d *rollout.Driver, now
 		seen()
 		return !missing() || !now().Before(until)
 	})
-	if errors.Is(err, remote.ErrFleetStopped) || ctx.Err() != nil {
+	if errors.Is(err, fleet.ErrFleetStopped) || ctx.Err() != nil {
 		return err
 	}
 	return nil

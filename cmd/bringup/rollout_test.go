@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // rolloutDemo runs `bringup rollout --demo --speed 1600 args...` with in as

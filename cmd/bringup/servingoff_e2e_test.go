@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // servingInOff boots one test host whose engine serves in kdtree-verify=off

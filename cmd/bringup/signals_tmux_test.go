@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // TestSignalsInTmux runs `bringup demo` in a tmux window that is not the

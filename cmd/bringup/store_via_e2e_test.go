@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // storeRelay is a TCP relay run on the bastion: it listens on the

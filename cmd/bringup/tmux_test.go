@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // tmuxPane drives the real binary in a detached tmux session, the way a

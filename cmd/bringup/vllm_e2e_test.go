@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestVLLMOnTestbed runs bringup against two real hosts whose infersim

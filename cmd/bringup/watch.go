@@ -9,6 +9,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -34,7 +35,7 @@ var errTimedOut = errors.New("timeout")
 // runWatch prints one line per phase change, failure, unit-state change and
 // host key learned until every host has settled (remote.HostState.Settled),
 // the timeout passes, or ctx ends, and returns the exit code.
-func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchOptions) int {
+func runWatch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts watchOptions) int {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimedOut)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // zooHost is one way a startup goes wrong, on one test host, and what

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote/sim/sglang"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 func TestHandlers(t *testing.T) {

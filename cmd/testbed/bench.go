@@ -10,10 +10,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/bringup-dev/bringup/remote/fleetbench"
+	"github.com/bringup-dev/bringup/remote/testkit/fleetbench"
 )
 
-// bench runs remote/fleetbench and prints its figures: a table, and the
+// bench runs remote/testkit/fleetbench and prints its figures: a table, and the
 // JSON summary to -o.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)

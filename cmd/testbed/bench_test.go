@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bringup-dev/bringup/remote/fleetbench"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/fleetbench"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestPrintSummary: every figure is printed with its two sides and its

@@ -11,7 +11,7 @@
 // up prints the inventory directory and one line per host, then exits
 // leaving the hosts running; `ssh -F INVENTORY/ssh_config gpu1` reaches
 // them. bench boots N hosts, measures bringup's fleet side by side with
-// plain `ssh host journalctl` (remote/fleetbench), prints a table, writes
+// plain `ssh host journalctl` (remote/testkit/fleetbench), prints a table, writes
 // a JSON summary and takes the hosts down again, on Ctrl-C too.
 package main
 
@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 func main() {

@@ -134,11 +134,16 @@ type Plan struct {
 	// (symlinks, sockets); Sync leaves them alone unless a local file
 	// takes their place.
 	Foreign []string
+	// Replace are the foreign entries a build directory needs the place
+	// of (a symlink where the build has sub/): Sync removes each, never
+	// what it points to, before anything is written under its name. A
+	// write through it would land outside the remote directory.
+	Replace []string
 }
 
 // InSync is true when the remote directory already equals the build.
 func (p Plan) InSync() bool {
-	return len(p.Upload)+len(p.Chmod)+len(p.Delete)+len(p.RemoveDir) == 0 && !p.Missing
+	return len(p.Upload)+len(p.Chmod)+len(p.Delete)+len(p.RemoveDir)+len(p.Replace) == 0 && !p.Missing
 }
 
 // Result is what a Sync did.
@@ -147,6 +152,7 @@ type Result struct {
 	Uploaded  []string // files sent
 	Chmodded  []string // files whose permissions alone were fixed
 	Deleted   []string // files removed
+	Replaced  []string // foreign entries (symlinks) removed to make room for a build directory
 	Unchanged int
 	Bytes     int64 // bytes sent
 	Sudo      bool  // the install step ran through sudo -n
@@ -274,8 +280,12 @@ func diff(local bundle.Tree, remote remoteTree, missing bool) Plan {
 	})
 	for rel := range remote.other {
 		p.Foreign = append(p.Foreign, rel)
+		if wantDir[rel] {
+			p.Replace = append(p.Replace, rel)
+		}
 	}
 	sort.Strings(p.Foreign)
+	sort.Strings(p.Replace)
 	return p
 }
 
@@ -337,6 +347,7 @@ func Sync(ctx context.Context, conn Conn, localDir, remoteDir string, opts Optio
 		res.Chmodded = append(res.Chmodded, c.Path)
 	}
 	res.Deleted = plan.Delete
+	res.Replaced = plan.Replace
 
 	s, err := openSession(ctx, conn)
 	if err != nil {
@@ -473,33 +484,28 @@ func (c *countingReader) Size() int64 { return c.size }
 func stagedName(i int) string { return strconv.Itoa(i) }
 
 // checkStaged verifies the staged uploads by sha256 on the host, as the
-// login user.
+// login user, from one listing of the staging directory: nothing on the
+// command line grows with the number of files (an argument per file
+// failed with "argument list too long" past about 20 000).
 func checkStaged(ctx context.Context, conn Conn, dir string, ups []Change) error {
 	if len(ups) == 0 {
 		return nil
 	}
 	host := hostOf(conn)
-	var b strings.Builder
-	b.WriteString("cd -- " + sshx.ShellQuote(dir) + " && sha256sum -z --")
-	for i := range ups {
-		b.WriteString(" " + stagedName(i))
-	}
-	out, errOut, code, err := conn.Exec(ctx, b.String())
+	rt, missing, err := listRemote(ctx, conn, dir)
 	if err != nil {
-		return fmt.Errorf("%s: verify staged files: %w", host, err)
+		return fmt.Errorf("verify staged files: %w", err)
 	}
-	if code != 0 {
-		return fmt.Errorf("%s: verify staged files: %s", host, remoteErr(errOut, code))
-	}
-	got := map[string]string{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
-		if len(rec) > 66 {
-			got[rec[66:]] = rec[:64]
-		}
+	if missing {
+		return fmt.Errorf("%s: verify staged files: %s is missing", host, dir)
 	}
 	for i, c := range ups {
-		if got[stagedName(i)] != c.Sum {
-			return fmt.Errorf("%s: verify %s: staged copy has sha256 %q, want %s", host, c.Path, got[stagedName(i)], c.Sum)
+		f, ok := rt.files[stagedName(i)]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: verify %s: not staged", host, c.Path)
+		case f.Sum != c.Sum:
+			return fmt.Errorf("%s: verify %s: staged copy has sha256 %q, want %s", host, c.Path, f.Sum, c.Sum)
 		}
 	}
 	return nil

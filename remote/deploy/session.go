@@ -170,6 +170,15 @@ func (s *session) syncDirect(ctx context.Context, localDir string, tg target, pl
 	if err := s.c.MkdirAll(tg.dir); err != nil {
 		return false, fmt.Errorf("%s: create %s: %w", s.host, tg.dir, err)
 	}
+	// A symlink where the build has a directory goes first: MkdirAll
+	// would take it for the directory and every rename under it would
+	// land where it points, outside tg.dir. SFTP's remove unlinks the
+	// link itself, never its target.
+	for _, rel := range plan.Replace {
+		if err := s.c.Remove(path.Join(tg.dir, rel)); err != nil && !isNotExist(err) {
+			return false, fmt.Errorf("%s: replace %s (not a directory, the build has one there): %w", s.host, rel, err)
+		}
+	}
 	// Parents first, once each, deepest last.
 	var dirs []string
 	seen := map[string]bool{tg.dir: true}

@@ -41,10 +41,31 @@ const (
 // to stage (uploads and permission fixes: the copy carries the mode), the
 // directories the staging tree needs, and the paths rsync applies.
 type sudoPlan struct {
-	stage []Change // files to send, in plan order
-	dirs  []string // directories of the staging tree, parents first
-	apply []string // paths rsync makes equal to the staged tree: sent ones copied, absent ones deleted ("d/***": d and all in it)
+	stage []Change    // files to send, in plan order
+	dirs  []string    // directories of the staging tree, parents first
+	apply []applyPath // what rsync makes equal to the staged tree: sent ones copied, absent ones deleted
 	bytes int64
+}
+
+// applyPath is one path rsync applies. Whether it stands for a whole tree
+// is a field, never a suffix of the name: a file may be called "***", and
+// "sub/***" read back as "sub and all in it" deleted sub's other files.
+type applyPath struct {
+	path string // relative slash path, a name as the build has it
+	tree bool   // the directory and everything under it
+}
+
+func compareApply(a, b applyPath) int {
+	if c := strings.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	switch {
+	case a.tree == b.tree:
+		return 0
+	case a.tree:
+		return 1
+	}
+	return -1
 }
 
 // planSudo turns plan into what the privileged steps send. Deletions are
@@ -59,7 +80,7 @@ func planSudo(plan Plan) sudoPlan {
 	sp.stage = append(append([]Change{}, plan.Upload...), plan.Chmod...)
 	for _, c := range sp.stage {
 		sp.bytes += c.Size
-		sp.apply = append(sp.apply, c.Path)
+		sp.apply = append(sp.apply, applyPath{path: c.Path})
 	}
 	removed := map[string]bool{}
 	for _, d := range plan.RemoveDir {
@@ -81,20 +102,21 @@ func planSudo(plan Plan) sudoPlan {
 		switch {
 		case covered(d):
 		case gone(d):
-			sp.apply = append(sp.apply, d+"/***")
+			sp.apply = append(sp.apply, applyPath{path: d, tree: true})
 		default:
-			sp.apply = append(sp.apply, path.Join(d, bundle.PyCache)+"/***")
+			sp.apply = append(sp.apply, applyPath{path: path.Join(d, bundle.PyCache), tree: true})
 		}
 	}
 	for _, f := range plan.Delete {
 		if !covered(f) {
-			sp.apply = append(sp.apply, f)
+			sp.apply = append(sp.apply, applyPath{path: f})
 		}
 	}
-	sp.apply = slices.Compact(slices.Sorted(slices.Values(sp.apply)))
+	slices.SortFunc(sp.apply, compareApply)
+	sp.apply = slices.Compact(sp.apply)
 	dirs := map[string]bool{}
 	for _, p := range sp.apply {
-		for d := path.Dir(strings.TrimSuffix(p, "/***")); d != "."; d = path.Dir(d) {
+		for d := path.Dir(p.path); d != "."; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
@@ -266,9 +288,9 @@ func (s *session) checkStage(ctx context.Context, tg target, sp sudoPlan) error 
 
 // applyRules are rsync's include rules for sp (DeployApplyCmd's stdin):
 // the staging tree's directories, so that rsync descends into them; each
-// applied path, anchored ("/d/***" for a directory and all under it);
-// then "- *": everything else is neither sent nor deleted. A name with a
-// wildcard character has each of them, and its backslashes, escaped.
+// applied path, anchored ("/d/***" for a tree); then "- *": everything
+// else is neither sent nor deleted. Every name is data: rsyncPattern
+// makes each rule match its own path alone.
 func applyRules(sp sudoPlan) []byte {
 	var b bytes.Buffer
 	add := func(rule string) {
@@ -276,25 +298,27 @@ func applyRules(sp sudoPlan) []byte {
 		b.WriteByte(0)
 	}
 	for _, d := range sp.dirs {
-		add("/" + rsyncLiteral(d) + "/")
+		add("/" + rsyncPattern(d, "/"))
 	}
 	for _, p := range sp.apply {
-		if d, ok := strings.CutSuffix(p, "/***"); ok {
-			add("/" + rsyncLiteral(d) + "/***")
+		if p.tree {
+			add("/" + rsyncPattern(p.path, "/***"))
 			continue
 		}
-		add("/" + rsyncLiteral(p))
+		add("/" + rsyncPattern(p.path, ""))
 	}
 	add("- *")
 	return b.Bytes()
 }
 
-// rsyncLiteral makes name match itself alone in an rsync pattern: rsync
-// reads backslashes as escapes only in a pattern with a wildcard
-// character in it.
-func rsyncLiteral(name string) string {
-	if !strings.ContainsAny(name, "*?[") {
-		return name
+// rsyncPattern is the rsync pattern matching name, then suffix (itself a
+// pattern: "", "/" or "/***"), and nothing else. rsync reads backslashes
+// as escapes only in a pattern with a wildcard character in it, so in
+// such a pattern every wildcard character and backslash of the name is
+// escaped, and in any other the name is left as it is.
+func rsyncPattern(name, suffix string) string {
+	if !strings.ContainsAny(name+suffix, "*?[") {
+		return name + suffix
 	}
 	var b strings.Builder
 	for _, r := range name {
@@ -303,7 +327,7 @@ func rsyncLiteral(name string) string {
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+	return b.String() + suffix
 }
 
 // sudoErr describes a failed privileged command: sudo's own refusal

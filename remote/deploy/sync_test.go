@@ -21,7 +21,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels/bundle"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // newBuild makes a local kernel build like the demo's.
@@ -336,8 +336,8 @@ func TestPlanSudo(t *testing.T) {
 		Foreign:   []string{"keep/link"},
 	}
 	sp := planSudo(plan)
-	if want := []string{"a/new.py", "a/old.py", "b.py", "c.py", "gone/***", "keep/__pycache__/***", "keep/z.py", "top.py"}; !slices.Equal(sp.apply, want) {
-		t.Errorf("apply %q, want %q", sp.apply, want)
+	if want := []applyPath{{path: "a/new.py"}, {path: "a/old.py"}, {path: "b.py"}, {path: "c.py"}, {path: "gone", tree: true}, {path: "keep/__pycache__", tree: true}, {path: "keep/z.py"}, {path: "top.py"}}; !slices.Equal(sp.apply, want) {
+		t.Errorf("apply %+v, want %+v", sp.apply, want)
 	}
 	if want := []string{"a", "keep"}; !slices.Equal(sp.dirs, want) {
 		t.Errorf("staging dirs %q, want %q", sp.dirs, want)
@@ -350,9 +350,16 @@ func TestPlanSudo(t *testing.T) {
 	if !slices.Equal(rules, want) {
 		t.Errorf("rules %q, want %q", rules, want)
 	}
-	for in, want := range map[string]string{"a b.py": "a b.py", `back\slash`: `back\slash`, "st*r?[x]\\y": `st\*r\?\[x]\\y`} {
-		if got := rsyncLiteral(in); got != want {
-			t.Errorf("rsyncLiteral(%q) = %q, want %q", in, got, want)
+	for _, c := range []struct{ name, suffix, want string }{
+		{"a b.py", "", "a b.py"},
+		{`back\slash`, "", `back\slash`},
+		{`back\slash`, "/***", `back\\slash/***`},
+		{"st*r?[x]\\y", "", `st\*r\?\[x]\\y`},
+		{"***", "", `\*\*\*`},
+		{"d", "/", "d/"},
+	} {
+		if got := rsyncPattern(c.name, c.suffix); got != c.want {
+			t.Errorf("rsyncPattern(%q, %q) = %q, want %q", c.name, c.suffix, got, c.want)
 		}
 	}
 }

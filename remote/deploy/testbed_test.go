@@ -18,7 +18,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels/bundle"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestTestbed redeploys the kernel directory on real hosts: one testbed
@@ -39,6 +39,8 @@ func TestTestbed(t *testing.T) {
 	t.Run("CutUpload", w.cutUpload)
 	t.Run("ManyFilesFigures", w.manyFiles)
 	t.Run("NonRootTwoThousandFiles", w.nonRootMany)
+	t.Run("HostileNamesSymlinkFortyThousandRoot", func(t *testing.T) { w.hostile(t, "gpu1", "/opt/hostile-root") })
+	t.Run("HostileNamesSymlinkFortyThousandSudo", func(t *testing.T) { w.hostile(t, "gpu1-deploy", "/opt/hostile-sudo") })
 }
 
 // world is the state the subtests share.
@@ -381,4 +383,53 @@ func manyBuild(t *testing.T, n int, file func(i int) (name, content string)) str
 	}
 	writeTree(t, build, files)
 	return build
+}
+
+// hostile redeploys, as alias, a build whose names are patterns (sub/***,
+// a[1].py, b?.py, c\d.py) beside unchanged siblings, with a symlink on
+// the host where the build has a directory (pointing outside the remote
+// directory), and 40 000 new files: nothing outside the directory is
+// touched, nothing unchanged deleted, the check after it clean. It logs
+// the time of the 40 000.
+func (w *world) hostile(t *testing.T, alias, base string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	dir := base + "/site"
+	outside := base + "-outside"
+	siblings := map[string]string{}
+	for i := range 5 {
+		siblings[fmt.Sprintf("sub/sibling%d.py", i)] = fmt.Sprintf("N = %d\n", i)
+	}
+	build := manyBuild(t, 5, func(i int) (string, string) { return fmt.Sprintf("sub/sibling%d.py", i), fmt.Sprintf("N = %d\n", i) })
+	writeTree(t, build, map[string]string{"lib/.keep": ""})
+	conn, _ := w.connect(t, ctx, alias)
+	if _, err := Sync(ctx, conn, build, dir, Options{}); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	// The host's lib becomes a link to a directory outside the tree.
+	w.run(t, ctx, "gpu1", "mkdir -p "+outside+" && echo mine > "+outside+"/keep.txt && rm -rf "+dir+"/lib && ln -s "+outside+" "+dir+"/lib")
+
+	const many = 40000
+	files := map[string]string{"sub/***": "stars\n", "sub/*": "star\n", "a[1].py": "A = 1\n", "b?.py": "B = 2\n", `c\d.py`: "C = 3\n", "lib/x.py": "X = 1\n"}
+	for i := range many {
+		files[fmt.Sprintf("bulk/d%02d/m%05d.py", i%50, i)] = fmt.Sprintf("I = %d\n", i)
+	}
+	writeTree(t, build, files)
+	start := time.Now()
+	res, err := Sync(ctx, conn, build, dir, Options{})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("sync of %d changed files with hostile names and a symlinked directory: %v", len(files), err)
+	}
+	t.Logf("%s: redeploy of %d new files (sudo %v): %v", alias, len(res.Uploaded), res.Sudo, took)
+	// lib/.keep goes again: its directory on the host was the link.
+	if len(res.Uploaded) != len(files)+1 || len(res.Deleted) != 0 || !slices.Equal(res.Replaced, []string{"lib"}) {
+		t.Fatalf("sync: %d uploaded (want %d), deleted %q, replaced %q", len(res.Uploaded), len(files)+1, res.Deleted, res.Replaced)
+	}
+	if got := strings.TrimSpace(w.run(t, ctx, "gpu1", "ls -A "+outside+"; stat -c %F "+dir+"/lib; cat "+dir+"/sub/sibling3.py")); got != "keep.txt\ndirectory\nN = 3" {
+		t.Fatalf("on the host: %q; want the link's target untouched, lib a directory, the siblings kept", got)
+	}
+	if p, err := Check(ctx, conn, build, dir); err != nil || !p.InSync() {
+		t.Fatalf("check after sync: %d to upload, %d to delete, replace %q, %v", len(p.Upload), len(p.Delete), p.Replace, err)
+	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestClassifyDialError checks that each way a dial can fail lands on the

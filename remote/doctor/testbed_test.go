@@ -15,8 +15,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/systemd"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestLeastPrivilegeOnTestbed runs every action as a login whose sudoers

@@ -22,8 +22,8 @@ import (
 	"github.com/bringup-dev/bringup/remote/dropin"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/systemd"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 const unit = testbed.UnitName

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // noPath runs every command with an empty PATH, as on a host without the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // captureEnv, set to 1 with BRINGUP_E2E=1, makes TestE2ECaptureExport

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // benchEnv, set to 1 with BRINGUP_E2E=1, runs TestE2EIngest (make

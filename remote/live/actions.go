@@ -236,14 +236,28 @@ func (h *Host) redeploy(ctx context.Context, au audited, a remote.Action, emit r
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%d sent, %d unchanged, %d deleted, hash %.12s", len(res.Uploaded), res.Unchanged, len(res.Deleted), res.Hash), nil
+		return fmt.Sprintf("%d sent, %d unchanged, %d deleted, %d replaced, hash %.12s", len(res.Uploaded), res.Unchanged, len(res.Deleted), len(res.Replaced), res.Hash), nil
 	})
 	if err != nil {
 		return err
 	}
-	h.progress(emit, fmt.Sprintf("%s deployed: %d file(s) sent (%s), content sha256 %.12s…; takes effect at the next restart",
-		k.Name, len(res.Uploaded), strings.Join(res.Uploaded, ", "), res.Hash), 100)
+	replaced := ""
+	if len(res.Replaced) > 0 {
+		replaced = fmt.Sprintf("; replaced what stood where the build has a directory (a symlink is removed, never followed): %s", someNames(res.Replaced))
+	}
+	h.progress(emit, fmt.Sprintf("%s deployed: %d file(s) sent (%s)%s, content sha256 %.12s…; takes effect at the next restart",
+		k.Name, len(res.Uploaded), someNames(res.Uploaded), replaced, res.Hash), 100)
 	return nil
+}
+
+// someNames lists the first few of names and counts the rest: a redeploy
+// of 40 000 files is one line, not a megabyte.
+func someNames(names []string) string {
+	const shown = 8
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 // progress reports how far an action is; the fleet gives it the action's id.

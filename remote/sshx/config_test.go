@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // copyCorpus copies testdata/ssh_config to a temp dir, replacing @DIR@ with

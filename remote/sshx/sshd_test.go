@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/bringup-dev/bringup/remote/testbed/e2e"
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
 
 // testSSHD is a real OpenSSH sshd on 127.0.0.1 run from a temp dir.

@@ -11,12 +11,16 @@ import (
 // hintUnrecognised is the hint when no rule knows the error.
 const hintUnrecognised = "no known failure matched: read the traceback around the quoted line (journalctl -u <unit> -n 200), and add a rule for it to a rules: pack"
 
-// tier ranks what a failure line says of the cause: a line a specific rule
-// knows (0) over an error no rule knows (1) over a wrapper that only points
-// further up (2). A wrapper loses even to an unrecognised error, since the
-// error's own text says more than "the scheduler hit an exception".
+// tier ranks what a failure line says of the cause: a GPU hardware fault
+// (-1) over a line a specific rule knows (0) over an error no rule knows (1)
+// over a wrapper that only points further up (2) over a line that only
+// relays that a process failed (3). A wrapper loses even to an
+// unrecognised error, since the error's own text says more than "the
+// scheduler hit an exception".
 func (r *compiledFailure) tier() int {
 	switch {
+	case r.Hardware:
+		return -1
 	case r.Cause == CauseUnrecognised:
 		return 1
 	case r.Relay:
@@ -28,15 +32,46 @@ func (r *compiledFailure) tier() int {
 }
 
 // root is the index of the root-cause candidate: the earliest line of the
-// best tier, or -1 when there is none.
+// best tier, or -1 when there is none. A decoy (a warning, a line that says
+// it skips or ignores something) ranks below every other line, whatever
+// rule it matched: a warning never wins over an error.
 func (t *Tracker) root() int {
 	best := -1
 	for i, c := range t.cands {
-		if best < 0 || c.rule.tier() < t.cands[best].rule.tier() {
+		if best < 0 || c.rank() < t.cands[best].rank() {
 			best = i
 		}
 	}
 	return best
+}
+
+// rank orders candidates for root: decoys last, then by tier.
+func (c *cand) rank() int {
+	if c.decoy {
+		return 10 + c.rule.tier()
+	}
+	return c.rule.tier()
+}
+
+// decoyMarks are the stack's own words for a line that reports a problem
+// it survives: Python's warning classes, loggers' WARNING level, and
+// libraries that say they skip or ignore what failed ("Skipping import of
+// cpp extensions: … undefined symbol" is torchao carrying on without its
+// kernels).
+var decoyMarks = []string{"WARNING", "Warning:", "UserWarning", "FutureWarning", "DeprecationWarning", "RuntimeWarning", "Skipping ", "skipping ", "Ignore ", "Ignoring ", "ignoring ", " ignored", "deprecated", "Deprecated"}
+
+// isDecoy reports whether line reports a problem the process survives.
+// Exception lines never are: "ValueError: … is deprecated" is raised.
+func isDecoy(line string) bool {
+	if _, body := splitLine(line); isExceptionLine(strings.TrimSpace(body)) {
+		return false
+	}
+	for _, m := range decoyMarks {
+		if strings.Contains(line, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // phaseOf is the phase the failure of c happened in: the rule's own phase
@@ -179,8 +214,8 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			d.Summary = "graph capture failed; the log holds no error text beyond: " + quote
 		} else {
 			d.Cause = CauseUnrecognised
-			d.Summary = fmt.Sprintf("unrecognised error in %s: the log holds no error text beyond: %s", phase, quote)
-			d.Hint = rule.Hint + "; " + hintUnrecognised
+			d.Summary = phaseFailed(phase, "the log holds no error text beyond: "+quote)
+			d.Hint = rule.Hint + "; " + phaseHint(phase)
 		}
 	}
 	if rule.tier() == 1 {
@@ -202,7 +237,8 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			}
 			d.Summary = "the warmup request failed: " + body
 		default:
-			d.Summary = fmt.Sprintf("unrecognised error in %s: %s", phase, body)
+			d.Summary = phaseFailed(phase, body)
+			d.Hint = phaseHint(phase)
 		}
 	}
 	d.Evidence = t.evidence(ri)
@@ -219,6 +255,36 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	}
 	t.blameKernel(d)
 	return d, true
+}
+
+// phaseFailed is the summary of an error no rule knows: "<phase> failed"
+// where the phase is known, quoting the error; "unrecognised error" only
+// where it is not.
+func phaseFailed(phase Phase, quote string) string {
+	if phase.Rank() <= Starting.Rank() {
+		return "unrecognised error: " + quote
+	}
+	return fmt.Sprintf("%s failed (no rule knows this error): %s", phase, quote)
+}
+
+// phaseHints say what usually breaks in each phase, for an error no rule
+// knows: where to look first.
+var phaseHints = map[Phase]string{
+	Init:         "start-up failed before the model: check the distributed setup (--tp/--pp against the GPUs, --dist-init-addr / MASTER_ADDR reachable, NCCL/gloo interfaces) and the engine's arguments",
+	Weights:      "loading the weights failed: usually a checkpoint that does not match the model or quantization the engine expects (a missing or renamed tensor, a KeyError on a weight name), missing or corrupt files, or a dtype the checkpoint or GPU lacks",
+	KVCache:      "sizing the KV cache failed: usually memory sizing (--mem-fraction-static / gpu_memory_utilization, max context length) or an attention backend that does not fit the model",
+	GraphCapture: "CUDA graph capture failed: usually an op that cannot be captured (a host sync, a custom op) or memory: " + hintGraphOff,
+	HTTP:         "the server failed while binding or starting its HTTP front end: check the host/port and the API server's traceback",
+	Warmup:       "the first request failed: usually a kernel or memory error at the first real batch",
+	Serving:      "the engine failed under load: read the traceback of the rank that raised first",
+}
+
+// phaseHint is the hint for an error no rule knows, in phase.
+func phaseHint(phase Phase) string {
+	if h, ok := phaseHints[phase]; ok {
+		return h + "; " + hintUnrecognised
+	}
+	return hintUnrecognised
 }
 
 func bodyOf(line string) string {

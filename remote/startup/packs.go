@@ -254,11 +254,50 @@ func vllmPack() RulePack {
 // commonSpecificFailures are the root-cause rules both engines share, most
 // specific first: the first rule that matches a line classifies it.
 func commonSpecificFailures() []FailureRule {
-	oom := []string{"out of memory", "OutOfMemoryError"}
+	oom := []string{"out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation"}
 	// The error, not advice about it ("If you are running out of memory,
 	// consider …" is printed by healthy startups).
-	oomPattern := `(?:CUDA|HIP|NPU|XPU|MUSA|cuda|hip|npu|xpu)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred|out of memory\. Tried to allocate`
+	oomPattern := `(?:CUDA|HIP|NPU|XPU|MUSA|cuda|hip|npu|xpu)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred|out of memory\. Tried to allocate|cudaErrorMemoryAllocation`
 	return []FailureRule{
+		{
+			// GPU hardware: CUDA's cudaErrorECCUncorrectable ("uncorrectable
+			// ECC error encountered"), the driver's Xid reports, a GPU that
+			// left the PCIe bus. Whatever kernel it surfaced in (a custom
+			// all-reduce, an NCCL call), no software change fixes it.
+			Keywords: []string{"uncorrectable ECC error", "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "hipErrorECCNotCorrectable", "fallen off the bus", "NVRM: Xid", "cudaErrorNvlinkUncorrectable", "uncorrectable NVLink error", "GPU is lost"},
+			Cause:    "gpu-hardware", Hardware: true,
+			Summary: "a GPU hardware fault (uncorrectable ECC error, Xid, GPU fallen off the bus): software fails because of it",
+			Hint:    "not fixable by flags: check nvidia-smi -q -d ECC,PAGE_RETIREMENT and dmesg -T | grep -i xid; drain the host, reset the GPU (nvidia-smi -r) or reboot; if it recurs, replace the GPU",
+		},
+		{
+			// Ray lists what can have killed a worker and does not know
+			// which: "(1) … killed by the OOM killer … (2) ray stop --force
+			// … (3) … SIGSEGV". Anchored on the command it names, so the
+			// list is not read as one of its items.
+			// A wrapper: where the log names the crash (SIGBUS, a
+			// traceback), that line is the cause.
+			Keywords: []string{"ray stop --force"},
+			Cause:    "ray-worker-died", Wrapper: true,
+			Summary: "a Ray worker died: OOM-killed, stopped or crashed — the log does not say which",
+			Hint:    "look at dmesg -T | grep -i oom on the worker's node and at the Ray logs of the dead worker (/tmp/ray/session_latest/logs: raylet.out, the worker's .err); Ray names the worker's pid and node",
+		},
+		{
+			// multiprocessing under spawn re-imports the main module; a
+			// launcher that starts the engine at import time then starts
+			// it again in every child (spawn.py's _check_not_importing_main).
+			Keywords: []string{"its bootstrapping phase", "start a new process before the current process"},
+			Cause:    "spawn-main-guard", Usual: Init,
+			Summary: "a process was started while the main module was still being imported under multiprocessing spawn: the launch script has no __main__ guard",
+			Hint:    "put the script's start-up code under if __name__ == '__main__': (or launch the engine's own CLI), or let it fork (VLLM_WORKER_MULTIPROC_METHOD=fork)",
+		},
+		{
+			// A kernel's assert (an index out of range: token ids past the
+			// vocabulary, a bad expert id): cudaErrorAssert.
+			Keywords: []string{"device-side assert triggered", "cudaErrorAssert", "hipErrorAssert"},
+			Cause:    "device-assert",
+			Summary:  "a GPU kernel's assertion failed (device-side assert triggered)",
+			Hint:     "usually an index out of range (token ids past the vocabulary, a tokenizer that does not match the model): rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; check the model's config against its tokenizer",
+		},
 		{
 			Keywords: []string{"operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported", "during CUDA graph capture"},
 			Cause:    "graph-capture-host-sync", Phase: GraphCapture,
@@ -278,7 +317,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "lower --mem-fraction-static by 0.03-0.05 or --cuda-graph-max-bs (SGLang); lower gpu_memory_utilization or max_num_seqs (vLLM)",
 		},
 		{
-			Keywords: []string{"an illegal memory access was encountered", "Memory access fault by GPU", "illegal instruction was encountered", "misaligned address"},
+			Keywords: []string{"an illegal memory access was encountered", "Memory access fault by GPU", "illegal instruction was encountered", "misaligned address", "cudaErrorIllegalAddress", "hipErrorIllegalAddress", "unspecified launch failure", "cudaErrorLaunchFailure"},
 			Cause:    "illegal-memory-access",
 			Summary:  "a GPU kernel faulted (illegal memory access)",
 			Hint:     "a kernel bug or a kernel/GPU mismatch, not a memory shortage: rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try another attention backend, drop --enable-torch-compile, or --disable-cuda-graph / --enforce-eager",
@@ -297,8 +336,11 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "a crash in a native library (kernel, NCCL, driver): coredumpctl info; rerun with CUDA_LAUNCH_BLOCKING=1 and compare library versions (torch, sgl-kernel/flashinfer, driver)",
 		},
 		{
-			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,"},
-			Cause:    "kv-budget", Phase: KVCache,
+			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,",
+				// The flag, not the sentence: SGLang printed "Not enought
+				// memory. Please try to increase --mem-fraction-static." too.
+				"increase --mem-fraction-static", "Not enough memory to allocate KV cache"},
+			Cause: "kv-budget", Phase: KVCache,
 			Summary: "the weights leave too little GPU memory for the KV cache",
 			Hint:    "SGLang: raise --mem-fraction-static above the printed minimum; vLLM: raise gpu_memory_utilization or lower max_model_len",
 		},
@@ -309,8 +351,31 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
 		},
 		{
-			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available"},
-			Cause:    "cuda-setup", Usual: Init,
+			// safetensors (SafetensorError, its Rust enum's HeaderTooLarge,
+			// MetadataIncompleteBuffer, InvalidHeaderDeserialization) and
+			// torch.load's zip reader: a file cut short or not a checkpoint.
+			Keywords: []string{"SafetensorError", "HeaderTooLarge", "MetadataIncompleteBuffer", "incomplete metadata", "InvalidHeaderDeserialization", "Error while deserializing header", "failed finding central directory", "PytorchStreamReader failed"},
+			Cause:    "checkpoint-corrupt", Usual: Weights,
+			Summary: "a checkpoint file is truncated or not a valid safetensors/torch file",
+			Hint:    "an interrupted download or a Git LFS pointer in place of the weights: check the file sizes against the repo, re-download (huggingface-cli download --force-download), and run git lfs pull where the model was cloned",
+		},
+		{
+			// SIGBUS: a page of a memory-mapped file or of shared memory
+			// could not be read (a checkpoint that shrank or sits on a
+			// failing network filesystem, a full /dev/shm).
+			Keywords: []string{"Bus error", "SIGBUS"},
+			Cause:    "bus-error", Native: true,
+			Summary: "the process died of SIGBUS: a memory-mapped file or shared memory became unreadable",
+			Hint:    "while loading weights: the checkpoint changed under the process or sits on a flaky network filesystem (copy it to local disk); otherwise /dev/shm is too small (docker --shm-size or --ipc=host)",
+		},
+		{
+			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available",
+				// cudaErrorSystemNotReady (fabric manager not running on
+				// NVSwitch systems), cudaErrorDevicesUnavailable (exclusive
+				// compute mode), cudaErrorUnsupportedPtxVersion (a driver
+				// older than the build).
+				"system not yet initialized", "cudaErrorSystemNotReady", "busy or unavailable", "cudaErrorDevicesUnavailable", "cudaErrorInsufficientDriver", "cudaErrorNoKernelImageForDevice", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
+			Cause: "cuda-setup", Usual: Init,
 			Summary: "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU",
 			Hint:    "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
 		},
@@ -403,6 +468,14 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "check --dist-init-addr / MASTER_ADDR:PORT is reachable from every node (firewall, IPv6 vs IPv4, hostname resolution), that all nodes started, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME",
 		},
 		{
+			// torch's exception class for a backend (NCCL) failure; a
+			// rendezvous that timed out says so and is taken above.
+			Keywords: []string{"DistBackendError"},
+			Cause:    "nccl-error", Usual: Init,
+			Summary: "torch.distributed's NCCL backend failed",
+			Hint:    "set NCCL_DEBUG=INFO and read the first rank's error; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+		},
+		{
 			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
 			Cause:    "internal-port-in-use",
 			Summary:  "an internal port (ZMQ, torch TCPStore) is already in use",
@@ -415,7 +488,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
-			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "LocalEntryNotFoundError", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "EntryNotFoundError", "Cannot access gated repo", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
 				// vLLM finds no config when the download was refused (a
 				// gated repo without a token).
 				"No supported config format found"},
@@ -424,10 +497,11 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    hintModelPath,
 		},
 		{
-			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated."},
-			Cause:    "jit-build",
-			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
-			Hint:     "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
+			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated.",
+				"Ninja is required to load C++ extensions"},
+			Cause:   "jit-build",
+			Summary: "a JIT kernel build (Triton, ninja, gcc) failed",
+			Hint:    "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
 		},
 	}
 }

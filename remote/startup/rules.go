@@ -93,6 +93,10 @@ type FailureRule struct {
 	// ("Scheduler hit an exception", "EngineCore failed to start"): it
 	// names nothing, and loses to every other failure line.
 	Relay bool `json:"relay,omitempty" yaml:"relay,omitempty"`
+	// Hardware marks a GPU hardware fault (an uncorrectable ECC error, an
+	// Xid, a GPU fallen off the bus): software fails because of it, so it
+	// wins over every other failure line, whichever kernel it surfaced in.
+	Hardware bool `json:"hardware,omitempty" yaml:"hardware,omitempty"`
 	// Fatal marks a line the engine prints only when it gives up
 	// ("Received sigquit from a child process", "Engine core
 	// initialization failed"): the startup has failed even before systemd

@@ -73,6 +73,9 @@ type cand struct {
 	seq        int // its line number in the invocation
 	// quote is the line evidence shows first when it is not line itself.
 	quote string
+	// decoy marks a warning or a line that says it skips or ignores
+	// what failed: it is the root only when nothing else is.
+	decoy bool
 }
 
 // tbEnd is where a traceback ended and the phase its frames named.
@@ -150,6 +153,10 @@ type Tracker struct {
 	contCand  int
 	contSrc   string
 	contColon bool
+	// contText is the message so far, its lines joined (bounded by
+	// maxMessage): a message wrapped over lines, or written on the lines
+	// after `raise RuntimeError('''`, is matched whole.
+	contText string
 	// stopping is set once a stop was asked for: errors printed while the
 	// processes are torn down are no failure of the startup.
 	stopping bool
@@ -619,10 +626,22 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	// no error of its own, whatever level it was logged at.
 	t.inTB = kind == tbNone && t.tb.nOpen > 0
 	n := len(t.cands)
+	following := kind == tbNone && t.continues(msg)
 	matched := t.applyRules(msg, at, hit, framePhase, out)
-	if !matched && kind == tbNone {
+	switch {
+	case !matched && kind == tbNone:
 		t.continueMessage(msg, at, out)
-	} else {
+	case matched && following && len(t.cands) > n:
+		// A line of the message followed that a rule knows on its own
+		// ("current process has finished its bootstrapping phase."): it
+		// names the cause of the whole message, whose first line stays
+		// the one quoted.
+		if c, f := t.cands[len(t.cands)-1], &t.cands[t.contCand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
+			f.rule = c.rule
+			t.updateDiag(at, out)
+		}
+		t.contCand = -1
+	default:
 		t.contCand = -1
 	}
 	if len(t.cands) > n {
@@ -650,6 +669,17 @@ func hasHit(hit []uint64, id int) bool { return hit[id>>6]&(1<<(id&63)) != 0 }
 func (t *Tracker) startContinuation(i int, msg string) {
 	src, body := splitLine(msg)
 	t.contCand, t.contSrc, t.contColon = i, src, strings.HasSuffix(strings.TrimSpace(body), ":")
+	t.contText = clip(strings.TrimSpace(body), maxMessage)
+}
+
+// continues reports whether msg goes on with the message followed: the
+// same process, after a line ending in ":" or indented under it.
+func (t *Tracker) continues(msg string) bool {
+	if t.contCand < 0 || t.contCand >= len(t.cands) {
+		return false
+	}
+	src, body := splitLine(msg)
+	return src == t.contSrc && strings.TrimSpace(body) != "" && (t.contColon || indented(msg, body))
 }
 
 // continueMessage reads msg as a continuation of the message followed: an
@@ -673,6 +703,36 @@ func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
 		return
 	}
 	t.contColon = strings.HasSuffix(trimmed, ":")
+	if len(t.contText) < maxMessage {
+		t.contText = clip(t.contText+" "+trimmed, maxMessage)
+		if c := &t.cands[t.contCand]; c.rule.tier() > 0 {
+			if r := t.specificRule(t.contText); r != nil {
+				c.rule = r
+				t.updateDiag(at, out)
+			}
+		}
+	}
+}
+
+// maxMessage bounds the joined text of a multi-line message.
+const maxMessage = 1024
+
+// specificRule is the first active rule that knows a cause (tier 0 or
+// hardware) and matches s, the joined lines of one message; nil if none.
+// It runs only on the continuation lines of an error's message.
+func (t *Tracker) specificRule(s string) *compiledFailure {
+	for p, pack := range t.set.packs {
+		if !t.active[p] {
+			continue
+		}
+		for i := range pack.failures {
+			r := &pack.failures[i]
+			if r.tier() <= 0 && inPhases(r.InPhases, t.pathPhase()) && hasKeyword(s, r.Keywords) && r.match(s) {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // indented reports whether body, the text of msg after its prefixes, was
@@ -914,11 +974,11 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 			return
 		}
 	}
-	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq}
+	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
 	switch ri := t.root(); {
 	case len(t.cands) < maxCands:
 		t.cands = append(t.cands, c)
-	case r.tier() < t.cands[ri].rule.tier():
+	case c.rank() < t.cands[ri].rank():
 		// Keep room for the first specific line after a flood of wrappers.
 		t.cands[len(t.cands)-1] = c
 	default:

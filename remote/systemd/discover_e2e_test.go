@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestDiscoverOnTestbed finds the inference unit of a real host as

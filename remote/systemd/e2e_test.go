@@ -12,8 +12,8 @@ import (
 
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/testbed"
-	"github.com/bringup-dev/bringup/remote/testbed/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/tbssh"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // Hosts of the shared testbed, one per concern so subtests run in parallel.

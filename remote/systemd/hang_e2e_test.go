@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // hungStart makes every start of the unit hang: ExecStartPre sleeps for

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // cutter is a TCP proxy to the store whose connections can be cut, as a

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote/testbed"
+	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
 // TestLoadTestbedInventory loads the config.yaml a testbed writes: the file

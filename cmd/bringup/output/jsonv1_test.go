@@ -13,6 +13,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/bench"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/rollout"
@@ -105,7 +106,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	h.Startup.Phase, h.Startup.PhaseSince, h.Startup.InvocationID = startup.Failed, at, "5bf6e81d"
 	h.Startup.Diag = &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed"}
 	p.Ended(h)
-	hs := AppliedJSON(&b, []remote.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
+	hs := AppliedJSON(&b, []fleet.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
 	Summary(&b, "restart", "timeout", 2, hs, "")
 	// watch: a host key, changes received a second late, its summary
 	Notice(&b, event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Seen: at.Add(time.Second),
