@@ -367,18 +367,18 @@ func newCmdPalette() cmdPalette {
 
 // env is the model's side of the palette's world right now.
 func (m *Model) paletteEnv() paletteEnv {
-	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
+	env := paletteEnv{hosts: m.table.hostNames(), shown: m.table.shown(), marked: m.table.shownMarked(),
 		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.focus.view() == focusHost}
-	for _, g := range m.groupings {
+	for _, g := range m.table.groupings {
 		env.groupBy = append(env.groupBy, g.by)
 	}
-	env.hidden = len(m.marked) - len(env.marked)
+	env.hidden = len(m.table.marked) - len(env.marked)
 	return env
 }
 
 // openPalette answers `:`.
 func (m *Model) openPalette() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	m.focus.push(focusPalette)
 	p.input.SetValue("")
 	p.pos, p.draft = len(p.hist), ""
@@ -389,8 +389,8 @@ func (m *Model) openPalette() tea.Cmd {
 // closePalette closes the palette, back to the view under it.
 func (m *Model) closePalette() {
 	m.focus.pop()
-	m.pal.input.Blur()
-	m.pal.endCycle()
+	m.commandPalette.input.Blur()
+	m.commandPalette.endCycle()
 }
 
 func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
@@ -398,7 +398,7 @@ func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
 // paletteKey edits the palette: tab and shift+tab cycle completions,
 // up and down walk the history, enter runs, esc closes.
 func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	switch msg.String() {
 	case "esc":
 		m.closePalette()
@@ -427,7 +427,7 @@ func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 // complete puts the next (dir 1) or previous candidate in the line: the
 // first tab computes them; a single one is taken with a space after it.
 func (m *Model) complete(dir int) {
-	p := &m.pal
+	p := &m.commandPalette
 	if p.cur < 0 {
 		p.base, p.cands = completePalette(p.input.Value(), m.paletteEnv())
 		switch len(p.cands) {
@@ -484,7 +484,7 @@ func (p *cmdPalette) remember(line string) {
 // runPaletteLine runs the line. A line that does not parse stays in the
 // prompt, with why in the status line.
 func (m *Model) runPaletteLine() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	line := strings.TrimSpace(p.input.Value())
 	if line == "" {
 		m.closePalette()
@@ -524,24 +524,24 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 	case "reconnect":
 		return m.reconnectOn(c.hosts)
 	case "filter":
-		if err := m.setHostFilter(c.text); err != nil {
+		if err := m.table.setFilter(c.text); err != nil {
 			return m.setStatus(err.Error(), true)
 		}
 		m.showView(focusTable)
-		if !m.hf.active() {
+		if !m.table.filter.active() {
 			return m.setStatus("filter cleared", false)
 		}
 	case "group":
 		m.showView(focusTable)
 		if c.text == "" {
-			return m.cycleGrouping()
+			return m.take(m.table.cycleGrouping())
 		}
-		return m.groupTableBy(c.text)
+		return m.take(m.table.groupTableBy(c.text))
 	case "follow":
 		m.toggleFollow()
 	case "wrap":
-		m.lv.wrap = !m.lv.wrap
-		return m.setStatus("wrap "+onOff(m.lv.wrap), false)
+		m.host.log.wrap = !m.host.log.wrap
+		return m.setStatus("wrap "+onOff(m.host.log.wrap), false)
 	case "help":
 		m.focus.push(focusCommands)
 	case "quit":
@@ -560,7 +560,7 @@ func onOff(b bool) string {
 // paletteFooter is the footer while the palette is open: the completions
 // (the one in the line marked) or the status, then the prompt.
 func (m *Model) paletteFooter(w int) string {
-	p := &m.pal
+	p := &m.commandPalette
 	s := m.styles
 	var top string
 	switch {

@@ -60,7 +60,7 @@ func (p *rolloutProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 	}
-	if ro := p.Model.ro; ro != nil {
+	if ro := p.Model.rollout; ro != nil {
 		f.state = ro.r.State()
 		for _, l := range ro.r.Lanes() {
 			f.lanes[l.Host] = l
@@ -181,7 +181,7 @@ func quit(t *testing.T, tm *teatest.TestModel) *rolloutProbe {
 // doneActions are the names of the actions done on host, in order.
 func doneActions(m *Model, host string) []string {
 	var out []string
-	for _, a := range m.cmds.entries {
+	for _, a := range m.remoteCommands.entries {
 		if a.host == host && a.res.Stage == event.ActionDone {
 			out = append(out, a.res.Name)
 		}
@@ -272,7 +272,7 @@ func TestRolloutHaltsOnSimulatedFleet(t *testing.T) {
 	if got := doneActions(final.Model, "gpu2"); len(got) != 0 {
 		t.Errorf("gpu2 actions done %q, want none", got)
 	}
-	if st := final.Model.ro.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
+	if st := final.Model.rollout.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
 		t.Errorf("final rollout state %+v", st)
 	}
 }
@@ -371,7 +371,7 @@ func TestRolloutRatesOnSimulatedFleet(t *testing.T) {
 			regexp.MustCompile(`[3-5]\.\d× decode [\d ]+ vs [\d ]+`).MatchString(rowOf(frame, "gpu3"))
 	})
 	final := quit(t, tm)
-	for _, l := range final.Model.ro.r.Lanes() {
+	for _, l := range final.Model.rollout.r.Lanes() {
 		if r, ok := l.Ratio(); !ok || l.Host == "gpu3" && (r < 3 || r > 5.5) || l.Host == "gpu4" && (r < 0.8 || r > 1.25) {
 			t.Errorf("%s: ratio %v %v (before %+v, after %+v)", l.Host, r, ok, l.Before, l.After)
 		}
