@@ -60,7 +60,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 	} else {
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
-			return e.fail("bench", "%v", err)
+			return e.interruptedOr(ctx, "bench", "%v", err)
 		}
 		defer closeKeys()
 		fleet = f

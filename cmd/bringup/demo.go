@@ -103,7 +103,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		ff.ReadOnly = true // watching never changes a host
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 		if err != nil {
-			return e.fail("watch", "%v", err)
+			return e.interruptedOr(ctx, "watch", "%v", err)
 		}
 		defer closeKeys()
 		fleet = f

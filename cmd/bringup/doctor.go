@@ -35,7 +35,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	cfg, hosts, err := ff.load(ctx, e, names)
 	defer ff.releaseTunnel()
 	if err != nil {
-		return e.fail("doctor", "%v", err)
+		return e.interruptedOr(ctx, "doctor", "%v", err)
 	}
 	if *trust != "" {
 		sc, err := live.ResolveSSH(ctx, livefleet.Target(hosts[0]), cfg.SSHConfig)

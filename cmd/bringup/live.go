@@ -78,7 +78,12 @@ func (f *fleetFlags) openHistory(e env) fleet.HistorySink {
 // (discover).
 func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Config, []config.Host, error) {
 	if f.cfg == nil {
-		cfg, _, err := f.Open(e.getenv, nil)
+		// A config that is a FIFO or on a hung mount must not hold the
+		// command past ctrl-c.
+		cfg, err := cli.Until(ctx, func() (*config.Config, error) {
+			cfg, _, err := f.Open(e.getenv, nil)
+			return cfg, err
+		})
 		if err != nil {
 			return nil, nil, err
 		}

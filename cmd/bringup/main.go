@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
 // Exit codes, for scripts: the one table in package cli.
@@ -36,10 +37,21 @@ type env struct {
 }
 
 // fail says what stopped command name, on stderr, and returns the usage
-// exit code: nothing was done.
+// exit code: nothing was done. The message often quotes what the user did
+// not write (a file name, a rule pack's field, a host's answer): it is
+// sanitised here, once for every command.
 func (e env) fail(name string, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "bringup %s: %s\n", name, fmt.Sprintf(format, a...))
+	fmt.Fprintf(e.stderr, "bringup %s: %s\n", name, sanitize.Text(fmt.Sprintf(format, a...)))
 	return exitUsage
+}
+
+// interruptedOr is fail, unless ctx ended on ctrl-c or SIGTERM: then
+// the command was stopped, not refused, and exits as interrupted.
+func (e env) interruptedOr(ctx context.Context, name string, format string, a ...any) int {
+	if cli.WasInterrupted(ctx) {
+		return exitInterrupted
+	}
+	return e.fail(name, format, a...)
 }
 
 // command is one subcommand.

@@ -22,7 +22,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	ff.ReadOnly = true
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
-		return e.fail("status", "%v", err)
+		return e.interruptedOr(ctx, "status", "%v", err)
 	}
 	defer closeKeys()
 	fl, stop := drive.Follow(ctx, e.stderr, "status", fleet)

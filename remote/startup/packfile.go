@@ -35,6 +35,7 @@ func ParsePacks(name string, data []byte) ([]RulePack, error) {
 		if err := decodeStrict(n, &p); err != nil {
 			return nil, fmt.Errorf("%s:%w", name, err)
 		}
+		p = shownText(p)
 		if _, err := p.Compile(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, errLine(n, err), err)
 		}
