@@ -38,7 +38,7 @@ func (r *compiledFailure) tier() int {
 func (t *Tracker) root() int {
 	best := -1
 	for i, c := range t.cands {
-		if best < 0 || c.rank() < t.cands[best].rank() {
+		if best < 0 || c.rank() < t.cands[best].rank() || c.rank() == t.cands[best].rank() && c.rule.outranks(t.cands[best].rule) {
 			best = i
 		}
 	}
@@ -126,7 +126,9 @@ func (t *Tracker) reclassify(c cand, phase Phase) *compiledFailure {
 		}
 		for i := range pack.failures {
 			r := &pack.failures[i]
-			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
+			// A rule that needs the raising frame cannot be judged on
+			// the line alone.
+			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !r.raisedBy("") || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
 				continue
 			}
 			return r

@@ -98,7 +98,9 @@ func TestStableTokenRules(t *testing.T) {
 			"        current process has finished its bootstrapping phase.",
 			"",
 			"        This probably means that you are not using fork to start your",
-		}, cause: "spawn-main-guard", phase: Init, first: "        An attempt has been made to start a new process before the"},
+			// The child dies re-importing the parent's script, whatever the
+			// parent was doing: no phase is placed where the log shows none.
+		}, cause: "spawn-main-guard", phase: Starting, first: "        An attempt has been made to start a new process before the"},
 		// https://github.com/QwenLM/Qwen3-VL/issues/264.
 		{name: "safetensors incomplete", engine: "vllm", lines: []string{
 			`File "/workspace/vllm/vllm-venv/lib/python3.10/site-packages/vllm/model_executor/model_loader/weight_utils.py", line 406, in safetensors_weights_iterator`,
@@ -118,6 +120,34 @@ func TestStableTokenRules(t *testing.T) {
 		{name: "ecc by cudaError name", engine: "sglang", lines: []string{sgWeights, "CUDA error: uncorrectable ECC error encountered Search for `cudaErrorECCUncorrectable' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information. CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect. For debugging consider passing CUDA_LAUNCH_BLOCKING=1 Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."}, cause: "gpu-hardware", phase: Weights},
 		// https://github.com/sgl-project/sglang/pull/14193.
 		{name: "illegal address by cudaError name", engine: "sglang", lines: []string{sgCapture, "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information."}, cause: "illegal-memory-access", phase: GraphCapture},
+		// https://github.com/sgl-project/sglang/pull/577: a KeyError raised
+		// in the model's load_weights is a checkpoint the model does not fit.
+		{name: "keyerror in load_weights", engine: "sglang", lines: []string{
+			"Initialization failed. router_init_state: Traceback (most recent call last):",
+			`  File "/root/.local/lib/python3.10/site-packages/sglang/srt/managers/router/model_runner.py", line 326, in load_model`,
+			"    model.load_weights(",
+			`  File "/root/.local/lib/python3.10/site-packages/sglang/srt/models/gemma.py", line 327, in load_weights`,
+			"    param = params_dict[name]",
+			"KeyError: 'lm_head.weight'",
+		}, cause: "checkpoint-mismatch", phase: Weights},
+		// vLLM's linear layers check a tensor's shape as they load it.
+		{name: "bare assert in weight_loader", engine: "vllm", lines: []string{
+			vlWeights,
+			`  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/linear.py", line 1099, in weight_loader`,
+			"    assert param_data.shape == loaded_weight.shape",
+			"AssertionError",
+		}, cause: "checkpoint-mismatch", phase: Weights},
+		// https://github.com/sgl-project/sglang/issues/271: CUDA's own
+		// report of a kernel's assert, before any traceback.
+		{name: "device assert report", engine: "sglang", lines: []string{sgWeights,
+			"../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [4,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.",
+		}, cause: "device-assert", phase: Weights},
+		// https://github.com/vllm-project/vllm/issues/1284: the GPU is
+		// refused outright; the dtype line before it is a consequence.
+		{name: "compute capability over dtype", engine: "vllm", lines: []string{
+			"Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla P100-PCIE-16GB GPU has compute capability 6.0.",
+			"RuntimeError: GPUs with compute capability below 7.0 are not supported.",
+		}, cause: "cuda-setup", phase: Init},
 		// https://github.com/nagadit/DeepFaceLab_Linux/issues/89.
 		{name: "ecc by driver name", engine: "vllm", lines: []string{vlInit, "F tensorflow/stream_executor/lib/statusor.cc:34] Attempting to fetch value instead of handling error Internal: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error encountered"}, cause: "gpu-hardware", phase: Init},
 	}
@@ -156,6 +186,14 @@ func TestPhaseGenericSummary(t *testing.T) {
 	}{
 		{name: "weights", lines: []string{sgWeights, keyErr}, phase: Weights, says: []string{"weights failed", keyErr}},
 		{name: "unknown phase", lines: []string{keyErr}, phase: Starting, says: []string{"unrecognised error: " + keyErr}},
+		// A KeyError raised anywhere but weight loading is no checkpoint
+		// mismatch (transformers too old to know the model type).
+		{name: "keyerror outside weight loading", lines: []string{
+			"Traceback (most recent call last):",
+			`  File "/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py", line 710, in __getitem__`,
+			"    raise KeyError(key)",
+			"KeyError: 'qwen2_vl'",
+		}, phase: Starting, says: []string{"unrecognised error: KeyError: 'qwen2_vl'"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

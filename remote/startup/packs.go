@@ -10,6 +10,12 @@ const (
 	hintModelPath = "check the model path exists and is readable by the service user; set HF_TOKEN for gated repos, HF_HUB_OFFLINE=1 when the weights are local"
 )
 
+// What CUDA setup failures say, device or kernel image alike.
+const (
+	cudaSetupSummary = "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU"
+	cudaSetupHint    = "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture"
+)
+
 // BuiltinPacks returns the rule packs for SGLang and vLLM. The strings come
 // from the engines' sources and real logs (research notes, logformats.md
 // §1.2, §1.3, §3.2, §3.3, §4, §7), older wordings included, because
@@ -276,7 +282,9 @@ func commonSpecificFailures() []FailureRule {
 			// list is not read as one of its items.
 			// A wrapper: where the log names the crash (SIGBUS, a
 			// traceback), that line is the cause.
-			Keywords: []string{"ray stop --force"},
+			// Ray's exit type of a worker that died of a signal or a
+			// lost connection (WorkerExitType SYSTEM_ERROR) says no more.
+			Keywords: []string{"ray stop --force", "Worker exit type: SYSTEM_ERROR"},
 			Cause:    "ray-worker-died", Wrapper: true,
 			Summary: "a Ray worker died: OOM-killed, stopped or crashed — the log does not say which",
 			Hint:    "look at dmesg -T | grep -i oom on the worker's node and at the Ray logs of the dead worker (/tmp/ray/session_latest/logs: raylet.out, the worker's .err); Ray names the worker's pid and node",
@@ -285,15 +293,22 @@ func commonSpecificFailures() []FailureRule {
 			// multiprocessing under spawn re-imports the main module; a
 			// launcher that starts the engine at import time then starts
 			// it again in every child (spawn.py's _check_not_importing_main).
-			Keywords: []string{"its bootstrapping phase", "start a new process before the current process"},
-			Cause:    "spawn-main-guard", Usual: Init,
-			Summary: "a process was started while the main module was still being imported under multiprocessing spawn: the launch script has no __main__ guard",
-			Hint:    "put the script's start-up code under if __name__ == '__main__': (or launch the engine's own CLI), or let it fork (VLLM_WORKER_MULTIPROC_METHOD=fork)",
+			// Its first lines, and the advice after them (an excerpt may
+			// start there). It strikes in whatever the parent was doing
+			// when it started the child: no usual phase.
+			Keywords: []string{"its bootstrapping phase", "to start a new process before the", "not using fork to start your"},
+			Cause:    "spawn-main-guard",
+			Summary:  "a process was started while the main module was still being imported under multiprocessing spawn: the launch script has no __main__ guard",
+			Hint:     "put the script's start-up code under if __name__ == '__main__': (or launch the engine's own CLI), or let it fork (VLLM_WORKER_MULTIPROC_METHOD=fork)",
 		},
 		{
 			// A kernel's assert (an index out of range: token ids past the
 			// vocabulary, a bad expert id): cudaErrorAssert.
-			Keywords: []string{"device-side assert triggered", "cudaErrorAssert", "hipErrorAssert"},
+			// The kernel's own report comes first: CUDA's device
+			// __assert_fail prints "block: [0,0,0], thread: [4,0,0]
+			// Assertion `…` failed."
+			Keywords: []string{"device-side assert triggered", "cudaErrorAssert", "hipErrorAssert", "thread: ["},
+			Pattern:  `device-side assert triggered|cudaErrorAssert|hipErrorAssert|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion`,
 			Cause:    "device-assert",
 			Summary:  "a GPU kernel's assertion failed (device-side assert triggered)",
 			Hint:     "usually an index out of range (token ids past the vocabulary, a tokenizer that does not match the model): rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; check the model's config against its tokenizer",
@@ -369,15 +384,31 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "while loading weights: the checkpoint changed under the process or sits on a flaky network filesystem (copy it to local disk); otherwise /dev/shm is too small (docker --shm-size or --ipc=host)",
 		},
 		{
-			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available",
+			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "invalid device ordinal", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available",
 				// cudaErrorSystemNotReady (fabric manager not running on
 				// NVSwitch systems), cudaErrorDevicesUnavailable (exclusive
-				// compute mode), cudaErrorUnsupportedPtxVersion (a driver
-				// older than the build).
-				"system not yet initialized", "cudaErrorSystemNotReady", "busy or unavailable", "cudaErrorDevicesUnavailable", "cudaErrorInsufficientDriver", "cudaErrorNoKernelImageForDevice", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
+				// compute mode).
+				"system not yet initialized", "cudaErrorSystemNotReady", "busy or unavailable", "cudaErrorDevicesUnavailable", "cudaErrorInsufficientDriver",
+				// vLLM ≤0.2's device check: "GPUs with compute capability
+				// below 7.0 are not supported."
+				"compute capability below"},
 			Cause: "cuda-setup", Usual: Init,
-			Summary: "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU",
-			Hint:    "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
+			// A GPU the stack cannot use makes what the engine then says
+			// of the model's dtype on it a consequence.
+			Outranks: []string{"model-unsupported"},
+			Summary:  cudaSetupSummary,
+			Hint:     cudaSetupHint,
+		},
+		{
+			// A kernel not built for this GPU's architecture, or PTX newer
+			// than the driver: found at the first launch of that kernel,
+			// which can be in any phase (weights post-processing, profiling,
+			// capture), so no usual phase.
+			Keywords: []string{"no kernel image is available for execution", "invalid device function", "cudaErrorNoKernelImageForDevice", "hipErrorNoBinaryForGpu", "cudaErrorInvalidDeviceFunction", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
+			Cause:    "cuda-setup",
+			Outranks: []string{"model-unsupported"},
+			Summary:  cudaSetupSummary,
+			Hint:     cudaSetupHint,
 		},
 		{
 			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
@@ -488,7 +519,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
-			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "EntryNotFoundError", "Cannot access gated repo", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "EntryNotFoundError", "Cannot access gated repo", "access a gated repo", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
 				// vLLM finds no config when the download was refused (a
 				// gated repo without a token).
 				"No supported config format found"},
@@ -506,10 +537,24 @@ func commonSpecificFailures() []FailureRule {
 	}
 }
 
-// commonWrapperFailures are the secondary rules both engines share; they
-// come after the engine's own rules, and the catch-all exception rule last.
+// commonWrapperFailures are the rules both engines share that yield to the
+// engine's own: the reading of an exception by the frame that raised it
+// (an engine's own message raised there says more), the secondary rules,
+// and the catch-all exception rule last.
 func commonWrapperFailures() []FailureRule {
 	return []FailureRule{
+		{
+			// Python's built-ins raised by the code that maps checkpoint
+			// tensors onto the model's parameters: `params_dict[name]` with
+			// a name the model lacks (KeyError), a shape or a name the
+			// loader refuses (ValueError, AssertionError).
+			Keywords: []string{"KeyError", "ValueError", "AssertionError"},
+			Pattern:  `(?:^|[\s\]>|:])(?:KeyError|ValueError|AssertionError)(?::|$)`,
+			RaisedIn: []string{"load_weights", "_load_weights", "load_model", "weight_loader", "weight_loader_v2", "default_weight_loader", "_load_module", "_load_param", "load_weights_and_postprocess"},
+			Cause:    "checkpoint-mismatch", Phase: Weights,
+			Summary: "the checkpoint does not match the model: a tensor the model has no parameter for, or one of the wrong shape",
+			Hint:    "the checkpoint was made for another model class, engine version or quantization (a draft/EAGLE head, a fine-tune with renamed tensors, a quantizer's extra scales): check the model's config.json architectures and quantization_config against what this engine version supports, or upgrade the engine",
+		},
 		{
 			// multiprocessing's header before a child's traceback: it names
 			// the process that died, nothing more.

@@ -638,6 +638,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		// the one quoted.
 		if c, f := t.cands[len(t.cands)-1], &t.cands[t.contCand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
 			f.rule = c.rule
+			if t.contColon && f.quote == "" {
+				// "RuntimeError:" and the message on the lines after it:
+				// this line is the one to quote, as continueMessage has it.
+				f.quote = msg
+			}
 			t.updateDiag(at, out)
 		}
 		t.contCand = -1
@@ -727,7 +732,7 @@ func (t *Tracker) specificRule(s string) *compiledFailure {
 		}
 		for i := range pack.failures {
 			r := &pack.failures[i]
-			if r.tier() <= 0 && inPhases(r.InPhases, t.pathPhase()) && hasKeyword(s, r.Keywords) && r.match(s) {
+			if r.tier() <= 0 && inPhases(r.InPhases, t.pathPhase()) && r.raisedBy("") && hasKeyword(s, r.Keywords) && r.match(s) {
 				return r
 			}
 		}
@@ -955,7 +960,7 @@ func (t *Tracker) extendTrail(p Phase, at time.Time) {
 
 // applyFailure records msg as a failure candidate if the rule matches.
 func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) bool {
-	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
+	if !inPhases(r.InPhases, t.pathPhase()) || !r.raisedBy(t.tb.raisedIn()) || !r.match(msg) {
 		return false
 	}
 	if r.Cause == CauseUnrecognised && (t.inTB || strings.Contains(msg, tbHeader)) {
