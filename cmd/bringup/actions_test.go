@@ -55,7 +55,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		_, err := f.Do("gpu1", remote.Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
 		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s in read-only mode: err = %v, want ErrReadOnly", k, err)
@@ -90,7 +90,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 		}
 	}
 	kinds = append(kinds, remote.ActRestart) // what --restart and `restart` add
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		if k != remote.ActUndoMode && !slices.Contains(kinds, k) {
 			t.Errorf("no command issues %s", k)
 		}

@@ -40,7 +40,7 @@ func TestDecideOnDemand(t *testing.T) {
 }
 
 func TestChangesEnvironment(t *testing.T) {
-	for _, k := range append(remote.AllActionKinds, remote.ActBench) {
+	for _, k := range append(remote.AllActionKinds(), remote.ActBench) {
 		want := k == remote.ActSetMode || k == remote.ActUndoMode
 		if got := changesEnvironment(k); got != want {
 			t.Errorf("%s: %v, want %v", k, got, want)
