@@ -19,6 +19,9 @@ const (
 	// host, so read-only mode allows it; it goes through Fleet.Do all the
 	// same, to be queued, bounded, cancelled and reported like the rest.
 	ActBench ActionKind = "bench"
+	// ActDaemonReload makes systemd re-read unit files and drop-ins (a
+	// unit edited by hand, a drop-in another tool wrote).
+	ActDaemonReload ActionKind = "daemon-reload"
 )
 
 // DeadlineClass says which of the fleet's deadlines bounds an action.
@@ -202,6 +205,15 @@ func Specs() []ActionSpec {
 				return fmt.Sprintf("Bench %s: %d requests, %d at a time?", on, a.Requests, a.Concurrency)
 			},
 			Key: &KeyEntry{"b", "bench (smoke load)"},
+		},
+		{
+			Kind: ActDaemonReload, Changes: true, Deadline: DeadlineSystemd, Reloads: true,
+			Effect: func(_ Action, unit string) string {
+				return fmt.Sprintf("make systemd re-read unit files and drop-ins (a change to %s takes effect at its next restart)", unit)
+			},
+			Question: func(_ Action, _, on string) string { return fmt.Sprintf("Reload systemd's unit files on %s?", on) },
+			Command: &CommandEntry{"HOST|GROUP...",
+				"make systemd re-read unit files and drop-ins (systemctl daemon-reload), after a unit was edited by hand"},
 		},
 	}
 }

@@ -40,11 +40,12 @@ func runAct(t *testing.T, ctx context.Context, name string, in *strings.Reader, 
 
 // readOnlyArgs are, per command, arguments that would change a host.
 var readOnlyArgs = map[string][]string{
-	"mode":         {"gpu1", "kdtree-verify=on", "--restart"},
-	"redeploy":     {"gpu1", "--restart"},
-	"restart":      {"gpu1"},
-	"stop":         {"gpu1"},
-	"reset-failed": {"gpu1"},
+	"mode":          {"gpu1", "kdtree-verify=on", "--restart"},
+	"redeploy":      {"gpu1", "--restart"},
+	"restart":       {"gpu1"},
+	"stop":          {"gpu1"},
+	"reset-failed":  {"gpu1"},
+	"daemon-reload": {"gpu1"},
 }
 
 // TestReadOnlyRefusesEveryAction enumerates every action kind at the
