@@ -111,8 +111,31 @@ func (d *dialog) on(hosts []string) *dialog {
 	return d
 }
 
-// startMode answers m and u on the selected host.
-func (m *Model) startMode(undo bool) tea.Cmd { return m.startModeOn(m.keyHosts(), undo) }
+// startActionOn begins a's flow on hosts, for its key or its palette
+// command. The actions that ask more than a yes are named here (a
+// chooser, the preflight, a default kernel); every other one, a new one
+// too, goes straight to its confirmation (remote.ActionSpec.Question).
+func (m *Model) startActionOn(hosts []string, a remote.Action) tea.Cmd {
+	switch a.Kind {
+	case remote.ActSetMode:
+		if a.Kernel == "" {
+			return m.startModeOn(hosts, false)
+		}
+		return m.confirmModeOn(hosts, a.Kernel, a.Mode)
+	case remote.ActUndoMode:
+		return m.startModeOn(hosts, true)
+	case remote.ActRestart:
+		return m.startRestartOn(hosts)
+	case remote.ActRedeploy:
+		if ks := m.opts.Kernels.Kernels; a.Kernel == "" && len(ks) > 0 {
+			a.Kernel = ks[0].Name
+		}
+	case remote.ActBench:
+		return m.startBenchOn(hosts)
+	default:
+	}
+	return m.confirmOn(hosts, a)
+}
 
 // startModeOn opens the kernel chooser, or the mode chooser when there is
 // only one kernel. With undo it leads to the undo confirmation instead:
@@ -151,9 +174,6 @@ func (m *Model) confirmModeOn(hosts []string, kernel, mode string) tea.Cmd {
 	m.openDialog(confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts))
 	return nil
 }
-
-// startRestart answers r on the selected host.
-func (m *Model) startRestart() tea.Cmd { return m.startRestartOn(m.keyHosts()) }
 
 // startRestartOn runs the capture-safety preflight on the snapshot before
 // asking: a restart refused on any of hosts opens the preflight dialog
@@ -236,9 +256,6 @@ func (m *Model) statesOf(hosts []string) []remote.HostState {
 	}
 	return out
 }
-
-// confirm opens the confirmation for a on the selected host.
-func (m *Model) confirm(a remote.Action) tea.Cmd { return m.confirmOn(m.keyHosts(), a) }
 
 // confirmOn opens the confirmation for a on hosts.
 func (m *Model) confirmOn(hosts []string, a remote.Action) tea.Cmd {

@@ -374,25 +374,14 @@ func (m *Model) viewKey(msg tea.KeyPressMsg, viewOwn func(tea.KeyPressMsg) tea.C
 	case key.Matches(msg, k.Actions):
 		m.focus.push(focusActions)
 		m.remoteCommands.follow = true
-	case key.Matches(msg, k.Mode):
-		return m.startMode(false)
-	case key.Matches(msg, k.Undo):
-		return m.startMode(true)
-	case key.Matches(msg, k.Restart):
-		return m.startRestart()
 	case key.Matches(msg, k.Rollout):
 		return m.startRollout()
-	case key.Matches(msg, k.ResetFailed):
-		return m.confirm(remote.Action{Kind: remote.ActResetFailed})
 	case key.Matches(msg, k.Reconnect):
 		return m.reconnect()
-	case key.Matches(msg, k.Redeploy):
-		a := remote.Action{Kind: remote.ActRedeploy}
-		if len(m.opts.Kernels.Kernels) > 0 {
-			a.Kernel = m.opts.Kernels.Kernels[0].Name
-		}
-		return m.confirm(a)
 	default:
+		if kind, ok := k.changingAction(msg); ok {
+			return m.startActionOn(m.keyHosts(), remote.Action{Kind: kind})
+		}
 		return viewOwn(msg)
 	}
 	return nil
@@ -433,7 +422,7 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
 		return m.copyEvidence()
-	case key.Matches(msg, k.Bench):
+	case key.Matches(msg, k.act(remote.ActBench)):
 		return m.startBench()
 	}
 	return nil
@@ -459,7 +448,7 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
 		return m.copyEvidence()
-	case key.Matches(msg, k.Bench):
+	case key.Matches(msg, k.act(remote.ActBench)):
 		return m.startBench()
 	case key.Matches(msg, k.Filter):
 		m.focus.push(focusLogFilter)

@@ -160,10 +160,15 @@ func TestReplayKeysAreFree(t *testing.T) {
 		if name == "Pause" || name == "Faster" || name == "Slower" {
 			continue
 		}
-		b := v.Field(i).Interface().(key.Binding)
-		for _, k := range b.Keys() {
-			if slices.Contains(replay, k) {
-				t.Errorf("%s answers to %q, a replay key", name, k)
+		bs, ok := v.Field(i).Interface().([]ActionKey)
+		if !ok {
+			bs = []ActionKey{{Binding: v.Field(i).Interface().(key.Binding)}}
+		}
+		for _, b := range bs {
+			for _, k := range b.Keys() {
+				if slices.Contains(replay, k) {
+					t.Errorf("%s %s answers to %q, a replay key", name, b.Kind, k)
+				}
 			}
 		}
 	}

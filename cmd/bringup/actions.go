@@ -22,15 +22,15 @@ import (
 // follows the new invocation (drive.Act). The table of them is package
 // action's; here are their flags and their fleet.
 
-// actionCommand returns the subcommand named name, for commands().
-func actionCommand(name string) command {
+// actionCommands are the changing commands, in package action's order,
+// for commands().
+func actionCommands() []command {
+	var out []command
 	for _, c := range action.Commands() {
-		if c.Name == name {
-			return command{name: c.Name, usage: "bringup " + c.Name + " " + c.Args + " [--yes] [--json]", summary: c.Summary,
-				run: func(ctx context.Context, e env, args []string) int { return act(ctx, e, c, args, stdinTerminal()) }}
-		}
+		out = append(out, command{name: c.Name, usage: "bringup " + c.Name + " " + c.Args + " [--yes] [--json]", summary: c.Summary,
+			run: func(ctx context.Context, e env, args []string) int { return act(ctx, e, c, args, stdinTerminal()) }})
 	}
-	panic("bringup: no action command " + name) // a typo in commands(): caught by every test run
+	return out
 }
 
 // stdinTerminal is standard input when it is a terminal (someone can

@@ -40,11 +40,12 @@ func runAct(t *testing.T, ctx context.Context, name string, in *strings.Reader, 
 
 // readOnlyArgs are, per command, arguments that would change a host.
 var readOnlyArgs = map[string][]string{
-	"mode":         {"gpu1", "kdtree-verify=on", "--restart"},
-	"redeploy":     {"gpu1", "--restart"},
-	"restart":      {"gpu1"},
-	"stop":         {"gpu1"},
-	"reset-failed": {"gpu1"},
+	"mode":          {"gpu1", "kdtree-verify=on", "--restart"},
+	"redeploy":      {"gpu1", "--restart"},
+	"restart":       {"gpu1"},
+	"stop":          {"gpu1"},
+	"reset-failed":  {"gpu1"},
+	"daemon-reload": {"gpu1"},
 }
 
 // TestReadOnlyRefusesEveryAction enumerates every action kind at the
@@ -55,7 +56,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		_, err := f.Do("gpu1", remote.Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
 		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s in read-only mode: err = %v, want ErrReadOnly", k, err)
@@ -90,7 +91,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 		}
 	}
 	kinds = append(kinds, remote.ActRestart) // what --restart and `restart` add
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		if k != remote.ActUndoMode && !slices.Contains(kinds, k) {
 			t.Errorf("no command issues %s", k)
 		}

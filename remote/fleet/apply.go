@@ -91,15 +91,15 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 					continue
 				}
 				rep.Action(ev)
-				a := r.actions[r.next-1]
+				spec, _ := r.actions[r.next-1].Kind.Spec()
 				switch ev.Action.Stage {
 				case event.ActionStarted:
-					r.printing = r.printing || a.Kind == remote.ActRestart
+					r.printing = r.printing || spec.Follows
 				case event.ActionFailed:
 					r.Failed, r.Finished, r.current = true, true, 0
 				case event.ActionDone:
 					r.current = 0
-					r.following = r.following || a.Kind == remote.ActRestart
+					r.following = r.following || spec.Follows
 					issue(r)
 				case event.ActionProgress: // the step goes on
 				}

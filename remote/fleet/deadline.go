@@ -14,9 +14,9 @@ import (
 // it ends the action as failed and the host's next action goes ahead. The
 // zero value means the defaults.
 type Deadlines struct {
-	// Systemd bounds the actions that wait for systemd's answer: restart,
-	// stop, reset-failed, mode and undo-mode (their daemon-reload), from
-	// the moment the action starts (default 30 s). A restart's startup is
+	// Systemd bounds the actions that wait for systemd's answer (their
+	// spec's remote.DeadlineSystemd: restart, stop, a mode change's
+	// daemon-reload…), from the moment the action starts (default 30 s). A restart's startup is
 	// followed separately and is not part of it: for a Type=simple unit
 	// systemd answers once the process is forked (after ExecStartPre).
 	Systemd time.Duration
@@ -67,24 +67,28 @@ func (d Deadlines) withDefaults() Deadlines {
 }
 
 // For is the deadline of an action of kind k, before any bytes are
-// counted.
+// counted: the one its spec names (a kind the table does not know waits
+// for systemd).
 func (d Deadlines) For(k remote.ActionKind) time.Duration {
 	d = d.withDefaults()
-	switch k {
-	case remote.ActRedeploy:
+	s, _ := k.Spec()
+	switch s.Deadline {
+	case remote.DeadlineTransfer:
 		return d.Redeploy
-	case remote.ActBench:
+	case remote.DeadlineLoad:
 		return d.Bench
-	case remote.ActSetMode, remote.ActRestart, remote.ActStop, remote.ActResetFailed, remote.ActUndoMode:
+	case remote.DeadlineSystemd:
 	}
 	return d.Systemd
 }
 
 // preempts reports whether an action of kind k cancels the restarts still
-// pending on its host and runs instead of waiting for them: stopping a
-// unit or clearing its failed state must not wait for a restart that may
-// never end (a job hung in ExecStartPre).
-func preempts(k remote.ActionKind) bool { return k == remote.ActStop || k == remote.ActResetFailed }
+// pending on its host and runs instead of waiting for them (its spec's
+// Preempts).
+func preempts(k remote.ActionKind) bool {
+	s, _ := k.Spec()
+	return s.Preempts
+}
 
 // DeadlineError is an action the fleet ended because it ran past its
 // deadline.
@@ -102,7 +106,7 @@ type DeadlineError struct {
 
 func (e *DeadlineError) Error() string {
 	var msg string
-	if e.Action.Kind == remote.ActRedeploy {
+	if s, _ := e.Action.Kind.Spec(); s.Deadline == remote.DeadlineTransfer {
 		size := ""
 		if e.Bytes > 0 {
 			size = fmt.Sprintf(" (%s to send)", byteSize(e.Bytes))
@@ -118,7 +122,7 @@ func (e *DeadlineError) Error() string {
 		// ExecStop, or behind another unit's job), or for a mode change
 		// its daemon-reload (a slow generator or unit file).
 		held := fmt.Sprintf("a job hung in ExecStartPre or ExecStop, or waiting for another unit's job: `systemctl status %s`", unit)
-		if e.Action.Kind == remote.ActSetMode || e.Action.Kind == remote.ActUndoMode {
+		if s, _ := e.Action.Kind.Spec(); s.Reloads {
 			held = "a daemon-reload still running: `systemctl status` says reloading; a slow generator holds it"
 		}
 		msg = fmt.Sprintf("%s on %s: no answer from systemd after %s; check `systemctl list-jobs` on %s (%s) and its D-Bus connection (`systemctl status dbus`, `bringup doctor %s`)",

@@ -320,3 +320,27 @@ func TestRedeployDeadlineScalesWithBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineOfEachKind: each kind's deadline is the one its spec
+// names, and a daemon-reload past it points at the reload.
+func TestDeadlineOfEachKind(t *testing.T) {
+	d := Deadlines{Systemd: time.Second, Redeploy: 2 * time.Second, Bench: 3 * time.Second}
+	for _, tc := range []struct {
+		kind remote.ActionKind
+		want time.Duration
+	}{
+		{remote.ActRestart, time.Second}, {remote.ActDaemonReload, time.Second}, {remote.ActSetMode, time.Second},
+		{remote.ActRedeploy, 2 * time.Second}, {remote.ActBench, 3 * time.Second}, {"nope", time.Second},
+	} {
+		if got := d.For(tc.kind); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.kind, got, tc.want)
+		}
+	}
+	if preempts(remote.ActDaemonReload) || !preempts(remote.ActStop) {
+		t.Error("daemon-reload preempts, or stop does not")
+	}
+	e := &DeadlineError{Host: "gpu1", Action: remote.Action{Kind: remote.ActDaemonReload}, After: time.Second, Grace: time.Second}
+	if msg := e.Error(); !strings.Contains(msg, "daemon-reload on gpu1: no answer from systemd after 1 s") || !strings.Contains(msg, "a daemon-reload still running") {
+		t.Errorf("%s", msg)
+	}
+}

@@ -128,7 +128,7 @@ func TestFleetSanitisesAndSnapshots(t *testing.T) {
 func TestFleetReadOnlyRefusesEveryAction(t *testing.T) {
 	d := &scriptDriver{name: "gpu1"}
 	f, _, _ := startFleet(t, Options{ReadOnly: true}, d)
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		_, err := f.Do("gpu1", remote.Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
 		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s: err = %v, want ErrReadOnly", k, err)

@@ -1,7 +1,7 @@
-// Package action is the table of bringup's changing commands (mode,
-// redeploy, restart, stop, reset-failed): each command's flags, its own
-// arguments told from host names, and the actions it asks the fleet for
-// on each host.
+// Package action is the table of bringup's changing commands, one for
+// each action whose spec (remote.Specs) has a command: each command's
+// flags, its own arguments told from host names, and the actions it asks
+// the fleet for on each host.
 package action
 
 import (
@@ -16,6 +16,8 @@ import (
 
 // Command describes one changing command.
 type Command struct {
+	// Kind is the action the command is named for.
+	Kind                remote.ActionKind
 	Name, Args, Summary string
 	// RestartFlag offers --restart (restart after the change).
 	RestartFlag bool
@@ -36,13 +38,39 @@ type Options struct {
 	Restart, Runtime, Force bool
 }
 
-// Commands lists the changing commands.
+// Commands lists the changing commands: first those with arguments of
+// their own (mode, redeploy), then every other action with a command in
+// its spec, in the table's order. Those take hosts only: a restart
+// (remote.ActionSpec.Follows) follows the new run; any other issues its
+// action.
 func Commands() []Command {
+	own := ownArguments()
+	var out []Command
+	for _, c := range own {
+		s, _ := c.Kind.Spec()
+		c.Name, c.Args, c.Summary = string(s.Kind), s.Command.Args, s.Command.Summary
+		out = append(out, c)
+	}
+	for _, s := range remote.Specs() {
+		if s.Command == nil || slices.ContainsFunc(own, func(c Command) bool { return c.Kind == s.Kind }) {
+			continue
+		}
+		c := Command{Kind: s.Kind, Name: string(s.Kind), Args: s.Command.Args, Summary: s.Command.Summary, Build: fixed(remote.Action{Kind: s.Kind})}
+		if s.Follows {
+			c.Restarts, c.Build = true, fixed() // act adds the restart
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ownArguments are the commands that take arguments of their own beside
+// the hosts; their names, usage and summary come from their specs.
+func ownArguments() []Command {
 	return []Command{
 		{
-			Name: "mode", Args: "HOST|GROUP... KERNEL=MODE [--restart] [--runtime]", RestartFlag: true, RuntimeFlag: true,
-			Summary: "set a kernel's mode (systemd drop-in + daemon-reload); --restart restarts and follows the new run",
-			Extra:   func(_ kernels.Catalog, s string, _ func(string) bool) bool { return strings.Contains(s, "=") },
+			Kind: remote.ActSetMode, RestartFlag: true, RuntimeFlag: true,
+			Extra: func(_ kernels.Catalog, s string, _ func(string) bool) bool { return strings.Contains(s, "=") },
 			Build: func(cat kernels.Catalog, extra []string, o Options) ([]remote.Action, error) {
 				if len(extra) != 1 {
 					return nil, fmt.Errorf("want exactly one KERNEL=MODE (got %d)", len(extra))
@@ -55,8 +83,7 @@ func Commands() []Command {
 			},
 		},
 		{
-			Name: "redeploy", Args: "HOST|GROUP... [KERNEL] [--restart]", RestartFlag: true,
-			Summary: "send the kernel's changed files from its local build (default: the first kernel); --restart restarts and follows",
+			Kind: remote.ActRedeploy, RestartFlag: true,
 			Extra: func(cat kernels.Catalog, s string, isHost func(string) bool) bool {
 				_, ok := cat.Kernel(s)
 				return ok && !isHost(s)
@@ -72,16 +99,6 @@ func Commands() []Command {
 				}
 				return []remote.Action{{Kind: remote.ActRedeploy, Kernel: cat.Kernels[0].Name}}, nil
 			},
-		},
-		{
-			Name: "restart", Args: "HOST|GROUP... [--force]", Restarts: true,
-			Summary: "restart the unit (after the capture-safety preflight) and follow the new run until serving or failed",
-			Build:   fixed(),
-		},
-		{Name: "stop", Args: "HOST|GROUP...", Summary: "stop the unit", Build: fixed(remote.Action{Kind: remote.ActStop})},
-		{
-			Name: "reset-failed", Args: "HOST|GROUP...", Summary: "clear the unit's failed state and start limit so it can start again",
-			Build: fixed(remote.Action{Kind: remote.ActResetFailed}),
 		},
 	}
 }
