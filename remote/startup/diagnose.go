@@ -2,9 +2,7 @@ package startup
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -101,7 +99,7 @@ func (t *Tracker) phaseOf(c cand) Phase {
 		// The error came before any phase line: in an excerpt that starts
 		// with it, the first phase the log shows next is where the
 		// process was (stderr and stdout interleave by a line or two).
-		for _, sp := range t.st.Spans {
+		for _, sp := range t.path.spans {
 			if sp.Phase.Rank() > Starting.Rank() && !sp.Inferred {
 				return sp.Phase
 			}
@@ -306,58 +304,6 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// trimTrail makes the trail agree with p, the phase a failure was put in:
-// a traceback can name a phase whose own lines the log never showed (an
-// excerpt that holds only the traceback), and lines of a phase the
-// startup never really reached can come before the error (another rank
-// ahead, uvicorn's "Application startup complete" before its bind fails).
-// Phases past p are dropped, p's span runs to the last of them, and a
-// missing p is inserted in path order.
-func (t *Tracker) trimTrail(p Phase, at time.Time) {
-	if p.Rank() <= Starting.Rank() {
-		return
-	}
-	for i, s := range t.st.Spans {
-		if s.Phase.Rank() > p.Rank() {
-			end := t.st.Spans[len(t.st.Spans)-1].End
-			t.st.Spans = t.st.Spans[:i]
-			if i > 0 && t.st.Spans[i-1].Phase == p {
-				t.st.Spans[i-1].End = end
-			} else {
-				t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: s.Start, End: end})
-			}
-			t.lastPath = p
-			return
-		}
-	}
-	i := 0
-	for ; i < len(t.st.Spans); i++ {
-		q := t.st.Spans[i].Phase
-		if q == p {
-			return
-		}
-		if q.Rank() > p.Rank() {
-			break
-		}
-	}
-	sp := Span{Phase: p, Start: at, End: at, Inferred: true}
-	if i == len(t.st.Spans) && i > 0 {
-		if last := t.st.Spans[i-1]; !last.End.IsZero() && last.End.Before(at) {
-			sp.Start = last.End
-		}
-	}
-	if i < len(t.st.Spans) {
-		sp.End = t.st.Spans[i].Start
-		if sp.Start.After(sp.End) {
-			sp.Start = sp.End
-		}
-	}
-	t.st.Spans = slices.Insert(t.st.Spans, i, sp)
-	if p.Rank() > t.lastPath.Rank() {
-		t.lastPath = p
-	}
-}
-
 // evidence is the root line, then supporting lines in log order: one per
 // other cause first (they tell the story: wrapper, crash, exit), then more
 // wrappers, then the rest; and the first exit line of the unit at the end.
@@ -409,7 +355,7 @@ const CauseUnitFailed = "unit-failed"
 // unitDiagnosis is the diagnosis when the logs said nothing: from what
 // systemd reported about the unit.
 func (t *Tracker) unitDiagnosis() *Diagnosis {
-	d := &Diagnosis{Phase: t.pathPhase(), Time: t.failAt, Evidence: append([]string(nil), t.exits...)}
+	d := &Diagnosis{Phase: t.path.furthest(), Time: t.failAt, Evidence: append([]string(nil), t.exits...)}
 	switch t.unitCause {
 	case "start-limit-hit":
 		d.Cause = "start-limit-hit"

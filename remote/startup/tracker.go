@@ -92,20 +92,10 @@ type Tracker struct {
 	set    *ruleSet
 	active []bool // per pack: applies to the current engine
 	hit    []uint64
-	stuck  map[Phase]time.Duration
 
-	st Startup
-	// under is the phase beneath the stuck and unknown overlays: a path
-	// phase, or failed, restarting, stopped.
-	under      Phase
-	underSince time.Time
-	isStuck    bool
-	stuckSince time.Time
-	unreach    bool
-	unreachAt  time.Time
-	// lastPath is the furthest path phase of this invocation, the phase a
-	// failure line belongs to even when it arrives after the failure.
-	lastPath Phase
+	// st is the startup but for what path holds: phase, trail, progress.
+	st   Startup
+	path phasePath
 
 	envModes []kernels.ActiveMode // from the latest Environment seen
 	modes    []kernels.ActiveMode // in force for this invocation
@@ -189,7 +179,11 @@ func (t *Tracker) joinedLate() bool {
 
 // NewTracker returns a tracker in phase Stopped.
 func NewTracker(opts Options) *Tracker {
-	t := &Tracker{opts: opts, stuck: DefaultStuckAfter()}
+	stuck := DefaultStuckAfter()
+	for p, d := range opts.StuckAfter {
+		stuck[p] = d
+	}
+	t := &Tracker{opts: opts, path: newPhasePath(stuck)}
 	switch {
 	case opts.Compiled != nil:
 		t.set = newRuleSet(opts.Compiled)
@@ -204,15 +198,11 @@ func NewTracker(opts Options) *Tracker {
 	default:
 		t.set = builtinSet()
 	}
-	for p, d := range opts.StuckAfter {
-		t.stuck[p] = d
-	}
 	t.hit = make([]uint64, t.set.words())
 	t.contCand = -1
 	t.tb = newTBParser(t.set.frames)
 	t.active = make([]bool, len(t.set.packs))
-	t.under = Stopped
-	t.st = Startup{Phase: Stopped}
+	t.st = Startup{}
 	if opts.Engine != "auto" {
 		t.st.Engine = opts.Engine
 	}
@@ -254,7 +244,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		}
 	case event.KindConn:
 		if ev.Conn != nil {
-			t.applyConn(ev.Conn.State, ev.Time, &out)
+			t.path.conn(ev.Conn.State, ev.Time, &out)
 		}
 	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
 	}
@@ -266,24 +256,8 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 // gone without a progressing line for longer than its threshold becomes
 // stuck. A later progressing line moves it on.
 func (t *Tracker) Tick(now time.Time) []Change {
-	if t.unreach || t.isStuck {
-		return nil
-	}
-	limit, ok := t.stuck[t.under]
-	if !ok || limit <= 0 {
-		return nil
-	}
-	last := t.st.LastProgress
-	if last.Before(t.underSince) {
-		last = t.underSince
-	}
-	if now.Sub(last) <= limit {
-		return nil
-	}
 	var out []Change
-	from := t.display()
-	t.isStuck, t.stuckSince = true, now
-	t.emitPhase(from, now, &out)
+	t.path.tick(now, &out)
 	return out
 }
 
@@ -291,7 +265,7 @@ func (t *Tracker) Tick(now time.Time) []Change {
 // another goroutine.
 func (t *Tracker) State() Startup {
 	s := t.st
-	s.Spans = slices.Clone(t.st.Spans)
+	t.path.fill(&s)
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
 	s.Stats = t.st.Stats.clone()
@@ -311,84 +285,6 @@ func (d *Diagnosis) clone() *Diagnosis {
 	return &c
 }
 
-// display is the phase shown: the overlays win over the phase beneath.
-func (t *Tracker) display() Phase {
-	switch {
-	case t.unreach:
-		return Unknown
-	case t.isStuck:
-		return Stuck
-	}
-	return t.under
-}
-
-// emitPhase reports a change of the displayed phase, if there is one.
-func (t *Tracker) emitPhase(from Phase, at time.Time, out *[]Change) {
-	to := t.display()
-	t.st.StuckIn, t.st.LastKnown = "", ""
-	if t.isStuck {
-		t.st.StuckIn = t.under
-	}
-	if t.unreach {
-		t.st.LastKnown = t.under
-		if t.isStuck {
-			t.st.LastKnown = Stuck
-		}
-	}
-	if to == from {
-		return
-	}
-	t.st.Phase = to
-	switch to {
-	case Unknown:
-		t.st.PhaseSince = t.unreachAt
-	case Stuck:
-		t.st.PhaseSince = t.stuckSince
-	default:
-		t.st.PhaseSince = t.underSince
-	}
-	*out = append(*out, Change{Kind: ChangePhase, Time: at, Phase: to, From: from, Progress: t.st.Progress})
-}
-
-// enter moves the phase beneath the overlays to p at host time at: the
-// open span ends there, and a path phase opens a new one. It also clears
-// stuck, since entering a phase is progress.
-func (t *Tracker) enter(p Phase, at time.Time, out *[]Change) {
-	from := t.display()
-	if p != t.under {
-		t.closeSpan(at)
-		if p.Rank() > Stopped.Rank() {
-			t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at})
-			t.lastPath = p
-		}
-		t.under, t.underSince = p, at
-		t.st.Progress = Progress{}
-	}
-	t.isStuck = false
-	t.st.LastProgress = at
-	t.emitPhase(from, at, out)
-}
-
-func (t *Tracker) closeSpan(at time.Time) {
-	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.IsZero() {
-		t.st.Spans[n-1].End = at
-	}
-}
-
-// onPath reports whether the startup is running: a path phase past stopped.
-func (t *Tracker) onPath() bool { return t.under.Rank() > Stopped.Rank() }
-
-// onPathOrFailed reports whether the current invocation has a trail.
-func (t *Tracker) onPathOrFailed() bool { return len(t.st.Spans) > 0 }
-
-// pathPhase is the phase a failure line belongs to.
-func (t *Tracker) pathPhase() Phase {
-	if t.lastPath == "" {
-		return Starting
-	}
-	return t.lastPath
-}
-
 // newInvocation starts a fresh run of the unit: what was learnt about the
 // previous one is dropped, except the engine and the restart count.
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
@@ -404,14 +300,12 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 		}
 	}
 	t.credited = false
-	t.closeSpan(at)
 	t.st.InvocationID, t.st.StartedAt = id, at
-	t.st.Spans, t.st.Diag, t.st.Progress, t.st.Stats = nil, nil, Progress{}, nil
+	t.st.Diag, t.st.Stats = nil, nil
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.cands, t.exits = nil, nil
 	t.unitCause, t.result = "", ""
 	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = false, "", "", "", false, ""
-	t.lastPath = ""
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.tb.reset()
 	t.tbEnds = nil
@@ -422,8 +316,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.dp = t.dp[:0]
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
-	t.under = Stopped
-	t.enter(Starting, at, out)
+	t.path.restart(at, out)
 }
 
 // switchInvocation handles an invocation id on an event: a new one starts
@@ -438,7 +331,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 		// From before the current run began: an earlier run's, met in
 		// the journal backlog after the unit state named the current one.
 		return false
-	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.under != Stopped:
+	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.path.under != Stopped:
 		// The first id seen names the run already under way.
 		t.st.InvocationID = id
 		if t.st.StartedAt.IsZero() {
@@ -453,7 +346,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 // restartOver tells whether the phase shows the previous run has ended,
 // so that a start signal without an invocation id begins a new run.
 func (t *Tracker) restartOver() bool {
-	return !t.st.StartedAt.IsZero() && (t.failed || t.under == Restarting || t.under == Stopped)
+	return !t.st.StartedAt.IsZero() && (t.failed || t.path.under == Restarting || t.path.under == Stopped)
 }
 
 // countRestarts follows the unit's restart counter. The first reading is
@@ -485,7 +378,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	}
 	if s := u.State(); s != t.unitState {
 		t.unitState = s
-		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.display(), Unit: s, Progress: t.st.Progress})
+		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.path.display(), Unit: s, Progress: t.path.progress})
 	}
 	t.st.UnitActive = u.ActiveState == "active"
 	if !u.ExecMainStart.IsZero() {
@@ -504,7 +397,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		if failing {
 			t.fail(at, out)
 		}
-		t.enter(Restarting, at, out)
+		t.path.enter(Restarting, at, out)
 	case u.ActiveState == "failed" && u.Result == "success":
 		// Starting a failed unit: systemd has reset the result and given
 		// the new run its invocation id, and reports both before
@@ -515,48 +408,29 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	case u.ActiveState == "activating" || u.ActiveState == "active":
 		if u.InvocationID == "" && t.restartOver() {
 			t.newInvocation("", at, out)
-		} else if t.under == Stopped || t.under == Restarting {
-			t.enter(Starting, at, out)
+		} else if t.path.under == Stopped || t.path.under == Restarting {
+			t.path.enter(Starting, at, out)
 		}
 	case u.ActiveState == "inactive":
-		if (failing || t.pendingFailure()) && t.onPath() {
+		if (failing || t.pendingFailure()) && t.path.onPath() {
 			t.fail(at, out)
 		} else if !t.failed {
-			t.enter(Stopped, at, out)
+			t.path.enter(Stopped, at, out)
 		}
 	}
-}
-
-func (t *Tracker) applyConn(s event.ConnState, at time.Time, out *[]Change) {
-	from := t.display()
-	switch s {
-	case event.ConnDown, event.ConnUnreachable:
-		if t.unreach {
-			return
-		}
-		t.unreach, t.unreachAt = true, at
-	case event.ConnUp:
-		if !t.unreach {
-			return
-		}
-		t.unreach = false
-	default:
-		return
-	}
-	t.emitPhase(from, at, out)
 }
 
 // canServe reports whether the unit and the probe already agree, so that
 // the engine's ready line is the last piece of evidence.
 func (t *Tracker) canServe() bool {
-	return t.onPath() && t.st.UnitActive && !((t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK)
+	return t.path.onPath() && t.st.UnitActive && !((t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK)
 }
 
 // checkServing enters serving once the evidence is complete: the unit is
 // active, the engine said it is ready, and a probe answered where probes
 // are expected.
 func (t *Tracker) checkServing(at time.Time, out *[]Change) {
-	if !t.onPath() || t.under == Serving || t.failed {
+	if !t.path.onPath() || t.path.under == Serving || t.failed {
 		return
 	}
 	if !t.st.UnitActive {
@@ -572,7 +446,7 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
 		return
 	}
-	t.enter(Serving, at, out)
+	t.path.enter(Serving, at, out)
 }
 
 func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
@@ -727,7 +601,7 @@ func (t *Tracker) specificRule(s string) *compiledFailure {
 		}
 		for i := range pack.failures {
 			r := &pack.failures[i]
-			if r.tier() <= 0 && inPhases(r.InPhases, t.pathPhase()) && hasKeyword(s, r.Keywords) && r.match(s) {
+			if r.tier() <= 0 && inPhases(r.InPhases, t.path.furthest()) && hasKeyword(s, r.Keywords) && r.match(s) {
 				return r
 			}
 		}
@@ -759,7 +633,7 @@ var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
 // stop was asked for. A process that then ends, whatever its exit status,
 // failed.
 func (t *Tracker) pendingFailure() bool {
-	return len(t.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.under != Serving
+	return len(t.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.path.under != Serving
 }
 
 // End reports that the log has ended at host time at with the process gone
@@ -767,7 +641,7 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
-	if !t.failed && t.onPath() && t.tb.nOpen > 0 && len(t.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
+	if !t.failed && t.path.onPath() && t.tb.nOpen > 0 && len(t.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
 		// The log ends inside a traceback and nothing else names an
 		// error: the exception line is cut off. Say so, quoting the
 		// deepest source line.
@@ -781,7 +655,7 @@ func (t *Tracker) End(at time.Time) []Change {
 			t.addCand(&unrecognisedRule, quote, at, t.tb.openPhase(), &out)
 		}
 	}
-	if !t.failed && t.onPath() && t.pendingFailure() {
+	if !t.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
 	return out
@@ -864,7 +738,7 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // Phases only move forward within an invocation: a late line of an earlier
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
-	cur := t.under
+	cur := t.path.under
 	if t.failed && r.Phase != "" && (!at.After(t.failAt) || !t.st.LogEnded) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
@@ -906,26 +780,26 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
 		t.lastProgSeq = t.seq
 		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
-			t.enter(r.Ends, at, out)
-			t.st.Spans[len(t.st.Spans)-1].Inferred = true
+			t.path.enter(r.Ends, at, out)
+			t.path.spans[len(t.path.spans)-1].Inferred = true
 		}
-		t.enter(r.Phase, at, out)
+		t.path.enter(r.Phase, at, out)
 	case r.Phase == "" || r.Phase == cur:
-		if t.isStuck {
-			t.enter(cur, at, out)
+		if t.path.isStuck {
+			t.path.enter(cur, at, out)
 		}
-		t.st.LastProgress = at
+		t.path.lastProgress = at
 	default:
 		return true
 	}
 	if r.re != nil && r.groups {
 		p := r.progress(msg, loc)
-		if p.Done > t.st.Progress.Done || p.Label != t.st.Progress.Label {
+		if p.Done > t.path.progress.Done || p.Label != t.path.progress.Label {
 			// A count that moved is progress; a line that only tells
 			// about the phase ("Maximum concurrency …: 0.00x") is not.
 			t.lastProgSeq = t.seq
 		}
-		t.st.Progress = p
+		t.path.progress = p
 	}
 	return true
 }
@@ -933,29 +807,19 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 // lateSpan adds the phase of a line that arrived after the failure to the
 // trail, where the run had reached it before it failed.
 func (t *Tracker) lateSpan(r *compiledPhase, at time.Time, out *[]Change) {
-	if r.Ends != "" && r.Ends.Rank() > t.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
-		t.extendTrail(r.Ends, at)
-		t.st.Spans[len(t.st.Spans)-1].Inferred = true
+	if r.Ends != "" && r.Ends.Rank() > t.path.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
+		t.path.extendTrail(r.Ends, at, t.failAt)
+		t.path.spans[len(t.path.spans)-1].Inferred = true
 	}
-	if r.Phase.Rank() > t.lastPath.Rank() {
-		t.extendTrail(r.Phase, at)
+	if r.Phase.Rank() > t.path.lastPath.Rank() {
+		t.path.extendTrail(r.Phase, at, t.failAt)
 		t.updateDiag(at, out)
 	}
 }
 
-// extendTrail appends phase p, begun at host time at, to a failed run's
-// trail: the span before it now ends at at, and p's runs to the failure.
-func (t *Tracker) extendTrail(p Phase, at time.Time) {
-	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.After(at) {
-		t.st.Spans[n-1].End = at
-	}
-	t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at, End: t.failAt})
-	t.lastPath = p
-}
-
 // applyFailure records msg as a failure candidate if the rule matches.
 func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) bool {
-	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
+	if !inPhases(r.InPhases, t.path.furthest()) || !r.match(msg) {
 		return false
 	}
 	if r.Cause == CauseUnrecognised && (t.inTB || strings.Contains(msg, tbHeader)) {
@@ -974,7 +838,7 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 			return
 		}
 	}
-	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
+	c := cand{rule: r, line: msg, time: at, phase: t.path.furthest(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
 	switch ri := t.root(); {
 	case len(t.cands) < maxCands:
 		t.cands = append(t.cands, c)
@@ -1004,16 +868,16 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 	case sysStarting:
 		if t.restartOver() {
 			t.newInvocation(j.InvocationID, at, out)
-		} else if !t.onPath() {
-			t.enter(Starting, at, out)
+		} else if !t.path.onPath() {
+			t.path.enter(Starting, at, out)
 		}
 	case sysStarted:
-		if t.restartOver() && t.under != Stopped {
+		if t.restartOver() && t.path.under != Stopped {
 			return
 		}
 		t.st.UnitActive = true
-		if !t.onPath() {
-			t.enter(Starting, at, out)
+		if !t.path.onPath() {
+			t.path.enter(Starting, at, out)
 		}
 	case sysExited:
 		t.st.LogEnded = true
@@ -1047,16 +911,16 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.unitCause = "host-oom-kill"
 	case sysRestart:
 		t.countRestarts(restartCounter(msg, j.Fields))
-		t.enter(Restarting, at, out)
+		t.path.enter(Restarting, at, out)
 	case sysStopping:
 		t.st.UnitActive = false
 		t.stopping = true
 	case sysStopped, sysSuccess:
 		t.st.UnitActive = false
-		if !t.failed && t.onPath() && t.pendingFailure() {
+		if !t.failed && t.path.onPath() && t.pendingFailure() {
 			t.fail(at, out)
-		} else if !t.failed && t.under != Restarting {
-			t.enter(Stopped, at, out)
+		} else if !t.failed && t.path.under != Restarting {
+			t.path.enter(Stopped, at, out)
 		}
 	case sysNone: // not one of systemd's messages
 	}
@@ -1082,8 +946,8 @@ func (t *Tracker) fail(at time.Time, out *[]Change) {
 	if !t.failed {
 		t.failed, t.failAt = true, at
 	}
-	if t.under != Failed && t.under != Restarting {
-		t.enter(Failed, at, out)
+	if t.path.under != Failed && t.path.under != Restarting {
+		t.path.enter(Failed, at, out)
 	}
 	t.updateDiag(at, out)
 }
@@ -1096,8 +960,8 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 		return
 	}
 	d, fromLog := t.diagnose()
-	if fromLog && t.onPathOrFailed() {
-		t.trimTrail(d.Phase, d.Time)
+	if fromLog && t.path.hasTrail() {
+		t.path.trimTrail(d.Phase, d.Time)
 	}
 	t.st.Diag = d
 	root := ""
@@ -1111,5 +975,5 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 		return
 	}
 	t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = d.Cause, d.Phase, root, fromLog, d.KernelMode
-	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
+	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.path.display(), Diag: d.clone(), Progress: t.path.progress})
 }
