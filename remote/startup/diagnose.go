@@ -29,28 +29,6 @@ func (r *compiledFailure) tier() int {
 	return 0
 }
 
-// root is the index of the root-cause candidate: the earliest line of the
-// best tier, or -1 when there is none. A decoy (a warning, a line that says
-// it skips or ignores something) ranks below every other line, whatever
-// rule it matched: a warning never wins over an error.
-func (t *Tracker) root() int {
-	best := -1
-	for i, c := range t.cands {
-		if best < 0 || c.rank() < t.cands[best].rank() {
-			best = i
-		}
-	}
-	return best
-}
-
-// rank orders candidates for root: decoys last, then by tier.
-func (c *cand) rank() int {
-	if c.decoy {
-		return 10 + c.rule.tier()
-	}
-	return c.rule.tier()
-}
-
 // decoyMarks are the stack's own words for a line that reports a problem
 // it survives: Python's warning classes, loggers' WARNING level, and
 // libraries that say they skip or ignore what failed ("Skipping import of
@@ -181,14 +159,14 @@ func hasKeyword(s string, kws []string) bool {
 // cause only when nothing more specific was seen; the unit's own result
 // comes last.
 func (t *Tracker) diagnose() (*Diagnosis, bool) {
-	ri := t.root()
-	if ri < 0 && len(t.cands) > 0 {
+	ri := t.ledger.root()
+	if ri < 0 && len(t.ledger.cands) > 0 {
 		ri = 0
 	}
 	if ri < 0 {
 		return t.unitDiagnosis(), false
 	}
-	c := t.cands[ri]
+	c := t.ledger.cands[ri]
 	phase := t.phaseOf(c)
 	if c.rule.Latest != "" && phase.Rank() > c.rule.Latest.Rank() {
 		phase = c.rule.Latest
@@ -239,7 +217,7 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			d.Hint = phaseHint(phase)
 		}
 	}
-	d.Evidence = t.evidence(ri)
+	d.Evidence = t.ledger.evidence(ri)
 	if rule.Native {
 		// A crash dump's innermost frame can say whose crash it was.
 		if inner := t.tb.innermost(); inner != "" {
@@ -304,42 +282,6 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// evidence is the root line, then supporting lines in log order: one per
-// other cause first (they tell the story: wrapper, crash, exit), then more
-// wrappers, then the rest; and the first exit line of the unit at the end.
-func (t *Tracker) evidence(ri int) []string {
-	room := maxEvidence - 1
-	if len(t.exits) > 0 {
-		room--
-	}
-	seen := map[string]bool{t.cands[ri].rule.Cause: true}
-	used := make([]bool, len(t.cands))
-	used[ri] = true
-	for pass := 0; pass < 3; pass++ {
-		for i, c := range t.cands {
-			if used[i] || room == 0 || pass == 0 && seen[c.rule.Cause] || pass == 1 && !c.rule.Wrapper {
-				continue
-			}
-			seen[c.rule.Cause], used[i] = true, true
-			room--
-		}
-	}
-	root := t.cands[ri]
-	ev := []string{root.line}
-	if root.quote != "" {
-		ev = []string{root.quote, root.line}
-	}
-	for i, c := range t.cands {
-		if used[i] && i != ri {
-			ev = append(ev, c.line)
-		}
-	}
-	if len(t.exits) > 0 {
-		ev = append(ev, t.exits[0])
-	}
-	return ev
-}
-
 // Settled reports whether a later journal line can no longer change the
 // cause: it rests on a line a specific rule knows, not on the unit's state
 // alone or on a wrapper (the journal can trail systemd's signal, and an
@@ -355,8 +297,8 @@ const CauseUnitFailed = "unit-failed"
 // unitDiagnosis is the diagnosis when the logs said nothing: from what
 // systemd reported about the unit.
 func (t *Tracker) unitDiagnosis() *Diagnosis {
-	d := &Diagnosis{Phase: t.path.furthest(), Time: t.failAt, Evidence: append([]string(nil), t.exits...)}
-	switch t.unitCause {
+	d := &Diagnosis{Phase: t.path.furthest(), Time: t.ledger.failAt, Evidence: append([]string(nil), t.ledger.exits...)}
+	switch t.ledger.unitCause {
 	case "start-limit-hit":
 		d.Cause = "start-limit-hit"
 		d.Summary = "systemd gave up: the unit failed too often in a row (start-limit-hit)"
@@ -368,8 +310,8 @@ func (t *Tracker) unitDiagnosis() *Diagnosis {
 	default:
 		d.Cause = CauseUnitFailed
 		d.Summary = "the service failed without a recognised error in its log"
-		if t.result != "" {
-			d.Summary += fmt.Sprintf(" (result %s)", t.result)
+		if t.ledger.result != "" {
+			d.Summary += fmt.Sprintf(" (result %s)", t.ledger.result)
 		}
 		d.Hint = "read the last lines of the journal (journalctl -u <unit> -n 200); a native crash leaves no traceback (coredumpctl)"
 	}

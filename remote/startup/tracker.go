@@ -61,23 +61,6 @@ const (
 	maxRetired  = 8
 )
 
-// cand is one failure line of the invocation.
-type cand struct {
-	rule  *compiledFailure
-	line  string
-	time  time.Time
-	phase Phase // the furthest phase of the trail when it arrived
-	// framePhase is the phase the frames of its traceback named, when the
-	// line ended one.
-	framePhase Phase
-	seq        int // its line number in the invocation
-	// quote is the line evidence shows first when it is not line itself.
-	quote string
-	// decoy marks a warning or a line that says it skips or ignores
-	// what failed: it is the root only when nothing else is.
-	decoy bool
-}
-
 // tbEnd is where a traceback ended and the phase its frames named.
 type tbEnd struct {
 	seq   int
@@ -96,27 +79,19 @@ type Tracker struct {
 	// st is the startup but for what path holds: phase, trail, progress.
 	st   Startup
 	path phasePath
+	// ledger is the invocation's failure: its candidate lines, systemd's
+	// record of its end, and what was last reported of it.
+	ledger failureLedger
 
 	envModes []kernels.ActiveMode // from the latest Environment seen
 	modes    []kernels.ActiveMode // in force for this invocation
 
-	unitSeen   bool
-	unitState  string
-	result     string
-	lastN      int
-	credited   bool // a restart was counted from NRestarts before its new invocation showed
-	probeSeen  bool
-	retired    []string
-	cands      []cand
-	exits      []string
-	unitCause  string // cause from systemd: host-oom-kill, start-limit-hit
-	failed     bool
-	failAt     time.Time
-	failCause  string // cause last reported in a ChangeFail
-	failPhase  Phase  // and its phase
-	failRoot   string // and its root line
-	failFromLg bool   // the reported cause came from a log line
-	failMode   string // and the kernel mode it named (Diagnosis.KernelMode)
+	unitSeen  bool
+	unitState string
+	lastN     int
+	credited  bool // a restart was counted from NRestarts before its new invocation showed
+	probeSeen bool
+	retired   []string
 
 	// execStart is when the current invocation's main process started (from
 	// the unit), firstLine the host time of its first journal line seen.
@@ -303,9 +278,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.st.InvocationID, t.st.StartedAt = id, at
 	t.st.Diag, t.st.Stats = nil, nil
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
-	t.cands, t.exits = nil, nil
-	t.unitCause, t.result = "", ""
-	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = false, "", "", "", false, ""
+	t.ledger = failureLedger{}
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.tb.reset()
 	t.tbEnds = nil
@@ -331,7 +304,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 		// From before the current run began: an earlier run's, met in
 		// the journal backlog after the unit state named the current one.
 		return false
-	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.path.under != Stopped:
+	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.ledger.failed && t.path.under != Stopped:
 		// The first id seen names the run already under way.
 		t.st.InvocationID = id
 		if t.st.StartedAt.IsZero() {
@@ -346,7 +319,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 // restartOver tells whether the phase shows the previous run has ended,
 // so that a start signal without an invocation id begins a new run.
 func (t *Tracker) restartOver() bool {
-	return !t.st.StartedAt.IsZero() && (t.failed || t.path.under == Restarting || t.path.under == Stopped)
+	return !t.st.StartedAt.IsZero() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
 }
 
 // countRestarts follows the unit's restart counter. The first reading is
@@ -385,7 +358,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		t.execStart = u.ExecMainStart
 	}
 	if u.Result != "" {
-		t.result = u.Result
+		t.ledger.result = u.Result
 	}
 	failing := u.Result != "" && u.Result != "success"
 	switch u.SubState {
@@ -414,7 +387,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	case u.ActiveState == "inactive":
 		if (failing || t.pendingFailure()) && t.path.onPath() {
 			t.fail(at, out)
-		} else if !t.failed {
+		} else if !t.ledger.failed {
 			t.path.enter(Stopped, at, out)
 		}
 	}
@@ -430,7 +403,7 @@ func (t *Tracker) canServe() bool {
 // active, the engine said it is ready, and a probe answered where probes
 // are expected.
 func (t *Tracker) checkServing(at time.Time, out *[]Change) {
-	if !t.path.onPath() || t.path.under == Serving || t.failed {
+	if !t.path.onPath() || t.path.under == Serving || t.ledger.failed {
 		return
 	}
 	if !t.st.UnitActive {
@@ -476,7 +449,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		// failure itself. A frame can still say where a failure already
 		// reported struck (the engine's "failed to start" comes first,
 		// its traceback after).
-		if t.failed {
+		if t.ledger.failed {
 			t.updateDiag(at, out)
 		}
 		return
@@ -499,18 +472,18 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is
 	// no error of its own, whatever level it was logged at.
 	t.inTB = kind == tbNone && t.tb.nOpen > 0
-	n := len(t.cands)
+	n := len(t.ledger.cands)
 	following := kind == tbNone && t.continues(msg)
 	matched := t.applyRules(msg, at, hit, framePhase, out)
 	switch {
 	case !matched && kind == tbNone:
 		t.continueMessage(msg, at, out)
-	case matched && following && len(t.cands) > n:
+	case matched && following && len(t.ledger.cands) > n:
 		// A line of the message followed that a rule knows on its own
 		// ("current process has finished its bootstrapping phase."): it
 		// names the cause of the whole message, whose first line stays
 		// the one quoted.
-		if c, f := t.cands[len(t.cands)-1], &t.cands[t.contCand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
+		if c, f := t.ledger.cands[len(t.ledger.cands)-1], &t.ledger.cands[t.contCand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
 			f.rule = c.rule
 			t.updateDiag(at, out)
 		}
@@ -518,9 +491,9 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	default:
 		t.contCand = -1
 	}
-	if len(t.cands) > n {
-		if c := t.cands[len(t.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
-			t.startContinuation(len(t.cands)-1, msg)
+	if len(t.ledger.cands) > n {
+		if c := t.ledger.cands[len(t.ledger.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
+			t.startContinuation(len(t.ledger.cands)-1, msg)
 		}
 	}
 	if !matched && kind == tbException {
@@ -528,8 +501,8 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		if _, body := splitLine(msg); !strings.Contains(body, ": ") {
 			// A bare "AssertionError": the line a person quotes is the
 			// `assert …` above it.
-			if code := t.tb.lastCode(); code != "" && len(t.cands) > 0 && t.cands[len(t.cands)-1].line == msg {
-				t.cands[len(t.cands)-1].quote = code
+			if code := t.tb.lastCode(); code != "" && len(t.ledger.cands) > 0 && t.ledger.cands[len(t.ledger.cands)-1].line == msg {
+				t.ledger.cands[len(t.ledger.cands)-1].quote = code
 				t.updateDiag(at, out)
 			}
 		}
@@ -549,7 +522,7 @@ func (t *Tracker) startContinuation(i int, msg string) {
 // continues reports whether msg goes on with the message followed: the
 // same process, after a line ending in ":" or indented under it.
 func (t *Tracker) continues(msg string) bool {
-	if t.contCand < 0 || t.contCand >= len(t.cands) {
+	if t.contCand < 0 || t.contCand >= len(t.ledger.cands) {
 		return false
 	}
 	src, body := splitLine(msg)
@@ -560,7 +533,7 @@ func (t *Tracker) continues(msg string) bool {
 // indented line goes on with it; the line after one ending in ":" is its
 // real error, and becomes the line quoted first.
 func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
-	if t.contCand < 0 || t.contCand >= len(t.cands) {
+	if t.contCand < 0 || t.contCand >= len(t.ledger.cands) {
 		return
 	}
 	src, body := splitLine(msg)
@@ -570,7 +543,7 @@ func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
 		t.contCand = -1
 		return
 	case t.contColon:
-		t.cands[t.contCand].quote = msg
+		t.ledger.cands[t.contCand].quote = msg
 		t.updateDiag(at, out)
 	case !indented(msg, body):
 		t.contCand = -1
@@ -579,7 +552,7 @@ func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
 	t.contColon = strings.HasSuffix(trimmed, ":")
 	if len(t.contText) < maxMessage {
 		t.contText = clip(t.contText+" "+trimmed, maxMessage)
-		if c := &t.cands[t.contCand]; c.rule.tier() > 0 {
+		if c := &t.ledger.cands[t.contCand]; c.rule.tier() > 0 {
 			if r := t.specificRule(t.contText); r != nil {
 				c.rule = r
 				t.updateDiag(at, out)
@@ -633,7 +606,7 @@ var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
 // stop was asked for. A process that then ends, whatever its exit status,
 // failed.
 func (t *Tracker) pendingFailure() bool {
-	return len(t.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.path.under != Serving
+	return len(t.ledger.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.path.under != Serving
 }
 
 // End reports that the log has ended at host time at with the process gone
@@ -641,7 +614,7 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
-	if !t.failed && t.path.onPath() && t.tb.nOpen > 0 && len(t.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
+	if !t.ledger.failed && t.path.onPath() && t.tb.nOpen > 0 && len(t.ledger.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
 		// The log ends inside a traceback and nothing else names an
 		// error: the exception line is cut off. Say so, quoting the
 		// deepest source line.
@@ -655,7 +628,7 @@ func (t *Tracker) End(at time.Time) []Change {
 			t.addCand(&unrecognisedRule, quote, at, t.tb.openPhase(), &out)
 		}
 	}
-	if !t.failed && t.path.onPath() && t.pendingFailure() {
+	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
 	return out
@@ -739,7 +712,7 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
 	cur := t.path.under
-	if t.failed && r.Phase != "" && (!at.After(t.failAt) || !t.st.LogEnded) && !t.trailClosed {
+	if t.ledger.failed && r.Phase != "" && (!at.After(t.ledger.failAt) || !t.st.LogEnded) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
 		// how far the startup got. Until the journal has shown the run's
@@ -747,15 +720,15 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		// a line when it reads it, and a process that printed its last
 		// lines and died at once is seen dead by systemd first.
 		if _, ok := r.match(msg); ok {
-			if at.After(t.failAt) {
-				at = t.failAt
+			if at.After(t.ledger.failAt) {
+				at = t.ledger.failAt
 			}
 			t.lateSpan(r, at, out)
 			return true
 		}
 		return false
 	}
-	if t.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
+	if t.ledger.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
 		return false
 	}
 	if r.Phase != "" && r.Phase.Rank() < cur.Rank() && !r.groups && !r.Ready && r.Ends == "" {
@@ -808,11 +781,11 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 // trail, where the run had reached it before it failed.
 func (t *Tracker) lateSpan(r *compiledPhase, at time.Time, out *[]Change) {
 	if r.Ends != "" && r.Ends.Rank() > t.path.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
-		t.path.extendTrail(r.Ends, at, t.failAt)
+		t.path.extendTrail(r.Ends, at, t.ledger.failAt)
 		t.path.spans[len(t.path.spans)-1].Inferred = true
 	}
 	if r.Phase.Rank() > t.path.lastPath.Rank() {
-		t.path.extendTrail(r.Phase, at, t.failAt)
+		t.path.extendTrail(r.Phase, at, t.ledger.failAt)
 		t.updateDiag(at, out)
 	}
 }
@@ -833,19 +806,11 @@ func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, fra
 
 func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) {
 	t.lastCandSeq = t.seq
-	for _, c := range t.cands {
-		if c.line == msg {
-			return
-		}
+	if t.ledger.has(msg) {
+		return
 	}
 	c := cand{rule: r, line: msg, time: at, phase: t.path.furthest(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
-	switch ri := t.root(); {
-	case len(t.cands) < maxCands:
-		t.cands = append(t.cands, c)
-	case c.rank() < t.cands[ri].rank():
-		// Keep room for the first specific line after a flood of wrappers.
-		t.cands[len(t.cands)-1] = c
-	default:
+	if !t.ledger.add(c) {
 		return
 	}
 	if r.Fatal {
@@ -853,11 +818,11 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 		// trail, whether they reach us before systemd's word or after.
 		t.trailClosed = true
 	}
-	if r.Fatal && !t.failed && !t.stopping {
+	if r.Fatal && !t.ledger.failed && !t.stopping {
 		t.fail(at, out)
 		return
 	}
-	if t.failed {
+	if t.ledger.failed {
 		t.updateDiag(at, out)
 	}
 }
@@ -881,7 +846,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		}
 	case sysExited:
 		t.st.LogEnded = true
-		t.addExit(msg)
+		t.ledger.addExit(msg)
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
 			t.trailClosed = true
@@ -889,26 +854,26 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		}
 	case sysResult, sysFailedStart:
 		t.st.LogEnded = true
-		t.addExit(msg)
+		t.ledger.addExit(msg)
 		t.st.UnitActive = false
 		switch r := unitResult(msg, j.Fields); r {
 		case "oom-kill":
-			t.unitCause = "host-oom-kill"
+			t.ledger.unitCause = "host-oom-kill"
 		case "start-limit-hit":
-			t.unitCause = "start-limit-hit"
+			t.ledger.unitCause = "start-limit-hit"
 		case "":
 		default:
-			t.result = r
+			t.ledger.result = r
 		}
 		t.fail(at, out)
 	case sysStartLimit:
 		t.st.LogEnded = true
-		t.addExit(msg)
-		t.unitCause = "start-limit-hit"
+		t.ledger.addExit(msg)
+		t.ledger.unitCause = "start-limit-hit"
 		t.fail(at, out)
 	case sysOOM:
 		t.addCand(&hostOOMRule, msg, at, "", out)
-		t.unitCause = "host-oom-kill"
+		t.ledger.unitCause = "host-oom-kill"
 	case sysRestart:
 		t.countRestarts(restartCounter(msg, j.Fields))
 		t.path.enter(Restarting, at, out)
@@ -917,9 +882,9 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.stopping = true
 	case sysStopped, sysSuccess:
 		t.st.UnitActive = false
-		if !t.failed && t.path.onPath() && t.pendingFailure() {
+		if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 			t.fail(at, out)
-		} else if !t.failed && t.path.under != Restarting {
+		} else if !t.ledger.failed && t.path.under != Restarting {
 			t.path.enter(Stopped, at, out)
 		}
 	case sysNone: // not one of systemd's messages
@@ -934,18 +899,10 @@ var hostOOMRule = compiledFailure{FailureRule: FailureRule{
 	Hint:    "host RAM too small for loading: add RAM or swap, or reduce loader threads; check dmesg -T | grep -i oom",
 }}
 
-func (t *Tracker) addExit(msg string) {
-	if len(t.exits) < maxExits {
-		t.exits = append(t.exits, msg)
-	}
-}
-
 // fail marks the invocation failed at host time at (the process is gone)
 // and builds its diagnosis.
 func (t *Tracker) fail(at time.Time, out *[]Change) {
-	if !t.failed {
-		t.failed, t.failAt = true, at
-	}
+	t.ledger.fail(at)
 	if t.path.under != Failed && t.path.under != Restarting {
 		t.path.enter(Failed, at, out)
 	}
@@ -956,7 +913,7 @@ func (t *Tracker) fail(at time.Time, out *[]Change) {
 // invocation first fails, and again when a log line that arrives later
 // replaces the cause (journal lines may trail the unit's signal).
 func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
-	if !t.failed {
+	if !t.ledger.failed {
 		return
 	}
 	d, fromLog := t.diagnose()
@@ -971,9 +928,8 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 	// The kernel mode counts too: a source that reads the unit's
 	// Environment only once the run failed (the log store's) names it in
 	// a second report.
-	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failRoot == root && t.failFromLg == fromLog && t.failMode == d.KernelMode {
+	if !t.ledger.report(failReport{cause: d.Cause, phase: d.Phase, root: root, fromLog: fromLog, mode: d.KernelMode}) {
 		return
 	}
-	t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = d.Cause, d.Phase, root, fromLog, d.KernelMode
 	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.path.display(), Diag: d.clone(), Progress: t.path.progress})
 }
