@@ -64,12 +64,12 @@ func (t *Tracker) phaseOf(c cand) Phase {
 	if p := t.linePhase(c.line); p != "" {
 		return p
 	}
-	for _, e := range t.tbEnds {
+	for _, e := range t.lines.tbEnds {
 		if e.seq >= c.seq {
 			return e.phase
 		}
 	}
-	if p := t.tb.openPhase(); p != "" {
+	if p := t.lines.tb.openPhase(); p != "" {
 		// An excerpt that ends inside the traceback.
 		return p
 	}
@@ -220,7 +220,7 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	d.Evidence = t.ledger.evidence(ri)
 	if rule.Native {
 		// A crash dump's innermost frame can say whose crash it was.
-		if inner := t.tb.innermost(); inner != "" {
+		if inner := t.lines.tb.innermost(); inner != "" {
 			if cause := t.set.frames.crashCause(inner); cause != "" {
 				if r := t.ruleFor(cause); r != nil {
 					d.Cause, d.Summary, d.Hint = r.Cause, r.Summary+" (a native crash in "+frameFunc(strings.TrimSpace(bodyOf(inner)))+")", r.Hint

@@ -61,12 +61,6 @@ const (
 	maxRetired  = 8
 )
 
-// tbEnd is where a traceback ended and the phase its frames named.
-type tbEnd struct {
-	seq   int
-	phase Phase
-}
-
 // Tracker folds one host's events into its Startup. It is not safe for
 // concurrent use; hand State() copies to other goroutines.
 type Tracker struct {
@@ -100,28 +94,9 @@ type Tracker struct {
 	execStart time.Time
 	firstLine time.Time
 
-	// tb follows Python tracebacks; tbEnds are the first ones that ended
-	// in this invocation and named a phase.
-	tb     tbParser
-	tbEnds []tbEnd
-	// seq numbers the invocation's engine lines; lastProgSeq is the last
-	// that moved the startup on and lastCandSeq the last failure line, so
-	// that a log ending in errors can be told from one that went on.
-	seq, lastProgSeq, lastCandSeq int
-	// inTB is set while the line at hand sits inside an open traceback.
-	inTB bool
-	// cont follows the message of the last unrecognised or wrapper error
-	// over its continuation lines (torch's "Failed running call_function
-	// …(*(…), **{}):" puts the real error on a later line): contCand is
-	// its index in cands (-1: none), contSrc its process tag, contColon
-	// whether the message so far ends in ":".
-	contCand  int
-	contSrc   string
-	contColon bool
-	// contText is the message so far, its lines joined (bounded by
-	// maxMessage): a message wrapped over lines, or written on the lines
-	// after `raise RuntimeError('''`, is matched whole.
-	contText string
+	// lines is the context of the line at hand: the traceback around it,
+	// the multi-line message it may go on with, and its number.
+	lines lineContext
 	// stopping is set once a stop was asked for: errors printed while the
 	// processes are torn down are no failure of the startup.
 	stopping bool
@@ -174,8 +149,7 @@ func NewTracker(opts Options) *Tracker {
 		t.set = builtinSet()
 	}
 	t.hit = make([]uint64, t.set.words())
-	t.contCand = -1
-	t.tb = newTBParser(t.set.frames)
+	t.lines = newLineContext(t.set.frames)
 	t.active = make([]bool, len(t.set.packs))
 	t.st = Startup{}
 	if opts.Engine != "auto" {
@@ -280,10 +254,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
 	t.ledger = failureLedger{}
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
-	t.tb.reset()
-	t.tbEnds = nil
-	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
-	t.contCand = -1
+	t.lines.reset()
 	t.stopping, t.trailClosed = false, false
 	t.statsSaid = time.Time{}
 	t.dp = t.dp[:0]
@@ -437,11 +408,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		t.applySys(k, j, at, out)
 		return
 	}
-	t.seq++
+	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
 	}
-	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
+	kind, framePhase, _ := t.lines.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
 	switch kind {
 	case tbFrame, tbCode:
 		// Source lines and frames quote code, not messages: a rule must
@@ -456,24 +427,24 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	case tbStart:
 		// A traceback being printed is error output, whatever it ends
 		// in (an excerpt may cut it before its exception line).
-		t.lastCandSeq = t.seq
+		t.lines.lastCandSeq = t.lines.seq
 	case tbException:
-		if framePhase != "" && len(t.tbEnds) < maxCands {
-			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
+		if framePhase != "" && len(t.lines.tbEnds) < maxCands {
+			t.lines.tbEnds = append(t.lines.tbEnds, tbEnd{t.lines.seq, framePhase})
 		}
 	case tbNone: // not part of a traceback
 	}
 	if kind == tbNone && t.applyMetric(msg, at, hit, out) {
 		// A stats line: no phase, no progress, no error.
-		t.contCand = -1
+		t.lines.cont.stop()
 		return
 	}
 	// A line inside an open traceback that is neither frame, source nor
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is
 	// no error of its own, whatever level it was logged at.
-	t.inTB = kind == tbNone && t.tb.nOpen > 0
+	t.lines.inTB = kind == tbNone && t.lines.tb.nOpen > 0
 	n := len(t.ledger.cands)
-	following := kind == tbNone && t.continues(msg)
+	following := kind == tbNone && t.lines.cont.continues(msg, len(t.ledger.cands))
 	matched := t.applyRules(msg, at, hit, framePhase, out)
 	switch {
 	case !matched && kind == tbNone:
@@ -483,17 +454,17 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		// ("current process has finished its bootstrapping phase."): it
 		// names the cause of the whole message, whose first line stays
 		// the one quoted.
-		if c, f := t.ledger.cands[len(t.ledger.cands)-1], &t.ledger.cands[t.contCand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
+		if c, f := t.ledger.cands[len(t.ledger.cands)-1], &t.ledger.cands[t.lines.cont.cand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
 			f.rule = c.rule
 			t.updateDiag(at, out)
 		}
-		t.contCand = -1
+		t.lines.cont.stop()
 	default:
-		t.contCand = -1
+		t.lines.cont.stop()
 	}
 	if len(t.ledger.cands) > n {
 		if c := t.ledger.cands[len(t.ledger.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
-			t.startContinuation(len(t.ledger.cands)-1, msg)
+			t.lines.cont.start(len(t.ledger.cands)-1, msg)
 		}
 	}
 	if !matched && kind == tbException {
@@ -501,7 +472,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		if _, body := splitLine(msg); !strings.Contains(body, ": ") {
 			// A bare "AssertionError": the line a person quotes is the
 			// `assert …` above it.
-			if code := t.tb.lastCode(); code != "" && len(t.ledger.cands) > 0 && t.ledger.cands[len(t.ledger.cands)-1].line == msg {
+			if code := t.lines.tb.lastCode(); code != "" && len(t.ledger.cands) > 0 && t.ledger.cands[len(t.ledger.cands)-1].line == msg {
 				t.ledger.cands[len(t.ledger.cands)-1].quote = code
 				t.updateDiag(at, out)
 			}
@@ -511,58 +482,30 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 
 func hasHit(hit []uint64, id int) bool { return hit[id>>6]&(1<<(id&63)) != 0 }
 
-// startContinuation starts following the message of cand i, whose line is
-// msg.
-func (t *Tracker) startContinuation(i int, msg string) {
-	src, body := splitLine(msg)
-	t.contCand, t.contSrc, t.contColon = i, src, strings.HasSuffix(strings.TrimSpace(body), ":")
-	t.contText = clip(strings.TrimSpace(body), maxMessage)
-}
-
-// continues reports whether msg goes on with the message followed: the
-// same process, after a line ending in ":" or indented under it.
-func (t *Tracker) continues(msg string) bool {
-	if t.contCand < 0 || t.contCand >= len(t.ledger.cands) {
-		return false
-	}
-	src, body := splitLine(msg)
-	return src == t.contSrc && strings.TrimSpace(body) != "" && (t.contColon || indented(msg, body))
-}
-
-// continueMessage reads msg as a continuation of the message followed: an
-// indented line goes on with it; the line after one ending in ":" is its
-// real error, and becomes the line quoted first.
+// continueMessage reads msg as a continuation of the message followed
+// (continuation.next): the line after one ending in ":" is its real error,
+// and becomes the line quoted first; the joined text may name the cause
+// of a message whose first line only wraps it.
 func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
-	if t.contCand < 0 || t.contCand >= len(t.ledger.cands) {
+	i := t.lines.cont.cand
+	if !t.lines.cont.on(len(t.ledger.cands)) {
 		return
 	}
-	src, body := splitLine(msg)
-	trimmed := strings.TrimSpace(body)
-	switch {
-	case src != t.contSrc || trimmed == "" || strings.HasPrefix(trimmed, "Possible solutions"):
-		t.contCand = -1
+	quote, grew, ok := t.lines.cont.next(msg)
+	if !ok {
 		return
-	case t.contColon:
-		t.ledger.cands[t.contCand].quote = msg
+	}
+	if quote {
+		t.ledger.cands[i].quote = msg
 		t.updateDiag(at, out)
-	case !indented(msg, body):
-		t.contCand = -1
-		return
 	}
-	t.contColon = strings.HasSuffix(trimmed, ":")
-	if len(t.contText) < maxMessage {
-		t.contText = clip(t.contText+" "+trimmed, maxMessage)
-		if c := &t.ledger.cands[t.contCand]; c.rule.tier() > 0 {
-			if r := t.specificRule(t.contText); r != nil {
-				c.rule = r
-				t.updateDiag(at, out)
-			}
+	if c := &t.ledger.cands[i]; grew && c.rule.tier() > 0 {
+		if r := t.specificRule(t.lines.cont.text); r != nil {
+			c.rule = r
+			t.updateDiag(at, out)
 		}
 	}
 }
-
-// maxMessage bounds the joined text of a multi-line message.
-const maxMessage = 1024
 
 // specificRule is the first active rule that knows a cause (tier 0 or
 // hardware) and matches s, the joined lines of one message; nil if none.
@@ -582,13 +525,6 @@ func (t *Tracker) specificRule(s string) *compiledFailure {
 	return nil
 }
 
-// indented reports whether body, the text of msg after its prefixes, was
-// indented under them (splitLine drops the spaces).
-func indented(msg, body string) bool {
-	i := len(msg) - len(body)
-	return i >= 2 && msg[i-1] == ' ' && msg[i-2] == ' '
-}
-
 // CauseUnrecognised is the cause of a failure whose error no rule knows:
 // the diagnosis then quotes the first error line instead of guessing.
 const CauseUnrecognised = "unrecognised"
@@ -606,7 +542,7 @@ var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
 // stop was asked for. A process that then ends, whatever its exit status,
 // failed.
 func (t *Tracker) pendingFailure() bool {
-	return len(t.ledger.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.path.under != Serving
+	return len(t.ledger.cands) > 0 && t.lines.endsInError() && !t.stopping && t.path.under != Serving
 }
 
 // End reports that the log has ended at host time at with the process gone
@@ -614,18 +550,18 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
-	if !t.ledger.failed && t.path.onPath() && t.tb.nOpen > 0 && len(t.ledger.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
+	if !t.ledger.failed && t.path.onPath() && t.lines.tb.nOpen > 0 && len(t.ledger.cands) == 0 && t.lines.endsInError() {
 		// The log ends inside a traceback and nothing else names an
 		// error: the exception line is cut off. Say so, quoting the
 		// deepest source line.
 		// Its first line, where the excerpt has it; else its deepest
 		// source line.
-		quote := t.tb.head()
+		quote := t.lines.tb.head()
 		if quote == "" {
-			quote = t.tb.lastCode()
+			quote = t.lines.tb.lastCode()
 		}
 		if quote != "" {
-			t.addCand(&unrecognisedRule, quote, at, t.tb.openPhase(), &out)
+			t.addCand(&unrecognisedRule, quote, at, t.lines.tb.openPhase(), &out)
 		}
 	}
 	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
@@ -742,7 +678,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	if r.Ready {
 		t.st.ReadySeen = true
-		t.lastProgSeq = t.seq
+		t.lines.lastProgSeq = t.lines.seq
 		if t.canServe() {
 			// Serving at once (checkServing, after this event): no
 			// warmup span of no length in the trail.
@@ -751,7 +687,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	switch {
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
-		t.lastProgSeq = t.seq
+		t.lines.lastProgSeq = t.lines.seq
 		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
 			t.path.enter(r.Ends, at, out)
 			t.path.spans[len(t.path.spans)-1].Inferred = true
@@ -770,7 +706,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		if p.Done > t.path.progress.Done || p.Label != t.path.progress.Label {
 			// A count that moved is progress; a line that only tells
 			// about the phase ("Maximum concurrency …: 0.00x") is not.
-			t.lastProgSeq = t.seq
+			t.lines.lastProgSeq = t.lines.seq
 		}
 		t.path.progress = p
 	}
@@ -795,7 +731,7 @@ func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, fra
 	if !inPhases(r.InPhases, t.path.furthest()) || !r.match(msg) {
 		return false
 	}
-	if r.Cause == CauseUnrecognised && (t.inTB || strings.Contains(msg, tbHeader)) {
+	if r.Cause == CauseUnrecognised && (t.lines.inTB || strings.Contains(msg, tbHeader)) {
 		// vLLM logs each traceback line at ERROR: the header is not the
 		// error.
 		return false
@@ -805,11 +741,11 @@ func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, fra
 }
 
 func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) {
-	t.lastCandSeq = t.seq
+	t.lines.lastCandSeq = t.lines.seq
 	if t.ledger.has(msg) {
 		return
 	}
-	c := cand{rule: r, line: msg, time: at, phase: t.path.furthest(), framePhase: framePhase, seq: t.seq, decoy: isDecoy(msg)}
+	c := cand{rule: r, line: msg, time: at, phase: t.path.furthest(), framePhase: framePhase, seq: t.lines.seq, decoy: isDecoy(msg)}
 	if !t.ledger.add(c) {
 		return
 	}
