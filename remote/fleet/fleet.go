@@ -55,10 +55,11 @@ type Options struct {
 	LocalHashes map[string]string
 	// GPUHistory is how many GPU samples each host keeps (default 120).
 	GPUHistory int
-	// Settle is how long a failed host whose diagnosis is not settled
-	// (startup.Diagnosis.Settled) stays Provisional, waiting for the
-	// journal lines that explain it, counted from the failure or from its
-	// journal's last line after it, whichever is later (default 3 s:
+	// Settle is how long a failed host whose cause is not settled stays
+	// Provisional, waiting for the journal lines that explain it, counted
+	// from the failure or from its journal's last line after it,
+	// whichever is later; startup.Settler decides which failures wait
+	// (default 3 s:
 	// systemd's D-Bus signal beats the journal follow by a few
 	// milliseconds to a second, and a long log takes as long as it takes).
 	Settle time.Duration

@@ -31,14 +31,10 @@ type hostFold struct {
 	hostHistory
 	hostThroughput
 
-	// failKey names the unsettled failure seen at failWall (wall clock);
-	// provisional says the last snapshot marked it Provisional.
-	failKey     string
-	failWall    time.Time
-	provisional bool
-	// lineWall is when the host's last journal line arrived (wall clock):
-	// a failure settles only once its journal has been quiet for Settle.
-	lineWall time.Time
+	// settle says when a failure's cause is settled, on the wall clock:
+	// it hears of every journal line, since a failure settles only once
+	// its journal has been quiet for Options.Settle.
+	settle startup.Settler
 
 	// snap is the host's last snapshot, handed out again while nothing
 	// changed: on a quiet fleet most batches carry one host's probe or GPU
@@ -65,6 +61,7 @@ func (f *Fleet) fold(ctx context.Context) {
 	for i, h := range f.specs {
 		hosts[i] = &hostFold{
 			tracker: startup.NewTracker(startup.Options{Engine: h.Engine, Kernels: f.opts.Kernels, Compiled: f.opts.Packs}),
+			settle:  startup.NewSettler(f.opts.Settle),
 			state: remote.HostState{Name: h.Driver.Name(), Unit: h.Unit,
 				Conn: event.Conn{State: event.ConnConnecting}},
 		}
@@ -159,7 +156,7 @@ func (f *Fleet) fold(ctx context.Context) {
 			// A provisional failure whose wait is over settles in a
 			// snapshot of its own, journal lines or not (a provisional
 			// host is timed: it stays on the stale list).
-			if provisional && snaps.settled(hosts, wall, f.opts.Settle) {
+			if provisional && snaps.settled(hosts, wall) {
 				dirty, urgent = true, true
 			}
 			if dirty && flushDue(urgent, lazySince, wall, f.opts.Flush, lazyWait) {
@@ -169,7 +166,7 @@ func (f *Fleet) fold(ctx context.Context) {
 					pending = f.merge(hosts, snaps, ready, pending)
 				}
 				var taken []int
-				pending.Hosts, taken = snaps.take(hosts, now, wall, f.opts.Settle)
+				pending.Hosts, taken = snaps.take(hosts, now, wall)
 				ready, pending = pending, batch{heldLines: len(pending.Events), heldText: pending.text}
 				out = f.out
 				provisional = snaps.provisional(hosts)
@@ -181,10 +178,12 @@ func (f *Fleet) fold(ctx context.Context) {
 					f.freeOnSteady()
 				}
 			}
-			switch {
-			case provisional:
-				arm(f.opts.Flush) // every flush looks whether its wait is over
-			case dirty:
+			if provisional {
+				// The settler says when the first wait is over (later
+				// if a line comes meanwhile: the flush then looks again).
+				arm(max(f.opts.Flush, time.Until(snaps.wake(hosts))))
+			}
+			if dirty {
 				arm(wait(wall))
 			}
 		case out <- ready.Batch:
@@ -295,7 +294,7 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev ev
 			}
 		}
 	case event.KindJournal:
-		h.lineWall = time.Now()
+		h.settle.Heard(time.Now())
 		if ev.Journal != nil {
 			h.noteLoadedKernel(ev.Journal.Message)
 		}

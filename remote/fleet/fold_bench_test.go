@@ -28,7 +28,7 @@ func quietFold(b *testing.B, n int) (*Fleet, []*hostFold, *snapshots, time.Time)
 	snaps := &snapshots{}
 	var pending batch
 	for i := range hosts {
-		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{Kernels: f.opts.Kernels}),
+		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{Kernels: f.opts.Kernels}), settle: startup.NewSettler(DefaultSettle),
 			state: remote.HostState{Name: specs[i].Driver.Name(), Unit: "sglang.service"}}
 		f.apply(hosts, snaps, &pending, event.Event{Host: hosts[i].state.Name, Kind: event.KindUnit, Time: t0,
 			Unit: &event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", ExecMainStart: t0}})
@@ -58,7 +58,7 @@ func BenchmarkQuietBatch256(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			f, hosts, snaps, t0 := quietFold(b, 256)
 			var pending batch
-			snaps.take(hosts, t0, t0, DefaultSettle)
+			snaps.take(hosts, t0, t0)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for n := range b.N {
@@ -71,7 +71,7 @@ func BenchmarkQuietBatch256(b *testing.B) {
 						snaps.mark(i, h)
 					}
 				}
-				all, _ := snaps.take(hosts, at, at, DefaultSettle)
+				all, _ := snaps.take(hosts, at, at)
 				pending = batch{Batch: remote.Batch{Hosts: all}}
 			}
 		})

@@ -9,7 +9,6 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
-	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // snapshots is the fold's last snapshot of every host and the hosts that
@@ -37,7 +36,7 @@ func (s *snapshots) mark(i int, h *hostFold) {
 // local clock that Provisional failures are timed on) and the hosts it
 // took anew. The slice is new (the consumer keeps the last one); a host
 // not taken anew is its last snapshot, its slices and maps shared.
-func (s *snapshots) take(hosts []*hostFold, now, wall time.Time, settle time.Duration) ([]remote.HostState, []int) {
+func (s *snapshots) take(hosts []*hostFold, now, wall time.Time) ([]remote.HostState, []int) {
 	var out []remote.HostState
 	if len(s.last) == len(hosts) {
 		out = slices.Clone(s.last)
@@ -48,7 +47,7 @@ func (s *snapshots) take(hosts []*hostFold, now, wall time.Time, settle time.Dur
 	keep := s.stale[:0]
 	for _, i := range s.taken {
 		h := hosts[i]
-		out[i] = h.take(now, wall, settle)
+		out[i] = h.take(now, wall)
 		if h.listed = h.timed; h.timed {
 			keep = append(keep, i)
 		}
@@ -60,24 +59,33 @@ func (s *snapshots) take(hosts []*hostFold, now, wall time.Time, settle time.Dur
 // provisional says whether a host's failure was provisional at the last
 // take (such a host is timed, so it is on the stale list).
 func (s *snapshots) provisional(hosts []*hostFold) bool {
-	return slices.ContainsFunc(s.stale, func(i int) bool { return hosts[i].provisional })
+	return slices.ContainsFunc(s.stale, func(i int) bool { return hosts[i].settle.Pending() })
 }
 
 // settled says whether a provisional failure's wait is over at wall.
-func (s *snapshots) settled(hosts []*hostFold, wall time.Time, settle time.Duration) bool {
-	return slices.ContainsFunc(s.stale, func(i int) bool {
-		h := hosts[i]
-		return h.provisional && !wall.Before(h.settleFrom().Add(settle))
-	})
+func (s *snapshots) settled(hosts []*hostFold, wall time.Time) bool {
+	return slices.ContainsFunc(s.stale, func(i int) bool { return hosts[i].settle.Due(wall) })
+}
+
+// wake is when the first provisional failure's wait is over, as its
+// settler says now; zero when none is provisional.
+func (s *snapshots) wake(hosts []*hostFold) time.Time {
+	var first time.Time
+	for _, i := range s.stale {
+		if st := &hosts[i].settle; st.Pending() && (first.IsZero() || st.Wake().Before(first)) {
+			first = st.Wake()
+		}
+	}
+	return first
 }
 
 // take is h's snapshot at host time now, taken anew; wall is the local
 // clock that Provisional failures are timed on. The GPU history is shared
 // (apply never writes over a sample a snapshot holds: gpuAppend).
-func (h *hostFold) take(now, wall time.Time, settle time.Duration) remote.HostState {
+func (h *hostFold) take(now, wall time.Time) remote.HostState {
 	s := h.state
 	s.Startup = h.tracker.State()
-	s.Provisional = h.provisionalAt(s.Startup, wall, settle)
+	s.Provisional, _ = h.settle.Provisional(s.Startup, h.state.UnitState.InvocationID, wall)
 	s.Expected = h.expect
 	eta, timed := history.ETA(h.expect, s.Startup, now)
 	if timed {
@@ -113,37 +121,4 @@ func gpuAppend(gs []event.GPU, sample event.GPU, keep int) []event.GPU {
 		gs = gs[n:]
 	}
 	return gs
-}
-
-// provisionalAt says whether st's failure is provisional at wall: its
-// cause not settled or the journal not read to the process's end, and
-// first seen less than settle ago.
-func (h *hostFold) provisionalAt(st startup.Startup, wall time.Time, settle time.Duration) bool {
-	h.provisional = false
-	// A run the unit's state has not named may be an earlier one replayed
-	// from the journal's backlog, its own end included: it settles by
-	// the clock alone, after its lines have gone quiet, by when the
-	// backlog has reached the current run.
-	named := h.state.UnitState.InvocationID != "" && h.state.UnitState.InvocationID == st.InvocationID
-	if st.Phase != startup.Failed || named && st.Diag.Settled() && st.LogEnded {
-		return false
-	}
-	key := st.InvocationID + "|" + st.PhaseSince.String()
-	if key != h.failKey {
-		h.failKey, h.failWall = key, wall
-	}
-	h.provisional = wall.Before(h.settleFrom().Add(settle))
-	return h.provisional
-}
-
-// settleFrom is when the settle wait of h's failure starts: when it was
-// first seen, or the journal line that came last after it. A failed run's
-// log can take longer than the wait to arrive (a long log caught up, a
-// follow started after the unit's state was read): while its lines still
-// come, the traceback that places the failure may be among them.
-func (h *hostFold) settleFrom() time.Time {
-	if h.lineWall.After(h.failWall) {
-		return h.lineWall
-	}
-	return h.failWall
 }

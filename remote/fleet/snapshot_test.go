@@ -31,7 +31,7 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 	hosts := make([]*hostFold, len(names))
 	snaps := &snapshots{}
 	for i, n := range names {
-		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{}), state: remote.HostState{Name: n}}
+		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{}), settle: startup.NewSettler(time.Second), state: remote.HostState{Name: n}}
 		snaps.mark(i, hosts[i])
 	}
 	probe := func(host string, status int) event.Event {
@@ -67,7 +67,7 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 			f.apply(hosts, snaps, &pending, ev)
 		}
 		now = now.Add(time.Minute)
-		out, taken := snaps.take(hosts, now, now, time.Second)
+		out, taken := snaps.take(hosts, now, now)
 		if !slices.Equal(taken, tc.taken) {
 			t.Errorf("%s: took %v anew, want %v", tc.name, taken, tc.taken)
 		}

@@ -2,9 +2,7 @@ package startup
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -29,28 +27,6 @@ func (r *compiledFailure) tier() int {
 		return 2
 	}
 	return 0
-}
-
-// root is the index of the root-cause candidate: the earliest line of the
-// best tier, or -1 when there is none. A decoy (a warning, a line that says
-// it skips or ignores something) ranks below every other line, whatever
-// rule it matched: a warning never wins over an error.
-func (t *Tracker) root() int {
-	best := -1
-	for i, c := range t.cands {
-		if best < 0 || c.rank() < t.cands[best].rank() || c.rank() == t.cands[best].rank() && c.rule.outranks(t.cands[best].rule) {
-			best = i
-		}
-	}
-	return best
-}
-
-// rank orders candidates for root: decoys last, then by tier.
-func (c *cand) rank() int {
-	if c.decoy {
-		return 10 + c.rule.tier()
-	}
-	return c.rule.tier()
 }
 
 // decoyMarks are the stack's own words for a line that reports a problem
@@ -88,12 +64,12 @@ func (t *Tracker) phaseOf(c cand) Phase {
 	if p := t.linePhase(c.line); p != "" {
 		return p
 	}
-	for _, e := range t.tbEnds {
+	for _, e := range t.lines.tbEnds {
 		if e.seq >= c.seq {
 			return e.phase
 		}
 	}
-	if p := t.tb.openPhase(); p != "" {
+	if p := t.lines.tb.openPhase(); p != "" {
 		// An excerpt that ends inside the traceback.
 		return p
 	}
@@ -101,7 +77,7 @@ func (t *Tracker) phaseOf(c cand) Phase {
 		// The error came before any phase line: in an excerpt that starts
 		// with it, the first phase the log shows next is where the
 		// process was (stderr and stdout interleave by a line or two).
-		for _, sp := range t.st.Spans {
+		for _, sp := range t.path.spans {
 			if sp.Phase.Rank() > Starting.Rank() && !sp.Inferred {
 				return sp.Phase
 			}
@@ -185,14 +161,14 @@ func hasKeyword(s string, kws []string) bool {
 // cause only when nothing more specific was seen; the unit's own result
 // comes last.
 func (t *Tracker) diagnose() (*Diagnosis, bool) {
-	ri := t.root()
-	if ri < 0 && len(t.cands) > 0 {
+	ri := t.ledger.root()
+	if ri < 0 && len(t.ledger.cands) > 0 {
 		ri = 0
 	}
 	if ri < 0 {
 		return t.unitDiagnosis(), false
 	}
-	c := t.cands[ri]
+	c := t.ledger.cands[ri]
 	phase := t.phaseOf(c)
 	if c.rule.Latest != "" && phase.Rank() > c.rule.Latest.Rank() {
 		phase = c.rule.Latest
@@ -243,10 +219,10 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			d.Hint = phaseHint(phase)
 		}
 	}
-	d.Evidence = t.evidence(ri)
+	d.Evidence = t.ledger.evidence(ri)
 	if rule.Native {
 		// A crash dump's innermost frame can say whose crash it was.
-		if inner := t.tb.innermost(); inner != "" {
+		if inner := t.lines.tb.innermost(); inner != "" {
 			if cause := t.set.frames.crashCause(inner); cause != "" {
 				if r := t.ruleFor(cause); r != nil {
 					d.Cause, d.Summary, d.Hint = r.Cause, r.Summary+" (a native crash in "+frameFunc(strings.TrimSpace(bodyOf(inner)))+")", r.Hint
@@ -308,94 +284,6 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// trimTrail makes the trail agree with p, the phase a failure was put in:
-// a traceback can name a phase whose own lines the log never showed (an
-// excerpt that holds only the traceback), and lines of a phase the
-// startup never really reached can come before the error (another rank
-// ahead, uvicorn's "Application startup complete" before its bind fails).
-// Phases past p are dropped, p's span runs to the last of them, and a
-// missing p is inserted in path order.
-func (t *Tracker) trimTrail(p Phase, at time.Time) {
-	if p.Rank() <= Starting.Rank() {
-		return
-	}
-	for i, s := range t.st.Spans {
-		if s.Phase.Rank() > p.Rank() {
-			end := t.st.Spans[len(t.st.Spans)-1].End
-			t.st.Spans = t.st.Spans[:i]
-			if i > 0 && t.st.Spans[i-1].Phase == p {
-				t.st.Spans[i-1].End = end
-			} else {
-				t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: s.Start, End: end})
-			}
-			t.lastPath = p
-			return
-		}
-	}
-	i := 0
-	for ; i < len(t.st.Spans); i++ {
-		q := t.st.Spans[i].Phase
-		if q == p {
-			return
-		}
-		if q.Rank() > p.Rank() {
-			break
-		}
-	}
-	sp := Span{Phase: p, Start: at, End: at, Inferred: true}
-	if i == len(t.st.Spans) && i > 0 {
-		if last := t.st.Spans[i-1]; !last.End.IsZero() && last.End.Before(at) {
-			sp.Start = last.End
-		}
-	}
-	if i < len(t.st.Spans) {
-		sp.End = t.st.Spans[i].Start
-		if sp.Start.After(sp.End) {
-			sp.Start = sp.End
-		}
-	}
-	t.st.Spans = slices.Insert(t.st.Spans, i, sp)
-	if p.Rank() > t.lastPath.Rank() {
-		t.lastPath = p
-	}
-}
-
-// evidence is the root line, then supporting lines in log order: one per
-// other cause first (they tell the story: wrapper, crash, exit), then more
-// wrappers, then the rest; and the first exit line of the unit at the end.
-func (t *Tracker) evidence(ri int) []string {
-	room := maxEvidence - 1
-	if len(t.exits) > 0 {
-		room--
-	}
-	seen := map[string]bool{t.cands[ri].rule.Cause: true}
-	used := make([]bool, len(t.cands))
-	used[ri] = true
-	for pass := 0; pass < 3; pass++ {
-		for i, c := range t.cands {
-			if used[i] || room == 0 || pass == 0 && seen[c.rule.Cause] || pass == 1 && !c.rule.Wrapper {
-				continue
-			}
-			seen[c.rule.Cause], used[i] = true, true
-			room--
-		}
-	}
-	root := t.cands[ri]
-	ev := []string{root.line}
-	if root.quote != "" {
-		ev = []string{root.quote, root.line}
-	}
-	for i, c := range t.cands {
-		if used[i] && i != ri {
-			ev = append(ev, c.line)
-		}
-	}
-	if len(t.exits) > 0 {
-		ev = append(ev, t.exits[0])
-	}
-	return ev
-}
-
 // Settled reports whether a later journal line can no longer change the
 // cause: it rests on a line a specific rule knows, not on the unit's state
 // alone or on a wrapper (the journal can trail systemd's signal, and an
@@ -411,8 +299,8 @@ const CauseUnitFailed = "unit-failed"
 // unitDiagnosis is the diagnosis when the logs said nothing: from what
 // systemd reported about the unit.
 func (t *Tracker) unitDiagnosis() *Diagnosis {
-	d := &Diagnosis{Phase: t.pathPhase(), Time: t.failAt, Evidence: append([]string(nil), t.exits...)}
-	switch t.unitCause {
+	d := &Diagnosis{Phase: t.path.furthest(), Time: t.ledger.failAt, Evidence: append([]string(nil), t.ledger.exits...)}
+	switch t.ledger.unitCause {
 	case "start-limit-hit":
 		d.Cause = "start-limit-hit"
 		d.Summary = "systemd gave up: the unit failed too often in a row (start-limit-hit)"
@@ -424,8 +312,8 @@ func (t *Tracker) unitDiagnosis() *Diagnosis {
 	default:
 		d.Cause = CauseUnitFailed
 		d.Summary = "the service failed without a recognised error in its log"
-		if t.result != "" {
-			d.Summary += fmt.Sprintf(" (result %s)", t.result)
+		if t.ledger.result != "" {
+			d.Summary += fmt.Sprintf(" (result %s)", t.ledger.result)
 		}
 		d.Hint = "read the last lines of the journal (journalctl -u <unit> -n 200); a native crash leaves no traceback (coredumpctl)"
 	}
