@@ -33,6 +33,10 @@ func TestGeneralisingRanking(t *testing.T) {
 	// https://github.com/vllm-project/vllm/issues/1091: Ray's list, then
 	// the worker's own crash report.
 	const sigbus = "(RayWorker pid=1450) *** SIGBUS received at time=1695144916 on cpu 2 ***"
+	// https://github.com/sgl-project/sglang/issues/1693: the NCCL
+	// watchdog aborts the process by throwing a c10::DistBackendError.
+	const watchdogAbort = "terminate called after throwing an instance of 'c10::DistBackendError'"
+	const watchdogWhat = "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."
 	tests := []struct {
 		name   string
 		engine string
@@ -48,6 +52,7 @@ func TestGeneralisingRanking(t *testing.T) {
 		{name: "ecc after illegal access", engine: "sglang", lines: []string{sgCapture, illegal, ecc}, cause: "gpu-hardware", phase: GraphCapture, first: ecc},
 		{name: "ray list old wording", engine: "vllm", lines: []string{vlWeights, rayOld}, cause: "ray-worker-died", phase: Weights, first: rayOld, says: "does not say which"},
 		{name: "ray list new wording", engine: "vllm", lines: []string{vlWeights, rayNew}, cause: "ray-worker-died", phase: Weights, first: rayNew, says: "does not say which"},
+		{name: "the watchdog's DistBackendError is a timeout", engine: "sglang", lines: []string{sgCapture, watchdogAbort, watchdogWhat}, cause: "nccl-timeout", phase: GraphCapture, first: watchdogWhat},
 		{name: "ray list then the crash", engine: "vllm", lines: []string{vlWeights, rayOld, sigbus}, cause: "bus-error", phase: Weights, first: sigbus},
 	}
 	for _, tt := range tests {

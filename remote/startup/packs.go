@@ -499,9 +499,15 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "check --dist-init-addr / MASTER_ADDR:PORT is reachable from every node (firewall, IPv6 vs IPv4, hostname resolution), that all nodes started, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME",
 		},
 		{
-			// torch's exception class for a backend (NCCL) failure; a
-			// rendezvous that timed out says so and is taken above.
+			// torch's exception class for a backend (NCCL) failure, as
+			// Python raises it ("DistBackendError: …"); a rendezvous that
+			// timed out says so and is taken above. The watchdog's own
+			// abort is a DistBackendError too ("terminate called after
+			// throwing an instance of 'c10::DistBackendError'", then its
+			// what()): that is a collective's timeout, not a broken NCCL.
 			Keywords: []string{"DistBackendError"},
+			Pattern:  `DistBackendError:`,
+			Unless:   []string{"Watchdog caught collective operation timeout", "watchdog thread terminated"},
 			Cause:    "nccl-error", Usual: Init,
 			Summary: "torch.distributed's NCCL backend failed",
 			Hint:    "set NCCL_DEBUG=INFO and read the first rank's error; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
