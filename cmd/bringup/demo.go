@@ -26,7 +26,7 @@ type simFlags struct {
 }
 
 func (s *simFlags) register(fs *cli.Flags) {
-	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
+	fs.SpeedVar(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
 	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "the simulated `SCENARIO`: "+strings.Join(sim.Scenarios(), ", "))
 }
 
