@@ -90,11 +90,14 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 			}
 			speed = s.speed
 		}
-		f, _, _, err := loadReplay(e, "watch", *replay, speed)
+		f, _, clock, err := loadReplay(e, "watch", *replay, speed)
 		if err != nil {
 			return e.fail("watch", "%v", err)
 		}
 		fleet = f
+		var endOfRecording context.CancelFunc // the watch ends where the recording does
+		ctx, endOfRecording = clock.EndContext(ctx)
+		defer endOfRecording()
 	case *demo:
 		f, _, err := s.simFleet(true, &rec)
 		if err != nil {

@@ -49,7 +49,7 @@ func writeTinyRecording(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tiny.jsonl")
 	text := `{"format":"bringup-record/1","started":"2026-11-30T03:00:00Z","speed":1,"hosts":[{"name":"gpu1","unit":"u.service"}],"kernels":{}}` + "\n" +
-		`{"at":"2026-11-30T03:00:01Z","host":"gpu1","kind":"unit","time":"2026-11-30T03:00:01Z","unit":{"active":"activating","sub":"start"}}` + "\n"
+		`{"at":"2026-11-30T03:00:01Z","host":"gpu1","kind":"unit","time":"2026-11-30T03:00:01Z","unit":{"name":"u.service","active_state":"active","sub_state":"running","n_restarts":0}}` + "\n"
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}

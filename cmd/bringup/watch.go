@@ -9,6 +9,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -76,6 +77,9 @@ func runWatch(ctx context.Context, fl *remote.Follower, w io.Writer, opts watchO
 		}
 	case cli.WasInterrupted(ctx):
 		code, word, msg = exitInterrupted, "interrupted", "interrupted"
+	case err != nil && errors.Is(context.Cause(ctx), record.ErrEnded):
+		code, word, msg = exitTimeout, "ended", record.ErrEnded.Error()
+		output.Ended(w, msg, opts.JSON)
 	case err != nil:
 		code, word, msg = exitTimeout, "error", err.Error()
 	case code == exitFailed:

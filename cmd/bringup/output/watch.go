@@ -24,9 +24,17 @@ func Timeout(w io.Writer, d time.Duration) {
 	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
 }
 
+// Ended is the text line that ends a watch of a recording that ended
+// before every host settled (why); under --json the summary line says it.
+func Ended(w io.Writer, why string, asJSON bool) {
+	if !asJSON {
+		fmt.Fprintf(w, "%s %s\n", time.Now().Format(TimeLayout), why)
+	}
+}
+
 // WatchSummary is the last line of `bringup watch --json` and `status
 // --json` (command): the outcome (serving, failed, timeout, interrupted,
-// error), the exit code and each host's last phase.
+// ended, error), the exit code and each host's last phase.
 func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome string, exit int, err string) {
 	var hs []HostOutcome
 	for _, h := range hosts {
