@@ -121,10 +121,13 @@ func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
 		}
 		ev := journal.ToEvent("", e)
 		ev.Journal.Message, _ = sanitize.Line(ev.Journal.Message, sanitize.DefaultMax)
+		// journald's clock steps back too (an NTP correction, a merged
+		// journal): its time goes through note like any other, and an
+		// entry without one takes the line before's.
 		if !e.Realtime.IsZero() {
-			p.timed = true
-			p.last = e.Realtime
+			p.note(e.Realtime)
 		}
+		ev.Time = p.last
 		return ev, FormatJSON, true, nil
 	}
 	// journald drops a stream line's trailing whitespace; so does this,

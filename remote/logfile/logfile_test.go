@@ -1,9 +1,12 @@
 package logfile
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bringup-dev/bringup/remote/startup"
 )
 
 // TestReadJournalPastes reads journalctl short lines as pasted into real
@@ -64,6 +67,49 @@ func TestReadEngineTimes(t *testing.T) {
 	}
 }
 
+// TestJSONTimesNeverGoBack: journald's own clock steps back (an NTP
+// correction, journals merged); a `-o json` log read so once gave the
+// phase after the step a negative length (`weights -1m0s`). Its times go
+// through the same rule as the plain path's: never backwards, and an
+// entry without one takes the line before's.
+func TestJSONTimesNeverGoBack(t *testing.T) {
+	line := func(sec int, msg string) string {
+		ts := ""
+		if sec >= 0 {
+			ts = fmt.Sprintf(`,"__REALTIME_TIMESTAMP":"%d"`, (1764000000+int64(sec))*1000000)
+		}
+		return fmt.Sprintf(`{"MESSAGE":%q,"_PID":"900","PRIORITY":"6"%s}`, msg, ts) + "\n"
+	}
+	text := line(0, "[2025-11-24 16:00:00] server_args=ServerArgs(model_path='x', tp_size=1)") +
+		line(70, "[2025-11-24 16:01:10 TP0] Load weight begin. avail mem=78.50 GB") +
+		line(10, "[2025-11-24 16:00:10 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.00 GB, mem usage=18.50 GB.") +
+		line(-1, "no timestamp here") +
+		line(12, "[2025-11-24 16:00:12 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=59.00 GB") +
+		line(90, "[2025-11-24 16:01:30 TP0] Capture cuda graph end. Time elapsed: 8.00 s. mem usage=1.00 GB. avail mem=58.00 GB.") +
+		line(95, "[2025-11-24 16:01:35] The server is fired up and ready to roll!")
+	lg, err := Read(strings.NewReader(text), "back.json", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg.Format != FormatJSON || len(lg.Events) != 7 {
+		t.Fatalf("format %s, %d events", lg.Format, len(lg.Events))
+	}
+	for i := 1; i < len(lg.Events); i++ {
+		if lg.Events[i].Time.Before(lg.Events[i-1].Time) {
+			t.Errorf("line %d at %v, before line %d at %v", i+1, lg.Events[i].Time, i, lg.Events[i-1].Time)
+		}
+	}
+	x := startup.Explain(lg.Events, startup.Options{Engine: "sglang"})
+	if len(x.Startup.Spans) < 3 {
+		t.Fatalf("spans %+v", x.Startup.Spans)
+	}
+	for _, sp := range x.Startup.Spans {
+		if d := sp.Duration(lg.Events[len(lg.Events)-1].Time); d < 0 {
+			t.Errorf("phase %s lasted %s", sp.Phase, d)
+		}
+	}
+}
+
 func TestReadErrorsNameTheLine(t *testing.T) {
 	text := `{"MESSAGE":"ok","__REALTIME_TIMESTAMP":"1700000000000000"}` + "\n" + `{"MESSAGE": [1, 2,` + "\n"
 	_, err := Read(strings.NewReader(text), "broken.json", Options{})
@@ -91,7 +137,7 @@ func FuzzRead(f *testing.F) {
 			return
 		}
 		for i := 1; i < len(lg.Events); i++ {
-			if lg.Events[i].Time.Before(lg.Events[i-1].Time) && lg.Format != FormatJSON {
+			if lg.Events[i].Time.Before(lg.Events[i-1].Time) {
 				t.Fatalf("time went backwards at %d", i)
 			}
 		}
