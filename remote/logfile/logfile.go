@@ -18,6 +18,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/journal"
@@ -68,12 +69,23 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var (
-		out    Log
-		counts = map[Format]int{}
-		p      = parser{opts: opts}
+		out         Log
+		counts      = map[Format]int{}
+		p           = parser{opts: opts}
+		lines, bins int    // lines with text, and those of them that are binary data
+		head        []byte // the first bytes read, to say what binary data is
 	)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
+		if len(head) < 8 {
+			head = append(head, line[:min(len(line), 8-len(head))]...)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			if binary(line) {
+				bins++
+			}
+		}
 		ev, f, ok, err := p.line(line)
 		if err != nil {
 			return Log{}, fmt.Errorf("%s:%d: %w", name, n, err)
@@ -91,6 +103,9 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 		}
 		return Log{}, fmt.Errorf("%s: %w", name, err)
 	}
+	if bins > 0 && 2*bins >= lines {
+		return Log{}, fmt.Errorf("%s: not a log: %d of its %d lines are binary data, not text%s", name, bins, lines, binaryHint(head))
+	}
 	out.Format = FormatPlain
 	for _, f := range []Format{FormatJSON, FormatJournal} {
 		if counts[f] > counts[out.Format] {
@@ -100,6 +115,42 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 	out.Timed = p.timed
 	p.fill(out.Events)
 	return out, nil
+}
+
+// binary reports whether a line is binary data rather than text: more
+// than an eighth of its bytes are control bytes no log line holds (NUL
+// and the like; tabs, carriage returns, backspaces and escapes are a
+// log's) or not UTF-8. A log in Latin-1 or with a stray control byte
+// stays text; random bytes are about half such bytes.
+func binary(line []byte) bool {
+	odd := 0
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRune(line[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			odd++
+		case r < 0x20 && r != '\t' && r != '\r' && r != '\b' && r != '\f' && r != '\v' && r != 0x1b, r == 0x7f:
+			odd++
+		}
+		i += max(size, 1)
+	}
+	return odd*8 > len(line)
+}
+
+// binaryHint says what binary data looks like, from its first bytes, when
+// it is a kind of file a log is often kept in.
+func binaryHint(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return " (gzip-compressed: zcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return " (zstd-compressed: zstdcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte("\xfd7zXZ")):
+		return " (xz-compressed: xzcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte("LPKSHHRH")):
+		return " (a journal file: journalctl --file FILE -o json | bringup explain -)"
+	}
+	return ""
 }
 
 // parser carries what one line tells the next: the last time and date seen.
