@@ -39,6 +39,9 @@ func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome
 	var hs []HostOutcome
 	for _, h := range hosts {
 		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase)}
+		if h.Conn.State != event.ConnUp {
+			o.ConnErr = h.Conn.Err // a host not reached at the end says why, not only "unknown"
+		}
 		if settled, ok := map[startup.Phase]string{startup.Failed: "failed", startup.Serving: "serving"}[h.Startup.Phase]; ok {
 			o.Outcome = settled
 		}
