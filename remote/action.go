@@ -1,8 +1,10 @@
-// Package remote is the fleet: the hosts bringup watches, the one door
-// actions go in through (Fleet.Do), and the fan-in that folds every host's
-// signals into startups and hands batched snapshots to the UI and to
-// `bringup watch`. Transports live in subpackages (sshx, systemd, journal,
-// probe, gpu for real hosts; sim for simulated ones).
+// Package remote is the contract every part of bringup shares about hosts:
+// the Driver a host's connection implements and the Emit it hands events
+// to, the Actions the one door takes, the Pace a driver is told, and the
+// snapshots (HostState, Batch) readers get. The fleet that fans in the
+// drivers, folds their events and runs the actions is remote/fleet;
+// transports live in other subpackages (sshx, systemd, journal, probe,
+// gpu for real hosts; sim for simulated ones).
 package remote
 
 import (
@@ -14,32 +16,6 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote/event"
 )
-
-// ActionKind names an action on a host.
-type ActionKind string
-
-// The actions. All of them change the host but ActBench.
-const (
-	ActSetMode     ActionKind = "mode"         // set a kernel's mode (drop-in + daemon-reload)
-	ActRestart     ActionKind = "restart"      // restart the unit and watch the new invocation
-	ActStop        ActionKind = "stop"         // stop the unit
-	ActResetFailed ActionKind = "reset-failed" // clear the unit's failed state and start limit
-	ActRedeploy    ActionKind = "redeploy"     // sync the kernel's files to the host
-	ActUndoMode    ActionKind = "undo-mode"    // put back the drop-in the last mode change replaced
-	// ActBench sends a bounded smoke load to the serving service through
-	// the host's connection (remote/bench). It changes nothing on the
-	// host, so read-only mode allows it; it goes through Fleet.Do all the
-	// same, to be queued, bounded, cancelled and reported like the rest.
-	ActBench ActionKind = "bench"
-)
-
-// AllActionKinds lists every action kind that changes a host, for
-// exhaustive checks (ActBench, which does not, is the one left out).
-var AllActionKinds = []ActionKind{ActSetMode, ActRestart, ActStop, ActResetFailed, ActRedeploy, ActUndoMode}
-
-// Changes reports whether an action of kind k changes the host (read-only
-// mode refuses those).
-func (k ActionKind) Changes() bool { return k != ActBench }
 
 // Action is one change to make on a host.
 type Action struct {
@@ -61,52 +37,29 @@ type Action struct {
 
 // String names the action the way the log of remote commands shows it.
 func (a Action) String() string {
-	switch a.Kind {
-	case ActSetMode:
-		return fmt.Sprintf("mode %s=%s", a.Kernel, a.Mode)
-	case ActRedeploy:
-		if a.Kernel != "" {
-			return "redeploy " + a.Kernel
+	if s, ok := a.Kind.Spec(); ok && s.Label != nil {
+		if l := s.Label(a); l != "" {
+			return l
 		}
-	case ActUndoMode:
-		return "undo mode " + a.Kernel
-	case ActBench:
-		if a.Requests > 0 && a.Concurrency > 0 {
-			return fmt.Sprintf("bench %d×%d", a.Requests, a.Concurrency)
-		}
-	case ActRestart:
-		if a.Force {
-			return "restart (preflight overridden)"
-		}
-	case ActStop, ActResetFailed: // the kind says it all
 	}
 	return string(a.Kind)
 }
 
 // Effect says in plain words what the action will do, for confirmations.
 func (a Action) Effect(unit string) string {
-	switch a.Kind {
-	case ActSetMode:
-		return fmt.Sprintf("set %s to mode %q for %s (takes effect at the next restart)", a.Kernel, a.Mode, unit)
-	case ActRestart:
-		return fmt.Sprintf("restart %s (it stops serving until the new run is up)", unit)
-	case ActStop:
-		return fmt.Sprintf("stop %s", unit)
-	case ActResetFailed:
-		return fmt.Sprintf("clear the failed state and start limit of %s", unit)
-	case ActRedeploy:
-		k := a.Kernel
-		if k == "" {
-			k = "the kernel"
-		}
-		return fmt.Sprintf("copy the local build of %s to the host (takes effect at the next restart)", k)
-	case ActBench:
-		return fmt.Sprintf("send %d completions, at most %d at a time, to %s's /v1/completions and measure them (changes nothing on the host)",
-			a.Requests, a.Concurrency, unit)
-	case ActUndoMode:
-		return fmt.Sprintf("put back %s's drop-in for %s as it was before the last mode change (takes effect at the next restart)", a.Kernel, unit)
+	if s, ok := a.Kind.Spec(); ok && s.Effect != nil {
+		return s.Effect(a, unit)
 	}
 	return string(a.Kind)
+}
+
+// Question is a confirmation's first line: the action on unit, on the
+// hosts on names (a host, or "N hosts").
+func (a Action) Question(unit, on string) string {
+	if s, ok := a.Kind.Spec(); ok && s.Question != nil {
+		return s.Question(a, unit, on)
+	}
+	return fmt.Sprintf("%s on %s?", a, on)
 }
 
 // PreflightError is a restart refused because a kernel mode in force is

@@ -1,6 +1,8 @@
 package remote
 
-import "github.com/bringup-dev/bringup/remote/startup"
+import (
+	"github.com/bringup-dev/bringup/remote/startup"
+)
 
 // Pace is what the fleet tells a host's driver about how closely the host
 // is being looked at, so that the driver samples hard only while that is
@@ -38,44 +40,4 @@ func SteadyPhase(p startup.Phase) bool {
 		startup.HTTP, startup.Warmup, startup.Restarting, startup.Stuck, startup.Unknown:
 	}
 	return false
-}
-
-// steadyHost is SteadyPhase of h once its unit's state has been read: the
-// phase a host starts with (stopped) says nothing yet.
-func steadyHost(h HostState) bool {
-	return h.UnitState.ActiveState != "" && SteadyPhase(h.Startup.Phase)
-}
-
-// View tells the fleet which host's view the console shows ("" for none):
-// its driver samples at full rate while it is open. It never blocks, so
-// the console may call it from Update.
-func (f *Fleet) View(host string) {
-	f.paceMu.Lock()
-	defer f.paceMu.Unlock()
-	for i := range f.specs {
-		p := f.paces[i]
-		p.Viewed = host != "" && f.specs[i].Driver.Name() == host
-		f.setPaceLocked(i, p)
-	}
-}
-
-// setSteady records host i's steadiness, from the fold loop.
-func (f *Fleet) setSteady(i int, steady bool) {
-	f.paceMu.Lock()
-	defer f.paceMu.Unlock()
-	p := f.paces[i]
-	p.Steady = steady
-	f.setPaceLocked(i, p)
-}
-
-// setPaceLocked hands host i's driver p if it changed. Under paceMu, so
-// that a driver sees its paces in the order they were decided.
-func (f *Fleet) setPaceLocked(i int, p Pace) {
-	if f.paces[i] == p {
-		return
-	}
-	f.paces[i] = p
-	if d, ok := f.specs[i].Driver.(Pacer); ok {
-		d.SetPace(p)
-	}
 }

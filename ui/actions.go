@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/bringup-dev/bringup/remote/event"
 )
 
@@ -73,7 +76,7 @@ func (m *Model) recordAction(ev event.Event) {
 	if e.time.IsZero() {
 		e.time = m.now
 	}
-	m.cmds.add(e)
+	m.remoteCommands.add(e)
 }
 
 // commandText is one command's line after its time and host: via, the
@@ -122,7 +125,7 @@ func (m *Model) actionsBox(w, h int) string {
 	bw := min(w, 160)
 	iw := max(1, bw-4)
 	s := m.styles
-	l := &m.cmds
+	l := &m.remoteCommands
 	title := fmt.Sprintf("remote commands · %d", len(l.entries))
 	if l.dropped > 0 {
 		title += fmt.Sprintf(" · %d older dropped", l.dropped)
@@ -166,4 +169,29 @@ func (m *Model) actionsBox(w, h int) string {
 	}
 	lines = append(lines, s.Dim.Render(clip("j/k pgup/pgdn g/G scroll · "+pos+" · @ or esc to close", iw)))
 	return frame(lines, bw, s.DialogBorder)
+}
+
+// actionsKey scrolls the log of remote commands, or closes it.
+func (m *Model) actionsKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, l := m.keys, &m.remoteCommands
+	h := actionsRows(m.height)
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Back, k.Help, k.Actions):
+		m.focus.pop()
+	case key.Matches(msg, k.Up):
+		l.scroll(h, -1)
+	case key.Matches(msg, k.Down):
+		l.scroll(h, 1)
+	case key.Matches(msg, k.PageUp):
+		l.scroll(h, -max(1, h-1))
+	case key.Matches(msg, k.PageDown):
+		l.scroll(h, max(1, h-1))
+	case key.Matches(msg, k.Top):
+		l.follow, l.top = false, 0
+	case key.Matches(msg, k.Bottom):
+		l.follow = true
+	}
+	return nil
 }

@@ -13,14 +13,6 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// canceller ends an action under way (*remote.Fleet.Cancel): the bench
-// overlay's esc and ctrl+c.
-type canceller interface {
-	Cancel(host string, id int) error
-}
-
-var _ canceller = (*remote.Fleet)(nil)
-
 // benchRun is the smoke load started here (b, :bench): per host, the
 // action's id once the fleet took it, the requests done so far, and how
 // it ended. The overlay shows it until every host's bench has ended; the
@@ -49,10 +41,10 @@ func (b *benchRun) running() bool {
 // benchHosts is what b acts on: the marked hosts on the table, else the
 // selected host.
 func (m *Model) benchHosts() []string {
-	if m.focus.view() == focusTable && len(m.marked) > 0 {
+	if m.focus.view() == focusTable && len(m.table.marked) > 0 {
 		var hs []string
 		for _, h := range m.hosts {
-			if m.marked[h.Name] {
+			if m.table.marked[h.Name] {
 				hs = append(hs, h.Name)
 			}
 		}
@@ -179,8 +171,8 @@ func (m *Model) benchKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	b := m.bench
-	c, ok := m.src.(canceller)
-	if !ok {
+	cancel := m.caps.Cancel
+	if cancel == nil {
 		return m.setStatus("this fleet cannot stop an action under way", true)
 	}
 	b.stopping = true
@@ -197,7 +189,7 @@ func (m *Model) benchKey(msg tea.KeyPressMsg) tea.Cmd {
 	return func() tea.Msg {
 		var errs []error
 		for _, j := range jobs {
-			if err := c.Cancel(j.host, j.id); err != nil && !errors.Is(err, remote.ErrNoSuchAction) {
+			if err := cancel(j.host, j.id); err != nil && !errors.Is(err, remote.ErrNoSuchAction) {
 				errs = append(errs, err)
 			}
 		}

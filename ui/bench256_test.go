@@ -109,8 +109,8 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 	b.Run("filter", func(b *testing.B) {
 		press(m, append([]string{"/"}, typed("phase:weights")...)...)
 		press(m, "enter")
-		if len(m.rows) == 0 || len(m.rows) == len(m.hosts) {
-			b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.rows), len(m.hosts))
+		if len(m.table.rows) == 0 || len(m.table.rows) == len(m.hosts) {
+			b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.table.rows), len(m.hosts))
 		}
 		frame(b, nil)
 		press(m, "/", "esc")
@@ -131,8 +131,8 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 		if m.focus.view() != focusHost {
 			press(m, append(append([]string{":"}, typed("host "+fullest)...), "enter")...)
 		}
-		if m.focus.view() != focusHost || held(m.open) < 1000 {
-			b.Fatalf("no host view open on a host with a full ring (focus %v, host %q, %d lines)", m.focus.view(), m.open, held(m.open))
+		if m.focus.view() != focusHost || held(m.host.name) < 1000 {
+			b.Fatalf("no host view open on a host with a full ring (focus %v, host %q, %d lines)", m.focus.view(), m.host.name, held(m.host.name))
 		}
 	}
 	b.Run("hostview", func(b *testing.B) {
@@ -141,9 +141,9 @@ func BenchmarkConsole256Hosts(b *testing.B) {
 	})
 	b.Run("hostview-filter", func(b *testing.B) {
 		openHost(b)
-		m.lv.setQuery("Error", m.ring(m.open))
+		m.host.log.setQuery("Error", m.ring(m.host.name))
 		frame(b, nil)
-		m.lv.setQuery("", m.ring(m.open))
+		m.host.log.setQuery("", m.ring(m.host.name))
 	})
 }
 
@@ -194,14 +194,14 @@ func BenchmarkConsole1000Grouped(b *testing.B) {
 		}
 		setup := func(b *testing.B) {
 			b.Helper()
-			m.groupBy = 0
-			m.expanded = map[string]bool{}
-			m.refilter()
-			m.cursor = 0
+			m.table.groupBy = 0
+			m.table.expanded = map[string]bool{}
+			m.table.refilter()
+			m.table.cursor = 0
 			if grouped {
 				press(m, "t", "g", "enter") // by rack; open the first group, a failed one
-				if m.groupBy != 1 || len(m.groups) != 32 || len(m.lines) != 32+32 {
-					b.Fatalf("grouped: by %d, %d groups, %d lines", m.groupBy, len(m.groups), len(m.lines))
+				if m.table.groupBy != 1 || len(m.table.groups) != 32 || len(m.table.lines) != 32+32 {
+					b.Fatalf("grouped: by %d, %d groups, %d lines", m.table.groupBy, len(m.table.groups), len(m.table.lines))
 				}
 			}
 		}
@@ -222,8 +222,8 @@ func BenchmarkConsole1000Grouped(b *testing.B) {
 			setup(b)
 			press(m, append([]string{"/"}, typed("phase:weights")...)...)
 			press(m, "enter")
-			if len(m.rows) == 0 || len(m.rows) == len(m.hosts) {
-				b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.rows), len(m.hosts))
+			if len(m.table.rows) == 0 || len(m.table.rows) == len(m.hosts) {
+				b.Fatalf("filter phase:weights shows %d of %d hosts", len(m.table.rows), len(m.hosts))
 			}
 			frame(b, nil)
 			press(m, "/", "esc")

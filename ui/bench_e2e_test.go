@@ -16,6 +16,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -64,10 +65,10 @@ func TestBenchKeyOnTestbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := kernels.DefaultCatalog()
-	fleet, err := remote.NewFleet([]remote.HostSpec{{
+	fleet, err := fleet.New([]fleet.HostSpec{{
 		Driver: live.New(live.Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: cat, Engine: "sglang"}),
 		Unit:   testbed.UnitName, Engine: "sglang",
-	}}, remote.Options{Kernels: cat, ReadOnly: true}) // a bench changes nothing: read-only lets it
+	}}, fleet.Options{Kernels: cat, ReadOnly: true}) // a bench changes nothing: read-only lets it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,8 @@ func benchCount(host string, id, done, total int, res *event.Bench) event.Event 
 func TestBenchKeyFlow(t *testing.T) {
 	m, src := newTestModel(t, 200, 44)
 	press(m, "b") // gpu1 serves
-	if m.dlg == nil || m.dlg.kind != dlgConfirm || m.dlg.action.Kind != remote.ActBench {
-		t.Fatalf("b did not open the bench confirmation: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.kind != dlgConfirm || m.dialog.action.Kind != remote.ActBench {
+		t.Fatalf("b did not open the bench confirmation: %+v", m.dialog)
 	}
 	out := render(m)
 	for _, want := range []string{"Bench gpu1: 64 requests, 8 at a time?", "send 64 completions, at most 8 at a time, to sglang.service's",
@@ -112,22 +112,22 @@ func TestBenchKeyFlow(t *testing.T) {
 func TestBenchRefusedNotServing(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	press(m, "j", "b") // gpu2 loads weights
-	if m.dlg != nil {
-		t.Fatalf("a dialog opened on a host not serving: %+v", m.dlg)
+	if m.dialog != nil {
+		t.Fatalf("a dialog opened on a host not serving: %+v", m.dialog)
 	}
 	if !strings.Contains(m.status, "gpu2: not serving (phase weights): a smoke load needs a serving host") || !m.statusErr {
 		t.Errorf("status = %q", m.status)
 	}
 	// Marked hosts: one not serving refuses the lot, naming it.
 	press(m, "k", "space", "j", "space", "b")
-	if m.dlg != nil || !strings.Contains(m.status, "gpu2: not serving") {
-		t.Errorf("marked gpu1+gpu2: dialog %+v, status %q", m.dlg, m.status)
+	if m.dialog != nil || !strings.Contains(m.status, "gpu2: not serving") {
+		t.Errorf("marked gpu1+gpu2: dialog %+v, status %q", m.dialog, m.status)
 	}
 	src.ro = true
 	m2, _ := newTestModel(t, 120, 40)
 	m2.src = src
 	press(m2, "b")
-	if m2.dlg == nil || m2.dlg.action.Kind != remote.ActBench {
+	if m2.dialog == nil || m2.dialog.action.Kind != remote.ActBench {
 		t.Errorf("read-only refused the bench: status %q", m2.status)
 	}
 }

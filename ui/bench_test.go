@@ -30,7 +30,7 @@ func BenchmarkHostView(b *testing.B) {
 			case "wrap":
 				press(m, "w")
 			case "filter":
-				m.lv.setQuery("bs=1", m.ring("gpu3"))
+				m.host.log.setQuery("bs=1", m.ring("gpu3"))
 			}
 			b.ResetTimer()
 			for b.Loop() {

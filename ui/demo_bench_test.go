@@ -13,13 +13,14 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // storySource is the story's fleet as the console's source, except that
 // the test hands the console the fleet's batches itself (demoStory's
 // onBatch), so the console's own reader reads nothing.
 type storySource struct {
-	*remote.Fleet
+	*fleet.Fleet
 	none chan remote.Batch
 }
 
@@ -48,8 +49,8 @@ func TestDemoBenchFlow(t *testing.T) {
 	}
 
 	press(m, "b")
-	if m.dlg == nil || m.dlg.action.Kind != remote.ActBench {
-		t.Fatalf("b on gpu3's host view did not ask: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.action.Kind != remote.ActBench {
+		t.Fatalf("b on gpu3's host view did not ask: %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, "Bench gpu3: 64 requests, 8 at a time?") {
 		t.Fatalf("the confirmation does not name gpu3's load:\n%s", out)

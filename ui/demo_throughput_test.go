@@ -13,6 +13,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history/store"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -23,7 +24,7 @@ import (
 // everything up to each step before the test goes on.
 type demoStory struct {
 	t       *testing.T
-	fleet   *remote.Fleet
+	fleet   *fleet.Fleet
 	clock   *sim.ManualClock
 	t0      time.Time
 	stepped []sim.Stepped
@@ -49,13 +50,13 @@ func newDemoStory(t *testing.T) *demoStory {
 		t.Fatal(err)
 	}
 	s := &demoStory{t: t, clock: clock, t0: t0, deadline: time.After(2 * time.Minute)} // a hang, not a speed target
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	s.stepped = make([]sim.Stepped, len(hosts))
 	for i, h := range hosts {
 		s.stepped[i] = sim.NewStepped(h)
-		specs[i] = remote.HostSpec{Driver: s.stepped[i], Unit: h.Unit(), Engine: h.Engine()}
+		specs[i] = fleet.HostSpec{Driver: s.stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
-	s.fleet, err = remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
+	s.fleet, err = fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
 		History: store.NewSink(store.NewMemoryStore(past))})
 	if err != nil {
 		t.Fatal(err)

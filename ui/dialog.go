@@ -127,23 +127,7 @@ func (d *dialog) question() string {
 	if d.rollbackTo != "" {
 		return fmt.Sprintf("Roll %s back to %s=%s?", d.host, a.Kernel, d.rollbackTo)
 	}
-	switch a.Kind {
-	case remote.ActSetMode:
-		return fmt.Sprintf("Set %s to mode %q on %s?", a.Kernel, a.Mode, on)
-	case remote.ActRestart:
-		return fmt.Sprintf("Restart %s on %s?", d.unit, on)
-	case remote.ActStop:
-		return fmt.Sprintf("Stop %s on %s?", d.unit, on)
-	case remote.ActResetFailed:
-		return fmt.Sprintf("Reset the failed state of %s on %s?", d.unit, on)
-	case remote.ActRedeploy:
-		return fmt.Sprintf("Redeploy %s to %s?", a.Kernel, on)
-	case remote.ActUndoMode:
-		return fmt.Sprintf("Undo the last mode change of %s on %s?", a.Kernel, on)
-	case remote.ActBench:
-		return fmt.Sprintf("Bench %s: %d requests, %d at a time?", on, a.Requests, a.Concurrency)
-	}
-	return fmt.Sprintf("%s on %s?", a, on)
+	return a.Question(d.unit, on)
 }
 
 // preflightDialog explains a refused restart on hosts (how many) and

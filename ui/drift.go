@@ -22,7 +22,7 @@ func (m *Model) drifts() map[string]kernels.Drift {
 			seen = seen || h != ""
 		}
 		if seen {
-			out[k.Name] = kernels.CompareHashes(m.local[k.Name], hashes)
+			out[k.Name] = kernels.CompareHashes(m.localHashes[k.Name], hashes)
 		}
 	}
 	return out

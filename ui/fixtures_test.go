@@ -46,6 +46,11 @@ func (f *fakeSource) Do(host string, a remote.Action) (int, error) {
 	return len(f.calls), nil
 }
 
+// Capabilities offers the local hashes, the open view and Cancel.
+func (f *fakeSource) Capabilities() remote.Capabilities {
+	return remote.Capabilities{LocalHashes: f.LocalHashes, View: f.View, Cancel: f.Cancel}
+}
+
 // Cancel records an action stopped (the bench overlay's esc).
 func (f *fakeSource) Cancel(host string, id int) error {
 	f.cancels = append(f.cancels, doCall{host, remote.Action{Requests: id}})

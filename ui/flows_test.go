@@ -64,8 +64,8 @@ func calls(src *fakeSource) []doCall { return append([]doCall(nil), src.calls...
 func TestPreflightRefusalThenSafeMode(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	press(m, "j", "j", "r") // gpu3 runs validate with CUDA graphs on
-	if m.dlg == nil || m.dlg.kind != dlgPreflight {
-		t.Fatalf("r on gpu3 did not open the preflight dialog: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.kind != dlgPreflight {
+		t.Fatalf("r on gpu3 did not open the preflight dialog: %+v", m.dialog)
 	}
 	out := render(m)
 	for _, want := range []string{"preflight refused", "not capture-safe", "set kdtree-verify to off, then restart",
@@ -92,8 +92,8 @@ func TestPreflightOverrideNeedsTheHostCount(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	press(m, "j", "j", "r")
 	drive(t, m, press(m, "2", "enter"))
-	if len(src.calls) != 0 || m.dlg == nil {
-		t.Fatalf("the wrong count went on: calls %v, dialog %v", src.calls, m.dlg)
+	if len(src.calls) != 0 || m.dialog == nil {
+		t.Fatalf("the wrong count went on: calls %v, dialog %v", src.calls, m.dialog)
 	}
 	if !strings.Contains(m.status, "type 1") {
 		t.Fatalf("status %q does not say what to type", m.status)
@@ -103,7 +103,7 @@ func TestPreflightOverrideNeedsTheHostCount(t *testing.T) {
 	if got := calls(src); len(got) != 1 || got[0] != want {
 		t.Fatalf("Do calls %+v, want %+v", got, want)
 	}
-	if m.dlg != nil {
+	if m.dialog != nil {
 		t.Fatal("dialog still open")
 	}
 }
@@ -291,8 +291,8 @@ func TestCommandLogIsBoundedAndScrolls(t *testing.T) {
 			Command: &event.Command{Via: "exec", Text: "true #" + strconv.Itoa(i)}})
 	}
 	feed(t, m, nil, evs...)
-	if len(m.cmds.entries) != maxActions || m.cmds.dropped != 20 {
-		t.Fatalf("%d entries, %d dropped; want %d, 20", len(m.cmds.entries), m.cmds.dropped, maxActions)
+	if len(m.remoteCommands.entries) != maxActions || m.remoteCommands.dropped != 20 {
+		t.Fatalf("%d entries, %d dropped; want %d, 20", len(m.remoteCommands.entries), m.remoteCommands.dropped, maxActions)
 	}
 	press(m, "@")
 	if out := render(m); !strings.Contains(out, "true #519") || !strings.Contains(out, "20 older dropped") {
@@ -314,12 +314,12 @@ func TestRestartFollowsTheNewInvocation(t *testing.T) {
 	feed(t, m, nil, event.Event{Host: "gpu4", Kind: event.KindJournal, Time: now, Journal: &event.Journal{InvocationID: "old", Message: "old run"}})
 	press(m, "f") // pause the pane
 	drive(t, m, press(m, "r", "y"))
-	if !m.lv.follow {
+	if !m.host.log.follow {
 		t.Fatal("the pane does not follow after the restart")
 	}
 	press(m, "k") // the person scrolls up while it stops
 	feed(t, m, nil, event.Event{Host: "gpu4", Kind: event.KindJournal, Time: now, Journal: &event.Journal{InvocationID: "new1234567890abc", Message: "first line"}})
-	if !m.lv.follow {
+	if !m.host.log.follow {
 		t.Fatal("the pane does not follow the new invocation")
 	}
 	if out := render(m); !strings.Contains(out, "── new invocation new123456789 ──") || !strings.Contains(out, "first line") {
@@ -339,11 +339,11 @@ func startRolloutOn(t *testing.T, m *Model, rows ...int) {
 		press(m, "space")
 	}
 	press(m, "R", "l", "enter")
-	if m.dlg == nil || m.dlg.rollout == nil || !m.dlg.rollout.confirming {
+	if m.dialog == nil || m.dialog.rollout == nil || !m.dialog.rollout.confirming {
 		t.Fatalf("rollout form did not reach its confirmation:\n%s", render(m))
 	}
 	drive(t, m, press(m, "y"))
-	if m.ro == nil || m.focus.view() != focusRollout {
+	if m.rollout == nil || m.focus.view() != focusRollout {
 		t.Fatal("no rollout view")
 	}
 }
@@ -403,7 +403,7 @@ func TestRolloutHaltsThenRollsBack(t *testing.T) {
 	if got := calls(src); len(got) != 4 || got[2] != (doCall{"gpu2", on}) || got[3] != (doCall{"gpu2", restart}) {
 		t.Fatalf("Do calls %+v, want gpu2's mode then restart after gpu1 served", got)
 	}
-	if st := m.ro.r.State(); st.Status != rollout.Halted || st.Host != "gpu2" {
+	if st := m.rollout.r.State(); st.Status != rollout.Halted || st.Host != "gpu2" {
 		t.Fatalf("state %+v, want halted on gpu2", st)
 	}
 	out := render(m)
@@ -413,7 +413,7 @@ func TestRolloutHaltsThenRollsBack(t *testing.T) {
 		}
 	}
 	press(m, "b")
-	if m.dlg == nil || !strings.Contains(render(m), "Roll gpu2 back to kdtree-verify=on?") {
+	if m.dialog == nil || !strings.Contains(render(m), "Roll gpu2 back to kdtree-verify=on?") {
 		t.Fatalf("b did not ask:\n%s", render(m))
 	}
 	drive(t, m, press(m, "y"))
@@ -446,7 +446,7 @@ func TestRolloutAbort(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	setupRolloutRunning(t, m, nil)
 	press(m, "a")
-	if st := m.ro.r.State(); st.Status != rollout.Aborted {
+	if st := m.rollout.r.State(); st.Status != rollout.Aborted {
 		t.Fatalf("state %+v after a", st)
 	}
 	if out := render(m); !strings.Contains(out, "aborted") || !strings.Contains(rowOf(out, "gpu2"), "untouched") {
@@ -457,14 +457,14 @@ func TestRolloutAbort(t *testing.T) {
 func TestRolloutPreflightForTheTargetMode(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	press(m, "R", "l", "l", "enter") // mode validate on all hosts
-	if m.dlg == nil || m.dlg.kind != dlgPreflight || m.dlg.hosts != 4 {
-		t.Fatalf("no preflight for a rollout to validate: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.kind != dlgPreflight || m.dialog.hosts != 4 {
+		t.Fatalf("no preflight for a rollout to validate: %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, "Rollout to 4 hosts: preflight refused") || !strings.Contains(out, "type 4") {
 		t.Fatalf("preflight dialog:\n%s", out)
 	}
 	drive(t, m, press(m, "4", "enter"))
-	if m.ro == nil || !m.ro.r.Plan().Force || len(src.calls) != 1 || src.calls[0].a.Mode != "validate" {
+	if m.rollout == nil || !m.rollout.r.Plan().Force || len(src.calls) != 1 || src.calls[0].a.Mode != "validate" {
 		t.Fatalf("override did not start a forced rollout: calls %+v", src.calls)
 	}
 }

@@ -7,15 +7,15 @@ const (
 	// The views, bottom to top: the table is always there; the rollout
 	// view opens over it, and the host view over either.
 	focusTable   focus = iota // the fleet table
-	focusRollout              // the rollout view (m.ro is set)
+	focusRollout              // the rollout view (m.rollout is set)
 	focusHost                 // the host view
 
 	// The layers: at most one is open, over the view it was opened from.
 	focusLogFilter   // the host view's log filter prompt (/)
 	focusHostFilter  // the table's filter prompt (/)
 	focusPalette     // the command palette (:)
-	focusDialog      // a chooser or a confirmation (m.dlg)
-	focusRolloutForm // the rollout form (m.dlg of kind dlgRollout)
+	focusDialog      // a chooser or a confirmation (m.dialog)
+	focusRolloutForm // the rollout form (m.dialog of kind dlgRollout)
 	focusHelp        // the keys of the view (?)
 	focusActions     // the log of remote commands (@)
 	focusCommands    // the palette's commands (:help)
@@ -55,7 +55,7 @@ func (f focus) String() string {
 // isView reports whether f is a view rather than a layer over one.
 func (f focus) isView() bool { return f <= focusHost }
 
-// isDialog reports whether f is a modal that m.dlg holds.
+// isDialog reports whether f is a modal that m.dialog holds.
 func (f focus) isDialog() bool { return f == focusDialog || f == focusRolloutForm }
 
 // focusStack is what has the keys, with what is under it: the table at
@@ -100,7 +100,7 @@ func (m *Model) openDialog(d *dialog) {
 	if m.focus.top().isDialog() {
 		m.focus.pop()
 	}
-	m.dlg = d
+	m.dialog = d
 	m.focus.push(f)
 }
 
@@ -109,7 +109,7 @@ func (m *Model) closeDialog() {
 	if m.focus.top().isDialog() {
 		m.focus.pop()
 	}
-	m.dlg = nil
+	m.dialog = nil
 }
 
 // showView makes v the view: the table alone; the rollout over the

@@ -112,8 +112,8 @@ func TestFocusTransitions(t *testing.T) {
 			if !slices.Equal(m.focus, tc.to) {
 				t.Fatalf("%q in %v: %v, want %v", tc.key, tc.from, m.focus, tc.to)
 			}
-			if (m.dlg != nil) != m.focus.top().isDialog() {
-				t.Fatalf("dialog %+v under focus %v", m.dlg, m.focus.top())
+			if (m.dialog != nil) != m.focus.top().isDialog() {
+				t.Fatalf("dialog %+v under focus %v", m.dialog, m.focus.top())
 			}
 		})
 	}

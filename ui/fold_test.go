@@ -273,7 +273,7 @@ func TestFoldInHostView(t *testing.T) {
 	}
 	// The choice holds for the next host opened.
 	press(m, "z", "esc", "j", "enter")
-	if m.lv.fold != nil {
+	if m.host.log.fold != nil {
 		t.Fatal("unfolding did not hold for the next host")
 	}
 	press(m, "?")
@@ -294,8 +294,8 @@ func TestFoldFilterReachesFoldedLines(t *testing.T) {
 	feedHost(m, "gpu1", lines)
 	r := m.ring("gpu1")
 	press(m, append(append([]string{"/"}, typed("mem=74")...), "enter")...)
-	if m.lv.cur < 0 || !strings.Contains(r.at(m.lv.cur).Text, "TP5] Load weight begin. avail mem=74.00") {
-		t.Fatalf("the match inside the folded row was not reached: cur %d", m.lv.cur)
+	if m.host.log.cur < 0 || !strings.Contains(r.at(m.host.log.cur).Text, "TP5] Load weight begin. avail mem=74.00") {
+		t.Fatalf("the match inside the folded row was not reached: cur %d", m.host.log.cur)
 	}
 	out := render(m)
 	if !strings.Contains(out, "›10:12:34 [2026-11-30 10:04:01 TP5] Load weight begin. avail mem=74.00 GB") {
@@ -311,14 +311,14 @@ func TestFoldFilterReachesFoldedLines(t *testing.T) {
 	var stops []int
 	for range 4 {
 		press(m, "n")
-		stops = append(stops, m.lv.cur)
+		stops = append(stops, m.host.log.cur)
 	}
 	slices.Sort(stops)
 	if len(slices.Compact(stops)) != 3 {
 		t.Fatalf("n stopped at %v over three rows, want each row once", stops)
 	}
 	for _, s := range stops {
-		if m.lv.fold.group(s) == nil {
+		if m.host.log.fold.group(s) == nil {
 			t.Fatalf("n stopped at line %d, not a row's own line", s)
 		}
 	}
@@ -327,7 +327,7 @@ func TestFoldFilterReachesFoldedLines(t *testing.T) {
 	seen := map[int]bool{}
 	for range 24 {
 		press(m, "n")
-		seen[m.lv.cur] = true
+		seen[m.host.log.cur] = true
 	}
 	if len(seen) != 24 {
 		t.Fatalf("unfolded, n visited %d lines, want all 24 copies", len(seen))
@@ -342,7 +342,7 @@ func TestFoldScrollAndFollow(t *testing.T) {
 	press(m, "enter")
 	feedHost(m, "gpu1", rankLines(200)) // 1800 lines, 400 rows
 	r := m.ring("gpu1")
-	h := m.logHeight()
+	h := m.host.logHeight(m.hostState(m.host.name))
 	last := func() string {
 		ls := lines(render(m))
 		return ls[len(ls)-3] // the last log row, above the status line and the help
@@ -351,25 +351,25 @@ func TestFoldScrollAndFollow(t *testing.T) {
 		t.Fatalf("following, the newest row is not at the bottom: %q\n%s", last(), render(m))
 	}
 	press(m, "g")
-	if m.lv.start(r, h) != r.first() {
+	if m.host.log.start(r, h) != r.first() {
 		t.Fatal("g did not go to the oldest line")
 	}
-	top := m.lv.start(r, h)
+	top := m.host.log.start(r, h)
 	press(m, "pgdown")
-	next := m.lv.start(r, h)
+	next := m.host.log.start(r, h)
 	rows := 0
-	for s := top; s < next; s = m.lv.after(r, s) {
+	for s := top; s < next; s = m.host.log.after(r, s) {
 		rows++
 	}
 	if rows != h-1 {
 		t.Fatalf("a page moved %d rows, want %d", rows, h-1)
 	}
 	press(m, "k")
-	if m.lv.start(r, h) != m.lv.before(next) {
+	if m.host.log.start(r, h) != m.host.log.before(next) {
 		t.Fatal("k did not move one row up")
 	}
 	press(m, "G")
-	if !m.lv.follow {
+	if !m.host.log.follow {
 		t.Fatal("G did not follow")
 	}
 	// A copy of the newest row arrives: it folds, nothing scrolls.
@@ -384,9 +384,9 @@ func TestFoldScrollAndFollow(t *testing.T) {
 	}
 	// Scrolled back, the view stays put while lines arrive.
 	press(m, "pgup")
-	at := m.lv.start(r, h)
+	at := m.host.log.start(r, h)
 	feedHost(m, "gpu1", rankLines(5))
-	if m.lv.start(r, h) != at || m.lv.follow {
+	if m.host.log.start(r, h) != at || m.host.log.follow {
 		t.Fatal("new lines moved a scrolled-back view")
 	}
 	if !strings.Contains(render(m), "new lines ↓") {
@@ -417,7 +417,7 @@ func BenchmarkLogPaneFold(b *testing.B) {
 				switch where {
 				case "middle":
 					r := m.ring("gpu1")
-					m.lv.follow, m.lv.top = false, r.first()+r.n/2
+					m.host.log.follow, m.host.log.top = false, r.first()+r.n/2
 				case "wrap":
 					press(m, "w")
 				}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -42,7 +40,7 @@ type bucket struct {
 // filter, in the table's sort order, and their counts by phase.
 type groupRow struct {
 	bucket int
-	hosts  []int // indices of Model.hosts
+	hosts  []int // indices of tableModel.hosts
 	counts [phaseSlots]int
 	total  int // hosts of the bucket, shown or not
 	worst  int // the attention rank of the host shown that most needs a person (0: one failed)
@@ -331,62 +329,62 @@ func groupNameWidth(g *grouping, groups []groupRow) int {
 }
 
 // grouping is the grouping in force, nil when the table is not grouped.
-func (m *Model) grouping() *grouping {
-	if m.groupBy <= 0 || m.groupBy > len(m.groupings) {
+func (t *tableModel) grouping() *grouping {
+	if t.groupBy <= 0 || t.groupBy > len(t.groupings) {
 		return nil
 	}
-	return &m.groupings[m.groupBy-1]
+	return &t.groupings[t.groupBy-1]
 }
 
 // layout rebuilds the table's lines from its rows.
-func (m *Model) layout() {
-	g := m.grouping()
+func (t *tableModel) layout() {
+	g := t.grouping()
 	if g == nil {
-		m.groups = m.groups[:0]
-		m.lines = flatLines(m.rows, m.lines)
+		t.groups = t.groups[:0]
+		t.lines = flatLines(t.rows, t.lines)
 		return
 	}
-	m.groups, m.lines = groupLines(g, m.hosts, m.rows, m.isOpen(g))
+	t.groups, t.lines = groupLines(g, t.hosts, t.rows, t.isOpen(g))
 }
 
 // isOpen says, for g's buckets by key, whether the group is expanded.
-func (m *Model) isOpen(g *grouping) func(key string) bool {
-	return func(key string) bool { return m.expanded[g.by+"\x00"+key] }
+func (t *tableModel) isOpen(g *grouping) func(key string) bool {
+	return func(key string) bool { return t.expanded[g.by+"\x00"+key] }
 }
 
-// bucketKey is the key of group row gi in Model.expanded: it says which
+// bucketKey is the key of group row gi in tableModel.expanded: it says which
 // grouping, so each grouping keeps its own groups open.
-func (m *Model) bucketKey(gi int) string {
-	g := m.grouping()
-	if g == nil || gi < 0 || gi >= len(m.groups) {
+func (t *tableModel) bucketKey(gi int) string {
+	g := t.grouping()
+	if g == nil || gi < 0 || gi >= len(t.groups) {
 		return ""
 	}
-	return g.by + "\x00" + g.buckets[m.groups[gi].bucket].key // as isOpen reads it
+	return g.by + "\x00" + g.buckets[t.groups[gi].bucket].key // as isOpen reads it
 }
 
 // groupKey is the key of the group line i is in; "" when there is none.
-func (m *Model) groupKey(i int) string {
-	if i < 0 || i >= len(m.lines) {
+func (t *tableModel) groupKey(i int) string {
+	if i < 0 || i >= len(t.lines) {
 		return ""
 	}
-	return m.bucketKey(m.lines[i].group)
+	return t.bucketKey(t.lines[i].group)
 }
 
 // onGroupRow reports whether the table's cursor is on a group's summary
 // row.
-func (m *Model) onGroupRow() bool {
-	return m.cursor < len(m.lines) && m.lines[m.cursor].host < 0
+func (t *tableModel) onGroupRow() bool {
+	return t.cursor < len(t.lines) && t.lines[t.cursor].host < 0
 }
 
 // lineOfHost is the line showing host name, in the group keyed group
 // when the host shows in several; -1 when no line shows it.
-func (m *Model) lineOfHost(name, group string) int {
+func (t *tableModel) lineOfHost(name, group string) int {
 	found := -1
-	for r, l := range m.lines {
-		if l.host < 0 || m.hosts[l.host].Name != name {
+	for r, l := range t.lines {
+		if l.host < 0 || t.hosts[l.host].Name != name {
 			continue
 		}
-		if group == "" || m.bucketKey(l.group) == group {
+		if group == "" || t.bucketKey(l.group) == group {
 			return r
 		}
 		if found < 0 {
@@ -397,9 +395,9 @@ func (m *Model) lineOfHost(name, group string) int {
 }
 
 // lineOfGroup is the summary row of the group keyed key, or -1.
-func (m *Model) lineOfGroup(key string) int {
-	for r, l := range m.lines {
-		if l.host < 0 && m.bucketKey(l.group) == key {
+func (t *tableModel) lineOfGroup(key string) int {
+	for r, l := range t.lines {
+		if l.host < 0 && t.bucketKey(l.group) == key {
 			return r
 		}
 	}
@@ -408,10 +406,10 @@ func (m *Model) lineOfGroup(key string) int {
 
 // groupHosts is the names of group row gi's hosts the table shows, in
 // table order.
-func (m *Model) groupHosts(gi int) []string {
-	out := make([]string, len(m.groups[gi].hosts))
-	for j, i := range m.groups[gi].hosts {
-		out[j] = m.hosts[i].Name
+func (t *tableModel) groupHosts(gi int) []string {
+	out := make([]string, len(t.groups[gi].hosts))
+	for j, i := range t.groups[gi].hosts {
+		out[j] = t.hosts[i].Name
 	}
 	return out
 }
@@ -419,35 +417,35 @@ func (m *Model) groupHosts(gi int) []string {
 // setExpanded opens or closes the group the cursor is in. Closing from
 // one of its hosts puts the cursor on the group's row, so it never rests
 // on a line that went away.
-func (m *Model) setExpanded(open bool) {
-	key := m.groupKey(m.cursor)
+func (t *tableModel) setExpanded(open bool) {
+	key := t.groupKey(t.cursor)
 	if key == "" {
 		return
 	}
 	if open {
-		m.expanded[key] = true
+		t.expanded[key] = true
 	} else {
-		delete(m.expanded, key)
+		delete(t.expanded, key)
 	}
-	m.layout()
-	if i := m.lineOfGroup(key); i >= 0 && !open {
-		m.cursor = i
+	t.layout()
+	if i := t.lineOfGroup(key); i >= 0 && !open {
+		t.cursor = i
 	}
 }
 
 // markGroup answers space on a group row: marks every host it shows, or
 // clears them when all are marked already.
-func (m *Model) markGroup() {
-	names := m.groupHosts(m.lines[m.cursor].group)
+func (t *tableModel) markGroup() {
+	names := t.groupHosts(t.lines[t.cursor].group)
 	all := true
 	for _, n := range names {
-		all = all && m.marked[n]
+		all = all && t.marked[n]
 	}
 	for _, n := range names {
 		if all {
-			delete(m.marked, n)
+			delete(t.marked, n)
 		} else {
-			m.marked[n] = true
+			t.marked[n] = true
 		}
 	}
 }
@@ -455,59 +453,59 @@ func (m *Model) markGroup() {
 // cycleGrouping answers t: the next grouping the config allows (its
 // groups, then each label key), then none again. The cursor stays on its
 // host when a line shows it, else on its host's group.
-func (m *Model) cycleGrouping() tea.Cmd {
-	if len(m.groupings) == 0 {
-		return m.setStatus("no groups to group by: add groups: or host labels: to the config", false)
+func (t *tableModel) cycleGrouping() reply {
+	if len(t.groupings) == 0 {
+		return reply{status: "no groups to group by: add groups: or host labels: to the config"}
 	}
-	return m.setGrouping((m.groupBy+1)%(len(m.groupings)+1), m.anchor())
+	return t.setGrouping((t.groupBy+1)%(len(t.groupings)+1), t.anchor())
 }
 
 // groupTableBy answers :group BY: the grouping named by (its by), or
 // none for "off". The palette has checked the name.
-func (m *Model) groupTableBy(by string) tea.Cmd {
+func (t *tableModel) groupTableBy(by string) reply {
 	k := 0
-	for i, g := range m.groupings {
+	for i, g := range t.groupings {
 		if g.by == by {
 			k = i + 1
 		}
 	}
-	return m.setGrouping(k, m.anchor())
+	return t.setGrouping(k, t.anchor())
 }
 
 // anchor is the host the cursor should stay with when the grouping
 // changes: its host, or on a group's row the group's first host.
-func (m *Model) anchor() string {
-	if m.onGroupRow() {
-		if hs := m.groups[m.lines[m.cursor].group].hosts; len(hs) > 0 {
-			return m.hosts[hs[0]].Name
+func (t *tableModel) anchor() string {
+	if t.onGroupRow() {
+		if hs := t.groups[t.lines[t.cursor].group].hosts; len(hs) > 0 {
+			return t.hosts[hs[0]].Name
 		}
 	}
-	return m.cursorHost()
+	return t.cursorHost()
 }
 
 // setGrouping puts grouping k in force (0: none), keeping the cursor on
 // host when a line shows it, else on its group's row.
-func (m *Model) setGrouping(k int, host string) tea.Cmd {
-	m.groupBy = k
-	m.refilter(host)
-	g := m.grouping()
+func (t *tableModel) setGrouping(k int, host string) reply {
+	t.groupBy = k
+	t.refilter(host)
+	g := t.grouping()
 	if g == nil {
-		return m.setStatus("ungrouped", false)
+		return reply{status: "ungrouped"}
 	}
-	if m.cursorHost() != host {
-		for r, l := range m.lines {
-			if l.host < 0 && slices.ContainsFunc(m.groups[l.group].hosts, func(i int) bool { return m.hosts[i].Name == host }) {
-				m.cursor = r
+	if t.cursorHost() != host {
+		for r, l := range t.lines {
+			if l.host < 0 && slices.ContainsFunc(t.groups[l.group].hosts, func(i int) bool { return t.hosts[i].Name == host }) {
+				t.cursor = r
 				break
 			}
 		}
 	}
-	return m.setStatus(fmt.Sprintf("grouped by %s: %d groups (enter/→ expands, ← collapses, t next)", g.by, len(m.groups)), false)
+	return reply{status: fmt.Sprintf("grouped by %s: %d groups (enter/→ expands, ← collapses, t next)", g.by, len(t.groups))}
 }
 
 // groupBadge is the header's note of the grouping: "by rack".
-func (m *Model) groupBadge() string {
-	if g := m.grouping(); g != nil {
+func (t *tableModel) groupBadge() string {
+	if g := t.grouping(); g != nil {
 		return "by " + g.by
 	}
 	return ""

@@ -164,8 +164,8 @@ func TestGroupedTableFlow(t *testing.T) {
 	m, src := groupedModel(t, 120, 40, 6)
 	flatHeader := strings.Fields(lines(render(m))[0])
 	press(m, "t")
-	if m.groupBy != 1 || !strings.Contains(m.status, "grouped by group: 5 groups") {
-		t.Fatalf("t: grouping %d, status %q", m.groupBy, m.status)
+	if m.table.groupBy != 1 || !strings.Contains(m.status, "grouped by group: 5 groups") {
+		t.Fatalf("t: grouping %d, status %q", m.table.groupBy, m.status)
 	}
 	out := render(m)
 	// The header counts the same hosts, plus the grouping's badge.
@@ -177,11 +177,11 @@ func TestGroupedTableFlow(t *testing.T) {
 	if l := lines(out)[2]; !strings.Contains(l, "▸ rack-10") || !strings.Contains(l, "1 failed") {
 		t.Errorf("first group row %q", l)
 	}
-	if !m.onGroupRow() || m.selectedName() != "" {
-		t.Fatalf("cursor not on a group row: %+v", m.lines[m.cursor])
+	if !m.table.onGroupRow() || m.selectedName() != "" {
+		t.Fatalf("cursor not on a group row: %+v", m.table.lines[m.table.cursor])
 	}
 	press(m, "g", "enter") // open rack-10
-	if got := describeLines(m.grouping(), m.hosts, m.groups, m.lines); !strings.HasPrefix(got, "rack-10 4/4\n  h05\n  h06\n  h07\n  h08\ncanary") {
+	if got := describeLines(m.table.grouping(), m.hosts, m.table.groups, m.table.lines); !strings.HasPrefix(got, "rack-10 4/4\n  h05\n  h06\n  h07\n  h08\ncanary") {
 		t.Fatalf("after enter:\n%s", got)
 	}
 	if !strings.Contains(render(m), "▾ rack-10") {
@@ -193,16 +193,16 @@ func TestGroupedTableFlow(t *testing.T) {
 	}
 	// A host row acts as ever: r asks about h06 alone.
 	drive(t, m, press(m, "x"))
-	if m.dlg == nil || len(m.dlg.hostList()) != 1 || m.dlg.hostList()[0] != "h06" {
-		t.Fatalf("x on h06: dialog %+v", m.dlg)
+	if m.dialog == nil || len(m.dialog.hostList()) != 1 || m.dialog.hostList()[0] != "h06" {
+		t.Fatalf("x on h06: dialog %+v", m.dialog)
 	}
 	drive(t, m, press(m, "y"))
 	if got := calls(src); len(got) != 1 || got[0].host != "h06" || got[0].a.Kind != remote.ActResetFailed {
 		t.Fatalf("Do calls %+v", got)
 	}
 	press(m, "enter")
-	if m.focus.view() != focusHost || m.open != "h06" {
-		t.Fatalf("enter on h06: view %v, open %q", m.focus.view(), m.open)
+	if m.focus.view() != focusHost || m.host.name != "h06" {
+		t.Fatalf("enter on h06: view %v, open %q", m.focus.view(), m.host.name)
 	}
 	press(m, "esc")
 	if m.selectedName() != "h06" {
@@ -210,22 +210,22 @@ func TestGroupedTableFlow(t *testing.T) {
 	}
 	// ← from inside closes the group and rests on its row.
 	press(m, "left")
-	if !m.onGroupRow() || m.groupKey(m.cursor) != "group\x00=rack-10" || len(m.lines) != 5 {
-		t.Fatalf("left: on %+v (%s), %d lines", m.lines[m.cursor], m.groupKey(m.cursor), len(m.lines))
+	if !m.table.onGroupRow() || m.table.groupKey(m.table.cursor) != "group\x00=rack-10" || len(m.table.lines) != 5 {
+		t.Fatalf("left: on %+v (%s), %d lines", m.table.lines[m.table.cursor], m.table.groupKey(m.table.cursor), len(m.table.lines))
 	}
 	// Space on a group row marks its hosts; again clears them.
 	press(m, "space")
-	if len(m.marked) != 4 || !m.marked["h05"] || !m.marked["h08"] || !strings.Contains(lines(render(m))[2], "●") {
-		t.Fatalf("space on rack-10: marked %v", m.marked)
+	if len(m.table.marked) != 4 || !m.table.marked["h05"] || !m.table.marked["h08"] || !strings.Contains(lines(render(m))[2], "●") {
+		t.Fatalf("space on rack-10: marked %v", m.table.marked)
 	}
 	press(m, "space")
-	if len(m.marked) != 0 {
-		t.Fatalf("space again: marked %v", m.marked)
+	if len(m.table.marked) != 0 {
+		t.Fatalf("space again: marked %v", m.table.marked)
 	}
 	// An action key on a group row asks about the group's hosts, by name.
 	press(m, "r")
-	if m.dlg == nil || !slices.Equal(m.dlg.hostList(), []string{"h05", "h06", "h07", "h08"}) {
-		t.Fatalf("r on rack-10: dialog %+v", m.dlg)
+	if m.dialog == nil || !slices.Equal(m.dialog.hostList(), []string{"h05", "h06", "h07", "h08"}) {
+		t.Fatalf("r on rack-10: dialog %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, "h[05-08]") {
 		t.Errorf("the confirmation does not name the group's hosts:\n%s", out)
@@ -233,8 +233,8 @@ func TestGroupedTableFlow(t *testing.T) {
 	press(m, "esc")
 	// n finds a failed host inside a closed group and opens it.
 	press(m, "G", "n")
-	if m.selectedName() != "h06" || !m.expanded["group\x00=rack-10"] {
-		t.Fatalf("n: on %q, open %v", m.selectedName(), m.expanded)
+	if m.selectedName() != "h06" || !m.table.expanded["group\x00=rack-10"] {
+		t.Fatalf("n: on %q, open %v", m.selectedName(), m.table.expanded)
 	}
 	press(m, "n") // the only failed host: wraps to itself
 	if m.selectedName() != "h06" {
@@ -242,13 +242,13 @@ func TestGroupedTableFlow(t *testing.T) {
 	}
 	// t again groups by the rack label; the cursor stays on h06's group.
 	press(m, "t")
-	if m.groupBy != 2 || !strings.Contains(m.status, "grouped by rack") || !m.onGroupRow() ||
-		!slices.Contains(m.groupHosts(m.lines[m.cursor].group), "h06") {
-		t.Fatalf("t: by %d, status %q, cursor %+v", m.groupBy, m.status, m.lines[m.cursor])
+	if m.table.groupBy != 2 || !strings.Contains(m.status, "grouped by rack") || !m.table.onGroupRow() ||
+		!slices.Contains(m.table.groupHosts(m.table.lines[m.table.cursor].group), "h06") {
+		t.Fatalf("t: by %d, status %q, cursor %+v", m.table.groupBy, m.status, m.table.lines[m.table.cursor])
 	}
 	press(m, "t")
-	if m.groupBy != 0 || m.selectedName() != "h05" || len(m.lines) != 12 {
-		t.Fatalf("t to ungrouped: by %d, on %q, %d lines", m.groupBy, m.selectedName(), len(m.lines))
+	if m.table.groupBy != 0 || m.selectedName() != "h05" || len(m.table.lines) != 12 {
+		t.Fatalf("t to ungrouped: by %d, on %q, %d lines", m.table.groupBy, m.selectedName(), len(m.table.lines))
 	}
 }
 
@@ -260,7 +260,7 @@ func TestGroupedFilterAndSort(t *testing.T) {
 	m, _ := groupedModel(t, 120, 40, 2, 6)
 	press(m, "t")
 	press(m, append(append([]string{"/"}, typed("phase:failed")...), "enter")...)
-	if got := describeLines(m.grouping(), m.hosts, m.groups, m.lines); got != "rack-2 1/4\nrack-10 1/4" { // one failed each: the bucket order
+	if got := describeLines(m.table.grouping(), m.hosts, m.table.groups, m.table.lines); got != "rack-2 1/4\nrack-10 1/4" { // one failed each: the bucket order
 
 		t.Fatalf("phase:failed:\n%s", got)
 	}
@@ -273,14 +273,14 @@ func TestGroupedFilterAndSort(t *testing.T) {
 	press(m, "esc")
 	// Sort by ETA: inside rack-2, h01 (weights, ETA 11 min) comes after
 	// h04 (ETA 8 min); the failed h02 leads.
-	m.cursor = m.lineOfGroup("group\x00=rack-2")
+	m.table.cursor = m.table.lineOfGroup("group\x00=rack-2")
 	press(m, "enter", "s", "s", "s")
-	if m.sort != sortETA {
-		t.Fatalf("sort %v", m.sort)
+	if m.table.sort != sortETA {
+		t.Fatalf("sort %v", m.table.sort)
 	}
 	var got []string
-	for _, l := range m.lines {
-		if l.host >= 0 && m.bucketKey(l.group) == "group\x00=rack-2" {
+	for _, l := range m.table.lines {
+		if l.host >= 0 && m.table.bucketKey(l.group) == "group\x00=rack-2" {
 			got = append(got, m.hosts[l.host].Name)
 		}
 	}
@@ -289,18 +289,18 @@ func TestGroupedFilterAndSort(t *testing.T) {
 	}
 	// A batch where h06 recovers: rack-10 falls behind canary, and the
 	// cursor stays on rack-2's row, now the first.
-	m.cursor = m.lineOfGroup("group\x00=rack-2")
+	m.table.cursor = m.table.lineOfGroup("group\x00=rack-2")
 	b := sizedFleet(12, 2)
 	m.Update(batchMsg(b))
-	if !m.onGroupRow() || m.groupKey(m.cursor) != "group\x00=rack-2" || m.cursor != 0 {
-		t.Fatalf("after a batch: cursor %d on %s", m.cursor, m.groupKey(m.cursor))
+	if !m.table.onGroupRow() || m.table.groupKey(m.table.cursor) != "group\x00=rack-2" || m.table.cursor != 0 {
+		t.Fatalf("after a batch: cursor %d on %s", m.table.cursor, m.table.groupKey(m.table.cursor))
 	}
 	// And on a host row it stays on its host in its group.
 	press(m, "j")
 	host := m.selectedName()
 	m.Update(batchMsg(sizedFleet(12, 2, 9)))
-	if m.selectedName() != host || m.groupKey(m.cursor) != "group\x00=rack-2" {
-		t.Fatalf("after a batch: on %q in %s, want %q", m.selectedName(), m.groupKey(m.cursor), host)
+	if m.selectedName() != host || m.table.groupKey(m.table.cursor) != "group\x00=rack-2" {
+		t.Fatalf("after a batch: on %q in %s, want %q", m.selectedName(), m.table.groupKey(m.table.cursor), host)
 	}
 }
 
@@ -329,27 +329,27 @@ func TestGroupedCursorNeverOnNothing(t *testing.T) {
 		if m.focus.top() != focusTable {
 			press(m, "esc") // a dialog or the host view: back to the table
 		}
-		if len(m.rows) > 0 && (m.cursor < 0 || m.cursor >= len(m.lines)) {
-			t.Fatalf("step %d: cursor %d of %d lines", step, m.cursor, len(m.lines))
+		if len(m.table.rows) > 0 && (m.table.cursor < 0 || m.table.cursor >= len(m.table.lines)) {
+			t.Fatalf("step %d: cursor %d of %d lines", step, m.table.cursor, len(m.table.lines))
 		}
 		seen := map[int]bool{}
-		for _, l := range m.lines {
+		for _, l := range m.table.lines {
 			if l.host >= 0 {
 				seen[l.host] = true
-			} else if len(m.groups[l.group].hosts) == 0 {
+			} else if len(m.table.groups[l.group].hosts) == 0 {
 				t.Fatalf("step %d: an empty group row", step)
 			}
 		}
-		if m.groupBy == 0 && len(seen) != len(m.rows) {
-			t.Fatalf("step %d: %d host lines for %d rows", step, len(seen), len(m.rows))
+		if m.table.groupBy == 0 && len(seen) != len(m.table.rows) {
+			t.Fatalf("step %d: %d host lines for %d rows", step, len(seen), len(m.table.rows))
 		}
-		if m.groupBy > 0 {
+		if m.table.groupBy > 0 {
 			in := 0
-			for _, g := range m.groups {
+			for _, g := range m.table.groups {
 				in += len(g.hosts)
 			}
-			if in < len(m.rows) {
-				t.Fatalf("step %d: groups hold %d of %d hosts shown", step, in, len(m.rows))
+			if in < len(m.table.rows) {
+				t.Fatalf("step %d: groups hold %d of %d hosts shown", step, in, len(m.table.rows))
 			}
 		}
 	}
@@ -358,8 +358,8 @@ func TestGroupedCursorNeverOnNothing(t *testing.T) {
 func TestGroupKeyWithoutGroups(t *testing.T) {
 	m, _ := newTestModel(t, 80, 24)
 	press(m, "t")
-	if m.groupBy != 0 || !strings.Contains(m.status, "no groups to group by") {
-		t.Fatalf("t with no groups: by %d, status %q", m.groupBy, m.status)
+	if m.table.groupBy != 0 || !strings.Contains(m.status, "no groups to group by") {
+		t.Fatalf("t with no groups: by %d, status %q", m.table.groupBy, m.status)
 	}
 	press(m, "left", "right") // nothing to open or close; the cursor stays
 	if m.selectedName() != "gpu1" {
@@ -369,7 +369,7 @@ func TestGroupKeyWithoutGroups(t *testing.T) {
 
 // setupRacks gives the fixture's four hosts two racks.
 func setupRacks(_ *testing.T, m *Model, _ *fakeSource) {
-	m.groupings = newGroupings(map[string][]string{"rack-a": {"gpu1", "gpu2"}, "rack-b": {"gpu3", "gpu4"}}, nil)
+	m.table.groupings = newGroupings(map[string][]string{"rack-a": {"gpu1", "gpu2"}, "rack-b": {"gpu3", "gpu4"}}, nil)
 }
 
 // TestGoldenGrouped renders the grouped table: the fixture's two racks
@@ -439,7 +439,7 @@ func TestGroupNamesReachTheScreenSanitised(t *testing.T) {
 		press(m, "t")
 		out := render(m)
 		if strings.ContainsAny(out, "\x1b\a") {
-			t.Fatalf("raw control characters on screen (grouped by %q):\n%q", m.groupBadge(), out)
+			t.Fatalf("raw control characters on screen (grouped by %q):\n%q", m.table.groupBadge(), out)
 		}
 	}
 	if !strings.Contains(render(m), "r1␛]52;c;AAAA␇") {
@@ -454,25 +454,25 @@ func TestPaletteGroupCommand(t *testing.T) {
 	m, _ := groupedModel(t, 120, 30, 6)
 	press(m, append([]string{":"}, typed("group r")...)...)
 	press(m, "tab")
-	if got := m.pal.input.Value(); got != "group rack " {
+	if got := m.commandPalette.input.Value(); got != "group rack " {
 		t.Fatalf("completion %q", got)
 	}
 	press(m, "enter")
-	if m.groupBy != 2 || m.groupBadge() != "by rack" || !m.onGroupRow() {
-		t.Fatalf(":group rack: by %d (%q), cursor %+v", m.groupBy, m.groupBadge(), m.lines[m.cursor])
+	if m.table.groupBy != 2 || m.table.groupBadge() != "by rack" || !m.table.onGroupRow() {
+		t.Fatalf(":group rack: by %d (%q), cursor %+v", m.table.groupBy, m.table.groupBadge(), m.table.lines[m.table.cursor])
 	}
 	press(m, append(append([]string{":"}, typed("group zone")...), "enter")...)
-	if !m.statusErr || !strings.Contains(m.status, `unknown grouping "zone": group, rack, off`) || m.groupBy != 2 {
-		t.Fatalf(":group zone: status %q, by %d", m.status, m.groupBy)
+	if !m.statusErr || !strings.Contains(m.status, `unknown grouping "zone": group, rack, off`) || m.table.groupBy != 2 {
+		t.Fatalf(":group zone: status %q, by %d", m.status, m.table.groupBy)
 	}
 	press(m, "esc")
 	press(m, append(append([]string{":"}, typed("group off")...), "enter")...)
-	if m.groupBy != 0 || len(m.lines) != 12 {
-		t.Fatalf(":group off: by %d, %d lines", m.groupBy, len(m.lines))
+	if m.table.groupBy != 0 || len(m.table.lines) != 12 {
+		t.Fatalf(":group off: by %d, %d lines", m.table.groupBy, len(m.table.lines))
 	}
 	press(m, append(append([]string{":"}, typed("group")...), "enter")...) // as t
-	if m.groupBy != 1 {
-		t.Fatalf(":group: by %d", m.groupBy)
+	if m.table.groupBy != 1 {
+		t.Fatalf(":group: by %d", m.table.groupBy)
 	}
 	m2, _ := newTestModel(t, 80, 24)
 	press(m2, append(append([]string{":"}, typed("group")...), "enter")...)

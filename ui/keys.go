@@ -5,6 +5,9 @@ import (
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // KeyMap is every key the UI answers to. Help is generated from it, so a
@@ -15,13 +18,16 @@ type KeyMap struct {
 	Select     key.Binding
 	Help, Quit key.Binding
 
-	Mode, Restart, ResetFailed, Redeploy key.Binding
-	Undo                                 key.Binding // put back the drop-in of the last mode change
-	Rollout                              key.Binding // a gated rollout over the marked hosts
-	Actions                              key.Binding // the log of remote commands
-	Reconnect                            key.Binding // dial a host stopped on a host-key or auth failure again
-	CopyFix, CopyEvidence                key.Binding // the selected host's fix command, its evidence, to the clipboard
-	Bench                                key.Binding // a smoke load on the selected (or marked) serving hosts
+	// ActionKeys are the actions' keys, from their specs (remote.Specs),
+	// in the table's order: a changing one acts on the selected host (or
+	// a group's hosts) in every view; the bench key (a smoke load on the
+	// selected or marked serving hosts) in the table and the host view.
+	ActionKeys []ActionKey
+
+	Rollout               key.Binding // a gated rollout over the marked hosts
+	Actions               key.Binding // the log of remote commands
+	Reconnect             key.Binding // dial a host stopped on a host-key or auth failure again
+	CopyFix, CopyEvidence key.Binding // the selected host's fix command, its evidence, to the clipboard
 	// StopBench stops the smoke load under way (its overlay).
 	StopBench key.Binding
 
@@ -63,16 +69,11 @@ func DefaultKeyMap() KeyMap {
 		Help:   b([]string{"?"}, "?", "help"),
 		Quit:   b([]string{"q", "ctrl+c"}, "q", "quit"),
 
-		Mode:        b([]string{"m"}, "m", "kernel mode"),
-		Restart:     b([]string{"r"}, "r", "restart"),
-		ResetFailed: b([]string{"x"}, "x", "reset-failed"),
-		Redeploy:    b([]string{"d"}, "d", "redeploy"),
-		Undo:        b([]string{"u"}, "u", "undo mode change"),
-		Rollout:     b([]string{"R"}, "R", "rollout (marked/all)"),
-		Actions:     b([]string{"@"}, "@", "remote commands"),
-		Reconnect:   b([]string{"ctrl+r"}, "ctrl+r", "reconnect"),
+		ActionKeys: actionKeys(remote.Specs()),
+		Rollout:    b([]string{"R"}, "R", "rollout (marked/all)"),
+		Actions:    b([]string{"@"}, "@", "remote commands"),
+		Reconnect:  b([]string{"ctrl+r"}, "ctrl+r", "reconnect"),
 
-		Bench:     b([]string{"b"}, "b", "bench (smoke load)"),
 		StopBench: b([]string{"esc", "ctrl+c"}, "esc/ctrl+c", "stop the bench"),
 
 		CopyFix:      b([]string{"y"}, "y", "copy fix command"),
@@ -112,10 +113,76 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
+// ActionKey is an action's key in the console.
+type ActionKey struct {
+	Kind remote.ActionKind
+	key.Binding
+}
+
+// actionKeys are the keys of the specs that have one, in their order.
+func actionKeys(specs []remote.ActionSpec) []ActionKey {
+	var out []ActionKey
+	for _, s := range specs {
+		if s.Key != nil {
+			out = append(out, ActionKey{s.Kind, key.NewBinding(key.WithKeys(s.Key.Key), key.WithHelp(s.Key.Key, s.Key.Help))})
+		}
+	}
+	return out
+}
+
+// act is the key of an action of kind; a binding that matches nothing
+// when it has none.
+func (k KeyMap) act(kind remote.ActionKind) key.Binding {
+	for _, a := range k.ActionKeys {
+		if a.Kind == kind {
+			return a.Binding
+		}
+	}
+	return key.NewBinding(key.WithDisabled())
+}
+
+// changingAction is the changing action whose key msg is.
+func (k KeyMap) changingAction(msg tea.KeyPressMsg) (remote.ActionKind, bool) {
+	for _, a := range k.ActionKeys {
+		if a.Kind.Changes() && key.Matches(msg, a.Binding) {
+			return a.Kind, true
+		}
+	}
+	return "", false
+}
+
 // changing is every binding that changes a host; each one refuses in
 // read-only mode.
 func (k KeyMap) changing() []key.Binding {
-	return []key.Binding{k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Undo, k.Rollout}
+	var out []key.Binding
+	for _, a := range k.ActionKeys {
+		if a.Kind.Changes() {
+			out = append(out, a.Binding)
+		}
+	}
+	return append(out, k.Rollout)
+}
+
+// actionHelp is the keys of kinds, in the help's order, then the key of
+// every other changing action (a new action's key is listed without an
+// edit here).
+func (k KeyMap) actionHelp(kinds ...remote.ActionKind) []key.Binding {
+	var out []key.Binding
+	for _, kind := range kinds {
+		out = append(out, k.act(kind))
+	}
+	for _, a := range k.ActionKeys {
+		if a.Kind.Changes() && !slices.Contains(kinds, a.Kind) {
+			out = append(out, a.Binding)
+		}
+	}
+	return out
+}
+
+// changingHelp is the changing actions' keys in the help: the mode's,
+// then the unit's, then the files'.
+func (k KeyMap) changingHelp() []key.Binding {
+	return k.actionHelp(remote.ActSetMode, remote.ActUndoMode, remote.ActRestart, remote.ActResetFailed, remote.ActRedeploy)
 }
 
 // helpKeys is the help.KeyMap for one state of the UI.
@@ -130,12 +197,13 @@ func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
 // tableHelp is the help on the fleet table.
 func (k KeyMap) tableHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open, k.Mode, k.Restart, k.ResetFailed, k.Redeploy, k.Select, k.Quit},
+		short: []key.Binding{k.Help, k.HostFilter, k.Palette, k.Open,
+			k.act(remote.ActSetMode), k.act(remote.ActRestart), k.act(remote.ActResetFailed), k.act(remote.ActRedeploy), k.Select, k.Quit},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
 			{k.Group, k.Expand, k.Collapse, k.Select, k.MarkAll, k.HostFilter, k.Palette},
 			{k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Rollout, k.Bench, k.Actions, k.Reconnect},
+			append(k.changingHelp(), k.Rollout, k.act(remote.ActBench), k.Actions, k.Reconnect),
 		},
 	}
 }
@@ -143,11 +211,11 @@ func (k KeyMap) tableHelp() helpKeys {
 // hostHelp is the help in the host view.
 func (k KeyMap) hostHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.Mode, k.Restart},
+		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.act(remote.ActSetMode), k.act(remote.ActRestart)},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Fold, k.CopyFix, k.CopyEvidence, k.Back},
-			{k.Mode, k.Undo, k.Restart, k.ResetFailed, k.Redeploy, k.Bench, k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit},
+			append(k.changingHelp(), k.act(remote.ActBench), k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit),
 		},
 	}
 }

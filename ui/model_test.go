@@ -43,12 +43,12 @@ func TestSelectionMovesAndOpens(t *testing.T) {
 		t.Fatalf("selected %q, want gpu2", got)
 	}
 	press(m, "space")
-	if !m.marked["gpu2"] {
+	if !m.table.marked["gpu2"] {
 		t.Fatal("space did not mark gpu2")
 	}
 	press(m, "enter")
-	if m.focus.view() != focusHost || m.open != "gpu2" {
-		t.Fatalf("enter: view %v open %q, want host view of gpu2", m.focus.view(), m.open)
+	if m.focus.view() != focusHost || m.host.name != "gpu2" {
+		t.Fatalf("enter: view %v open %q, want host view of gpu2", m.focus.view(), m.host.name)
 	}
 	press(m, "esc")
 	if m.focus.view() != focusTable {
@@ -139,7 +139,7 @@ func TestCancelDoesNotAct(t *testing.T) {
 	} {
 		m, src := newTestModel(t, 80, 24)
 		press(m, keys...)
-		if m.dlg != nil {
+		if m.dialog != nil {
 			t.Errorf("%v: dialog still open", keys)
 		}
 		if len(src.calls) != 0 {
@@ -155,8 +155,10 @@ func TestReadOnlyRefuses(t *testing.T) {
 	for _, b := range DefaultKeyMap().changing() {
 		ks = append(ks, b.Keys()...)
 	}
-	if got := strings.Join(ks, ""); got != "mrxduR" {
-		t.Fatalf("changing keys %q, want mrxduR", got)
+	// The set matters, not the order (the action keys come in the
+	// table's order).
+	if got := strings.Join(slices.Sorted(slices.Values(ks)), ""); got != "Rdmrux" {
+		t.Fatalf("changing keys %q, want R, d, m, r, u and x", got)
 	}
 	for _, open := range []bool{false, true} {
 		for _, k := range ks {
@@ -170,7 +172,7 @@ func TestReadOnlyRefuses(t *testing.T) {
 				t.Errorf("%s (host view %v): status %q, want read-only", k, open, m.status)
 			}
 			press(m, "y", "enter") // y copies here: no dialog is open to confirm
-			if m.dlg != nil || m.focus.view() == focusRollout {
+			if m.dialog != nil || m.focus.view() == focusRollout {
 				t.Errorf("%s (host view %v): opened a dialog or view in read-only mode", k, open)
 			}
 			if len(src.calls) != 0 {
@@ -191,8 +193,8 @@ func TestActionResultsReachStatusAndLog(t *testing.T) {
 	if m.status != "gpu3: restart done" {
 		t.Fatalf("status %q, want %q", m.status, "gpu3: restart done")
 	}
-	if len(m.cmds.entries) != 2 {
-		t.Fatalf("%d actions recorded, want 2", len(m.cmds.entries))
+	if len(m.remoteCommands.entries) != 2 {
+		t.Fatalf("%d actions recorded, want 2", len(m.remoteCommands.entries))
 	}
 	r := m.ring("gpu3")
 	if l := r.at(r.total - 1); l.Kind != lineAction || l.Text != "#7 restart done" {
@@ -229,44 +231,44 @@ func TestFilterNextPrev(t *testing.T) {
 		t.Fatal("/ did not open the filter input")
 	}
 	press(m, "c", "a", "p", "t", "u", "r", "e", "q") // q is typed, not quit
-	if got := m.filter.Value(); got != "captureq" {
+	if got := m.host.filterInput.Value(); got != "captureq" {
 		t.Fatalf("filter input holds %q", got)
 	}
 	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	press(m, "enter")
-	if m.focus.top() == focusLogFilter || m.lv.query != "capture" {
-		t.Fatalf("typing %v query %q", m.focus.top() == focusLogFilter, m.lv.query)
+	if m.focus.top() == focusLogFilter || m.host.log.query != "capture" {
+		t.Fatalf("typing %v query %q", m.focus.top() == focusLogFilter, m.host.log.query)
 	}
-	if m.lv.matches != 2 { // "capturing" is not "capture"
-		t.Fatalf("%d matches, want 2", m.lv.matches)
+	if m.host.log.matches != 2 { // "capturing" is not "capture"
+		t.Fatalf("%d matches, want 2", m.host.log.matches)
 	}
 	r := m.ring("gpu3")
-	last := m.lv.cur
+	last := m.host.log.cur
 	if !strings.Contains(r.at(last).Text, "Capture cuda graph failed") {
 		t.Fatalf("first match is %q, want the newest match", r.at(last).Text)
 	}
 	press(m, "N")
-	prev := m.lv.cur
+	prev := m.host.log.cur
 	if prev >= last || !strings.Contains(strings.ToLower(r.at(prev).Text), "capture") {
 		t.Fatalf("N went to %d (%q), want an earlier match", prev, r.at(prev).Text)
 	}
-	if m.lv.follow {
+	if m.host.log.follow {
 		t.Fatal("jumping to a match must stop following")
 	}
 	press(m, "n")
-	if m.lv.cur != last {
-		t.Fatalf("n went to %d, want back to %d", m.lv.cur, last)
+	if m.host.log.cur != last {
+		t.Fatalf("n went to %d, want back to %d", m.host.log.cur, last)
 	}
 	press(m, "n") // wraps
-	if m.lv.cur >= last || m.status != "search wrapped" {
-		t.Fatalf("n past the last match: cur %d status %q", m.lv.cur, m.status)
+	if m.host.log.cur >= last || m.status != "search wrapped" {
+		t.Fatalf("n past the last match: cur %d status %q", m.host.log.cur, m.status)
 	}
 }
 
 func TestFollowAndNewLines(t *testing.T) {
 	m, _ := newTestModel(t, 80, 24)
 	press(m, "j", "j", "enter", "f")
-	if m.lv.follow {
+	if m.host.log.follow {
 		t.Fatal("f did not stop following")
 	}
 	b := fleetFixture()
@@ -276,15 +278,15 @@ func TestFollowAndNewLines(t *testing.T) {
 		t.Fatalf("no new-lines indicator:\n%s", out)
 	}
 	press(m, "G")
-	if !m.lv.follow {
+	if !m.host.log.follow {
 		t.Fatal("G did not resume following")
 	}
 	press(m, "k")
-	if m.lv.follow {
+	if m.host.log.follow {
 		t.Fatal("scrolling up must stop following")
 	}
 	press(m, "w")
-	if !m.lv.wrap {
+	if !m.host.log.wrap {
 		t.Fatal("w did not turn wrap on")
 	}
 }
@@ -620,6 +622,13 @@ type reconnectSource struct {
 	*fakeSource
 	asked []string
 	err   error
+}
+
+// Capabilities adds Reconnect to the fake's.
+func (r *reconnectSource) Capabilities() remote.Capabilities {
+	c := r.fakeSource.Capabilities()
+	c.Reconnect = r.Reconnect
+	return c
 }
 
 func (r *reconnectSource) Reconnect(host string) error {

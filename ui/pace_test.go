@@ -13,7 +13,7 @@ func TestModelTellsTheOpenHostView(t *testing.T) {
 		t.Fatalf("told %q before any host view opened", src.views)
 	}
 	press(m, "j", "j", "enter")
-	host := m.open
+	host := m.host.name
 	if host == "" || !slices.Equal(src.views, []string{host}) {
 		t.Fatalf("opened %q, told %q", host, src.views)
 	}

@@ -19,28 +19,36 @@ type paletteCommand struct {
 	args  string // usage after the name
 	help  string
 	hosts bool // takes HOST… (names, groups, marked, all)
+	// action is the action the command starts, for the actions' own
+	// commands (their specs' palette entries); "" for the console's.
+	action remote.ActionKind
 }
 
 // paletteCommands is every command, in the order help and completion give
-// them. The changing ones lead to the same dialogs as their keys.
+// them: the host view, the actions' commands from their specs (each leads
+// to the same dialogs as its key), then the console's own.
 func paletteCommands() []paletteCommand {
-	return []paletteCommand{
-		{"host", "NAME", "open the host view", false},
-		{"restart", "HOST…", "restart (capture-safety preflight first)", true},
-		{"stop", "HOST…", "stop the unit", true},
-		{"reset-failed", "HOST…", "clear the failed state and start limit", true},
-		{"redeploy", "HOST… [KERNEL]", "copy the local build of a kernel", true},
-		{"mode", "HOST… KERNEL=MODE", "set a kernel's mode", true},
-		{"undo", "HOST…", "undo the last mode change", true},
-		{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true},
-		{"reconnect", "HOST…", "dial again after a host-key or auth fix", true},
-		{"filter", "TEXT", "filter the table (name phase: mode: state:)", false},
-		{"group", "[BY|off]", "group the table's rows (group, a label key; t)", false},
-		{"follow", "", "follow the log on/off (host view)", false},
-		{"wrap", "", "wrap log lines on/off", false},
-		{"help", "", "this list", false},
-		{"quit", "", "quit (also q)", false},
+	return paletteCommandsOf(remote.Specs())
+}
+
+// paletteCommandsOf is the palette with the actions of specs.
+func paletteCommandsOf(specs []remote.ActionSpec) []paletteCommand {
+	out := []paletteCommand{{"host", "NAME", "open the host view", false, ""}}
+	for _, s := range specs {
+		if p := s.Palette; p != nil {
+			out = append(out, paletteCommand{p.Name, p.Args, p.Help, true, s.Kind})
+		}
 	}
+	return append(out,
+		paletteCommand{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true, ""},
+		paletteCommand{"reconnect", "HOST…", "dial again after a host-key or auth fix", true, ""},
+		paletteCommand{"filter", "TEXT", "filter the table (name phase: mode: state:)", false, ""},
+		paletteCommand{"group", "[BY|off]", "group the table's rows (group, a label key; t)", false, ""},
+		paletteCommand{"follow", "", "follow the log on/off (host view)", false, ""},
+		paletteCommand{"wrap", "", "wrap log lines on/off", false, ""},
+		paletteCommand{"help", "", "this list", false, ""},
+		paletteCommand{"quit", "", "quit (also q)", false, ""},
+	)
 }
 
 // paletteCommandNamed is the command called name ("q" is quit).
@@ -71,10 +79,11 @@ type paletteEnv struct {
 
 // paletteCall is a parsed line: a command and its resolved arguments.
 type paletteCall struct {
-	cmd          string   // the command's name
-	hosts        []string // resolved, in order, each once
-	kernel, mode string   // a KERNEL=MODE, or redeploy's KERNEL
-	text         string   // filter's text
+	cmd          string            // the command's name
+	action       remote.ActionKind // the action it starts; "": none
+	hosts        []string          // resolved, in order, each once
+	kernel, mode string            // a KERNEL=MODE, or redeploy's KERNEL
+	text         string            // filter's text
 }
 
 // parsePalette reads one line of the palette and resolves its hosts,
@@ -88,7 +97,7 @@ func parsePalette(line string, env paletteEnv) (paletteCall, error) {
 	if !ok {
 		return paletteCall{}, fmt.Errorf("unknown command %q: %s", words[0], strings.Join(commandNames(), ", "))
 	}
-	call := paletteCall{cmd: c.name}
+	call := paletteCall{cmd: c.name, action: c.action}
 	args := words[1:]
 	switch c.name {
 	case "host":
@@ -367,18 +376,18 @@ func newCmdPalette() cmdPalette {
 
 // env is the model's side of the palette's world right now.
 func (m *Model) paletteEnv() paletteEnv {
-	env := paletteEnv{hosts: m.hostNames(), shown: m.shown(), marked: m.shownMarked(),
+	env := paletteEnv{hosts: m.table.hostNames(), shown: m.table.shown(), marked: m.table.shownMarked(),
 		groups: m.opts.Groups, cat: m.opts.Kernels, hostView: m.focus.view() == focusHost}
-	for _, g := range m.groupings {
+	for _, g := range m.table.groupings {
 		env.groupBy = append(env.groupBy, g.by)
 	}
-	env.hidden = len(m.marked) - len(env.marked)
+	env.hidden = len(m.table.marked) - len(env.marked)
 	return env
 }
 
 // openPalette answers `:`.
 func (m *Model) openPalette() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	m.focus.push(focusPalette)
 	p.input.SetValue("")
 	p.pos, p.draft = len(p.hist), ""
@@ -389,8 +398,8 @@ func (m *Model) openPalette() tea.Cmd {
 // closePalette closes the palette, back to the view under it.
 func (m *Model) closePalette() {
 	m.focus.pop()
-	m.pal.input.Blur()
-	m.pal.endCycle()
+	m.commandPalette.input.Blur()
+	m.commandPalette.endCycle()
 }
 
 func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
@@ -398,7 +407,7 @@ func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
 // paletteKey edits the palette: tab and shift+tab cycle completions,
 // up and down walk the history, enter runs, esc closes.
 func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	switch msg.String() {
 	case "esc":
 		m.closePalette()
@@ -427,7 +436,7 @@ func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 // complete puts the next (dir 1) or previous candidate in the line: the
 // first tab computes them; a single one is taken with a space after it.
 func (m *Model) complete(dir int) {
-	p := &m.pal
+	p := &m.commandPalette
 	if p.cur < 0 {
 		p.base, p.cands = completePalette(p.input.Value(), m.paletteEnv())
 		switch len(p.cands) {
@@ -484,7 +493,7 @@ func (p *cmdPalette) remember(line string) {
 // runPaletteLine runs the line. A line that does not parse stays in the
 // prompt, with why in the status line.
 func (m *Model) runPaletteLine() tea.Cmd {
-	p := &m.pal
+	p := &m.commandPalette
 	line := strings.TrimSpace(p.input.Value())
 	if line == "" {
 		m.closePalette()
@@ -504,44 +513,35 @@ func (m *Model) runPaletteLine() tea.Cmd {
 // keys use: every change goes through their refusals, preflight and
 // confirmation dialogs.
 func (m *Model) runPalette(c paletteCall) tea.Cmd {
+	if c.action != "" {
+		return m.startActionOn(c.hosts, remote.Action{Kind: c.action, Kernel: c.kernel, Mode: c.mode})
+	}
 	switch c.cmd {
 	case "host":
 		m.openHost(c.hosts[0])
-	case "restart":
-		return m.startRestartOn(c.hosts)
-	case "stop":
-		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActStop})
-	case "reset-failed":
-		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActResetFailed})
-	case "redeploy":
-		return m.confirmOn(c.hosts, remote.Action{Kind: remote.ActRedeploy, Kernel: c.kernel})
-	case "mode":
-		return m.confirmModeOn(c.hosts, c.kernel, c.mode)
-	case "undo":
-		return m.startModeOn(c.hosts, true)
 	case "rollout":
 		return m.startRolloutOn(c.hosts, c.kernel, c.mode)
 	case "reconnect":
 		return m.reconnectOn(c.hosts)
 	case "filter":
-		if err := m.setHostFilter(c.text); err != nil {
+		if err := m.table.setFilter(c.text); err != nil {
 			return m.setStatus(err.Error(), true)
 		}
 		m.showView(focusTable)
-		if !m.hf.active() {
+		if !m.table.filter.active() {
 			return m.setStatus("filter cleared", false)
 		}
 	case "group":
 		m.showView(focusTable)
 		if c.text == "" {
-			return m.cycleGrouping()
+			return m.take(m.table.cycleGrouping())
 		}
-		return m.groupTableBy(c.text)
+		return m.take(m.table.groupTableBy(c.text))
 	case "follow":
 		m.toggleFollow()
 	case "wrap":
-		m.lv.wrap = !m.lv.wrap
-		return m.setStatus("wrap "+onOff(m.lv.wrap), false)
+		m.host.log.wrap = !m.host.log.wrap
+		return m.setStatus("wrap "+onOff(m.host.log.wrap), false)
 	case "help":
 		m.focus.push(focusCommands)
 	case "quit":
@@ -560,7 +560,7 @@ func onOff(b bool) string {
 // paletteFooter is the footer while the palette is open: the completions
 // (the one in the line marked) or the status, then the prompt.
 func (m *Model) paletteFooter(w int) string {
-	p := &m.pal
+	p := &m.commandPalette
 	s := m.styles
 	var top string
 	switch {

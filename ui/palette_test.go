@@ -240,8 +240,8 @@ func TestPaletteOpensTheKeysDialogs(t *testing.T) {
 			press(byKey, tc.keys...)
 			byLine, lineSrc := newTestModel(t, 120, 40)
 			runLine(byLine, tc.line)
-			if byKey.dlg == nil || !reflect.DeepEqual(byKey.dlg, byLine.dlg) {
-				t.Fatalf("dialogs differ:\nkeys %+v\nline %+v", byKey.dlg, byLine.dlg)
+			if byKey.dialog == nil || !reflect.DeepEqual(byKey.dialog, byLine.dialog) {
+				t.Fatalf("dialogs differ:\nkeys %+v\nline %+v", byKey.dialog, byLine.dialog)
 			}
 			if byLine.focus.top() == focusPalette {
 				t.Fatal("the palette stayed open over the dialog")
@@ -282,8 +282,8 @@ func TestPaletteStopSeveralHostsNamesThem(t *testing.T) {
 func TestPaletteRestartAllRunsThePreflight(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	runLine(m, "restart all")
-	if m.dlg == nil || m.dlg.kind != dlgPreflight || m.dlg.hosts != 4 {
-		t.Fatalf("no preflight dialog for 4 hosts: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.kind != dlgPreflight || m.dialog.hosts != 4 {
+		t.Fatalf("no preflight dialog for 4 hosts: %+v", m.dialog)
 	}
 	out := render(m)
 	for _, want := range []string{"Restart sglang.service on 4 hosts: preflight refused", "gpu3: kdtree-verify",
@@ -292,7 +292,7 @@ func TestPaletteRestartAllRunsThePreflight(t *testing.T) {
 			t.Errorf("preflight dialog lacks %q:\n%s", want, out)
 		}
 	}
-	for m.dlg.choices[m.dlg.cursor].value != "on" {
+	for m.dialog.choices[m.dialog.cursor].value != "on" {
 		press(m, "j")
 	}
 	drive(t, m, press(m, "enter"))
@@ -309,7 +309,7 @@ func TestPaletteRestartAllRunsThePreflight(t *testing.T) {
 	m, src = newTestModel(t, 120, 40)
 	runLine(m, "restart all")
 	drive(t, m, press(m, "1", "enter"))
-	if len(src.calls) != 0 || m.dlg == nil {
+	if len(src.calls) != 0 || m.dialog == nil {
 		t.Fatal("the count of one host went on for four")
 	}
 	drive(t, m, press(m, "backspace", "4", "enter"))
@@ -320,7 +320,7 @@ func TestPaletteRestartAllRunsThePreflight(t *testing.T) {
 
 func TestPaletteAllUnderAFilter(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
-	if err := m.setHostFilter("mode:on"); err != nil {
+	if err := m.table.setFilter("mode:on"); err != nil {
 		t.Fatal(err)
 	}
 	runLine(m, "reset-failed all")
@@ -354,8 +354,8 @@ func TestPaletteReadOnly(t *testing.T) {
 		if m.status != want || !strings.HasPrefix(want, "read-only: ") {
 			t.Errorf("%s: status %q, want %q", tc.line, m.status, want)
 		}
-		if m.dlg != nil || m.focus.view() == focusRollout || len(src.calls) != 0 {
-			t.Errorf("%s: dialog %+v, view %v, calls %v in read-only mode", tc.line, m.dlg, m.focus.view(), src.calls)
+		if m.dialog != nil || m.focus.view() == focusRollout || len(src.calls) != 0 {
+			t.Errorf("%s: dialog %+v, view %v, calls %v in read-only mode", tc.line, m.dialog, m.focus.view(), src.calls)
 		}
 	}
 }
@@ -363,8 +363,8 @@ func TestPaletteReadOnly(t *testing.T) {
 func TestPaletteErrorKeepsTheLine(t *testing.T) {
 	m, src := newTestModel(t, 80, 24)
 	runLine(m, "restart gpu9")
-	if m.focus.top() != focusPalette || m.pal.input.Value() != "restart gpu9" {
-		t.Fatalf("palette open %v with %q, want it open with the line", m.focus.top() == focusPalette, m.pal.input.Value())
+	if m.focus.top() != focusPalette || m.commandPalette.input.Value() != "restart gpu9" {
+		t.Fatalf("palette open %v with %q, want it open with the line", m.focus.top() == focusPalette, m.commandPalette.input.Value())
 	}
 	if !m.statusErr || m.status != `unknown host "gpu9": gpu1, gpu2, gpu3, gpu4` {
 		t.Fatalf("status %q", m.status)
@@ -374,8 +374,8 @@ func TestPaletteErrorKeepsTheLine(t *testing.T) {
 		t.Fatalf("footer:\n%s", out)
 	}
 	press(m, "backspace", "4", "enter")
-	if m.dlg == nil || m.dlg.host != "gpu4" || m.focus.top() == focusPalette {
-		t.Fatalf("fixed line: dialog %+v, palette open %v", m.dlg, m.focus.top() == focusPalette)
+	if m.dialog == nil || m.dialog.host != "gpu4" || m.focus.top() == focusPalette {
+		t.Fatalf("fixed line: dialog %+v, palette open %v", m.dialog, m.focus.top() == focusPalette)
 	}
 	if len(src.calls) != 0 {
 		t.Fatal("Do called before the confirmation")
@@ -385,7 +385,7 @@ func TestPaletteErrorKeepsTheLine(t *testing.T) {
 func TestPaletteTabCyclesAndHistory(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, ":", "r", "e", "tab")
-	value := func() string { return m.pal.input.Value() }
+	value := func() string { return m.commandPalette.input.Value() }
 	if value() != "restart" || !strings.Contains(render(m), "[restart] reset-failed  redeploy") {
 		t.Fatalf("first tab: %q\n%s", value(), render(m))
 	}
@@ -431,16 +431,16 @@ func TestPaletteTabCyclesAndHistory(t *testing.T) {
 func TestPaletteOtherCommands(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	runLine(m, "host gpu2")
-	if m.focus.view() != focusHost || m.open != "gpu2" {
-		t.Fatalf(":host gpu2: view %v open %q", m.focus.view(), m.open)
+	if m.focus.view() != focusHost || m.host.name != "gpu2" {
+		t.Fatalf(":host gpu2: view %v open %q", m.focus.view(), m.host.name)
 	}
-	follow := m.lv.follow
+	follow := m.host.log.follow
 	runLine(m, "follow")
-	if m.lv.follow == follow {
+	if m.host.log.follow == follow {
 		t.Fatal(":follow did not toggle following")
 	}
 	runLine(m, "wrap")
-	if !m.lv.wrap {
+	if !m.host.log.wrap {
 		t.Fatal(":wrap did not turn wrap on")
 	}
 	press(m, "esc")
@@ -448,11 +448,11 @@ func TestPaletteOtherCommands(t *testing.T) {
 		t.Fatal("esc from a host opened with :host did not go back to the table")
 	}
 	runLine(m, "filter phase:failed")
-	if !slices.Equal(m.shown(), []string{"gpu3"}) {
-		t.Fatalf(":filter shows %q", m.shown())
+	if !slices.Equal(m.table.shown(), []string{"gpu3"}) {
+		t.Fatalf(":filter shows %q", m.table.shown())
 	}
 	runLine(m, "filter")
-	if m.hf.active() {
+	if m.table.filter.active() {
 		t.Fatal(":filter with no text did not clear it")
 	}
 	runLine(m, "help")
@@ -473,17 +473,17 @@ func TestPaletteOtherCommands(t *testing.T) {
 func TestPaletteNotOverPrompts(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, "/", ":")
-	if m.focus.top() == focusPalette || m.hfInput.Value() != ":" {
-		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.focus.top() == focusPalette, m.hfInput.Value())
+	if m.focus.top() == focusPalette || m.table.filterInput.Value() != ":" {
+		t.Fatalf("/ then ':' opened the palette (%v) or lost the text %q", m.focus.top() == focusPalette, m.table.filterInput.Value())
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "enter", "/", ":")
-	if m.focus.top() == focusPalette || m.filter.Value() != ":" {
+	if m.focus.top() == focusPalette || m.host.filterInput.Value() != ":" {
 		t.Fatal("':' in the log filter opened the palette")
 	}
 	m, _ = newTestModel(t, 120, 40)
 	press(m, "j", "j", "m", ":")
-	if m.focus.top() == focusPalette || m.dlg == nil {
+	if m.focus.top() == focusPalette || m.dialog == nil {
 		t.Fatal("':' over a dialog opened the palette")
 	}
 	m, _ = newTestModel(t, 120, 40)
@@ -498,7 +498,7 @@ func TestPaletteGroups(t *testing.T) {
 	m, src := newTestModel(t, 120, 40)
 	m.opts.Groups = map[string][]string{"rack-b": {"gpu2", "gpu4"}}
 	press(m, ":", "s", "t", "o", "p", "space", "r", "tab")
-	if got := m.pal.input.Value(); got != "stop rack-b " {
+	if got := m.commandPalette.input.Value(); got != "stop rack-b " {
 		t.Fatalf("group completion %q", got)
 	}
 	drive(t, m, press(m, "enter", "y"))
@@ -598,8 +598,8 @@ func TestSeveralHostsDialogsFitAFleetOf64(t *testing.T) {
 			!strings.Contains(out, "type 64 (the number of hosts)") {
 			t.Errorf("restart all over 64 hosts:\n%s", out)
 		}
-		if m.dlg == nil || len(m.dlg.refused) != 16 {
-			t.Fatalf("preflight dialog %+v, want 16 hosts refused", m.dlg)
+		if m.dialog == nil || len(m.dialog.refused) != 16 {
+			t.Fatalf("preflight dialog %+v, want 16 hosts refused", m.dialog)
 		}
 		if len(src.calls) != 0 {
 			t.Fatal("Do called before a confirmation")

@@ -77,7 +77,7 @@ func TestReplayKeysTypeInPrompts(t *testing.T) {
 		m, r := replayModel(t)
 		press(m, "/")
 		press(m, keys...)
-		if got := m.hfInput.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
+		if got := m.table.filterInput.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
 			t.Errorf("filter %q, replay %+v", got, *r)
 		}
 	})
@@ -85,7 +85,7 @@ func TestReplayKeysTypeInPrompts(t *testing.T) {
 		m, r := replayModel(t)
 		press(m, "enter", "/")
 		press(m, keys...)
-		if got := m.filter.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
+		if got := m.host.filterInput.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
 			t.Errorf("filter %q, replay %+v", got, *r)
 		}
 	})
@@ -93,14 +93,14 @@ func TestReplayKeysTypeInPrompts(t *testing.T) {
 		m, r := replayModel(t)
 		press(m, ":")
 		press(m, keys...)
-		if got := m.pal.input.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
+		if got := m.commandPalette.input.Value(); got != "p<>+-" || *r != (fakeReplay{speed: 20}) {
 			t.Errorf("palette %q, replay %+v", got, *r)
 		}
 	})
 	t.Run("dialog", func(t *testing.T) {
 		m, r := replayModel(t)
 		press(m, "r")
-		if m.dlg == nil {
+		if m.dialog == nil {
 			t.Fatal("r opened no dialog")
 		}
 		press(m, keys...)
@@ -160,10 +160,15 @@ func TestReplayKeysAreFree(t *testing.T) {
 		if name == "Pause" || name == "Faster" || name == "Slower" {
 			continue
 		}
-		b := v.Field(i).Interface().(key.Binding)
-		for _, k := range b.Keys() {
-			if slices.Contains(replay, k) {
-				t.Errorf("%s answers to %q, a replay key", name, k)
+		bs, ok := v.Field(i).Interface().([]ActionKey)
+		if !ok {
+			bs = []ActionKey{{Binding: v.Field(i).Interface().(key.Binding)}}
+		}
+		for _, b := range bs {
+			for _, k := range b.Keys() {
+				if slices.Contains(replay, k) {
+					t.Errorf("%s %s answers to %q, a replay key", name, b.Kind, k)
+				}
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/remote"
-	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
@@ -30,20 +29,20 @@ type rolloutIssued struct {
 // issue hands steps to the door in one command (a host's actions must
 // reach the fleet in order); the driver counts them as outstanding.
 func (m *Model) issue(steps []rollout.Step) tea.Cmd {
-	if len(steps) == 0 || m.ro == nil {
+	if len(steps) == 0 || m.rollout == nil {
 		return nil
 	}
-	src, d := m.src, m.ro.d
+	src, d := m.src, m.rollout.d
 	return func() tea.Msg { return rolloutIssued{d: d, res: rollout.DoSteps(src.Do, steps)} }
 }
 
 // rolloutHosts are the hosts R acts on: the marked ones, else all, in
 // table order; of either, only those the table shows under its filter.
 func (m *Model) rolloutHosts() []string {
-	if marked := m.shownMarked(); len(marked) > 0 {
+	if marked := m.table.shownMarked(); len(marked) > 0 {
 		return marked
 	}
-	return m.shown()
+	return m.table.shown()
 }
 
 // startRollout answers R: the running rollout's view, or the dialog for a
@@ -56,7 +55,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if m.src.ReadOnly() {
 		return m.setStatus("read-only: rollout is disabled", true)
 	}
-	if m.ro != nil && !m.ro.r.Settled() {
+	if m.rollout != nil && !m.rollout.r.Settled() {
 		m.showView(focusRollout)
 		return nil
 	}
@@ -71,8 +70,8 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if i := slices.Index(f.modes, kernel+"="+mode); kernel != "" && i >= 0 {
 		f.mode = i
 	}
-	if m.hf.active() {
-		f.filter = m.hf.text
+	if m.table.filter.active() {
+		f.filter = m.table.filter.text
 	}
 	m.openDialog(&dialog{kind: dlgRollout, host: strings.Join(hosts, ", "), unit: unit, rollout: f})
 	return nil
@@ -81,7 +80,7 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 // rolloutFormKey edits the rollout dialog; enter runs the preflight for
 // the target mode on every host, then asks to confirm.
 func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, f := m.keys, m.dlg.rollout
+	k, f := m.keys, m.dialog.rollout
 	if f.confirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
@@ -141,40 +140,31 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}
-	m.ro = &rolloutRun{r: r, d: rollout.NewDriver(r)}
+	m.rollout = &rolloutRun{r: r, d: rollout.NewDriver(r)}
 	m.showView(focusRollout)
-	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(m.ro.d.Start(m.hosts)))
+	return tea.Batch(m.setStatus("rollout started: "+p.String(), false), m.issue(m.rollout.d.Start(m.hosts)))
 }
 
 // rolloutIssuedMsg feeds the door's answer back to the driver, which then
 // observes the batches it held meanwhile.
 func (m *Model) rolloutIssuedMsg(msg rolloutIssued) tea.Cmd {
-	if m.ro == nil || m.ro.d != msg.d {
+	if m.rollout == nil || m.rollout.d != msg.d {
 		return nil // a rollout since replaced
 	}
 	cmds := []tea.Cmd{}
 	for _, s := range msg.res {
 		cmds = append(cmds, m.issued(actionIssued{host: s.Step.Host, action: s.Step.Action, id: s.ID, err: s.Err}))
 	}
-	before := m.ro.r.State().Status
-	steps := m.ro.d.Answer(msg.res)
+	before := m.rollout.r.State().Status
+	steps := m.rollout.d.Answer(msg.res)
 	return tea.Batch(append(cmds, m.statusChange(before), m.issue(steps))...)
-}
-
-// previousRuns is a Source that knows each host's previous serving run
-// and its decode rate, from the history, and the drop that counts as
-// slower (remote.Fleet); a Source without it (a test fake) gets no
-// before rates.
-type previousRuns interface {
-	PreviousRun(host, unit string) (history.Record, bool)
-	SlowerBy() float64
 }
 
 // previousRates are the before rates of a rollout over hosts: each host's
 // previous serving run, answered from memory by the source.
 func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64) {
-	src, ok := m.src.(previousRuns)
-	if !ok {
+	previous, slowerBy := m.caps.PreviousRun, m.caps.SlowerBy
+	if previous == nil || slowerBy == nil {
 		return nil, 0
 	}
 	out := map[string]rollout.Rate{}
@@ -183,28 +173,28 @@ func (m *Model) previousRates(hosts []string) (map[string]rollout.Rate, float64)
 		if hs == nil {
 			continue
 		}
-		if rec, ok := src.PreviousRun(h, hs.Unit); ok {
+		if rec, ok := previous(h, hs.Unit); ok {
 			out[h] = rollout.Rate{Modes: rec.Modes, TPS: rec.DecodeTPS}
 		}
 	}
-	return out, src.SlowerBy()
+	return out, slowerBy()
 }
 
 // observe hands a batch to the rollout's driver: while it runs, and once
 // it settled too, since the new runs' decode rates come in after the
 // hosts serve (no steps come of a settled rollout).
 func (m *Model) observe(b remote.Batch) tea.Cmd {
-	if m.ro == nil {
+	if m.rollout == nil {
 		return nil
 	}
-	before := m.ro.r.State().Status
-	steps := m.ro.d.Observe(b)
+	before := m.rollout.r.State().Status
+	steps := m.rollout.d.Observe(b)
 	return tea.Batch(m.statusChange(before), m.issue(steps))
 }
 
 // statusChange reports the rollout's state when it is no longer before.
 func (m *Model) statusChange(before rollout.Status) tea.Cmd {
-	if st := m.ro.r.State(); st.Status != before {
+	if st := m.rollout.r.State(); st.Status != before {
 		return m.rolloutStatus(st)
 	}
 	return nil
@@ -215,9 +205,9 @@ func (m *Model) statusChange(before rollout.Status) tea.Cmd {
 func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
 	switch st.Status {
 	case rollout.Halted:
-		for i, l := range m.ro.r.Lanes() {
+		for i, l := range m.rollout.r.Lanes() {
 			if l.Host == st.Host {
-				m.ro.cursor = i
+				m.rollout.cursor = i
 			}
 		}
 		return m.setStatus("rollout halted on "+st.Host+": b rolls it back, a ends the rollout", true)
@@ -230,7 +220,7 @@ func (m *Model) rolloutStatus(st rollout.State) tea.Cmd {
 
 // rolloutKey handles the rollout view.
 func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, ro := m.keys, m.ro
+	k, ro := m.keys, m.rollout
 	lanes := ro.r.Lanes()
 	switch {
 	case key.Matches(msg, k.Back):
@@ -276,10 +266,10 @@ func (m *Model) rolloutKey(msg tea.KeyPressMsg) tea.Cmd {
 
 // rollback rolls host back after the confirmation.
 func (m *Model) rollback(host string) tea.Cmd {
-	if m.ro == nil {
+	if m.rollout == nil {
 		return nil
 	}
-	steps, err := m.ro.d.Rollback(host)
+	steps, err := m.rollout.d.Rollback(host)
 	if err != nil {
 		return m.setStatus(err.Error(), true)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/rollout"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -60,7 +60,7 @@ func (p *rolloutProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 	}
-	if ro := p.Model.ro; ro != nil {
+	if ro := p.Model.rollout; ro != nil {
 		f.state = ro.r.State()
 		for _, l := range ro.r.Lanes() {
 			f.lanes[l.Host] = l
@@ -109,18 +109,18 @@ func send(tm *teatest.TestModel, keys ...string) {
 // runSeedFleet runs the simulated seed fleet (gpu1..gpu4; gpu3 in
 // validate dies at graph capture) at speed through the real fleet and
 // tracker until the test ends, and returns it with its clock and catalog.
-func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernels.Catalog) {
+func runSeedFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels.Catalog) {
 	t.Helper()
 	cat := kernels.DefaultCatalog()
 	drivers, clock, err := sim.NewFleet("seed", sim.Options{Speed: speed, Kernels: cat})
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]remote.HostSpec, len(drivers))
+	specs := make([]fleet.HostSpec, len(drivers))
 	for i, d := range drivers {
-		specs[i] = remote.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
+		specs[i] = fleet.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
 	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
+	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func runSeedFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernel
 
 // runDemoFleet is runSeedFleet as `bringup demo` runs it: with the
 // simulated history of earlier runs (gpu3's in off among them).
-func runDemoFleet(t *testing.T, speed float64) (*remote.Fleet, sim.Clock, kernels.Catalog) {
+func runDemoFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels.Catalog) {
 	t.Helper()
 	fleet, clock, err := sim.DemoFleet("seed", speed, false, nil)
 	if err != nil {
@@ -155,7 +155,7 @@ func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 }
 
 // runConsoleOver is runSeedConsole over the fleet run gives.
-func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*remote.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
+func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*fleet.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
 	fleet, clock, cat := run(t, rolloutSpeed)
 	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
@@ -181,7 +181,7 @@ func quit(t *testing.T, tm *teatest.TestModel) *rolloutProbe {
 // doneActions are the names of the actions done on host, in order.
 func doneActions(m *Model, host string) []string {
 	var out []string
-	for _, a := range m.cmds.entries {
+	for _, a := range m.remoteCommands.entries {
 		if a.host == host && a.res.Stage == event.ActionDone {
 			out = append(out, a.res.Name)
 		}
@@ -272,7 +272,7 @@ func TestRolloutHaltsOnSimulatedFleet(t *testing.T) {
 	if got := doneActions(final.Model, "gpu2"); len(got) != 0 {
 		t.Errorf("gpu2 actions done %q, want none", got)
 	}
-	if st := final.Model.ro.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
+	if st := final.Model.rollout.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
 		t.Errorf("final rollout state %+v", st)
 	}
 }
@@ -371,7 +371,7 @@ func TestRolloutRatesOnSimulatedFleet(t *testing.T) {
 			regexp.MustCompile(`[3-5]\.\d× decode [\d ]+ vs [\d ]+`).MatchString(rowOf(frame, "gpu3"))
 	})
 	final := quit(t, tm)
-	for _, l := range final.Model.ro.r.Lanes() {
+	for _, l := range final.Model.rollout.r.Lanes() {
 		if r, ok := l.Ratio(); !ok || l.Host == "gpu3" && (r < 3 || r > 5.5) || l.Host == "gpu4" && (r < 0.8 || r > 1.25) {
 			t.Errorf("%s: ratio %v %v (before %+v, after %+v)", l.Host, r, ok, l.Before, l.After)
 		}

@@ -93,7 +93,7 @@ func TestSeedFailureAndRecovery(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	final := tm.FinalModel(t).(*probe)
 	var names []string
-	for _, a := range final.cmds.entries {
+	for _, a := range final.remoteCommands.entries {
 		if a.res.Stage == event.ActionDone {
 			names = append(names, a.res.Name)
 		}

@@ -25,11 +25,11 @@ func (m *Model) signal() tea.Cmd {
 
 // rolloutProgress is where the console's rollout stands, for the bar.
 func (m *Model) rolloutProgress() notify.Rollout {
-	if m.ro == nil {
+	if m.rollout == nil {
 		return notify.Rollout{}
 	}
-	lanes := m.ro.r.Lanes()
-	ro := notify.Rollout{Running: !m.ro.r.Settled(), Total: len(lanes)}
+	lanes := m.rollout.r.Lanes()
+	ro := notify.Rollout{Running: !m.rollout.r.Settled(), Total: len(lanes)}
 	for _, l := range lanes {
 		if l.Stage.Final() {
 			ro.Done++

@@ -177,57 +177,57 @@ func (t filterTerm) match(h *remote.HostState) bool {
 // stays on the first of keep that is still shown (in the group it was
 // in, when the table is grouped), else on the group row it was on, else
 // on the line it was on.
-func (m *Model) refilter(keep ...string) {
-	prev := m.cursor
-	prevGroup, onGroup := m.groupKey(prev), m.onGroupRow()
-	m.rows = m.rows[:0]
-	for i := range m.hosts {
-		if m.hf.match(&m.hosts[i]) {
-			m.rows = append(m.rows, i)
+func (t *tableModel) refilter(keep ...string) {
+	prev := t.cursor
+	prevGroup, onGroup := t.groupKey(prev), t.onGroupRow()
+	t.rows = t.rows[:0]
+	for i := range t.hosts {
+		if t.filter.match(&t.hosts[i]) {
+			t.rows = append(t.rows, i)
 		}
 	}
-	sortRows(m.rows, m.hosts, m.sort)
-	m.layout()
-	m.cursor = max(0, min(prev, len(m.lines)-1))
+	sortRows(t.rows, t.hosts, t.sort)
+	t.layout()
+	t.cursor = max(0, min(prev, len(t.lines)-1))
 	for _, name := range keep {
-		if i := m.lineOfHost(name, prevGroup); i >= 0 {
-			m.cursor = i
+		if i := t.lineOfHost(name, prevGroup); i >= 0 {
+			t.cursor = i
 			return
 		}
 	}
 	if onGroup {
-		if i := m.lineOfGroup(prevGroup); i >= 0 {
-			m.cursor = i
+		if i := t.lineOfGroup(prevGroup); i >= 0 {
+			t.cursor = i
 		}
 	}
 }
 
 // cursorHost is the host on the table's cursor line; "" on a group's
 // summary row.
-func (m *Model) cursorHost() string {
-	if m.cursor < len(m.lines) {
-		if l := m.lines[m.cursor]; l.host >= 0 {
-			return m.hosts[l.host].Name
+func (t *tableModel) cursorHost() string {
+	if t.cursor < len(t.lines) {
+		if l := t.lines[t.cursor]; l.host >= 0 {
+			return t.hosts[l.host].Name
 		}
 	}
 	return ""
 }
 
 // shown is the names of the hosts the table shows, in order.
-func (m *Model) shown() []string {
-	out := make([]string, len(m.rows))
-	for r, i := range m.rows {
-		out[r] = m.hosts[i].Name
+func (t *tableModel) shown() []string {
+	out := make([]string, len(t.rows))
+	for r, i := range t.rows {
+		out[r] = t.hosts[i].Name
 	}
 	return out
 }
 
 // shownMarked is the marked hosts among those shown, in table order:
 // what "marked" means to every action.
-func (m *Model) shownMarked() []string {
+func (t *tableModel) shownMarked() []string {
 	var out []string
-	for _, n := range m.shown() {
-		if m.marked[n] {
+	for _, n := range t.shown() {
+		if t.marked[n] {
 			out = append(out, n)
 		}
 	}
@@ -235,99 +235,100 @@ func (m *Model) shownMarked() []string {
 }
 
 // hostNames is every host of the fleet, in order.
-func (m *Model) hostNames() []string {
-	out := make([]string, len(m.hosts))
-	for i := range m.hosts {
-		out[i] = m.hosts[i].Name
+func (t *tableModel) hostNames() []string {
+	out := make([]string, len(t.hosts))
+	for i := range t.hosts {
+		out[i] = t.hosts[i].Name
 	}
 	return out
 }
 
-// setHostFilter parses and applies text as the table's filter.
-func (m *Model) setHostFilter(text string) error {
-	f, err := parseHostFilter(text, m.hostNames(), m.opts.Kernels)
+// setFilter parses and applies text as the table's filter.
+func (t *tableModel) setFilter(text string) error {
+	f, err := parseHostFilter(text, t.hostNames(), t.catalog)
 	if err != nil {
 		return err
 	}
-	m.hf = f
-	m.refilter(m.cursorHost())
+	t.filter = f
+	t.refilter(t.cursorHost())
 	return nil
 }
 
-// openHostFilter answers / on the table: the prompt, holding the filter
-// in force.
-func (m *Model) openHostFilter() tea.Cmd {
-	m.focus.push(focusHostFilter)
-	m.hfErr = ""
-	m.hfInput.SetValue(m.hf.text)
-	m.hfInput.CursorEnd()
-	return m.hfInput.Focus()
+// openFilter answers / on the table: the prompt, holding the filter in
+// force. The console puts the prompt's layer over the table.
+func (t *tableModel) openFilter() tea.Cmd {
+	t.filterErr = ""
+	t.filterInput.SetValue(t.filter.text)
+	t.filterInput.CursorEnd()
+	return t.filterInput.Focus()
 }
 
-// hostFilterKey edits the table's filter; the table follows as it is
-// typed. A word that does not parse (yet) leaves the last filter that
-// did in force and says why beside the prompt; enter on it says so in
-// the status line and keeps the prompt. esc clears the filter.
-func (m *Model) hostFilterKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "esc":
-		m.closeHostFilter()
-		m.hf = hostFilter{}
-		m.refilter(m.cursorHost())
-		return m.setStatus("filter cleared", false)
-	case "enter":
-		if err := m.setHostFilter(m.hfInput.Value()); err != nil {
-			return m.setStatus(err.Error(), true)
+// UpdateFilter answers what is typed at the filter prompt while it is
+// open: the table follows as it is typed. A word that does not parse
+// (yet) leaves the last filter that did in force and says why beside the
+// prompt; enter on it says so in the status line and keeps the prompt.
+// esc clears the filter. The reply says when the prompt closed.
+func (t *tableModel) UpdateFilter(msg tea.Msg) reply {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch k.String() {
+		case "esc":
+			t.closeFilter()
+			t.filter = hostFilter{}
+			t.refilter(t.cursorHost())
+			return reply{status: "filter cleared", closed: true}
+		case "enter":
+			if err := t.setFilter(t.filterInput.Value()); err != nil {
+				return reply{status: err.Error(), isErr: true}
+			}
+			t.closeFilter()
+			if !t.filter.active() {
+				return reply{status: "filter cleared", closed: true}
+			}
+			return reply{closed: true}
 		}
-		m.closeHostFilter()
-		if !m.hf.active() {
-			return m.setStatus("filter cleared", false)
-		}
-		return nil
 	}
-	return m.editHostFilter(msg)
+	return reply{cmd: t.editFilter(msg)}
 }
 
-// editHostFilter hands msg (a key, a paste) to the prompt and applies
-// what it then holds, when that parses.
-func (m *Model) editHostFilter(msg tea.Msg) tea.Cmd {
+// editFilter hands msg (a key, a paste) to the prompt and applies what it
+// then holds, when that parses.
+func (t *tableModel) editFilter(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
-	m.hfInput, cmd = m.hfInput.Update(msg)
-	m.hfErr = ""
-	if err := m.setHostFilter(m.hfInput.Value()); err != nil {
-		m.hfErr = err.Error()
+	t.filterInput, cmd = t.filterInput.Update(msg)
+	t.filterErr = ""
+	if err := t.setFilter(t.filterInput.Value()); err != nil {
+		t.filterErr = err.Error()
 	}
 	return cmd
 }
 
-func (m *Model) closeHostFilter() {
-	m.focus.pop()
-	m.hfErr = ""
-	m.hfInput.Blur()
+func (t *tableModel) closeFilter() {
+	t.filterErr = ""
+	t.filterInput.Blur()
 }
 
 // filterBadge is the header's account of the filter: "filter: TEXT  N/M
 // hosts", or "" with no filter.
-func (m *Model) filterBadge() string {
-	if !m.hf.active() {
+func (t *tableModel) filterBadge() string {
+	if !t.filter.active() {
 		return ""
 	}
-	return fmt.Sprintf("filter: %s  %d/%d hosts", m.hf.text, len(m.rows), len(m.hosts))
+	return fmt.Sprintf("filter: %s  %d/%d hosts", t.filter.text, len(t.rows), len(t.hosts))
 }
 
-// hostFilterFooter is the footer while the filter prompt is open: the
-// status, or why the text does not parse, or what words there are; then
-// the prompt.
-func (m *Model) hostFilterFooter(w int) string {
-	s := m.styles
+// filterPromptView is the footer while the filter prompt is open: why
+// the text does not parse, else status (the status line drawn, "" when
+// it shows nothing), else what words there are; then the prompt.
+func (t *tableModel) filterPromptView(w int, status string) string {
+	s := t.styles
 	var top string
 	switch {
-	case m.hfErr != "":
-		top = s.StatusErr.Render(clip(m.hfErr, w))
-	case m.status != "":
-		top = m.statusText(w)
+	case t.filterErr != "":
+		top = s.StatusErr.Render(clip(t.filterErr, w))
+	case status != "":
+		top = status
 	default:
 		top = s.Dim.Render(clip("words: a name, phase:failed, mode:validate, state:failed · enter keeps · esc clears", w))
 	}
-	return top + "\n" + clip(m.hfInput.View(), w)
+	return top + "\n" + clip(t.filterInput.View(), w)
 }

@@ -74,12 +74,12 @@ func TestHostFilterKeys(t *testing.T) {
 		t.Fatal("/ on the table did not open the filter prompt")
 	}
 	press(m, typed("phase:")...)
-	if !strings.HasPrefix(m.hfErr, `unknown phase ""`) || !strings.Contains(render(m), `unknown phase ""`) {
-		t.Fatalf("half a term: error %q; want it beside the prompt", m.hfErr)
+	if !strings.HasPrefix(m.table.filterErr, `unknown phase ""`) || !strings.Contains(render(m), `unknown phase ""`) {
+		t.Fatalf("half a term: error %q; want it beside the prompt", m.table.filterErr)
 	}
 	press(m, typed("failed")...)
-	if got := m.shown(); !slices.Equal(got, []string{"gpu3"}) || m.hfErr != "" {
-		t.Fatalf("phase:failed shows %q (error %q)", got, m.hfErr)
+	if got := m.table.shown(); !slices.Equal(got, []string{"gpu3"}) || m.table.filterErr != "" {
+		t.Fatalf("phase:failed shows %q (error %q)", got, m.table.filterErr)
 	}
 	if got := m.selectedName(); got != "gpu3" {
 		t.Fatalf("cursor on %q once gpu4 is hidden, want gpu3", got)
@@ -92,7 +92,7 @@ func TestHostFilterKeys(t *testing.T) {
 		t.Fatalf("no prompt on the last line:\n%s", out)
 	}
 	press(m, "enter")
-	if m.focus.top() == focusHostFilter || !m.hf.active() {
+	if m.focus.top() == focusHostFilter || !m.table.filter.active() {
 		t.Fatal("enter did not keep the filter")
 	}
 	if rowOf(render(m), "gpu1") != "" || rowOf(render(m), "gpu3") == "" {
@@ -101,7 +101,7 @@ func TestHostFilterKeys(t *testing.T) {
 
 	// gpu1 fails too: it comes in above the cursor, which stays on gpu3.
 	feed(t, m, func(hs []remote.HostState) { hs[0].Startup.Phase = startup.Failed })
-	if got := m.shown(); !slices.Equal(got, []string{"gpu1", "gpu3"}) || m.selectedName() != "gpu3" {
+	if got := m.table.shown(); !slices.Equal(got, []string{"gpu1", "gpu3"}) || m.selectedName() != "gpu3" {
 		t.Fatalf("rows %q, cursor on %q; want gpu1, gpu3 with the cursor on gpu3", got, m.selectedName())
 	}
 	press(m, "k")
@@ -109,8 +109,8 @@ func TestHostFilterKeys(t *testing.T) {
 		t.Fatalf("k went to %q", m.selectedName())
 	}
 	press(m, "esc")
-	if m.hf.active() || len(m.rows) != 4 || m.selectedName() != "gpu1" {
-		t.Fatalf("esc: filter %q, %d rows, cursor on %q", m.hf.text, len(m.rows), m.selectedName())
+	if m.table.filter.active() || len(m.table.rows) != 4 || m.selectedName() != "gpu1" {
+		t.Fatalf("esc: filter %q, %d rows, cursor on %q", m.table.filter.text, len(m.table.rows), m.selectedName())
 	}
 	if h := lines(render(m))[0]; strings.Contains(h, "filter:") || !strings.Contains(h, "4 hosts") {
 		t.Fatalf("header after esc %q", h)
@@ -122,11 +122,11 @@ func TestHostFilterPromptEnterOnAMistakeKeepsIt(t *testing.T) {
 	press(m, "/")
 	press(m, typed("phse:failed")...)
 	press(m, "enter")
-	if m.focus.top() != focusHostFilter || m.hfInput.Value() != "phse:failed" || !m.statusErr || !strings.Contains(m.status, `unknown filter term "phse:failed"`) {
-		t.Fatalf("typing %v, text %q, status %q", m.focus.top() == focusHostFilter, m.hfInput.Value(), m.status)
+	if m.focus.top() != focusHostFilter || m.table.filterInput.Value() != "phse:failed" || !m.statusErr || !strings.Contains(m.status, `unknown filter term "phse:failed"`) {
+		t.Fatalf("typing %v, text %q, status %q", m.focus.top() == focusHostFilter, m.table.filterInput.Value(), m.status)
 	}
 	press(m, "esc")
-	if m.focus.top() == focusHostFilter || m.hf.active() {
+	if m.focus.top() == focusHostFilter || m.table.filter.active() {
 		t.Fatal("esc in the prompt did not clear the filter")
 	}
 	press(m, "/")
@@ -135,8 +135,8 @@ func TestHostFilterPromptEnterOnAMistakeKeepsIt(t *testing.T) {
 	if out := render(m); !strings.Contains(out, `no host matches the filter "gpu9" (esc clears it)`) || !strings.Contains(lines(out)[0], "0/4 hosts") {
 		t.Fatalf("a filter that matches nothing:\n%s", out)
 	}
-	if cmd := press(m, "r"); m.dlg != nil || !strings.Contains(m.status, "no host selected") {
-		t.Fatalf("r with no rows: dialog %+v, status %q (%v)", m.dlg, m.status, cmd)
+	if cmd := press(m, "r"); m.dialog != nil || !strings.Contains(m.status, "no host selected") {
+		t.Fatalf("r with no rows: dialog %+v, status %q (%v)", m.dialog, m.status, cmd)
 	}
 }
 
@@ -148,18 +148,18 @@ func TestHostFilterLimitsMarksAndRollout(t *testing.T) {
 	press(m, "/")
 	press(m, typed("mode:on")...) // gpu1, gpu2, gpu4
 	press(m, "enter", "j", "j", "space")
-	if got := m.shownMarked(); !slices.Equal(got, []string{"gpu1", "gpu4"}) {
+	if got := m.table.shownMarked(); !slices.Equal(got, []string{"gpu1", "gpu4"}) {
 		t.Fatalf("marked and shown %q", got)
 	}
-	if err := m.setHostFilter("phase:failed"); err != nil { // gpu3 only: both marks hidden
+	if err := m.table.setFilter("phase:failed"); err != nil { // gpu3 only: both marks hidden
 		t.Fatal(err)
 	}
 	if h := lines(render(m))[0]; !strings.Contains(h, "0 selected +2 hidden") {
 		t.Fatalf("header %q does not say the marks are hidden", h)
 	}
 	press(m, "R")
-	if m.dlg == nil || m.dlg.rollout == nil || !slices.Equal(m.dlg.rollout.hosts, []string{"gpu3"}) {
-		t.Fatalf("R under the filter: %+v", m.dlg)
+	if m.dialog == nil || m.dialog.rollout == nil || !slices.Equal(m.dialog.rollout.hosts, []string{"gpu3"}) {
+		t.Fatalf("R under the filter: %+v", m.dialog)
 	}
 	if out := render(m); !strings.Contains(out, `hosts (shown by the filter "phase:failed"): gpu3`) {
 		t.Fatalf("rollout form does not name the hosts and the filter:\n%s", out)
@@ -170,7 +170,7 @@ func TestHostFilterPaste(t *testing.T) {
 	m, _ := newTestModel(t, 120, 40)
 	press(m, "/")
 	m.Update(tea.PasteMsg{Content: "state:failed"})
-	if got := m.shown(); !slices.Equal(got, []string{"gpu3"}) {
+	if got := m.table.shown(); !slices.Equal(got, []string{"gpu3"}) {
 		t.Fatalf("pasted state:failed shows %q", got)
 	}
 }
@@ -183,8 +183,8 @@ func TestHostFilterPasteDropsControls(t *testing.T) {
 	press(m, "/")
 	m.Update(tea.PasteMsg{Content: "gpu\x1b]0;pwned\x07\u009b3"})
 	press(m, "enter")
-	if m.hf.text != "gpu]0;pwned3" {
-		t.Fatalf("filter text %q, want the pasted text without its control characters", m.hf.text)
+	if m.table.filter.text != "gpu]0;pwned3" {
+		t.Fatalf("filter text %q, want the pasted text without its control characters", m.table.filter.text)
 	}
 	if h := lines(render(m))[0]; !strings.Contains(h, `filter: gpu]0;pwned3`) {
 		t.Fatalf("header %q", h)

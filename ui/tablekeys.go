@@ -73,21 +73,21 @@ func sortRows(rows []int, hosts []remote.HostState, s tableSort) {
 }
 
 // pageRows is how many table lines the table shows at once.
-func (m *Model) pageRows() int {
-	return max(1, min(m.bodyHeight(), len(m.lines)+1)-1) // less the header row
+func (t *tableModel) pageRows() int {
+	return max(1, min(t.height, len(t.lines)+1)-1) // less the header row
 }
 
 // nextFailed moves the cursor to the next failed host shown after it (dir
 // 1) or before it (dir -1), wrapping around; it reports whether there was
 // one. In a grouped table the hosts of collapsed groups count too: the
 // group of the host found opens.
-func (m *Model) nextFailed(dir int) bool {
-	if m.groupBy == 0 {
-		n := len(m.lines)
+func (t *tableModel) nextFailed(dir int) bool {
+	if t.groupBy == 0 {
+		n := len(t.lines)
 		for i := 1; i <= n; i++ {
-			r := ((m.cursor+dir*i)%n + n) % n
-			if m.hosts[m.lines[r].host].Startup.Phase == startup.Failed {
-				m.cursor = r
+			r := ((t.cursor+dir*i)%n + n) % n
+			if t.hosts[t.lines[r].host].Startup.Phase == startup.Failed {
+				t.cursor = r
 				return true
 			}
 		}
@@ -98,15 +98,15 @@ func (m *Model) nextFailed(dir int) bool {
 	type at struct{ group, host int }
 	var seq []at
 	from := -1
-	for gi := range m.groups {
-		if from < 0 && m.cursor < len(m.lines) && m.lines[m.cursor].group == gi && m.lines[m.cursor].host < 0 {
+	for gi := range t.groups {
+		if from < 0 && t.cursor < len(t.lines) && t.lines[t.cursor].group == gi && t.lines[t.cursor].host < 0 {
 			from = len(seq) - 1 // the group row: before its first host
 			if dir < 0 {
 				from = len(seq)
 			}
 		}
-		for _, i := range m.groups[gi].hosts {
-			if from < 0 && m.cursor < len(m.lines) && m.lines[m.cursor] == (tableLine{group: gi, host: i}) {
+		for _, i := range t.groups[gi].hosts {
+			if from < 0 && t.cursor < len(t.lines) && t.lines[t.cursor] == (tableLine{group: gi, host: i}) {
 				from = len(seq)
 			}
 			seq = append(seq, at{gi, i})
@@ -115,13 +115,13 @@ func (m *Model) nextFailed(dir int) bool {
 	n := len(seq)
 	for i := 1; i <= n; i++ {
 		r := ((from+dir*i)%n + n) % n
-		if m.hosts[seq[r].host].Startup.Phase != startup.Failed {
+		if t.hosts[seq[r].host].Startup.Phase != startup.Failed {
 			continue
 		}
-		key := m.bucketKey(seq[r].group)
-		m.expanded[key] = true
-		m.layout()
-		m.cursor = max(0, m.lineOfHost(m.hosts[seq[r].host].Name, key))
+		key := t.bucketKey(seq[r].group)
+		t.expanded[key] = true
+		t.layout()
+		t.cursor = max(0, t.lineOfHost(t.hosts[seq[r].host].Name, key))
 		return true
 	}
 	return false
@@ -129,20 +129,20 @@ func (m *Model) nextFailed(dir int) bool {
 
 // selectAll marks every host shown, or, when all are marked already,
 // unmarks them.
-func (m *Model) selectAll() int {
+func (t *tableModel) selectAll() int {
 	all := true
-	for _, r := range m.rows {
-		all = all && m.marked[m.hosts[r].Name]
+	for _, r := range t.rows {
+		all = all && t.marked[t.hosts[r].Name]
 	}
-	for _, r := range m.rows {
+	for _, r := range t.rows {
 		if all {
-			delete(m.marked, m.hosts[r].Name)
+			delete(t.marked, t.hosts[r].Name)
 		} else {
-			m.marked[m.hosts[r].Name] = true
+			t.marked[t.hosts[r].Name] = true
 		}
 	}
 	if all {
 		return 0
 	}
-	return len(m.rows)
+	return len(t.rows)
 }

@@ -50,7 +50,7 @@ func TestTableAtFleetSize(t *testing.T) {
 	m := New(src, Options{Title: "bringup", Kernels: kernels.DefaultCatalog(), Now: func() time.Time { return now }, NoColor: true})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 24})
 	m.Update(batchMsg(sizedFleet(60, 7, 31, 52)))
-	cur := func() string { return m.cursorHost() }
+	cur := func() string { return m.table.cursorHost() }
 	step := func(k, want string) {
 		t.Helper()
 		press(m, k)
@@ -58,7 +58,7 @@ func TestTableAtFleetSize(t *testing.T) {
 			t.Errorf("after %s: cursor on %s, want %s", k, got, want)
 		}
 	}
-	page := m.pageRows()
+	page := m.table.pageRows()
 	if page < 10 || page > 21 {
 		t.Fatalf("page of %d rows at 24 lines", page)
 	}
@@ -79,43 +79,43 @@ func TestTableAtFleetSize(t *testing.T) {
 	// Sort failed first: the failed hosts lead, in config order, and the
 	// cursor stays on h52.
 	press(m, "s")
-	if m.sort != sortFailed || cur() != "h52" || !strings.Contains(m.status, "failed first") {
-		t.Errorf("sort %v, cursor %s, status %q", m.sort, cur(), m.status)
+	if m.table.sort != sortFailed || cur() != "h52" || !strings.Contains(m.status, "failed first") {
+		t.Errorf("sort %v, cursor %s, status %q", m.table.sort, cur(), m.status)
 	}
-	if got := strings.Join(m.shown()[:5], " "); got != "h07 h31 h52 h01 h02" {
+	if got := strings.Join(m.table.shown()[:5], " "); got != "h07 h31 h52 h01 h02" {
 		t.Errorf("failed first: %s", got)
 	}
 	m.Update(batchMsg(sizedFleet(60, 7, 31, 52, 2))) // h02 fails too: the order follows
-	if got := strings.Join(m.shown()[:5], " "); got != "h02 h07 h31 h52 h01" || cur() != "h52" {
+	if got := strings.Join(m.table.shown()[:5], " "); got != "h02 h07 h31 h52 h01" || cur() != "h52" {
 		t.Errorf("after a batch: %s, cursor %s", got, cur())
 	}
 	press(m, "s") // by phase: failed, then the least advanced
-	if got := m.shown(); got[4] != "h01" || got[len(got)-1] != "h60" {
+	if got := m.table.shown(); got[4] != "h01" || got[len(got)-1] != "h60" {
 		t.Errorf("by phase: %v", got)
 	}
 	press(m, "s") // by ETA: failed, then the soonest (the highest numbers here), hosts with no ETA last
-	if got := m.shown(); got[4] != "h59" || got[len(got)-1] != "h60" {
+	if got := m.table.shown(); got[4] != "h59" || got[len(got)-1] != "h60" {
 		t.Errorf("by ETA: %v", got)
 	}
 	press(m, "s")
-	if m.sort != sortConfig || m.shown()[0] != "h01" {
-		t.Errorf("back to config order: %v %v", m.sort, m.shown()[:3])
+	if m.table.sort != sortConfig || m.table.shown()[0] != "h01" {
+		t.Errorf("back to config order: %v %v", m.table.sort, m.table.shown()[:3])
 	}
 
 	press(m, "A")
-	if len(m.marked) != 60 {
-		t.Errorf("mark all: %d marked", len(m.marked))
+	if len(m.table.marked) != 60 {
+		t.Errorf("mark all: %d marked", len(m.table.marked))
 	}
 	press(m, "A")
-	if len(m.marked) != 0 {
-		t.Errorf("mark all again clears: %d marked", len(m.marked))
+	if len(m.table.marked) != 0 {
+		t.Errorf("mark all again clears: %d marked", len(m.table.marked))
 	}
 	// Under a filter, mark-all takes only the hosts shown.
-	m.hf = hostFilter{}
+	m.table.filter = hostFilter{}
 	press(m, append([]string{"/"}, append(typed("phase:failed"), "enter")...)...)
 	press(m, "A")
-	if len(m.marked) != 4 {
-		t.Errorf("mark all under phase:failed: %d marked (%v)", len(m.marked), m.marked)
+	if len(m.table.marked) != 4 {
+		t.Errorf("mark all under phase:failed: %d marked (%v)", len(m.table.marked), m.table.marked)
 	}
 }
 
@@ -126,7 +126,7 @@ func TestNextFailedWithNone(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 24})
 	m.Update(batchMsg(sizedFleet(5)))
 	press(m, "j", "n")
-	if m.cursorHost() != "h02" || !strings.Contains(m.status, "no failed host") {
-		t.Errorf("cursor %s, status %q", m.cursorHost(), m.status)
+	if m.table.cursorHost() != "h02" || !strings.Contains(m.status, "no failed host") {
+		t.Errorf("cursor %s, status %q", m.table.cursorHost(), m.status)
 	}
 }

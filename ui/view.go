@@ -31,17 +31,12 @@ func (m *Model) bodyHeight() int { return max(0, m.height-1-footerRows) }
 func (m *Model) render() string {
 	w, h := m.width, m.height
 	var body string
-	hs := m.hostState(m.open)
+	hs := m.hostState(m.host.name)
 	switch v := m.focus.view(); {
 	case v == focusHost && hs != nil:
-		hv := hostView{hs: hs, logs: m.ring(m.open), lv: &m.lv, now: m.now, styles: m.styles,
-			local: m.local}
-		if m.focus.top() == focusLogFilter {
-			hv.input = m.filter.View()
-		}
-		body = hv.Render(w, m.bodyHeight())
+		body = m.host.View(w, m.bodyHeight(), hs, m.now, m.styles, m.localHashes, m.focus.top() == focusLogFilter)
 	case v == focusRollout:
-		rv := rolloutView{ro: m.ro, now: m.now, styles: m.styles}
+		rv := rolloutView{ro: m.rollout, now: m.now, styles: m.styles}
 		body = rv.Render(w, m.bodyHeight())
 	default:
 		body = m.renderTable(w, m.bodyHeight())
@@ -49,7 +44,7 @@ func (m *Model) render() string {
 	out := screen(m.header(w)+"\n"+screen(body, w, m.bodyHeight())+"\n"+m.footer(w), w, h)
 	switch m.focus.top() {
 	case focusDialog, focusRolloutForm:
-		out = overlay(out, m.dlg.Render(w, m.styles), w, h)
+		out = overlay(out, m.dialog.Render(w, m.styles), w, h)
 	case focusHelp:
 		out = overlay(out, m.helpBox(w, h), w, h)
 	case focusActions:
@@ -69,7 +64,7 @@ func (m *Model) header(w int) string {
 	serving, failed, starting, other := c.Serving, c.Failed, c.Starting, c.Other
 	s := m.styles
 	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
-	if f := m.filterBadge(); f != "" {
+	if f := m.table.filterBadge(); f != "" {
 		hosts = s.Badge.Render(f)
 	}
 	counts := fmt.Sprintf("%s · %s · %s · %s", hosts,
@@ -79,7 +74,7 @@ func (m *Model) header(w int) string {
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
-	if n, all := len(m.shownMarked()), len(m.marked); all > 0 {
+	if n, all := len(m.table.shownMarked()), len(m.table.marked); all > 0 {
 		counts += fmt.Sprintf(" · %d selected", n)
 		if all > n {
 			counts += fmt.Sprintf(" +%d hidden", all-n)
@@ -91,22 +86,22 @@ func (m *Model) header(w int) string {
 	if b := hostKeyBadge(m.hosts); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
-	if m.ro != nil && !m.ro.r.Settled() {
-		counts += " · " + s.Badge.Render("rollout "+string(m.ro.r.State().Status))
+	if m.rollout != nil && !m.rollout.r.Settled() {
+		counts += " · " + s.Badge.Render("rollout "+string(m.rollout.r.State().Status))
 	}
 	if m.opts.Position != nil {
 		counts += " · " + s.Badge.Render(m.opts.Position())
 	}
-	if m.sort != sortConfig {
-		counts += " · " + s.Badge.Render("sorted "+m.sort.String())
+	if m.table.sort != sortConfig {
+		counts += " · " + s.Badge.Render("sorted "+m.table.sort.String())
 	}
-	if b := m.groupBadge(); b != "" {
+	if b := m.table.groupBadge(); b != "" {
 		counts += " · " + s.Badge.Render(b)
 	}
 	if m.src.ReadOnly() {
 		counts += " · " + s.Badge.Render("read-only")
 	}
-	if m.closed {
+	if m.streamEnded {
 		counts += " · " + s.Badge.Render("stream ended")
 	}
 	title := s.Title.Render(m.opts.Title)
@@ -150,7 +145,11 @@ func (m *Model) footer(w int) string {
 	case focusPalette:
 		return m.paletteFooter(w)
 	case focusHostFilter:
-		return m.hostFilterFooter(w)
+		status := ""
+		if m.status != "" {
+			status = m.statusText(w)
+		}
+		return m.table.filterPromptView(w, status)
 	default: // the status line
 	}
 	status := m.statusText(w)
@@ -160,7 +159,7 @@ func (m *Model) footer(w int) string {
 	var hk helpKeys
 	switch {
 	case top.isDialog():
-		hk = m.keys.dialogHelp(m.dlg.kind == dlgConfirm)
+		hk = m.keys.dialogHelp(m.dialog.kind == dlgConfirm)
 	case top == focusActions:
 		hk = m.keys.actionsHelp()
 	case top == focusBench:
@@ -205,33 +204,12 @@ func (m *Model) statusText(w int) string {
 // renderTable is the fleet table and, in the rows left, the newest log
 // lines of the host under the cursor.
 func (m *Model) renderTable(w, h int) string {
-	t := fleetTable{hosts: m.hosts, lines: m.lines, cursor: m.cursor, marked: m.marked, now: m.now, styles: m.styles, drift: m.hostDrifts()}
-	if g := m.grouping(); g != nil {
-		t.grouping, t.groups, t.groupNameW = g, m.groups, groupNameWidth(g, m.groups)
-		t.expanded = m.isOpen(g)
+	out := m.table.View(w, h, m.now, m.hostDrifts())
+	if len(m.table.rows) == 0 {
+		return out // no host, or none the filter shows: nothing to preview
 	}
-	switch {
-	case len(m.hosts) == 0:
-		return m.styles.Dim.Render("  waiting for hosts…")
-	case len(m.rows) == 0:
-		return m.styles.Dim.Render(clip(fmt.Sprintf("  no host matches the filter %q (esc clears it)", m.hf.text), w))
-	}
-	rows := min(h, len(m.lines)+1)
-	out := t.Render(w, rows)
-	logH := h - rows - 2
-	name := m.selectedName()
-	title := fmt.Sprintf("── %s · newest lines (enter to open) ", name)
-	if g := m.grouping(); g != nil && m.onGroupRow() {
-		// A group's row shows the log of its host that most needs a
-		// person: a closed rack with a failure shows the failure.
-		gr := &m.groups[m.lines[m.cursor].group]
-		name = m.hosts[neediest(m.hosts, gr.hosts)].Name
-		verb := "expands"
-		if m.expanded[m.groupKey(m.cursor)] {
-			verb = "collapses"
-		}
-		title = fmt.Sprintf("── %s · %s · newest lines (enter %s) ", g.buckets[gr.bucket].name, name, verb)
-	}
+	logH := h - m.table.viewRows(h) - 2
+	name, title := m.table.preview(m.selectedName())
 	if logH < 3 || name == "" {
 		return out
 	}

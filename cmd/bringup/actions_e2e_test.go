@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/cmd/bringup/action"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/kernels/bundle"
@@ -74,8 +75,8 @@ func (w *actWorld) readOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	before := w.fingerprint(t, ctx, "gpu1")
-	for _, c := range actionCmds() {
-		args := append([]string{c.name, "--read-only", "--yes", "--config", w.cfg}, readOnlyArgs[c.name]...)
+	for _, c := range action.Commands() {
+		args := append([]string{c.Name, "--read-only", "--yes", "--config", w.cfg}, readOnlyArgs[c.Name]...)
 		code, out, errOut := w.bringup(ctx, args...)
 		if code != exitUsage || !strings.Contains(errOut, "read-only mode") {
 			t.Errorf("%v: exit %d, want %d naming read-only\n%s%s", args, code, exitUsage, out, errOut)

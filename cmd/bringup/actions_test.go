@@ -9,20 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/cmd/bringup/action"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 )
 
 // actCmd returns the changing command named name.
-func actCmd(t *testing.T, name string) actionCmd {
+func actCmd(t *testing.T, name string) action.Command {
 	t.Helper()
-	for _, c := range actionCmds() {
-		if c.name == name {
+	for _, c := range action.Commands() {
+		if c.Name == name {
 			return c
 		}
 	}
 	t.Fatalf("no action command %q", name)
-	return actionCmd{}
+	return action.Command{}
 }
 
 // runAct runs a changing command with in as the terminal (nil: none).
@@ -39,11 +40,12 @@ func runAct(t *testing.T, ctx context.Context, name string, in *strings.Reader, 
 
 // readOnlyArgs are, per command, arguments that would change a host.
 var readOnlyArgs = map[string][]string{
-	"mode":         {"gpu1", "kdtree-verify=on", "--restart"},
-	"redeploy":     {"gpu1", "--restart"},
-	"restart":      {"gpu1"},
-	"stop":         {"gpu1"},
-	"reset-failed": {"gpu1"},
+	"mode":          {"gpu1", "kdtree-verify=on", "--restart"},
+	"redeploy":      {"gpu1", "--restart"},
+	"restart":       {"gpu1"},
+	"stop":          {"gpu1"},
+	"reset-failed":  {"gpu1"},
+	"daemon-reload": {"gpu1"},
 }
 
 // TestReadOnlyRefusesEveryAction enumerates every action kind at the
@@ -54,7 +56,7 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		_, err := f.Do("gpu1", remote.Action{Kind: k, Kernel: "kdtree-verify", Mode: "on"})
 		if !errors.Is(err, remote.ErrReadOnly) {
 			t.Errorf("%s in read-only mode: err = %v, want ErrReadOnly", k, err)
@@ -64,15 +66,15 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	// undo-mode (which has no command: it undoes a change of the same
 	// session).
 	var kinds []remote.ActionKind
-	for _, c := range actionCmds() {
-		args, ok := readOnlyArgs[c.name]
+	for _, c := range action.Commands() {
+		args, ok := readOnlyArgs[c.Name]
 		if !ok {
-			t.Errorf("command %s has no read-only case", c.name)
+			t.Errorf("command %s has no read-only case", c.Name)
 			continue
 		}
-		code, out, errOut := runAct(t, t.Context(), c.name, nil, append([]string{"--demo", "--read-only", "--yes"}, args...)...)
+		code, out, errOut := runAct(t, t.Context(), c.Name, nil, append([]string{"--demo", "--read-only", "--yes"}, args...)...)
 		if code != exitUsage || !strings.Contains(errOut, "read-only") || strings.Contains(out, "done") {
-			t.Errorf("%s --read-only: exit %d, want %d\nstdout: %s\nstderr: %s", c.name, code, exitUsage, out, errOut)
+			t.Errorf("%s --read-only: exit %d, want %d\nstdout: %s\nstderr: %s", c.Name, code, exitUsage, out, errOut)
 		}
 		var extra []string
 		for _, a := range args {
@@ -80,16 +82,16 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 				extra = append(extra, a)
 			}
 		}
-		as, err := c.build(kernels.DefaultCatalog(), extra, actOptions{})
+		as, err := c.Build(kernels.DefaultCatalog(), extra, action.Options{})
 		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+			t.Fatalf("%s: %v", c.Name, err)
 		}
 		for _, a := range as {
 			kinds = append(kinds, a.Kind)
 		}
 	}
 	kinds = append(kinds, remote.ActRestart) // what --restart and `restart` add
-	for _, k := range remote.AllActionKinds {
+	for _, k := range remote.AllActionKinds() {
 		if k != remote.ActUndoMode && !slices.Contains(kinds, k) {
 			t.Errorf("no command issues %s", k)
 		}

@@ -2,20 +2,19 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
+	"github.com/bringup-dev/bringup/cmd/bringup/action"
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
-	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
-	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // exitBenchRefused is bench's exit code when a host was refused (not
-// serving): as the changing commands' refusal.
-const exitBenchRefused = cli.ExitUsage
+// serving).
+const exitBenchRefused = drive.ExitBenchRefused
 
 // benchUsage is bench's synopsis.
 const benchUsage = "bringup bench [-n N] [--concurrency C] [--max-tokens T] [--json] [-H hosts | --config F] [HOST|GROUP...]\n" +
@@ -46,7 +45,7 @@ func runBench(ctx context.Context, e env, args []string) int {
 	}
 	ff.ReadOnly = true // a load changes no host (the fleet's door lets ActBench through)
 	var (
-		fleet *remote.Fleet
+		fleet *fleet.Fleet
 		names []string // --demo: the hosts named, all when none
 	)
 	if *demo {
@@ -54,89 +53,22 @@ func runBench(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return e.fail("bench", "%v", err)
 		}
-		if names, err = simHosts(f, fs.Args(), fs.NArg() == 0); err != nil {
+		if names, err = action.SimHosts(f.Hosts(), fs.Args(), fs.NArg() == 0); err != nil {
 			return e.fail("bench", "%v", err)
 		}
 		fleet = f
 	} else {
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
-			return e.fail("bench", "%v", err)
+			return e.interruptedOr(ctx, "bench", "%v", err)
 		}
 		defer closeKeys()
 		fleet = f
 	}
-	// The fleet runs past Ctrl-C (ctx), so that the stopped loads still
-	// report what they measured; stop ends it.
-	fl, stop := follow(context.WithoutCancel(ctx), e, "bench", fleet)
-	defer stop()
-	var hosts []remote.HostState
-	if *demo {
-		// The simulated hosts start cold: the load waits for them to
-		// serve (or fail, and be refused with their diagnosis).
-		wait := demoBenchWait
-		if fs.Changed("timeout") {
-			wait = *timeout
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		all, _ := fl.Watch(wctx, func(remote.Batch) {}) // a timeout refuses the hosts not serving by then
-		cancel()
-		for _, h := range all {
-			if slices.Contains(names, h.Name) {
-				hosts = append(hosts, h)
-			}
-		}
-	} else {
-		hosts = fl.Snapshot(ctx, *timeout)
+	wait := *timeout
+	if *demo && !fs.Changed("timeout") {
+		wait = demoBenchWait
 	}
-	code := exitServing
-	var serving []string
-	for _, h := range hosts {
-		refused := ""
-		switch d, _ := fleet.Driver(h.Name); {
-		case h.Startup.Phase != startup.Serving && output.ConnWhy(h) != "":
-			refused = fmt.Sprintf("not serving (phase %s: %s): a smoke load needs a serving host", h.Startup.Phase, output.ConnWhy(h))
-		case h.Startup.Phase != startup.Serving:
-			refused = fmt.Sprintf("not serving (phase %s): a smoke load needs a serving host", h.Startup.Phase)
-		case !*demo && !isTunnel(d): // a simulated host answers a load itself
-			refused = "no tunnel to its service"
-		}
-		if refused != "" {
-			output.Bench(e.stdout, h.Name, nil, refused, *asJSON)
-			code = exitBenchRefused
-			continue
-		}
-		serving = append(serving, h.Name)
-	}
-	// The load runs as an action through the fleet's door, as the
-	// console's b: the fleet keeps each complete result in the history
-	// with the run's kernel modes.
-	a := remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}
-	fl.Bench(ctx, serving, a, 10*time.Second, func(host string, done, total int) {
-		if !*asJSON {
-			output.BenchProgress(e.stderr, host, done, total)
-		}
-	}, func(o remote.BenchOutcome) {
-		if o.Result == nil {
-			output.Bench(e.stdout, o.Host, nil, o.Err, *asJSON)
-			code = max(code, exitFailed)
-			return
-		}
-		output.Bench(e.stdout, o.Host, o.Result, "", *asJSON)
-		if o.Result.Errors > 0 || o.Result.Interrupted || o.Err != "" {
-			code = max(code, exitFailed)
-		}
-	})
-	if *asJSON {
-		word := map[int]string{exitServing: "done", exitFailed: "failed", exitBenchRefused: "refused"}[code]
-		output.Summary(e.stdout, "bench", word, code, nil, "")
-	}
-	return code
-}
-
-// isTunnel reports whether d reaches the host's service (bench.Tunnel: a
-// live host's SSH connection).
-func isTunnel(d remote.Driver) bool {
-	_, ok := d.(bench.Tunnel)
-	return ok
+	return drive.Bench{Fleet: fleet, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON,
+		Load: remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr})
 }

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
-
 	"fmt"
 	"strings"
-	"time"
-
-	tea "charm.land/bubbletea/v2"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/console"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/ui"
 	"github.com/bringup-dev/bringup/ui/notify"
@@ -32,8 +30,8 @@ func (s *simFlags) register(fs *cli.Flags) {
 
 // simFleet builds the fleet over the simulated hosts and returns it with
 // the simulation's clock (host time); rec, if not nil, records it.
-func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*remote.Fleet, sim.Clock, error) {
-	f, clock, err := sim.DemoFleet(s.scenario, s.speed, readOnly, func(specs []remote.HostSpec, opts remote.Options) error {
+func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*fleet.Fleet, sim.Clock, error) {
+	f, clock, err := sim.DemoFleet(s.scenario, s.speed, readOnly, func(specs []fleet.HostSpec, opts fleet.Options) error {
 		return rec.start(specs, opts, s.speed, "demo "+s.scenario)
 	})
 	if err != nil {
@@ -58,7 +56,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 		return e.fail("demo", "%v", err)
 	}
 	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
-		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Groups: sim.Groups(s.scenario), Signals: signals(notify.Defaults(), *quiet)})
+		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Groups: sim.Groups(s.scenario), Signals: console.Signals(notify.Defaults(), *quiet)})
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
@@ -76,7 +74,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
-	var fleet *remote.Fleet
+	var fleet *fleet.Fleet
 	switch {
 	case *demo && *replay != "":
 		return e.fail("watch", "--demo or --replay, not both")
@@ -108,37 +106,26 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		ff.ReadOnly = true // watching never changes a host
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 		if err != nil {
-			return e.fail("watch", "%v", err)
+			return e.interruptedOr(ctx, "watch", "%v", err)
 		}
 		defer closeKeys()
 		fleet = f
 	}
-	fl, stop := follow(ctx, e, "watch", fleet)
-	code := runWatch(ctx, fl, e.stdout, watchOptions{JSON: *asJSON, Timeout: *timeout})
+	fl, stop := drive.Follow(ctx, e.stderr, "watch", fleet)
+	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code
 }
 
-// follow starts fleet for command name and returns its follower and the
-// func that stops it, which says so when the hosts take too long.
-func follow(ctx context.Context, e env, name string, fleet *remote.Fleet) (*remote.Follower, func()) {
-	fl := remote.Follow(ctx, fleet)
-	return fl, func() {
-		if err := fl.Stop(5 * time.Second); err != nil {
-			fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, err)
-		}
-	}
-}
-
 // openLiveFleet loads the configuration, resolves the hosts and loads
 // their keys, and builds the fleet. The returned func releases the keys.
-func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*remote.Fleet, func(), error) {
+func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, rec *recordFlag) (*fleet.Fleet, func(), error) {
 	cfg, hosts, err := ff.load(ctx, e, names)
 	if err != nil {
 		return nil, nil, err
 	}
-	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)
+	rs, closeKeys, err := livefleet.Resolve(ctx, e.stderr, cfg, hosts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,8 +135,11 @@ func openLiveFleet(ctx context.Context, e env, ff *fleetFlags, names []string, r
 		return nil, nil, err
 	}
 	release := func() { ff.releaseTunnel(); closeKeys() }
-	f, err := liveFleet(cfg, rs, via, ff.openHistory(e), rec)
+	f, err := livefleet.New(cfg, rs, via, ff.openHistory(e), func(specs []fleet.HostSpec, opts fleet.Options) error {
+		return rec.start(specs, opts, 1, "live")
+	})
 	if err != nil {
+		rec.abort()
 		release()
 		return nil, nil, err
 	}
@@ -167,7 +157,7 @@ func runConsole(ctx context.Context, e env, args []string) int {
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
-	if err := needTerminal(e, ""); err != nil { // before any passphrase is asked
+	if err := console.NeedTerminal(e.stdin, e.stdout, ""); err != nil { // before any passphrase is asked
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitUsage
 	}
@@ -183,14 +173,14 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		title += " · state from journal via victorialogs"
 	}
 	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
-		Signals: signals(ff.cfg.Notify, *quiet)})
+		Signals: console.Signals(ff.cfg.Notify, *quiet)})
 }
 
 // runTUI runs the console over a fleet until the user quits, then closes
 // its recording (rec, if any). The title says read-only and recording.
 // name is the command, for the message when there is no terminal.
-func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *recordFlag, opts ui.Options) int {
-	if err := needTerminal(e, name); err != nil {
+func runTUI(ctx context.Context, e env, name string, fleet *fleet.Fleet, rec *recordFlag, opts ui.Options) int {
+	if err := console.NeedTerminal(e.stdin, e.stdout, name); err != nil {
 		rec.abort() // nothing was watched: no recording to keep
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitUsage
@@ -202,71 +192,10 @@ func runTUI(ctx context.Context, e env, name string, fleet *remote.Fleet, rec *r
 	opts.Title += rec.titleNote()
 	opts.NoColor = e.getenv("NO_COLOR") != ""
 	opts.Tmux = e.getenv("TMUX") != "" // tmux sets it in every pane
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	fl := remote.Follow(ctx, fleet) // the console reads the fleet's updates itself
-	if len(opts.Kernels.Kernels) == 0 {
-		opts.Kernels = fleet.Kernels()
-	}
-	p := tea.NewProgram(ui.New(fleet, opts), tea.WithContext(ctx))
-	_, runErr := p.Run()
-	// The progress bar outlives the program unless cleared.
-	fmt.Fprint(e.stdout, notify.Encoder{Settings: opts.Signals, Tmux: opts.Tmux}.ClearProgress())
-	// Read why the program ended before cancel: after it, ctx.Err() is
-	// always set and a real error would pass for a quit.
-	interrupted := ctx.Err() != nil
-	cancel()
-	_ = fl.Stop(0) // the hosts' goroutines end with the program: wait for them
-	switch {
-	case interrupted:
-		if cli.WasInterrupted(ctx) {
-			return exitInterrupted
-		}
-	case runErr != nil && !errors.Is(runErr, tea.ErrProgramKilled):
-		fmt.Fprintf(e.stderr, "bringup %s: %v\n", name, runErr)
-		return exitFailed
-	}
-	return exitServing
+	return console.Run(ctx, e.stdout, e.stderr, name, fleet, opts)
 }
 
 // quietFlag registers --quiet on a console command.
 func quietFlag(fs *cli.Flags) *bool {
 	return fs.BoolP("quiet", "q", false, "no bell, no counts in the window title, no progress bar, no desktop notification (see notify: in the config)")
-}
-
-// signals are the console's signals: set, or none with --quiet.
-func signals(set notify.Settings, quiet bool) notify.Settings {
-	if quiet {
-		return notify.Settings{}
-	}
-	return set
-}
-
-// needTerminal refuses to start the console without a terminal on both
-// standard input and output (ssh without -t, cron, CI, a pipe), saying
-// what to run there instead; Bubble Tea would otherwise end at once.
-func needTerminal(e env, name string) error {
-	var missing []string
-	if !isTerminal(e.stdin) {
-		missing = append(missing, "standard input")
-	}
-	if !isTerminal(e.stdout) {
-		missing = append(missing, "standard output")
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	instead := "`bringup watch` (lines until every host serves or one fails, --json for scripts) or `bringup status` (one look)"
-	switch name {
-	case "demo":
-		instead = "`bringup watch --demo` (the same story as lines)"
-	case "replay":
-		instead = "`bringup watch --replay FILE` (the recording as lines)"
-	}
-	cmd := "bringup"
-	if name != "" {
-		cmd += " " + name
-	}
-	return fmt.Errorf("%s: no terminal (%s: not a terminal); the console needs one on standard input and output. Without a terminal use %s; over ssh, use ssh -t",
-		cmd, strings.Join(missing, ", "), instead)
 }

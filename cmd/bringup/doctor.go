@@ -3,18 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"iter"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
-	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
 func runDoctor(ctx context.Context, e env, args []string) int {
@@ -38,10 +35,10 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	cfg, hosts, err := ff.load(ctx, e, names)
 	defer ff.releaseTunnel()
 	if err != nil {
-		return e.fail("doctor", "%v", err)
+		return e.interruptedOr(ctx, "doctor", "%v", err)
 	}
 	if *trust != "" {
-		sc, err := live.ResolveSSH(ctx, target(hosts[0]), cfg.SSHConfig)
+		sc, err := live.ResolveSSH(ctx, livefleet.Target(hosts[0]), cfg.SSHConfig)
 		if err == nil {
 			err = doctor.Trust(ctx, e.stdout, sc, sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: cfg.SSHConfig}}, *pin)
 		}
@@ -51,7 +48,7 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		}
 		return 0
 	}
-	rs, closeKeys, err := resolve(ctx, e, cfg, hosts)
+	rs, closeKeys, err := livefleet.Resolve(ctx, e.stderr, cfg, hosts)
 	if err != nil {
 		return e.fail("doctor", "%v", err)
 	}
@@ -60,9 +57,9 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	var hostsOut []output.HostOutcome
 	var survey *doctor.StoreSurvey
 	if cfg.Source.Store() {
-		survey = storeSurvey(ctx, e, &ff, cfg, hosts, *timeout)
+		survey = livefleet.StoreSurvey(ctx, cfg, hosts, *timeout, func() (*live.Tunnel, error) { return ff.tunnel(ctx, e, cfg) })
 	}
-	for _, rep := range eachHost(ctx, rs, *timeout, doctor.Host) {
+	for _, rep := range livefleet.EachHost(ctx, rs, *timeout, doctor.Host) {
 		if survey != nil {
 			doctor.Store(rep, *survey)
 		}
@@ -83,69 +80,4 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 		output.Summary(e.stdout, "doctor", outcome, code, hostsOut, "")
 	}
 	return code
-}
-
-// storeSurvey looks once at the log store for every host: the store's
-// checks on each host's report come from it.
-func storeSurvey(ctx context.Context, e env, ff *fleetFlags, cfg *config.Config, hosts []config.Host, timeout time.Duration) *doctor.StoreSurvey {
-	s := &doctor.StoreSurvey{URL: cfg.Source.URL, LookBack: 24 * time.Hour, At: time.Now()}
-	unit := config.DefaultUnit
-	names := make([]string, len(hosts))
-	for i, h := range hosts {
-		names[i], unit = h.Name, h.Unit
-	}
-	via, err := ff.tunnel(ctx, e, cfg)
-	if err != nil {
-		s.Err = err
-		return s
-	}
-	src, err := vlogs.New(storeOptions(cfg, via, unit))
-	if err != nil {
-		s.Err = err
-		return s
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	s.Arrivals, s.Err = src.Survey(ctx, names, s.LookBack)
-	return s
-}
-
-// hostParallel bounds how many hosts doctor and init look at at once.
-const hostParallel = 16
-
-// eachHost runs look on every host, up to hostParallel at a time, each
-// under its own timeout, and yields the results in the order of rs, each
-// as soon as it and those before it are done: a fleet takes the time of
-// its slowest hosts, not the sum of them, and the output stays in the
-// order given. Breaking out of the loop waits for the looks under way.
-func eachHost[T any](ctx context.Context, rs []live.Options, timeout time.Duration, look func(context.Context, live.Options) T) iter.Seq2[live.Options, T] {
-	return func(yield func(live.Options, T) bool) {
-		out := make([]T, len(rs))
-		done := make([]chan struct{}, len(rs))
-		slots := make(chan struct{}, hostParallel)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		for i, r := range rs {
-			done[i] = make(chan struct{})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer close(done[i])
-				select {
-				case slots <- struct{}{}:
-					defer func() { <-slots }()
-				case <-ctx.Done(): // still looked at: it says the interruption its own way
-				}
-				hctx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				out[i] = look(hctx, r)
-			}()
-		}
-		for i, r := range rs {
-			<-done[i]
-			if !yield(r, out[i]) {
-				return
-			}
-		}
-	}
 }

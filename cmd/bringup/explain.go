@@ -5,12 +5,11 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -24,8 +23,10 @@ const (
 
 // runExplain diagnoses a saved log offline with the console's own phase
 // engine: a paste from a ticket, `journalctl -u UNIT` output (short,
-// short-iso, short-precise, cat or json), or a file of engine output.
-func runExplain(_ context.Context, e env, args []string) int {
+// short-iso, short-precise, cat or json), or a file of engine output. The
+// log is read as a stream (memory bounded by what it says, not by its
+// length), and ctrl-c or SIGTERM ends the read at once.
+func runExplain(ctx context.Context, e env, args []string) int {
 	usageLine := "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]"
 	fs := cli.NewFlags(e.stdout, e.stderr, "explain", usageLine)
 	asJSON := fs.Bool("json", false, "print watch's JSON lines, then a summary line")
@@ -46,37 +47,50 @@ func runExplain(_ context.Context, e env, args []string) int {
 	if len(*rules) > 0 {
 		var user []startup.RulePack
 		for _, r := range *rules {
-			packs, err := config.ReadRules(r)
+			packs, err := cli.Until(ctx, func() ([]startup.RulePack, error) { return config.ReadRules(r) })
 			if err != nil {
-				return e.fail("explain", "--rules: %v", err)
+				return e.interruptedOr(ctx, "explain", "--rules: %v", err)
 			}
 			user = append(user, packs...)
 		}
 		opts.Packs = startup.WithBuiltins(user)
 	}
-	in, logName := e.stdin, "stdin"
-	if name := fs.Arg(0); name != "" && name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return e.fail("explain", "%v", err)
-		}
-		defer f.Close()
-		in, logName = f, name
-	} else if in == nil || fs.NArg() == 0 && isTerminal(in) {
+	name := fs.Arg(0)
+	if (name == "" || name == "-") && (e.stdin == nil || fs.NArg() == 0 && cli.IsTerminal(e.stdin)) {
 		// `bringup explain` alone at a prompt would wait for a paste
 		// with no word of it: say what it wants instead.
 		return e.fail("explain", "name a log FILE, or pipe one in (journalctl -u UNIT | bringup explain -)")
 	}
-	lg, err := logfile.Read(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()})
+	type explained struct {
+		x       startup.Explanation
+		sum     logfile.Summary
+		logName string
+	}
+	r, err := cli.Until(ctx, func() (explained, error) {
+		in, logName := e.stdin, "stdin"
+		if name != "" && name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return explained{}, err
+			}
+			defer f.Close()
+			in, logName = f, name
+		}
+		x := startup.NewExplainer(opts, *asJSON)
+		sum, err := logfile.Scan(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()}, func(ev event.Event) error {
+			x.Add(ev)
+			return nil
+		})
+		return explained{x: x.Finish(), sum: sum, logName: logName}, err
+	})
 	if err != nil {
-		return e.fail("explain", "%v", err)
+		return e.interruptedOr(ctx, "explain", "%v", err)
 	}
-	if len(lg.Events) == 0 {
-		return e.fail("explain", "%s holds no log lines", logName)
+	if r.sum.Lines == 0 {
+		return e.fail("explain", "%s holds no log lines", r.logName)
 	}
-	x := startup.Explain(lg.Events, opts)
 	code := explainUndecided // for an outcome this build does not know
-	switch x.Outcome {
+	switch r.x.Outcome {
 	case startup.OutcomeServed:
 		code = explainServed
 	case startup.OutcomeFailed:
@@ -85,15 +99,9 @@ func runExplain(_ context.Context, e env, args []string) int {
 		code = explainUndecided
 	}
 	if *asJSON {
-		output.ExplainJSON(e.stdout, x, lg, code)
+		output.ExplainJSON(e.stdout, r.x, r.sum, code)
 	} else {
-		output.Explain(e.stdout, logName, x, lg)
+		output.Explain(e.stdout, r.logName, r.x, r.sum)
 	}
 	return code
-}
-
-// isTerminal reports whether v (a reader or writer) is a terminal.
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && f != nil && term.IsTerminal(int(f.Fd()))
 }

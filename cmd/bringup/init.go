@@ -7,17 +7,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/cmd/bringup/starter"
 	"github.com/bringup-dev/bringup/remote/live"
-	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/systemd"
-	"github.com/bringup-dev/bringup/remote/unitname"
 )
 
 func runInit(ctx context.Context, e env, args []string) int {
@@ -81,11 +80,11 @@ func runInit(ctx context.Context, e env, args []string) int {
 	var hosts []config.StarterHost
 	var outcomes []output.HostOutcome
 	failed := false
-	for o, f := range eachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
+	for o, f := range livefleet.EachHost(ctx, opts, *timeout, func(ctx context.Context, o live.Options) found {
 		units, err := live.Discover(ctx, o)
 		return found{units, err}
 	}) {
-		h, fd := starterHost(o.Name, f.units, f.err)
+		h, fd := starter.Host(o.Name, f.units, f.err)
 		hosts, failed = append(hosts, h), failed || f.err != nil
 		fmt.Fprintf(e.stderr, "%s: %s\n", o.Name, fd.Text())
 		if *asJSON {
@@ -104,23 +103,19 @@ func runInit(ctx context.Context, e env, args []string) int {
 		return summary("interrupted", exitInterrupted, "", "interrupted: nothing written")
 	}
 
-	header := fmt.Sprintf("bringup config written by `bringup init %s`\n(units found over SSH; edit freely: see the README for every field)", strings.Join(names, " "))
-	data := config.RenderStarter(hosts, ssh, header)
 	// failWith prints err as init's error and ends the JSON with it.
 	failWith := func(format string, a ...any) int {
 		code := e.fail("init", format, a...)
 		return summary("error", code, "", fmt.Sprintf(format, a...))
 	}
-	if _, err := config.Parse(path, data); err != nil { // never write what Load would refuse
-		return failWith("the config made does not read back (a bug): %v", err)
+	data, err := starter.Config(path, names, hosts, ssh)
+	if err != nil {
+		return failWith("%v", err)
 	}
 	if path == "-" {
 		_, _ = e.stdout.Write(data)
 	} else {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return failWith("%v", err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := starter.Write(path, data); err != nil {
 			return failWith("%v", err)
 		}
 		fmt.Fprintf(e.stderr, "wrote %s (%d hosts)\n", path, len(hosts))
@@ -130,49 +125,4 @@ func runInit(ctx context.Context, e env, args []string) int {
 		return summary("failed", exitFailed, path, "")
 	}
 	return summary("written", exitServing, path, "")
-}
-
-// starterHost is what init writes for host name, from what Discover found
-// there (or the error that stopped it), and what it reports of it.
-// With several units it takes the first one running (else the first by
-// name) and notes the others. Unit names are systemd's and ExecStart is
-// the host's text: both pass the one sanitiser, and a name that is not a
-// valid unit name is left out.
-func starterHost(name string, found []systemd.InferenceUnit, err error) (config.StarterHost, output.Found) {
-	h := config.StarterHost{Name: name}
-	if err != nil {
-		msg := sanitize.String(err.Error())
-		h.Note = "not reached by bringup init: " + msg
-		return h, output.Found{Host: name, ConnErr: msg}
-	}
-	var ok []systemd.InferenceUnit
-	for _, u := range found {
-		if _, verr := unitname.Normalize(u.Name); verr == nil {
-			ok = append(ok, u)
-		}
-	}
-	if len(ok) == 0 {
-		h.Note = "bringup init found no service running sglang or vllm here: set unit: and engine: by hand"
-		return h, output.Found{Host: name}
-	}
-	pick := ok[0]
-	for _, u := range ok {
-		if u.ActiveState == "active" {
-			pick = u
-			break
-		}
-	}
-	h.Unit, h.Engine, h.Port = pick.Name, pick.Engine, pick.Port
-	notes := []string{fmt.Sprintf("%s (%s): %s", pick.Name, pick.ActiveState, sanitize.String(pick.ExecStart))}
-	var others []string
-	for _, u := range ok {
-		if u.Name != pick.Name {
-			others = append(others, fmt.Sprintf("%s (%s, %s)", u.Name, u.Engine, u.ActiveState))
-		}
-	}
-	if len(others) > 0 {
-		notes = append(notes, "also found: "+strings.Join(others, ", "))
-	}
-	h.Note = strings.Join(notes, "\n")
-	return h, output.Found{Host: name, Unit: pick.Name, Engine: pick.Engine, Port: pick.Port, State: sanitize.String(pick.ActiveState), Also: others}
 }

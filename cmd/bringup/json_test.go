@@ -29,6 +29,7 @@ func TestActionsJSON(t *testing.T) {
 		{"mode", []string{"gpu1", "kdtree-verify=validate", "--yes"}, false, exitServing, "done", []string{"plan", "action", "summary"}},
 		{"reset-failed", []string{"gpu2"}, true, exitServing, "done", []string{"plan", "action", "summary"}},
 		{"stop", []string{"gpu4", "--yes"}, false, exitServing, "done", []string{"plan", "action", "summary"}},
+		{"daemon-reload", []string{"gpu1", "gpu2", "--yes"}, false, exitServing, "done", []string{"plan", "action", "summary"}},
 		{"restart", []string{"gpu1"}, false, exitUsage, "refused", []string{"plan", "summary"}},
 		{"mode", []string{"gpu3", "kdtree-verify=validate", "--restart", "--yes"}, false, exitUsage, "refused", []string{"summary"}},
 		{"restart", []string{"gpu1", "--yes", "--timeout", "2s", "--speed", "1"}, false, exitTimeout, "timeout", []string{"timeout", "summary"}},

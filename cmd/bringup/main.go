@@ -15,6 +15,17 @@ import (
 	"syscall"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+)
+
+// Exit codes, for scripts: the one table in package cli.
+const (
+	exitServing     = cli.ExitOK          // every watched host is serving
+	exitFailed      = cli.ExitFailed      // at least one host failed
+	exitTimeout     = cli.ExitTimeout     // --timeout passed first
+	exitUsage       = cli.ExitUsage       // bad flags, config or hosts: nothing was watched
+	exitAborted     = cli.ExitAborted     // a rollout stopped part way
+	exitInterrupted = cli.ExitInterrupted // ctrl-c or SIGTERM
 )
 
 // env is the slice of the process environment the commands read, so tests
@@ -26,10 +37,21 @@ type env struct {
 }
 
 // fail says what stopped command name, on stderr, and returns the usage
-// exit code: nothing was done.
+// exit code: nothing was done. The message often quotes what the user did
+// not write (a file name, a rule pack's field, a host's answer): it is
+// sanitised here, once for every command.
 func (e env) fail(name string, format string, a ...any) int {
-	fmt.Fprintf(e.stderr, "bringup %s: %s\n", name, fmt.Sprintf(format, a...))
+	fmt.Fprintf(e.stderr, "bringup %s: %s\n", name, sanitize.Text(fmt.Sprintf(format, a...)))
 	return exitUsage
+}
+
+// interruptedOr is fail, unless ctx ended on ctrl-c or SIGTERM: then
+// the command was stopped, not refused, and exits as interrupted.
+func (e env) interruptedOr(ctx context.Context, name string, format string, a ...any) int {
+	if cli.WasInterrupted(ctx) {
+		return exitInterrupted
+	}
+	return e.fail(name, format, a...)
 }
 
 // command is one subcommand.
@@ -39,18 +61,14 @@ type command struct {
 }
 
 func commands() []command {
-	return []command{
+	return slices.Concat([]command{
 		{"", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [--quiet] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
 		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts", runDemo},
 		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"bench", "bringup bench [-n N] [--concurrency C] [--max-tokens T] [--json] [--demo] [-H hosts | --config F] [HOST|GROUP...]", "a bounded smoke load on each serving host's /v1/completions over its SSH tunnel (--demo: the simulated hosts'): req/s, output tok/s, TTFT and latency p50/p99, errors; exit 0 clean, 1 errors, 3 a host refused (not serving)", runBench},
 		{"doctor", "bringup doctor [--json] [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
-		actionCommand("mode"),
-		actionCommand("redeploy"),
-		actionCommand("restart"),
-		actionCommand("stop"),
-		actionCommand("reset-failed"),
+	}, actionCommands(), []command{
 		{"rollout", "bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--rollback-on-failure] [--json] [HOST|GROUP...]  (or --demo)", "set the mode / redeploy, then restart host by host, waiting for serving; halt on the first failure, offer rollback; exit 0 serving, 1 halted, 2 timeout, 3 refused, 4 aborted",
 			func(ctx context.Context, e env, args []string) int { return rolloutCmd(ctx, e, args, stdinTerminal()) }},
 		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
@@ -58,7 +76,7 @@ func commands() []command {
 		{"init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...", "write a starter config: each host's inference unit and engine, found over SSH", runInit},
 		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
 		{"completion", "bringup completion bash|zsh|fish", "print the shell's completion script (commands, flags, host and group names from the config)", runCompletion},
-	}
+	})
 }
 
 func main() {

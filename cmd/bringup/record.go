@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-
 	"fmt"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
-	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/cmd/bringup/console"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/ui"
 	"github.com/bringup-dev/bringup/ui/notify"
@@ -27,7 +27,7 @@ func (r *recordFlag) register(fs *cli.Flags) {
 
 // start wraps the drivers in specs so that their events are recorded. It
 // does nothing on a nil recordFlag or without --record.
-func (r *recordFlag) start(specs []remote.HostSpec, opts remote.Options, speed float64, source string) error {
+func (r *recordFlag) start(specs []fleet.HostSpec, opts fleet.Options, speed float64, source string) error {
 	if r == nil || r.path == "" {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (r *recordFlag) titleNote() string {
 
 // loadReplay loads a recording and builds a read-only fleet that plays it
 // at speed (0: as recorded); a cut last line is left out, with a warning.
-func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record.Recording, *record.Clock, error) {
+func loadReplay(e env, name, path string, speed float64) (*fleet.Fleet, *record.Recording, *record.Clock, error) {
 	if speed < 0 {
 		return nil, nil, nil, fmt.Errorf("--speed %v: must be greater than 0", speed)
 	}
@@ -83,7 +83,7 @@ func loadReplay(e env, name, path string, speed float64) (*remote.Fleet, *record
 		fmt.Fprintf(e.stderr, "bringup %s: %s: the last line was cut short (recording killed while writing); it is left out\n", name, rec.Path)
 	}
 	specs, clock := rec.Play(speed, nil)
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
+	f, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -111,7 +111,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	}
 	// The speed is in the position: p, > and < change it as it plays.
 	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
-		Position: clock.Position, Replay: clock, Signals: signals(notify.Defaults(), *quiet)})
+		Position: clock.Position, Replay: clock, Signals: console.Signals(notify.Defaults(), *quiet)})
 }
 
 var _ ui.Replay = (*record.Clock)(nil)

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/bringup-dev/bringup/cmd/bringup/action"
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/rollout"
@@ -34,18 +35,6 @@ which an idle engine does not print: --throughput-wait D waits up to D
 ` + output.RolloutJSONHelp + `
 Prompts and messages go to stderr; a usage error prints no summary.`
 
-// rolloutOptions are the flags of `bringup rollout` beyond the fleet's.
-type rolloutOptions struct {
-	mode, redeploy    string
-	batch             int
-	yes, force        bool
-	rollbackOnFailure bool
-	json              bool // one JSON object a line on stdout; text to stderr
-	timeout           time.Duration
-	settle            time.Duration // how long to wait for every host's unit state
-	tputWait          time.Duration // how long to wait for the new runs' steady decode rates
-}
-
 // rolloutCmd is `bringup rollout`; in is where answers to prompts come
 // from (nil: nobody to ask).
 func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
@@ -54,29 +43,29 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	s.register(fs)
 	var ff fleetFlags
 	ff.register(fs)
-	var o rolloutOptions
+	var o drive.RolloutOptions
 	demo := fs.Bool("demo", false, "roll out over the simulated fleet (no hosts needed)")
-	fs.StringVar(&o.mode, "mode", "", "set this kernel mode (`KERNEL=MODE`) before each restart")
-	fs.StringVar(&o.redeploy, "redeploy", "", "redeploy this `KERNEL`'s local build before each restart")
-	fs.IntVar(&o.batch, "batch", 1, "`N` hosts restarted at once")
-	fs.BoolVarP(&o.yes, "yes", "y", false, "do not ask for confirmation")
-	fs.BoolVar(&o.force, "force", false, "restart even where the capture-safety preflight refuses (needs --yes)")
-	fs.BoolVar(&o.rollbackOnFailure, "rollback-on-failure", false, "roll the failed host back to its previous mode without asking")
-	fs.BoolVar(&o.json, "json", false, "print one JSON object per step and host transition, then a summary (see above)")
-	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long (`D`) each host may take to serve before the rollout halts (exit 2)")
-	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long (`D`) to wait for every host's unit state before starting")
-	fs.DurationVar(&o.tputWait, "throughput-wait", 0, "after the rollout, wait up to `D` (host time) for each new run's steady decode rate")
+	fs.StringVar(&o.Mode, "mode", "", "set this kernel mode (`KERNEL=MODE`) before each restart")
+	fs.StringVar(&o.Redeploy, "redeploy", "", "redeploy this `KERNEL`'s local build before each restart")
+	fs.IntVar(&o.Batch, "batch", 1, "`N` hosts restarted at once")
+	fs.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	fs.BoolVar(&o.Force, "force", false, "restart even where the capture-safety preflight refuses (needs --yes)")
+	fs.BoolVar(&o.RollbackOnFailure, "rollback-on-failure", false, "roll the failed host back to its previous mode without asking")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON object per step and host transition, then a summary (see above)")
+	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long (`D`) each host may take to serve before the rollout halts (exit 2)")
+	fs.DurationVar(&o.Settle, "settle", 30*time.Second, "how long (`D`) to wait for every host's unit state before starting")
+	fs.DurationVar(&o.ThroughputWait, "throughput-wait", 0, "after the rollout, wait up to `D` (host time) for each new run's steady decode rate")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}
 	fail := func(format string, a ...any) int { return e.fail("rollout", format, a...) }
-	if o.force && !o.yes {
+	if o.Force && !o.Yes {
 		return fail("--force overrides the preflight only with --yes")
 	}
-	if o.mode == "" && o.redeploy == "" {
+	if o.Mode == "" && o.Redeploy == "" {
 		fmt.Fprintln(e.stderr, "bringup rollout: no --mode or --redeploy: a rolling restart")
 	}
-	t, err := openActFleet(ctx, e, actionCmd{name: "rollout"}, &ff, s, *demo, fs.NArg() == 0, fs.Args())
+	t, err := openActFleet(ctx, e, action.Command{Name: "rollout"}, &ff, s, *demo, fs.NArg() == 0, fs.Args())
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -85,187 +74,22 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	if fleet.ReadOnly() {
 		return fail("%v", remote.ErrReadOnly)
 	}
-	plan := rollout.Plan{Hosts: hosts, Batch: o.batch, Redeploy: o.redeploy, Force: o.force, Timeout: o.timeout, Now: now}
-	if o.mode != "" {
-		k, m, err := fleet.Kernels().ParseAssignment(o.mode)
+	plan := rollout.Plan{Hosts: hosts, Batch: o.Batch, Redeploy: o.Redeploy, Force: o.Force, Timeout: o.Timeout, Now: now}
+	if o.Mode != "" {
+		k, m, err := fleet.Kernels().ParseAssignment(o.Mode)
 		if err != nil {
 			return fail("--mode %v", err)
 		}
 		plan.Mode = &rollout.ModeChange{Kernel: k.Name, Mode: m.Name}
 	}
-	if o.batch < 1 {
-		return fail("--batch %d: must be at least 1", o.batch)
+	if o.Batch < 1 {
+		return fail("--batch %d: must be at least 1", o.Batch)
 	}
 	if _, err := rollout.New(plan, fleet.Kernels()); err != nil {
 		return fail("%v", err)
 	}
 
-	fl, stop := follow(ctx, e, "rollout", fleet)
+	fl, stop := drive.Follow(ctx, e.stderr, "rollout", fleet)
 	defer stop()
-	return rollOut(ctx, e, fl, plan, o, in)
-}
-
-// rollOut runs the rollout over the running fleet and returns the exit code.
-// With --json, its progress is JSON on stdout and the text for people
-// (the plan, prompts, the outcome) goes to stderr.
-func rollOut(ctx context.Context, e env, fl *remote.Follower, plan rollout.Plan, o rolloutOptions, in io.Reader) int {
-	fleet := fl.Fleet()
-	rep := output.NewRollout(e.stdout, o.json, plan.Now)
-	if o.json {
-		e.stdout = e.stderr
-	}
-	// Hosts mid-startup are not waited for: the rollout's restart
-	// preempts their startup.
-	states, err := fl.AwaitUnits(ctx, plan.Hosts, o.settle)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "bringup rollout: %v\n", err)
-		code := exitTimeout
-		if ctx.Err() != nil {
-			code = exitAborted
-		}
-		return rep.Summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
-	}
-	snap := inOrder(plan.Hosts, states)
-	plan.Before, plan.SlowerBy = previousRates(fleet, snap), fleet.SlowerBy()
-	fmt.Fprintf(e.stdout, "will %s\n", plan)
-	refused := func(why string) int {
-		return rep.Summary(plan, nil, rollout.State{Err: why}, "refused", exitUsage)
-	}
-	forced, ok := passPreflight(e, "rollout", e.stdout, snap, fleet.Kernels(), plan.Changes(), o.force, in)
-	if !ok {
-		return refused("refused by the capture-safety preflight")
-	}
-	plan.Force = plan.Force || forced // the person confirmed: the rollout's restarts override the preflight
-	r, err := rollout.New(plan, fleet.Kernels())
-	if err != nil { // checked before the fleet started; cannot change since
-		fmt.Fprintf(e.stderr, "bringup rollout: %v\n", err)
-		return refused(err.Error())
-	}
-	plan = r.Plan()
-	if ok, why := proceed(e, "rollout", o.yes, in, "Proceed? [y/N] "); !ok {
-		return refused(why)
-	}
-
-	d := rollout.NewDriver(r)
-	hooks := rollout.Hooks{
-		Issued: func(res []rollout.Issued) {
-			for _, s := range res {
-				rep.Step(s.Step, s.ID, s.Err)
-			}
-		},
-		Batch: func(b remote.Batch) { rep.Actions(b.Events, d.Ours) },
-		Step:  func() { rep.Lanes(r.Lanes()) },
-	}
-	steps := d.Start(snap)
-	offered := false
-	for {
-		err := d.Run(ctx, fl, steps, hooks)
-		switch {
-		case errors.Is(err, remote.ErrFleetStopped):
-			r.Abort()
-			return rep.Summary(plan, r.Lanes(), rollout.State{Status: rollout.Aborted, Err: "the fleet stopped"},
-				string(rollout.Aborted), exitAborted)
-		case err != nil:
-			r.Abort()
-			rep.Lanes(r.Lanes())
-			fmt.Fprintln(e.stdout, "aborted: hosts not reached are untouched; actions under way may still finish")
-			return rep.Summary(plan, r.Lanes(), r.State(), string(rollout.Aborted), exitAborted)
-		}
-		st := r.State()
-		if st.Status != rollout.Halted || offered {
-			code := rolloutExit(e, r)
-			if err := awaitRates(ctx, fl, d, plan.Now, o.tputWait, func() { rep.Lanes(r.Lanes()) }); err != nil {
-				fmt.Fprintf(e.stdout, "waiting for the decode rates: %v\n", err)
-			}
-			return rep.Summary(plan, r.Lanes(), st, string(st.Status), code)
-		}
-		offered = true
-		rep.Halt(st, r.Lanes())
-		steps = offerRollback(e, rep, d, st.Host, o, in)
-	}
-}
-
-// previousRates are the hosts' previous serving runs' decode rates from
-// the fleet's history: what the rollout's summary compares with.
-func previousRates(f *remote.Fleet, hosts []remote.HostState) map[string]rollout.Rate {
-	out := map[string]rollout.Rate{}
-	for _, h := range hosts {
-		if rec, ok := f.PreviousRun(h.Name, h.Unit); ok {
-			out[h.Name] = rollout.Rate{Modes: rec.Modes, TPS: rec.DecodeTPS}
-		}
-	}
-	return out
-}
-
-// awaitRates keeps the settled rollout observing the fleet for up to wait
-// (host time, now) until every host it brought to serving has its new
-// run's steady decode rate; seen runs after each batch. Nothing to wait
-// for, or wait 0, returns at once.
-func awaitRates(ctx context.Context, fl *remote.Follower, d *rollout.Driver, now func() time.Time, wait time.Duration, seen func()) error {
-	missing := func() bool {
-		for _, l := range d.Rollout().Lanes() {
-			if l.Stage == rollout.StageServing && !l.After.Known() {
-				return true
-			}
-		}
-		return false
-	}
-	if wait <= 0 || !missing() {
-		return nil
-	}
-	until := now().Add(wait)
-	err := fl.Until(ctx, time.Second, func(b remote.Batch) bool {
-		d.Observe(b) // settled: no steps come of it
-		seen()
-		return !missing() || !now().Before(until)
-	})
-	if errors.Is(err, remote.ErrFleetStopped) || ctx.Err() != nil {
-		return err
-	}
-	return nil
-}
-
-// offerRollback rolls the failed host back when --rollback-on-failure says
-// so or the person answers yes, and returns the steps to issue.
-func offerRollback(e env, rep *output.Rollout, d *rollout.Driver, host string, o rolloutOptions, in io.Reader) []rollout.Step {
-	to := d.Rollout().RollbackTo(host)
-	if to == nil {
-		return nil // nothing to put back
-	}
-	target := to.String()
-	yes := o.rollbackOnFailure
-	if !yes && in == nil {
-		fmt.Fprintf(e.stdout, "%s not rolled back (no terminal to ask on; pass --rollback-on-failure)\n", host)
-		rep.Rollback(host, target, "not-asked", nil)
-		return nil
-	}
-	if !yes && !confirm(in, e.stdout, fmt.Sprintf("Roll back %s to %s? [y/N] ", host, target)) {
-		fmt.Fprintf(e.stdout, "%s not rolled back\n", host)
-		rep.Rollback(host, target, "declined", nil)
-		return nil
-	}
-	steps, err := d.Rollback(host)
-	if err != nil {
-		fmt.Fprintf(e.stdout, "%v\n", err)
-		rep.Rollback(host, target, "failed", err)
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "rolling back %s to %s\n", host, target)
-	rep.Rollback(host, target, "started", nil)
-	return steps
-}
-
-// rolloutExit prints the outcome and returns the exit code.
-func rolloutExit(e env, r *rollout.Rollout) int {
-	st := r.State()
-	output.RolloutOutcome(e.stdout, st, r.Lanes())
-	switch {
-	case st.Status == rollout.Done:
-		return exitServing
-	case st.Status == rollout.Aborted:
-		return exitAborted
-	case st.TimedOut:
-		return exitTimeout
-	}
-	return exitFailed
+	return drive.Rollout(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in}, fl, plan, o)
 }

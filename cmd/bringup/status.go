@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 )
@@ -21,13 +22,13 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	ff.ReadOnly = true
 	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 	if err != nil {
-		return e.fail("status", "%v", err)
+		return e.interruptedOr(ctx, "status", "%v", err)
 	}
 	defer closeKeys()
-	fl, stop := follow(ctx, e, "status", fleet)
+	fl, stop := drive.Follow(ctx, e.stderr, "status", fleet)
 	hosts := fl.Snapshot(ctx, *timeout)
 	stop()
-	code, word := outcome(hosts), "serving"
+	code, word := drive.Outcome(hosts), "serving"
 	switch {
 	case cli.WasInterrupted(ctx):
 		code, word = exitInterrupted, "interrupted"

@@ -47,7 +47,7 @@ var extraFields = [...]string{"JOB_TYPE", "JOB_RESULT", "UNIT_RESULT", "EXIT_COD
 
 // OutputFields is the --output-fields list Follow asks journalctl for:
 // only what Entry uses, because journalctl's formatting is the stream's
-// bottleneck (TESTBED.md §7, for JSON: half the bytes, twice the lines/s).
+// bottleneck (TESTBED.md at the repository's root, §7, for JSON: half the bytes, twice the lines/s).
 // __CURSOR, __REALTIME_TIMESTAMP, __MONOTONIC_TIMESTAMP and _BOOT_ID are
 // always included by journalctl, in either format.
 const OutputFields = "MESSAGE,PRIORITY,MESSAGE_ID,UNIT,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,INVOCATION_ID,_PID," +

@@ -41,7 +41,7 @@ type Format string
 
 // The formats Follow reads. Export is the default: journalctl writes it
 // with no per-value formatting, and its JSON formatting is what limits the
-// stream (TESTBED.md §7). JSON is the fallback.
+// stream (TESTBED.md at the repository's root, §7). JSON is the fallback.
 const (
 	FormatExport Format = "export"
 	FormatJSON   Format = "json"

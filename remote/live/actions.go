@@ -172,6 +172,10 @@ func (h *Host) Do(ctx context.Context, a remote.Action, emit remote.Emit) error 
 		}
 		h.forget(a.Kernel)
 		return nil
+	case remote.ActDaemonReload:
+		return au.call("dbus", "Reload", func() (string, error) {
+			return "done", ctl.DaemonReload(ctx)
+		})
 	case remote.ActRedeploy:
 		return h.redeploy(ctx, au, a, emit)
 	case remote.ActBench:

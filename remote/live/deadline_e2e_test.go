@@ -10,6 +10,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 )
 
@@ -21,7 +22,7 @@ type actionEnd struct {
 
 // awaitActions reads the fleet's batches until each of ids has ended,
 // keeping every report on them.
-func awaitActions(t *testing.T, ctx context.Context, f *remote.Fleet, ids ...int) map[int]actionEnd {
+func awaitActions(t *testing.T, ctx context.Context, f *fleet.Fleet, ids ...int) map[int]actionEnd {
 	t.Helper()
 	type report struct {
 		event.ActionResult
@@ -68,8 +69,8 @@ func TestFleetActionsNeverStuckOnTestbed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const h, deadline = "gpu1", 4 * time.Second
-	f := liveFleetWith(t, ctx, tb, remote.Options{Deadlines: remote.Deadlines{Systemd: deadline}})
-	fl := remote.Follow(ctx, f)
+	f := liveFleetWith(t, ctx, tb, fleet.Options{Deadlines: fleet.Deadlines{Systemd: deadline}})
+	fl := fleet.Follow(ctx, f)
 	defer func() {
 		if err := fl.Stop(10 * time.Second); err != nil {
 			t.Error(err)

@@ -374,11 +374,13 @@ func (o *OnDemand) readUnit(ctx context.Context, emit remote.Emit) {
 	}
 }
 
-// changesEnvironment says whether an action of kind k changes the unit's
-// Environment: the properties are read
-// again after them, so that the table's mode and the next run's follow.
+// changesEnvironment says whether an action of kind k may change the
+// unit's Environment (its spec's Reloads: systemd re-read the unit): the
+// properties are read again after them, so that the table's mode and the
+// next run's follow.
 func changesEnvironment(k remote.ActionKind) bool {
-	return k == remote.ActSetMode || k == remote.ActUndoMode
+	s, _ := k.Spec()
+	return s.Reloads
 }
 
 // Do performs a over the host's on-demand connection (opening it if it is

@@ -40,8 +40,8 @@ func TestDecideOnDemand(t *testing.T) {
 }
 
 func TestChangesEnvironment(t *testing.T) {
-	for _, k := range append(remote.AllActionKinds, remote.ActBench) {
-		want := k == remote.ActSetMode || k == remote.ActUndoMode
+	for _, k := range append(remote.AllActionKinds(), remote.ActBench) {
+		want := k == remote.ActSetMode || k == remote.ActUndoMode || k == remote.ActDaemonReload
 		if got := changesEnvironment(k); got != want {
 			t.Errorf("%s: %v, want %v", k, got, want)
 		}

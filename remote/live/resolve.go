@@ -3,12 +3,11 @@ package live
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
-
-	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/probe"
 	"github.com/bringup-dev/bringup/remote/sshx"
+	"sync"
+	"time"
 )
 
 // Target is one configured host before it is resolved: the ssh_config
@@ -106,13 +105,13 @@ func ResolveSSH(ctx context.Context, t Target, sshConfig string) (sshx.Config, e
 
 // Specs are the fleet's host specs over hosts, each with the fleet's
 // kernel catalog, all sharing one TableFirst.
-func Specs(hosts []Options, opts remote.Options) []remote.HostSpec {
-	specs := make([]remote.HostSpec, len(hosts))
+func Specs(hosts []Options, opts fleet.Options) []fleet.HostSpec {
+	specs := make([]fleet.HostSpec, len(hosts))
 	first := NewTableFirst(len(hosts))
 	for i, o := range hosts {
 		o.Kernels = opts.Kernels
 		o.TableFirst = first
-		specs[i] = remote.HostSpec{Driver: New(o), Unit: o.Unit, Engine: o.Engine}
+		specs[i] = fleet.HostSpec{Driver: New(o), Unit: o.Unit, Engine: o.Engine}
 	}
 	return specs
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/testkit/testbed"
@@ -47,20 +48,20 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(minutes)*time.Minute+15*time.Minute)
 	defer cancel()
 
-	var specs []remote.HostSpec
+	var specs []fleet.HostSpec
 	for _, h := range tb.Hosts() {
 		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
 		if err != nil {
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
-		specs = append(specs, remote.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1,
+		specs = append(specs, fleet.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1,
 			FromStart: time.Hour, NoGPU: true}), Unit: testbed.UnitName, Engine: "sglang"})
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := remote.Follow(ctx, f)
+	fl := fleet.Follow(ctx, f)
 	defer func() {
 		if err := fl.Stop(30 * time.Second); err != nil {
 			t.Error(err)

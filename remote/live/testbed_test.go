@@ -19,6 +19,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/testkit/e2e"
@@ -30,27 +31,27 @@ import (
 var fastEnv = testbed.FastStartEnv
 
 // liveFleet builds a fleet of live hosts over the testbed's hosts.
-func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *remote.Fleet {
+func liveFleet(t *testing.T, ctx context.Context, tb *testbed.Testbed) *fleet.Fleet {
 	t.Helper()
-	return liveFleetWith(t, ctx, tb, remote.Options{})
+	return liveFleetWith(t, ctx, tb, fleet.Options{})
 }
 
 // liveFleetWith is liveFleet with opts (its catalog is the default).
-func liveFleetWith(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts remote.Options) *remote.Fleet {
+func liveFleetWith(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts fleet.Options) *fleet.Fleet {
 	t.Helper()
-	var specs []remote.HostSpec
+	var specs []fleet.HostSpec
 	for _, h := range tb.Hosts() {
 		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
 		if err != nil {
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
-		specs = append(specs, remote.HostSpec{
+		specs = append(specs, fleet.HostSpec{
 			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: kernels.DefaultCatalog(), Engine: "sglang"}),
 			Unit:   testbed.UnitName, Engine: "sglang",
 		})
 	}
 	opts.Kernels = kernels.DefaultCatalog()
-	f, err := remote.NewFleet(specs, opts)
+	f, err := fleet.New(specs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func isSubsequence(want, got []startup.Phase) bool {
 }
 
 // waitBatch reads batches until cond holds, handing every change to each.
-func waitBatch(t *testing.T, ctx context.Context, f *remote.Fleet, what string, cond func(remote.Batch) bool, each func(remote.HostChange)) {
+func waitBatch(t *testing.T, ctx context.Context, f *fleet.Fleet, what string, cond func(remote.Batch) bool, each func(remote.HostChange)) {
 	t.Helper()
 	var last remote.Batch
 	for {
@@ -216,17 +217,17 @@ func TestUnreachableHostKeepsLastState(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	var specs []remote.HostSpec
+	var specs []fleet.HostSpec
 	for _, h := range tb.Hosts() {
 		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Second, 2 // notice the cut in seconds
-		specs = append(specs, remote.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: 2000}),
+		specs = append(specs, fleet.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: 2000}),
 			Unit: testbed.UnitName, Engine: "sglang"})
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestFollowAcrossReboot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	f := liveFleet(t, ctx, tb)
-	fl := remote.Follow(ctx, f)
+	fl := fleet.Follow(ctx, f)
 	defer func() {
 		if err := fl.Stop(10 * time.Second); err != nil {
 			t.Error(err)
@@ -393,7 +394,7 @@ func TestRunRefusesBadUnit(t *testing.T) {
 }
 
 // runFleet runs f until the test ends (or ctx does).
-func runFleet(t *testing.T, ctx context.Context, f *remote.Fleet) {
+func runFleet(t *testing.T, ctx context.Context, f *fleet.Fleet) {
 	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -457,8 +458,8 @@ func TestHostKeysAndAuthOnTestbed(t *testing.T) {
 	for i := range opts {
 		opts[i].Tail, opts[i].NoGPU = -1, true
 	}
-	specs := Specs(opts, remote.Options{Kernels: kernels.DefaultCatalog()})
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: kernels.DefaultCatalog()})
+	specs := Specs(opts, fleet.Options{Kernels: kernels.DefaultCatalog()})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,22 +59,70 @@ type Log struct {
 // message with byte arrays runs to a few hundred KiB.
 const maxLine = 4 << 20
 
-// Read reads a whole log. name is used in errors ("name:12: …"), which
-// name the line; a line that is not valid in its format is an error rather
-// than silently dropped.
+// maxUntimed is how many lines Scan holds back while none has carried a
+// time, to give them the first time a later line carries (a paste often
+// starts with lines that have none). Past it the held lines go out with
+// the log's default time: the memory a log takes is bounded by what it
+// says, never by its length.
+const maxUntimed = 50_000
+
+// Summary is what Scan saw of a whole log.
+type Summary struct {
+	// Lines is how many lines became events.
+	Lines int
+	// Format is the format most of its lines had.
+	Format Format
+	// Timed reports whether any line carried a time: without one, every
+	// event has the same time and durations mean nothing.
+	Timed bool
+}
+
+// Read reads a whole log into memory. name is used in errors
+// ("name:12: …"), which name the line; a line that is not valid in its
+// format is an error rather than silently dropped. Scan reads one line at
+// a time instead.
 func Read(r io.Reader, name string, opts Options) (Log, error) {
+	var out Log
+	sum, err := Scan(r, name, opts, func(ev event.Event) error {
+		out.Events = append(out.Events, ev)
+		return nil
+	})
+	if err != nil {
+		return Log{}, err
+	}
+	out.Format, out.Timed = sum.Format, sum.Timed
+	return out, nil
+}
+
+// Scan reads a log line by line and hands each event to fn in order, as
+// Read would have returned them; an error from fn stops it. Only the
+// leading lines without a time are held (maxUntimed at most).
+func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (Summary, error) {
 	if opts.Year == 0 {
 		opts.Year = 2000
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var (
-		out         Log
+		sum         Summary
 		counts      = map[Format]int{}
 		p           = parser{opts: opts}
+		held        []event.Event // leading lines with no time yet
+		holding     = true
 		lines, bins int    // lines with text, and those of them that are binary data
 		head        []byte // the first bytes read, to say what binary data is
 	)
+	release := func(at time.Time) error {
+		holding = false
+		for _, ev := range held {
+			ev.Time = at
+			if err := fn(ev); err != nil {
+				return err
+			}
+		}
+		held = nil
+		return nil
+	}
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(head) < 8 {
@@ -88,33 +136,54 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 		}
 		ev, f, ok, err := p.line(line)
 		if err != nil {
-			return Log{}, fmt.Errorf("%s:%d: %w", name, n, err)
+			return Summary{}, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 		if !ok {
 			continue
 		}
 		counts[f]++
+		sum.Lines++
 		ev.Host = opts.Host
-		out.Events = append(out.Events, ev)
+		switch {
+		case holding && ev.Time.IsZero() && len(held) < maxUntimed:
+			held = append(held, ev)
+			continue
+		case holding && ev.Time.IsZero():
+			if err := release(p.defaultTime()); err != nil {
+				return Summary{}, err
+			}
+		case holding:
+			if err := release(ev.Time); err != nil {
+				return Summary{}, err
+			}
+		}
+		if ev.Time.IsZero() {
+			ev.Time = p.defaultTime()
+		}
+		if err := fn(ev); err != nil {
+			return Summary{}, err
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return Log{}, fmt.Errorf("%s: a line is longer than %d MiB", name, maxLine>>20)
+			return Summary{}, fmt.Errorf("%s: a line is longer than %d MiB", name, maxLine>>20)
 		}
-		return Log{}, fmt.Errorf("%s: %w", name, err)
+		return Summary{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if bins > 0 && 2*bins >= lines {
-		return Log{}, fmt.Errorf("%s: not a log: %d of its %d lines are binary data, not text%s", name, bins, lines, binaryHint(head))
+		return Summary{}, fmt.Errorf("%s: not a log: %d of its %d lines are binary data, not text%s", name, bins, lines, binaryHint(head))
 	}
-	out.Format = FormatPlain
+	if err := release(p.defaultTime()); err != nil {
+		return Summary{}, err
+	}
+	sum.Format = FormatPlain
 	for _, f := range []Format{FormatJSON, FormatJournal} {
-		if counts[f] > counts[out.Format] {
-			out.Format = f
+		if counts[f] > counts[sum.Format] {
+			sum.Format = f
 		}
 	}
-	out.Timed = p.timed
-	p.fill(out.Events)
-	return out, nil
+	sum.Timed = p.timed
+	return sum, nil
 }
 
 // binary reports whether a line is binary data rather than text: more
@@ -231,24 +300,10 @@ func (p *parser) note(at time.Time) {
 	p.date = time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// fill gives the lines before the first timed one that line's time.
-func (p *parser) fill(evs []event.Event) {
-	var first time.Time
-	for _, ev := range evs {
-		if !ev.Time.IsZero() {
-			first = ev.Time
-			break
-		}
-	}
-	if first.IsZero() {
-		first = time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
-	}
-	for i := range evs {
-		if !evs[i].Time.IsZero() {
-			break
-		}
-		evs[i].Time = first
-	}
+// defaultTime is the time of lines while no line has carried one: the
+// first day of the option's year.
+func (p *parser) defaultTime() time.Time {
+	return time.Date(p.opts.Year, 1, 1, 0, 0, 0, 0, time.UTC)
 }
 
 // engineTime reads the time an engine's logger put on a line

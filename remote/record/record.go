@@ -24,6 +24,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // Format names the file format and its version in the header.
@@ -376,7 +377,7 @@ func (x recorded) Do(ctx context.Context, a remote.Action, emit remote.Emit) err
 // describe (speed and source go into its header) and wraps each driver of
 // specs so that every event it emits is recorded; the units' Environment
 // values are redacted unless keepEnv.
-func Start(path string, specs []remote.HostSpec, opts remote.Options, speed float64, source string, keepEnv bool) (*Recorder, error) {
+func Start(path string, specs []fleet.HostSpec, opts fleet.Options, speed float64, source string, keepEnv bool) (*Recorder, error) {
 	h := Header{Speed: speed, Source: source, Kernels: opts.Kernels, KeepEnv: keepEnv}
 	for _, s := range specs {
 		h.Hosts = append(h.Hosts, Host{Name: s.Driver.Name(), Unit: s.Unit, Engine: s.Engine})

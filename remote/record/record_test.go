@@ -14,6 +14,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sim"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -27,7 +28,7 @@ type story struct {
 
 // watchUntilSettled runs fleet until every host serves or failed and
 // returns what it showed.
-func watchUntilSettled(t *testing.T, fleet *remote.Fleet) story {
+func watchUntilSettled(t *testing.T, fleet *fleet.Fleet) story {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	done := make(chan error, 1)
@@ -86,11 +87,11 @@ func TestRecordAndReplaySeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]remote.HostSpec, len(drivers))
+	specs := make([]fleet.HostSpec, len(drivers))
 	for i, d := range drivers {
-		specs[i] = remote.HostSpec{Driver: rec.Wrap(d), Unit: "sglang.service", Engine: "sglang"}
+		specs[i] = fleet.HostSpec{Driver: rec.Wrap(d), Unit: "sglang.service", Engine: "sglang"}
 	}
-	live, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
+	live, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestRecordAndReplaySeed(t *testing.T) {
 	}
 	// Replayed three times faster than recorded.
 	rspecs, rclock := loaded.Play(4500, nil)
-	replay, err := remote.NewFleet(rspecs, remote.Options{Kernels: loaded.Kernels, Clock: rclock, ReadOnly: true})
+	replay, err := fleet.New(rspecs, fleet.Options{Kernels: loaded.Kernels, Clock: rclock, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,9 +308,9 @@ func TestRecordRedactsEnvironment(t *testing.T) {
 	exec := "/usr/bin/env HF_TOKEN=hf_s3cr3t /opt/venv/bin/python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --api-key sk-s3cr3t"
 	for _, keepEnv := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "r.jsonl")
-		specs := []remote.HostSpec{{Driver: unitDriver{event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", Environment: env, ExecStart: exec}}, Unit: "sglang.service"}}
+		specs := []fleet.HostSpec{{Driver: unitDriver{event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running", Environment: env, ExecStart: exec}}, Unit: "sglang.service"}}
 		clock := sim.NewManualClock(time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
-		rec, err := Start(path, specs, remote.Options{Kernels: kernels.DefaultCatalog(), Clock: clock}, 1, "test", keepEnv)
+		rec, err := Start(path, specs, fleet.Options{Kernels: kernels.DefaultCatalog(), Clock: clock}, 1, "test", keepEnv)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // Recording is a loaded recording.
@@ -494,7 +495,7 @@ func (rec *Recording) End() time.Time {
 // recorded events on the returned clock, which starts now at the
 // recording's start and runs speed times real time (speed ≤ 0: the speed
 // it was recorded at). realNow is the source of real time (nil: time.Now).
-func (rec *Recording) Play(speed float64, realNow func() time.Time) ([]remote.HostSpec, *Clock) {
+func (rec *Recording) Play(speed float64, realNow func() time.Time) ([]fleet.HostSpec, *Clock) {
 	if speed <= 0 {
 		speed = rec.Speed
 	}
@@ -510,9 +511,9 @@ func (rec *Recording) Play(speed float64, realNow func() time.Time) ([]remote.Ho
 	for _, e := range rec.Entries {
 		byHost[e.Host] = append(byHost[e.Host], e)
 	}
-	specs := make([]remote.HostSpec, len(rec.Hosts))
+	specs := make([]fleet.HostSpec, len(rec.Hosts))
 	for i, h := range rec.Hosts {
-		specs[i] = remote.HostSpec{
+		specs[i] = fleet.HostSpec{
 			Driver: &player{name: h.Name, entries: byHost[h.Name], clock: clock},
 			Unit:   h.Unit, Engine: h.Engine,
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
@@ -48,7 +49,7 @@ func TestReplayedHostileRecordComesOutSanitised(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs, clock := rec.Play(MaxSpeed, nil)
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: rec.Kernels, Clock: clock, ReadOnly: true, Flush: 5 * time.Millisecond})
+	fleet, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, Clock: clock, ReadOnly: true, Flush: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,13 +109,22 @@ type Hooks struct {
 	Step   func()             // after each round: the lanes may have changed
 }
 
+// Follower is what Run drives a rollout through: the door actions go in
+// by and the batches of a running fleet. *fleet.Follower is one; the
+// rollout needs no more of the fleet, so the console that runs one links
+// only the contract.
+type Follower interface {
+	Do(host string, a remote.Action) (int, error)
+	Until(ctx context.Context, tick time.Duration, step func(remote.Batch) bool) error
+}
+
 // Run drives the rollout over a running fleet until it settles (nil), ctx
 // ends or the fleet stops (that error); steps are those to issue first.
 // It ticks once a second so that timeouts count while hosts are quiet.
-func (d *Driver) Run(ctx context.Context, fl *remote.Follower, steps []Step, h Hooks) error {
+func (d *Driver) Run(ctx context.Context, fl Follower, steps []Step, h Hooks) error {
 	issue := func(steps []Step) {
 		for len(steps) > 0 {
-			res := DoSteps(fl.Fleet().Do, steps)
+			res := DoSteps(fl.Do, steps)
 			if h.Issued != nil {
 				h.Issued(res)
 			}

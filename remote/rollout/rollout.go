@@ -89,7 +89,7 @@ type Rate struct {
 func (r Rate) Known() bool { return r.TPS > 0 }
 
 // DefaultStepTimeout is Plan.StepTimeout's default: well past the fleet's
-// deadline for systemd's answer (remote.DefaultSystemdDeadline) and its
+// deadline for systemd's answer (fleet.DefaultSystemdDeadline) and its
 // grace, and past the silence between a redeploy's progress reports.
 const DefaultStepTimeout = 2 * time.Minute
 

@@ -14,10 +14,10 @@ import (
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// fleet is a hand-driven stand-in for remote.Fleet: it numbers the
+// fakeFleet is a hand-driven stand-in for fleet.Fleet: it numbers the
 // actions the rollout issues, keeps every host's snapshot, and builds the
 // batches the test feeds to Observe.
-type fleet struct {
+type fakeFleet struct {
 	t      *testing.T
 	r      *Rollout
 	cat    kernels.Catalog
@@ -29,9 +29,9 @@ type fleet struct {
 	fail   map[string]error
 }
 
-func newFleet(t *testing.T, names ...string) *fleet {
+func newFleet(t *testing.T, names ...string) *fakeFleet {
 	t.Helper()
-	f := &fleet{t: t, cat: kernels.DefaultCatalog(), now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+	f := &fakeFleet{t: t, cat: kernels.DefaultCatalog(), now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
 		last: map[string]int{}, fail: map[string]error{}}
 	for _, n := range names {
 		// Every host serving in mode validate, with graphs off (so the
@@ -45,7 +45,7 @@ func newFleet(t *testing.T, names ...string) *fleet {
 	return f
 }
 
-func (f *fleet) plan(p Plan) {
+func (f *fakeFleet) plan(p Plan) {
 	f.t.Helper()
 	p.Now = func() time.Time { return f.now }
 	r, err := New(p, f.cat)
@@ -56,7 +56,7 @@ func (f *fleet) plan(p Plan) {
 	f.issue(r.Start(f.snapshot()))
 }
 
-func (f *fleet) host(name string) *remote.HostState {
+func (f *fakeFleet) host(name string) *remote.HostState {
 	for i := range f.hosts {
 		if f.hosts[i].Name == name {
 			return &f.hosts[i]
@@ -66,10 +66,10 @@ func (f *fleet) host(name string) *remote.HostState {
 	return nil
 }
 
-func (f *fleet) snapshot() []remote.HostState { return slices.Clone(f.hosts) }
+func (f *fakeFleet) snapshot() []remote.HostState { return slices.Clone(f.hosts) }
 
 // issue hands steps to the "fleet" as the loop would.
-func (f *fleet) issue(steps []Step) {
+func (f *fakeFleet) issue(steps []Step) {
 	for _, s := range steps {
 		f.steps = append(f.steps, s)
 		if err := f.fail[s.Host]; err != nil {
@@ -83,20 +83,20 @@ func (f *fleet) issue(steps []Step) {
 }
 
 // observe feeds a batch with evs and issues what comes back.
-func (f *fleet) observe(evs ...event.Event) {
+func (f *fakeFleet) observe(evs ...event.Event) {
 	f.now = f.now.Add(time.Second)
 	f.issue(f.r.Observe(remote.Batch{Hosts: f.snapshot(), Events: evs}))
 }
 
 // action is the outcome of host's latest action.
-func (f *fleet) action(host string, stage event.ActionStage, errText string) event.Event {
+func (f *fakeFleet) action(host string, stage event.ActionStage, errText string) event.Event {
 	return event.Event{Host: host, Kind: event.KindAction, Time: f.now,
 		Action: &event.ActionResult{ID: f.last[host], Stage: stage, Err: errText}}
 }
 
 // done reports host's latest action done, applying a mode change to the
 // host's environment as a real host would.
-func (f *fleet) done(host string) {
+func (f *fakeFleet) done(host string) {
 	f.t.Helper()
 	s := f.lastStep(host)
 	h := f.host(host)
@@ -111,7 +111,7 @@ func (f *fleet) done(host string) {
 	f.observe(f.action(host, event.ActionDone, ""))
 }
 
-func (f *fleet) lastStep(host string) Step {
+func (f *fakeFleet) lastStep(host string) Step {
 	f.t.Helper()
 	for i := len(f.steps) - 1; i >= 0; i-- {
 		if f.steps[i].Host == host {
@@ -123,7 +123,7 @@ func (f *fleet) lastStep(host string) Step {
 }
 
 // run moves host's startup to a new invocation in phase p.
-func (f *fleet) run(host, inv string, p startup.Phase, d *startup.Diagnosis) {
+func (f *fakeFleet) run(host, inv string, p startup.Phase, d *startup.Diagnosis) {
 	h := f.host(host)
 	if h.Startup.InvocationID != inv {
 		h.Startup = startup.Startup{InvocationID: inv, StartedAt: f.now}
@@ -138,7 +138,7 @@ func (f *fleet) run(host, inv string, p startup.Phase, d *startup.Diagnosis) {
 }
 
 // through takes host through its whole sequence to serving.
-func (f *fleet) through(host string, inv string) {
+func (f *fakeFleet) through(host string, inv string) {
 	f.t.Helper()
 	for f.lastStep(host).Action.Kind != remote.ActRestart {
 		f.done(host)
@@ -148,7 +148,7 @@ func (f *fleet) through(host string, inv string) {
 	f.run(host, inv, startup.Serving, nil)
 }
 
-func (f *fleet) kinds(host string) []string {
+func (f *fakeFleet) kinds(host string) []string {
 	var out []string
 	for _, s := range f.steps {
 		if s.Host == host {
@@ -158,7 +158,7 @@ func (f *fleet) kinds(host string) []string {
 	return out
 }
 
-func (f *fleet) lane(host string) Lane {
+func (f *fakeFleet) lane(host string) Lane {
 	f.t.Helper()
 	for _, l := range f.r.Lanes() {
 		if l.Host == host {
@@ -169,7 +169,7 @@ func (f *fleet) lane(host string) Lane {
 	return Lane{}
 }
 
-func (f *fleet) wantStages(want map[string]Stage) {
+func (f *fakeFleet) wantStages(want map[string]Stage) {
 	f.t.Helper()
 	for h, s := range want {
 		if got := f.lane(h).Stage; got != s {
@@ -316,12 +316,12 @@ func TestOldInvocationServingIsNotSuccess(t *testing.T) {
 func TestFailureNeedsTheUnitToAgree(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		resolve func(f *fleet)
+		resolve func(f *fakeFleet)
 		want    Stage
 	}{
-		{"startup goes on", func(f *fleet) { f.run("gpu1", "gpu1-inv1", startup.Serving, nil) }, StageServing},
-		{"unit fails", func(f *fleet) { f.run("gpu1", "gpu1-inv1", startup.Failed, oom) }, StageFailed},
-		{"grace passes", func(f *fleet) {
+		{"startup goes on", func(f *fakeFleet) { f.run("gpu1", "gpu1-inv1", startup.Serving, nil) }, StageServing},
+		{"unit fails", func(f *fakeFleet) { f.run("gpu1", "gpu1-inv1", startup.Failed, oom) }, StageFailed},
+		{"grace passes", func(f *fakeFleet) {
 			f.now = f.now.Add(failGrace)
 			f.observe()
 		}, StageFailed},
@@ -373,23 +373,23 @@ func TestBatches(t *testing.T) {
 func TestActionErrorsHalt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		act  func(f *fleet)
+		act  func(f *fakeFleet)
 		want string
 	}{
-		{"refused at issue", func(f *fleet) {
+		{"refused at issue", func(f *fakeFleet) {
 			f.fail["gpu2"] = fmt.Errorf("mode on gpu2: %w", remote.ErrReadOnly)
 			f.through("gpu1", "gpu1-inv1")
 		}, "read-only"},
-		{"mode change failed", func(f *fleet) {
+		{"mode change failed", func(f *fakeFleet) {
 			f.through("gpu1", "gpu1-inv1")
 			f.observe(f.action("gpu2", event.ActionFailed, "gpu2: sudo: a password is required"))
 		}, "sudo"},
-		{"restart refused by preflight", func(f *fleet) {
+		{"restart refused by preflight", func(f *fakeFleet) {
 			f.through("gpu1", "gpu1-inv1")
 			f.done("gpu2")
 			f.observe(f.action("gpu2", event.ActionFailed, "gpu2: preflight: not capture-safe"))
 		}, "preflight"},
-		{"timeout", func(f *fleet) {
+		{"timeout", func(f *fakeFleet) {
 			f.through("gpu1", "gpu1-inv1")
 			f.done("gpu2")
 			f.done("gpu2")

@@ -14,7 +14,7 @@ import (
 // `bringup rollout` and the console do: steps go to a door that numbers
 // them, batches (empty ones are the loop's ticks) go to Observe.
 type stepRun struct {
-	*fleet
+	*fakeFleet
 	d *Driver
 }
 
@@ -28,7 +28,7 @@ func newStepRun(t *testing.T, p Plan) *stepRun {
 		t.Fatalf("New: %v", err)
 	}
 	f.r = r
-	s := &stepRun{fleet: f, d: NewDriver(r)}
+	s := &stepRun{fakeFleet: f, d: NewDriver(r)}
 	s.answer(s.d.Start(f.snapshot()))
 	return s
 }

@@ -97,6 +97,16 @@ func String(s string) string {
 	return out
 }
 
+// Text sanitises text of several lines (an error listing problems, one
+// a line): each line as Line does, the newlines between them kept.
+func Text(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = String(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Error returns err with a message safe for a terminal (String of its
 // message), for an error that may quote a host: an SSH server's disconnect
 // message, a command's stderr. errors.Is and errors.As still see err; nil

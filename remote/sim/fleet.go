@@ -13,6 +13,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history/store"
 	"github.com/bringup-dev/bringup/remote/sim/sglang"
 )
@@ -151,7 +152,7 @@ func NewHosts(scenario string, opts Options) ([]*Host, Clock, error) {
 	return hosts, opts.Clock, nil
 }
 
-// NewFleet builds the scenario's hosts as drivers for remote.Fleet.
+// NewFleet builds the scenario's hosts as drivers for fleet.Fleet.
 func NewFleet(scenario string, opts Options) ([]remote.Driver, Clock, error) {
 	hosts, clock, err := NewHosts(scenario, opts)
 	if err != nil {
@@ -169,7 +170,7 @@ func NewFleet(scenario string, opts Options) ([]remote.Driver, Clock, error) {
 // hosts' earlier runs (History), in memory: the demo shows ETAs and
 // leaves the user's real history alone. wrap, if not nil, may wrap the
 // drivers (a recording) before the fleet is built.
-func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]remote.HostSpec, remote.Options) error) (*remote.Fleet, Clock, error) {
+func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]fleet.HostSpec, fleet.Options) error) (*fleet.Fleet, Clock, error) {
 	if speed <= 0 {
 		return nil, nil, fmt.Errorf("speed %v: must be greater than 0", speed)
 	}
@@ -178,20 +179,20 @@ func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]remote
 	if err != nil {
 		return nil, nil, fmt.Errorf("scenario: %w", err)
 	}
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	for i, h := range hosts {
-		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
+		specs[i] = fleet.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
 	}
 	past, err := History(scenario, HistoryRuns, clock.Now(), Options{Kernels: cat})
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := remote.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: store.NewSink(store.NewMemoryStore(past))}
+	opts := fleet.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: store.NewSink(store.NewMemoryStore(past))}
 	if wrap != nil {
 		if err := wrap(specs, opts); err != nil {
 			return nil, nil, err
 		}
 	}
-	f, err := remote.NewFleet(specs, opts)
+	f, err := fleet.New(specs, opts)
 	return f, clock, err
 }

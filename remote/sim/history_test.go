@@ -9,6 +9,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/history/store"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -170,13 +171,13 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	stepped := make([]Stepped, len(hosts))
 	for i, h := range hosts {
 		stepped[i] = NewStepped(h)
-		specs[i] = remote.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
+		specs[i] = fleet.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock, History: sink, Flush: time.Millisecond})
+	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, History: sink, Flush: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

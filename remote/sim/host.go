@@ -647,6 +647,13 @@ func (h *Host) do(a remote.Action) (*event.Event, error) {
 			Detail: fmt.Sprintf("synced %s (simulated): content sha256 now %s", k.RemoteDir, h.kernelHash(k.Name)),
 		}})
 		return &ev, nil
+	case remote.ActDaemonReload:
+		// The simulated unit files never change on disk: the reload
+		// changes nothing but says so.
+		ev := h.stamp(event.Event{Kind: event.KindAction, Time: now, Action: &event.ActionResult{
+			Name: a.String(), Stage: event.ActionProgress, Detail: "unit files and drop-ins re-read (simulated)",
+		}})
+		return &ev, nil
 	case remote.ActBench:
 		return nil, errors.New("bench: runs in Do, not do")
 	default:

@@ -9,25 +9,26 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// mixedFleet runs the mixed scenario through remote.Fleet at speed, with
+// mixedFleet runs the mixed scenario through fleet.Fleet at speed, with
 // the phase engine left to find each host's engine (auto), and returns
 // the fleet and a function that reads its batches until done reports
 // true for one (failing the test after a minute).
-func mixedFleet(t *testing.T, speed float64) (*remote.Fleet, func(what string, done func(remote.Batch) bool) remote.Batch) {
+func mixedFleet(t *testing.T, speed float64) (*fleet.Fleet, func(what string, done func(remote.Batch) bool) remote.Batch) {
 	t.Helper()
 	cat := kernels.DefaultCatalog()
 	hosts, clock, err := NewHosts("mixed", Options{Speed: speed, Kernels: cat, Tick: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	for i, h := range hosts {
-		specs[i] = remote.HostSpec{Driver: h, Unit: h.Unit(), Engine: kernels.EngineAuto}
+		specs[i] = fleet.HostSpec{Driver: h, Unit: h.Unit(), Engine: kernels.EngineAuto}
 	}
-	fleet, err := remote.NewFleet(specs, remote.Options{Kernels: cat, Clock: clock})
+	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

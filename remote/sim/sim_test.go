@@ -338,3 +338,24 @@ func TestRunStops(t *testing.T) {
 		t.Errorf("%d goroutines after Run returned, %d before", n, before)
 	}
 }
+
+// TestDaemonReload: a simulated daemon-reload says it re-read the unit
+// files and changes nothing on the host: no journal line, no unit change.
+func TestDaemonReload(t *testing.T) {
+	hosts, clock := fixture(t, "seed")
+	h := hosts["gpu1"]
+	until(t, h, clock, time.Minute, func(event.Event) bool { return false })
+	before := h.Step(clock.Now())
+	var reports []event.Event
+	emit := func(ev event.Event) bool { reports = append(reports, ev); return true }
+	if err := h.Do(context.Background(), remote.Action{Kind: remote.ActDaemonReload}, emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].Action == nil || reports[0].Action.Name != "daemon-reload" ||
+		reports[0].Action.Stage != event.ActionProgress || !strings.Contains(reports[0].Action.Detail, "re-read") {
+		t.Errorf("reports %+v", reports)
+	}
+	if evs := h.Step(clock.Now()); len(evs) != 0 {
+		t.Errorf("daemon-reload changed the host: %v (before: %d events)", messages(evs), len(before))
+	}
+}

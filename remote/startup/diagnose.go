@@ -2,21 +2,23 @@ package startup
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
 // hintUnrecognised is the hint when no rule knows the error.
 const hintUnrecognised = "no known failure matched: read the traceback around the quoted line (journalctl -u <unit> -n 200), and add a rule for it to a rules: pack"
 
-// tier ranks what a failure line says of the cause: a line a specific rule
-// knows (0) over an error no rule knows (1) over a wrapper that only points
-// further up (2). A wrapper loses even to an unrecognised error, since the
-// error's own text says more than "the scheduler hit an exception".
+// tier ranks what a failure line says of the cause: a GPU hardware fault
+// (-1) over a line a specific rule knows (0) over an error no rule knows (1)
+// over a wrapper that only points further up (2) over a line that only
+// relays that a process failed (3). A wrapper loses even to an
+// unrecognised error, since the error's own text says more than "the
+// scheduler hit an exception".
 func (r *compiledFailure) tier() int {
 	switch {
+	case r.Hardware:
+		return -1
 	case r.Cause == CauseUnrecognised:
 		return 1
 	case r.Relay:
@@ -27,16 +29,25 @@ func (r *compiledFailure) tier() int {
 	return 0
 }
 
-// root is the index of the root-cause candidate: the earliest line of the
-// best tier, or -1 when there is none.
-func (t *Tracker) root() int {
-	best := -1
-	for i, c := range t.cands {
-		if best < 0 || c.rule.tier() < t.cands[best].rule.tier() {
-			best = i
+// decoyMarks are the stack's own words for a line that reports a problem
+// it survives: Python's warning classes, loggers' WARNING level, and
+// libraries that say they skip or ignore what failed ("Skipping import of
+// cpp extensions: … undefined symbol" is torchao carrying on without its
+// kernels).
+var decoyMarks = []string{"WARNING", "Warning:", "UserWarning", "FutureWarning", "DeprecationWarning", "RuntimeWarning", "Skipping ", "skipping ", "Ignore ", "Ignoring ", "ignoring ", " ignored", "deprecated", "Deprecated"}
+
+// isDecoy reports whether line reports a problem the process survives.
+// Exception lines never are: "ValueError: … is deprecated" is raised.
+func isDecoy(line string) bool {
+	if _, body := splitLine(line); isExceptionLine(strings.TrimSpace(body)) {
+		return false
+	}
+	for _, m := range decoyMarks {
+		if strings.Contains(line, m) {
+			return true
 		}
 	}
-	return best
+	return false
 }
 
 // phaseOf is the phase the failure of c happened in: the rule's own phase
@@ -53,12 +64,12 @@ func (t *Tracker) phaseOf(c cand) Phase {
 	if p := t.linePhase(c.line); p != "" {
 		return p
 	}
-	for _, e := range t.tbEnds {
+	for _, e := range t.lines.tbEnds {
 		if e.seq >= c.seq {
 			return e.phase
 		}
 	}
-	if p := t.tb.openPhase(); p != "" {
+	if p := t.lines.tb.openPhase(); p != "" {
 		// An excerpt that ends inside the traceback.
 		return p
 	}
@@ -66,7 +77,7 @@ func (t *Tracker) phaseOf(c cand) Phase {
 		// The error came before any phase line: in an excerpt that starts
 		// with it, the first phase the log shows next is where the
 		// process was (stderr and stdout interleave by a line or two).
-		for _, sp := range t.st.Spans {
+		for _, sp := range t.path.spans {
 			if sp.Phase.Rank() > Starting.Rank() && !sp.Inferred {
 				return sp.Phase
 			}
@@ -91,7 +102,9 @@ func (t *Tracker) reclassify(c cand, phase Phase) *compiledFailure {
 		}
 		for i := range pack.failures {
 			r := &pack.failures[i]
-			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
+			// A rule that needs the raising frame cannot be judged on
+			// the line alone.
+			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !r.raisedBy("") || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
 				continue
 			}
 			return r
@@ -148,14 +161,14 @@ func hasKeyword(s string, kws []string) bool {
 // cause only when nothing more specific was seen; the unit's own result
 // comes last.
 func (t *Tracker) diagnose() (*Diagnosis, bool) {
-	ri := t.root()
-	if ri < 0 && len(t.cands) > 0 {
+	ri := t.ledger.root()
+	if ri < 0 && len(t.ledger.cands) > 0 {
 		ri = 0
 	}
 	if ri < 0 {
 		return t.unitDiagnosis(), false
 	}
-	c := t.cands[ri]
+	c := t.ledger.cands[ri]
 	phase := t.phaseOf(c)
 	if c.rule.Latest != "" && phase.Rank() > c.rule.Latest.Rank() {
 		phase = c.rule.Latest
@@ -179,8 +192,8 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			d.Summary = "graph capture failed; the log holds no error text beyond: " + quote
 		} else {
 			d.Cause = CauseUnrecognised
-			d.Summary = fmt.Sprintf("unrecognised error in %s: the log holds no error text beyond: %s", phase, quote)
-			d.Hint = rule.Hint + "; " + hintUnrecognised
+			d.Summary = phaseFailed(phase, "the log holds no error text beyond: "+quote)
+			d.Hint = rule.Hint + "; " + phaseHint(phase)
 		}
 	}
 	if rule.tier() == 1 {
@@ -202,13 +215,14 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 			}
 			d.Summary = "the warmup request failed: " + body
 		default:
-			d.Summary = fmt.Sprintf("unrecognised error in %s: %s", phase, body)
+			d.Summary = phaseFailed(phase, body)
+			d.Hint = phaseHint(phase)
 		}
 	}
-	d.Evidence = t.evidence(ri)
+	d.Evidence = t.ledger.evidence(ri)
 	if rule.Native {
 		// A crash dump's innermost frame can say whose crash it was.
-		if inner := t.tb.innermost(); inner != "" {
+		if inner := t.lines.tb.innermost(); inner != "" {
 			if cause := t.set.frames.crashCause(inner); cause != "" {
 				if r := t.ruleFor(cause); r != nil {
 					d.Cause, d.Summary, d.Hint = r.Cause, r.Summary+" (a native crash in "+frameFunc(strings.TrimSpace(bodyOf(inner)))+")", r.Hint
@@ -219,6 +233,36 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 	}
 	t.blameKernel(d)
 	return d, true
+}
+
+// phaseFailed is the summary of an error no rule knows: "<phase> failed"
+// where the phase is known, quoting the error; "unrecognised error" only
+// where it is not.
+func phaseFailed(phase Phase, quote string) string {
+	if phase.Rank() <= Starting.Rank() {
+		return "unrecognised error: " + quote
+	}
+	return fmt.Sprintf("%s failed (no rule knows this error): %s", phase, quote)
+}
+
+// phaseHints say what usually breaks in each phase, for an error no rule
+// knows: where to look first.
+var phaseHints = map[Phase]string{
+	Init:         "start-up failed before the model: check the distributed setup (--tp/--pp against the GPUs, --dist-init-addr / MASTER_ADDR reachable, NCCL/gloo interfaces) and the engine's arguments",
+	Weights:      "loading the weights failed: usually a checkpoint that does not match the model or quantization the engine expects (a missing or renamed tensor, a KeyError on a weight name), missing or corrupt files, or a dtype the checkpoint or GPU lacks",
+	KVCache:      "sizing the KV cache failed: usually memory sizing (--mem-fraction-static / gpu_memory_utilization, max context length) or an attention backend that does not fit the model",
+	GraphCapture: "CUDA graph capture failed: usually an op that cannot be captured (a host sync, a custom op) or memory: " + hintGraphOff,
+	HTTP:         "the server failed while binding or starting its HTTP front end: check the host/port and the API server's traceback",
+	Warmup:       "the first request failed: usually a kernel or memory error at the first real batch",
+	Serving:      "the engine failed under load: read the traceback of the rank that raised first",
+}
+
+// phaseHint is the hint for an error no rule knows, in phase.
+func phaseHint(phase Phase) string {
+	if h, ok := phaseHints[phase]; ok {
+		return h + "; " + hintUnrecognised
+	}
+	return hintUnrecognised
 }
 
 func bodyOf(line string) string {
@@ -240,94 +284,6 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// trimTrail makes the trail agree with p, the phase a failure was put in:
-// a traceback can name a phase whose own lines the log never showed (an
-// excerpt that holds only the traceback), and lines of a phase the
-// startup never really reached can come before the error (another rank
-// ahead, uvicorn's "Application startup complete" before its bind fails).
-// Phases past p are dropped, p's span runs to the last of them, and a
-// missing p is inserted in path order.
-func (t *Tracker) trimTrail(p Phase, at time.Time) {
-	if p.Rank() <= Starting.Rank() {
-		return
-	}
-	for i, s := range t.st.Spans {
-		if s.Phase.Rank() > p.Rank() {
-			end := t.st.Spans[len(t.st.Spans)-1].End
-			t.st.Spans = t.st.Spans[:i]
-			if i > 0 && t.st.Spans[i-1].Phase == p {
-				t.st.Spans[i-1].End = end
-			} else {
-				t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: s.Start, End: end})
-			}
-			t.lastPath = p
-			return
-		}
-	}
-	i := 0
-	for ; i < len(t.st.Spans); i++ {
-		q := t.st.Spans[i].Phase
-		if q == p {
-			return
-		}
-		if q.Rank() > p.Rank() {
-			break
-		}
-	}
-	sp := Span{Phase: p, Start: at, End: at, Inferred: true}
-	if i == len(t.st.Spans) && i > 0 {
-		if last := t.st.Spans[i-1]; !last.End.IsZero() && last.End.Before(at) {
-			sp.Start = last.End
-		}
-	}
-	if i < len(t.st.Spans) {
-		sp.End = t.st.Spans[i].Start
-		if sp.Start.After(sp.End) {
-			sp.Start = sp.End
-		}
-	}
-	t.st.Spans = slices.Insert(t.st.Spans, i, sp)
-	if p.Rank() > t.lastPath.Rank() {
-		t.lastPath = p
-	}
-}
-
-// evidence is the root line, then supporting lines in log order: one per
-// other cause first (they tell the story: wrapper, crash, exit), then more
-// wrappers, then the rest; and the first exit line of the unit at the end.
-func (t *Tracker) evidence(ri int) []string {
-	room := maxEvidence - 1
-	if len(t.exits) > 0 {
-		room--
-	}
-	seen := map[string]bool{t.cands[ri].rule.Cause: true}
-	used := make([]bool, len(t.cands))
-	used[ri] = true
-	for pass := 0; pass < 3; pass++ {
-		for i, c := range t.cands {
-			if used[i] || room == 0 || pass == 0 && seen[c.rule.Cause] || pass == 1 && !c.rule.Wrapper {
-				continue
-			}
-			seen[c.rule.Cause], used[i] = true, true
-			room--
-		}
-	}
-	root := t.cands[ri]
-	ev := []string{root.line}
-	if root.quote != "" {
-		ev = []string{root.quote, root.line}
-	}
-	for i, c := range t.cands {
-		if used[i] && i != ri {
-			ev = append(ev, c.line)
-		}
-	}
-	if len(t.exits) > 0 {
-		ev = append(ev, t.exits[0])
-	}
-	return ev
-}
-
 // Settled reports whether a later journal line can no longer change the
 // cause: it rests on a line a specific rule knows, not on the unit's state
 // alone or on a wrapper (the journal can trail systemd's signal, and an
@@ -343,8 +299,8 @@ const CauseUnitFailed = "unit-failed"
 // unitDiagnosis is the diagnosis when the logs said nothing: from what
 // systemd reported about the unit.
 func (t *Tracker) unitDiagnosis() *Diagnosis {
-	d := &Diagnosis{Phase: t.pathPhase(), Time: t.failAt, Evidence: append([]string(nil), t.exits...)}
-	switch t.unitCause {
+	d := &Diagnosis{Phase: t.path.furthest(), Time: t.ledger.failAt, Evidence: append([]string(nil), t.ledger.exits...)}
+	switch t.ledger.unitCause {
 	case "start-limit-hit":
 		d.Cause = "start-limit-hit"
 		d.Summary = "systemd gave up: the unit failed too often in a row (start-limit-hit)"
@@ -356,8 +312,8 @@ func (t *Tracker) unitDiagnosis() *Diagnosis {
 	default:
 		d.Cause = CauseUnitFailed
 		d.Summary = "the service failed without a recognised error in its log"
-		if t.result != "" {
-			d.Summary += fmt.Sprintf(" (result %s)", t.result)
+		if t.ledger.result != "" {
+			d.Summary += fmt.Sprintf(" (result %s)", t.ledger.result)
 		}
 		d.Hint = "read the last lines of the journal (journalctl -u <unit> -n 200); a native crash leaves no traceback (coredumpctl)"
 	}

@@ -30,25 +30,62 @@ type Explanation struct {
 // failed. Lines of systemd about the unit, where the log has them, say the
 // rest as they would live.
 func Explain(evs []event.Event, opts Options) Explanation {
-	tr := NewTracker(opts)
-	var out []Change
-	var first, last time.Time
-	if len(evs) > 0 {
-		first, last = evs[0].Time, evs[len(evs)-1].Time
-	}
-	out = append(out, tr.Apply(event.Event{Kind: event.KindUnit, Time: first, Unit: &event.Unit{ActiveState: "active", SubState: "running"}})...)
+	x := NewExplainer(opts, true)
 	for _, ev := range evs {
-		out = append(out, tr.Apply(ev)...)
+		x.Add(ev)
 	}
-	out = append(out, tr.End(last)...)
-	st := tr.State()
-	x := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: out}
+	return x.Finish()
+}
+
+// Explainer is Explain one event at a time, for a log read as a stream:
+// it holds the tracker's state and, when asked to, the changes, never the
+// lines.
+type Explainer struct {
+	tracker     *Tracker
+	keepChanges bool
+	changes     []Change
+	begun       bool
+	last        time.Time
+}
+
+// NewExplainer starts the fold of a saved log. keepChanges keeps every
+// change for Finish's Explanation (JSON output prints them); without it
+// only the verdict is kept.
+func NewExplainer(opts Options, keepChanges bool) *Explainer {
+	return &Explainer{tracker: NewTracker(opts), keepChanges: keepChanges}
+}
+
+// Add folds the log's next line.
+func (x *Explainer) Add(ev event.Event) {
+	if !x.begun {
+		// The unit was running from the log's first line.
+		x.begun = true
+		x.keep(x.tracker.Apply(event.Event{Kind: event.KindUnit, Time: ev.Time, Unit: &event.Unit{ActiveState: "active", SubState: "running"}}))
+	}
+	x.last = ev.Time
+	x.keep(x.tracker.Apply(ev))
+}
+
+func (x *Explainer) keep(cs []Change) {
+	if x.keepChanges {
+		x.changes = append(x.changes, cs...)
+	}
+}
+
+// Finish ends the fold at the log's last line and says what the log shows.
+func (x *Explainer) Finish() Explanation {
+	if !x.begun {
+		x.keep(x.tracker.Apply(event.Event{Kind: event.KindUnit, Unit: &event.Unit{ActiveState: "active", SubState: "running"}}))
+	}
+	x.keep(x.tracker.End(x.last))
+	st := x.tracker.State()
+	out := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: x.changes}
 	switch st.Phase {
 	case Failed:
-		x.Outcome = OutcomeFailed
+		out.Outcome = OutcomeFailed
 	case Serving:
-		x.Outcome = OutcomeServed
+		out.Outcome = OutcomeServed
 	default: // undecided
 	}
-	return x
+	return out
 }

@@ -47,7 +47,7 @@ func EngineStamp(msg string) string {
 		if len(s) < 3 {
 			return ""
 		}
-		if s[0] == '[' {
+		if s[0] == '[' && isoBracket(s) == 0 {
 			if n, tags := sglangPrefix(s); n > 0 {
 				inner := s[1 : n-2]
 				return strings.TrimSpace(strings.TrimSuffix(inner, tags))
@@ -71,11 +71,21 @@ func EngineStamp(msg string) string {
 // the process tag it names ("" when it names none), or 0.
 func prefixLen(s string) (int, string) {
 	if len(s) < 3 {
+		if s == ">" || s == "> " {
+			// A blank line of a quoted block.
+			return len(s), ""
+		}
 		return 0, ""
 	}
 	switch c := s[0]; {
+	case c == '>' && s[1] == ' ':
+		// A markdown blockquote: a log pasted into an issue as "> " lines.
+		return 2, ""
 	case c == '\x1b' || c == '[' && len(s) > 2 && isDigit(s[1]):
 		if n := sgrRemnant(s); n > 0 {
+			return n, ""
+		}
+		if n := isoBracket(s); n > 0 {
 			return n, ""
 		}
 		if c == '[' {
@@ -245,6 +255,21 @@ func stampPrefix(s string) (int, string) {
 		}
 	}
 	return i, ""
+}
+
+// isoBracket is the length of a CI console's own RFC 3339 stamp in
+// brackets at the start of s, `[2025-11-06T02:10:00.702Z] ` (Jenkins'
+// timestamper), or 0. It is the collector's, not the engine's: the engine's
+// stamp, if any, follows it.
+func isoBracket(s string) int {
+	if len(s) < 22 || s[0] != '[' || s[5] != '-' || s[8] != '-' || s[11] != 'T' || !isDigit(s[1]) || !isDigit(s[12]) {
+		return 0
+	}
+	i := strings.IndexByte(s, ']')
+	if i < 20 || i > 40 || i+1 >= len(s) || s[i+1] != ' ' {
+		return 0
+	}
+	return i + 2
 }
 
 // composePrefix: `sglang-1  | ` (docker compose's service column).

@@ -26,6 +26,11 @@ func TestSplitLine(t *testing.T) {
 		{"[1;36m(EngineCore_0 pid=21098)[0;0m INFO 08-05 09:09:28 [gpu_model_runner.py:1953] Starting to load model", "EngineCore_0 pid=21098", "Starting to load model"},
 		{"Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.17s/it]", "", "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.17s/it]"},
 		{"  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 1748, in run_scheduler_process", "", "File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 1748, in run_scheduler_process"},
+		// A log quoted in an issue ("> "), a CI console's stamp before the engine's.
+		{">   File \"/root/.local/lib/python3.10/site-packages/sglang/srt/models/gemma.py\", line 327, in load_weights", "", "File \"/root/.local/lib/python3.10/site-packages/sglang/srt/models/gemma.py\", line 327, in load_weights"},
+		{"> ", "", ""},
+		{"> [2025-11-06T02:10:00.703Z] [2025-11-06 02:10:00] Received sigquit from a child process. It usually means the child failed.", "", "Received sigquit from a child process. It usually means the child failed."},
+		{"[2025-11-06T02:10:00.702Z] KeyError: 'lm_head.weight'", "", "KeyError: 'lm_head.weight'"},
 	} {
 		src, body := splitLine(tt.line)
 		if src != tt.src || body != tt.body {
@@ -154,6 +159,8 @@ func TestEngineStamp(t *testing.T) {
 		{"[1;36m(EngineCore_0 pid=21098)[0;0m INFO 08-05 09:09:28 [gpu_model_runner.py:1953] x", "08-05 09:09:28"},
 		{"Loading safetensors checkpoint shards:  50% Completed | 1/2", ""},
 		{"[gpu_id=0] Load weight end.", ""},
+		{"> [2025-11-06T02:10:00.703Z] [2025-11-06 02:10:00] Received sigquit", "2025-11-06 02:10:00"},
+		{"[2025-11-06T02:10:00.702Z] KeyError: 'lm_head.weight'", ""},
 	} {
 		if got := EngineStamp(tt.line); got != tt.want {
 			t.Errorf("EngineStamp(%q) = %q, want %q", tt.line, got, tt.want)

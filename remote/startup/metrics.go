@@ -246,7 +246,7 @@ func (t *Tracker) decoded(at time.Time, out *[]Change) {
 	if t.statsSaid.IsZero() || at.Sub(t.statsSaid) >= StatsEvery {
 		t.statsSaid = at
 		l := sv.Latest
-		*out = append(*out, Change{Kind: ChangeStats, Time: at, Phase: t.display(), Progress: t.st.Progress, Stats: &l})
+		*out = append(*out, Change{Kind: ChangeStats, Time: at, Phase: t.path.display(), Progress: t.path.progress, Stats: &l})
 	}
 }
 

@@ -66,8 +66,9 @@ func ParsePacks(name string, data []byte) ([]RulePack, error) {
 	if len(packs) != len(items) {
 		return nil, fmt.Errorf("%s:%d: %d packs decoded from a list of %d", name, doc.Line, len(packs), len(items))
 	}
-	for i, p := range packs {
-		if _, err := p.Compile(); err != nil {
+	for i := range packs {
+		packs[i] = shownText(packs[i])
+		if _, err := packs[i].Compile(); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, errLine(items[i], err), err)
 		}
 	}

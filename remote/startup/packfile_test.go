@@ -153,3 +153,35 @@ func TestRuleFileAnchorsAndDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestUserPackRaisedIn: a user rule limited to the frame that raised
+// (raised_in) takes a KeyError raised there and leaves one raised in a
+// model's load_weights to the built-in checkpoint-mismatch.
+func TestUserPackRaisedIn(t *testing.T) {
+	b, err := os.ReadFile("testdata/rules/my-kernel.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs, err := startup.ParsePacks("my-kernel.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ fn, cause string }{
+		{"kdtree_load", "kdtree-table-mismatch"},
+		{"load_weights", "checkpoint-mismatch"},
+	} {
+		log := "[2026-11-30 10:00:06 TP0] Load weight begin. avail mem=78.50 GB\n" +
+			"Traceback (most recent call last):\n" +
+			`  File "/opt/kdtree/loader.py", line 12, in ` + tt.fn + "\n" +
+			"    table = tables[name]\n" +
+			"KeyError: 'layers.0.kdtree'\n"
+		lg, err := logfile.Read(strings.NewReader(log), tt.fn, logfile.Options{Year: 2026})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := startup.Explain(lg.Events, startup.Options{Engine: "auto", Kernels: kernels.DefaultCatalog(), Packs: startup.WithBuiltins(packs)})
+		if d := x.Startup.Diag; x.Outcome != startup.OutcomeFailed || d == nil || d.Cause != tt.cause {
+			t.Errorf("raised in %s: %s %+v, want failed with %s", tt.fn, x.Outcome, d, tt.cause)
+		}
+	}
+}

@@ -10,6 +10,12 @@ const (
 	hintModelPath = "check the model path exists and is readable by the service user; set HF_TOKEN for gated repos, HF_HUB_OFFLINE=1 when the weights are local"
 )
 
+// What CUDA setup failures say, device or kernel image alike.
+const (
+	cudaSetupSummary = "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU"
+	cudaSetupHint    = "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture"
+)
+
 // BuiltinPacks returns the rule packs for SGLang and vLLM. The strings come
 // from the engines' sources and real logs (research notes, logformats.md
 // §1.2, §1.3, §3.2, §3.3, §4, §7), older wordings included, because
@@ -254,11 +260,59 @@ func vllmPack() RulePack {
 // commonSpecificFailures are the root-cause rules both engines share, most
 // specific first: the first rule that matches a line classifies it.
 func commonSpecificFailures() []FailureRule {
-	oom := []string{"out of memory", "OutOfMemoryError"}
+	oom := []string{"out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation"}
 	// The error, not advice about it ("If you are running out of memory,
 	// consider …" is printed by healthy startups).
-	oomPattern := `(?:CUDA|HIP|NPU|XPU|MUSA|cuda|hip|npu|xpu)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred|out of memory\. Tried to allocate`
+	oomPattern := `(?:CUDA|HIP|NPU|XPU|MUSA|cuda|hip|npu|xpu)(?: driver)?(?: error)?:? out of memory|OutOfMemoryError|out of memory occurred|out of memory\. Tried to allocate|cudaErrorMemoryAllocation`
 	return []FailureRule{
+		{
+			// GPU hardware: CUDA's cudaErrorECCUncorrectable ("uncorrectable
+			// ECC error encountered"), the driver's Xid reports, a GPU that
+			// left the PCIe bus. Whatever kernel it surfaced in (a custom
+			// all-reduce, an NCCL call), no software change fixes it.
+			Keywords: []string{"uncorrectable ECC error", "cudaErrorECCUncorrectable", "CUDA_ERROR_ECC_UNCORRECTABLE", "hipErrorECCNotCorrectable", "fallen off the bus", "NVRM: Xid", "cudaErrorNvlinkUncorrectable", "uncorrectable NVLink error", "GPU is lost"},
+			Cause:    "gpu-hardware", Hardware: true,
+			Summary: "a GPU hardware fault (uncorrectable ECC error, Xid, GPU fallen off the bus): software fails because of it",
+			Hint:    "not fixable by flags: check nvidia-smi -q -d ECC,PAGE_RETIREMENT and dmesg -T | grep -i xid; drain the host, reset the GPU (nvidia-smi -r) or reboot; if it recurs, replace the GPU",
+		},
+		{
+			// Ray lists what can have killed a worker and does not know
+			// which: "(1) … killed by the OOM killer … (2) ray stop --force
+			// … (3) … SIGSEGV". Anchored on the command it names, so the
+			// list is not read as one of its items.
+			// A wrapper: where the log names the crash (SIGBUS, a
+			// traceback), that line is the cause.
+			// Ray's exit type of a worker that died of a signal or a
+			// lost connection (WorkerExitType SYSTEM_ERROR) says no more.
+			Keywords: []string{"ray stop --force", "Worker exit type: SYSTEM_ERROR"},
+			Cause:    "ray-worker-died", Wrapper: true,
+			Summary: "a Ray worker died: OOM-killed, stopped or crashed — the log does not say which",
+			Hint:    "look at dmesg -T | grep -i oom on the worker's node and at the Ray logs of the dead worker (/tmp/ray/session_latest/logs: raylet.out, the worker's .err); Ray names the worker's pid and node",
+		},
+		{
+			// multiprocessing under spawn re-imports the main module; a
+			// launcher that starts the engine at import time then starts
+			// it again in every child (spawn.py's _check_not_importing_main).
+			// Its first lines, and the advice after them (an excerpt may
+			// start there). It strikes in whatever the parent was doing
+			// when it started the child: no usual phase.
+			Keywords: []string{"its bootstrapping phase", "to start a new process before the", "not using fork to start your"},
+			Cause:    "spawn-main-guard",
+			Summary:  "a process was started while the main module was still being imported under multiprocessing spawn: the launch script has no __main__ guard",
+			Hint:     "put the script's start-up code under if __name__ == '__main__': (or launch the engine's own CLI), or let it fork (VLLM_WORKER_MULTIPROC_METHOD=fork)",
+		},
+		{
+			// A kernel's assert (an index out of range: token ids past the
+			// vocabulary, a bad expert id): cudaErrorAssert.
+			// The kernel's own report comes first: CUDA's device
+			// __assert_fail prints "block: [0,0,0], thread: [4,0,0]
+			// Assertion `…` failed."
+			Keywords: []string{"device-side assert triggered", "cudaErrorAssert", "hipErrorAssert", "thread: ["},
+			Pattern:  `device-side assert triggered|cudaErrorAssert|hipErrorAssert|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion`,
+			Cause:    "device-assert",
+			Summary:  "a GPU kernel's assertion failed (device-side assert triggered)",
+			Hint:     "usually an index out of range (token ids past the vocabulary, a tokenizer that does not match the model): rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; check the model's config against its tokenizer",
+		},
 		{
 			Keywords: []string{"operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported", "during CUDA graph capture"},
 			Cause:    "graph-capture-host-sync", Phase: GraphCapture,
@@ -278,7 +332,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "lower --mem-fraction-static by 0.03-0.05 or --cuda-graph-max-bs (SGLang); lower gpu_memory_utilization or max_num_seqs (vLLM)",
 		},
 		{
-			Keywords: []string{"an illegal memory access was encountered", "Memory access fault by GPU", "illegal instruction was encountered", "misaligned address"},
+			Keywords: []string{"an illegal memory access was encountered", "Memory access fault by GPU", "illegal instruction was encountered", "misaligned address", "cudaErrorIllegalAddress", "hipErrorIllegalAddress", "unspecified launch failure", "cudaErrorLaunchFailure"},
 			Cause:    "illegal-memory-access",
 			Summary:  "a GPU kernel faulted (illegal memory access)",
 			Hint:     "a kernel bug or a kernel/GPU mismatch, not a memory shortage: rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; try another attention backend, drop --enable-torch-compile, or --disable-cuda-graph / --enforce-eager",
@@ -297,8 +351,11 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "a crash in a native library (kernel, NCCL, driver): coredumpctl info; rerun with CUDA_LAUNCH_BLOCKING=1 and compare library versions (torch, sgl-kernel/flashinfer, driver)",
 		},
 		{
-			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,"},
-			Cause:    "kv-budget", Phase: KVCache,
+			Keywords: []string{"Loaded weights leave no GPU memory for the KV cache", "Not enough memory. Please try to increase --mem-fraction-static", "No available memory for the cache blocks", "larger than the available KV cache memory", "larger than the maximum number of tokens that can be stored in KV cache", "reserved for KV Cache is -", "cuda blocks: 0,", "GPU blocks: 0,",
+				// The flag, not the sentence: SGLang printed "Not enought
+				// memory. Please try to increase --mem-fraction-static." too.
+				"increase --mem-fraction-static", "Not enough memory to allocate KV cache"},
+			Cause: "kv-budget", Phase: KVCache,
 			Summary: "the weights leave too little GPU memory for the KV cache",
 			Hint:    "SGLang: raise --mem-fraction-static above the printed minimum; vLLM: raise gpu_memory_utilization or lower max_model_len",
 		},
@@ -309,10 +366,49 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "the GPU is occupied or the model does not fit: check nvidia-smi for stale processes; add tensor parallelism or quantize",
 		},
 		{
-			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "no kernel image is available for execution", "invalid device ordinal", "invalid device function", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available"},
-			Cause:    "cuda-setup", Usual: Init,
-			Summary: "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU",
-			Hint:    "check nvidia-smi (rocm-smi) in the unit's environment, CUDA_VISIBLE_DEVICES, that the driver matches the CUDA/ROCm build, and that the wheels were built for this GPU's architecture",
+			// safetensors (SafetensorError, its Rust enum's HeaderTooLarge,
+			// MetadataIncompleteBuffer, InvalidHeaderDeserialization) and
+			// torch.load's zip reader: a file cut short or not a checkpoint.
+			Keywords: []string{"SafetensorError", "HeaderTooLarge", "MetadataIncompleteBuffer", "incomplete metadata", "InvalidHeaderDeserialization", "Error while deserializing header", "failed finding central directory", "PytorchStreamReader failed"},
+			Cause:    "checkpoint-corrupt", Usual: Weights,
+			Summary: "a checkpoint file is truncated or not a valid safetensors/torch file",
+			Hint:    "an interrupted download or a Git LFS pointer in place of the weights: check the file sizes against the repo, re-download (huggingface-cli download --force-download), and run git lfs pull where the model was cloned",
+		},
+		{
+			// SIGBUS: a page of a memory-mapped file or of shared memory
+			// could not be read (a checkpoint that shrank or sits on a
+			// failing network filesystem, a full /dev/shm).
+			Keywords: []string{"Bus error", "SIGBUS"},
+			Cause:    "bus-error", Native: true,
+			Summary: "the process died of SIGBUS: a memory-mapped file or shared memory became unreadable",
+			Hint:    "while loading weights: the checkpoint changed under the process or sits on a flaky network filesystem (copy it to local disk); otherwise /dev/shm is too small (docker --shm-size or --ipc=host)",
+		},
+		{
+			Keywords: []string{"No CUDA GPUs are available", "CUDA driver version is insufficient", "invalid device ordinal", "Found no NVIDIA driver", "NVIDIA driver on your system is too old", "CUDA driver initialization failed", "cudaErrorNoDevice", "hipErrorNoDevice", "CUDA unknown error", "has no GPU available", "No GPU available",
+				// cudaErrorSystemNotReady (fabric manager not running on
+				// NVSwitch systems), cudaErrorDevicesUnavailable (exclusive
+				// compute mode).
+				"system not yet initialized", "cudaErrorSystemNotReady", "busy or unavailable", "cudaErrorDevicesUnavailable", "cudaErrorInsufficientDriver",
+				// vLLM ≤0.2's device check: "GPUs with compute capability
+				// below 7.0 are not supported."
+				"compute capability below"},
+			Cause: "cuda-setup", Usual: Init,
+			// A GPU the stack cannot use makes what the engine then says
+			// of the model's dtype on it a consequence.
+			Outranks: []string{"model-unsupported"},
+			Summary:  cudaSetupSummary,
+			Hint:     cudaSetupHint,
+		},
+		{
+			// A kernel not built for this GPU's architecture, or PTX newer
+			// than the driver: found at the first launch of that kernel,
+			// which can be in any phase (weights post-processing, profiling,
+			// capture), so no usual phase.
+			Keywords: []string{"no kernel image is available for execution", "invalid device function", "cudaErrorNoKernelImageForDevice", "hipErrorNoBinaryForGpu", "cudaErrorInvalidDeviceFunction", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
+			Cause:    "cuda-setup",
+			Outranks: []string{"model-unsupported"},
+			Summary:  cudaSetupSummary,
+			Hint:     cudaSetupHint,
 		},
 		{
 			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
@@ -403,6 +499,14 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "check --dist-init-addr / MASTER_ADDR:PORT is reachable from every node (firewall, IPv6 vs IPv4, hostname resolution), that all nodes started, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME",
 		},
 		{
+			// torch's exception class for a backend (NCCL) failure; a
+			// rendezvous that timed out says so and is taken above.
+			Keywords: []string{"DistBackendError"},
+			Cause:    "nccl-error", Usual: Init,
+			Summary: "torch.distributed's NCCL backend failed",
+			Hint:    "set NCCL_DEBUG=INFO and read the first rank's error; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
+		},
+		{
 			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
 			Cause:    "internal-port-in-use",
 			Summary:  "an internal port (ZMQ, torch TCPStore) is already in use",
@@ -415,7 +519,7 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "another server or a leftover of the previous run holds the port: find it with ss -ltnp and free it before restarting (SGLang binds only after loading the model, so it finds out ten minutes in)",
 		},
 		{
-			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "LocalEntryNotFoundError", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
+			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "EntryNotFoundError", "Cannot access gated repo", "access a gated repo", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
 				// vLLM finds no config when the download was refused (a
 				// gated repo without a token).
 				"No supported config format found"},
@@ -424,18 +528,33 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    hintModelPath,
 		},
 		{
-			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated."},
-			Cause:    "jit-build",
-			Summary:  "a JIT kernel build (Triton, ninja, gcc) failed",
-			Hint:     "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
+			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated.",
+				"Ninja is required to load C++ extensions"},
+			Cause:   "jit-build",
+			Summary: "a JIT kernel build (Triton, ninja, gcc) failed",
+			Hint:    "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
 		},
 	}
 }
 
-// commonWrapperFailures are the secondary rules both engines share; they
-// come after the engine's own rules, and the catch-all exception rule last.
+// commonWrapperFailures are the rules both engines share that yield to the
+// engine's own: the reading of an exception by the frame that raised it
+// (an engine's own message raised there says more), the secondary rules,
+// and the catch-all exception rule last.
 func commonWrapperFailures() []FailureRule {
 	return []FailureRule{
+		{
+			// Python's built-ins raised by the code that maps checkpoint
+			// tensors onto the model's parameters: `params_dict[name]` with
+			// a name the model lacks (KeyError), a shape or a name the
+			// loader refuses (ValueError, AssertionError).
+			Keywords: []string{"KeyError", "ValueError", "AssertionError"},
+			Pattern:  `(?:^|[\s\]>|:])(?:KeyError|ValueError|AssertionError)(?::|$)`,
+			RaisedIn: []string{"load_weights", "_load_weights", "load_model", "weight_loader", "weight_loader_v2", "default_weight_loader", "_load_module", "_load_param", "load_weights_and_postprocess"},
+			Cause:    "checkpoint-mismatch", Phase: Weights,
+			Summary: "the checkpoint does not match the model: a tensor the model has no parameter for, or one of the wrong shape",
+			Hint:    "the checkpoint was made for another model class, engine version or quantization (a draft/EAGLE head, a fine-tune with renamed tensors, a quantizer's extra scales): check the model's config.json architectures and quantization_config against what this engine version supports, or upgrade the engine",
+		},
 		{
 			// multiprocessing's header before a child's traceback: it names
 			// the process that died, nothing more.

@@ -93,11 +93,24 @@ type FailureRule struct {
 	// ("Scheduler hit an exception", "EngineCore failed to start"): it
 	// names nothing, and loses to every other failure line.
 	Relay bool `json:"relay,omitempty" yaml:"relay,omitempty"`
+	// Hardware marks a GPU hardware fault (an uncorrectable ECC error, an
+	// Xid, a GPU fallen off the bus): software fails because of it, so it
+	// wins over every other failure line, whichever kernel it surfaced in.
+	Hardware bool `json:"hardware,omitempty" yaml:"hardware,omitempty"`
 	// Fatal marks a line the engine prints only when it gives up
 	// ("Received sigquit from a child process", "Engine core
 	// initialization failed"): the startup has failed even before systemd
 	// reports the unit's end, and even if the unit lingers.
 	Fatal bool `json:"fatal,omitempty" yaml:"fatal,omitempty"`
+	// RaisedIn limits the rule to the exception line of a traceback whose
+	// innermost frame is one of these functions: a KeyError raised in a
+	// model's load_weights is a checkpoint that does not match the model,
+	// the same KeyError elsewhere is not.
+	RaisedIn []string `json:"raised_in,omitempty" yaml:"raised_in,omitempty"`
+	// Outranks lists causes this failure wins over wherever their lines
+	// are: a GPU the engine refuses outright makes the dtype it lacks
+	// (model-unsupported) a consequence, whichever line came first.
+	Outranks []string `json:"outranks,omitempty" yaml:"outranks,omitempty"`
 }
 
 // minKeyword is the shortest keyword a rule may have: the index hashes
@@ -299,6 +312,17 @@ func (r *compiledFailure) match(s string) bool {
 		}
 	}
 	return r.re == nil || r.re.MatchString(s)
+}
+
+// raisedBy reports whether the rule holds for a line whose traceback was
+// raised in function fn ("" when the line ended none, or it is not known).
+func (r *compiledFailure) raisedBy(fn string) bool {
+	return len(r.RaisedIn) == 0 || fn != "" && slices.Contains(r.RaisedIn, fn)
+}
+
+// outranks reports whether r wins over o whatever their order in the log.
+func (r *compiledFailure) outranks(o *compiledFailure) bool {
+	return slices.Contains(r.Outranks, o.Cause)
 }
 
 func inPhases(in []Phase, p Phase) bool { return len(in) == 0 || slices.Contains(in, p) }

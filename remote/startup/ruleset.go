@@ -59,6 +59,8 @@ var sysText = []struct {
 	{": Scheduled restart job, restart counter is at", sysRestart, false},
 	{": Deactivated successfully.", sysSuccess, false},
 	{": Start request repeated too quickly.", sysStartLimit, false},
+	// Only on a line plausibly systemd's (see classifySys): Ray's list of
+	// what may have killed a worker says "killed by the OOM killer" too.
 	{"killed by the OOM killer", sysOOM, false},
 }
 
@@ -153,7 +155,7 @@ func classifySys(msgID, msg string, pid int, hit []uint64, refs []ruleRef) sysKi
 			continue
 		}
 		r := sysText[i]
-		if r.prefix && (!plausible || !strings.HasPrefix(msg, r.kw)) {
+		if r.prefix && (!plausible || !strings.HasPrefix(msg, r.kw)) || r.kind == sysOOM && !plausible {
 			continue
 		}
 		return r.kind

@@ -50,6 +50,9 @@ type tbState struct {
 	// crash happened in ("most recent call first").
 	innermost string
 	reverse   bool
+	// fn is the function of the last frame so far (traceback order): when
+	// the exception line comes, the one that raised it.
+	fn string
 }
 
 // tbParser follows Python tracebacks in a stream of lines, per process tag,
@@ -69,6 +72,9 @@ type tbParser struct {
 	// as one multi-line message, so only its first line carries the rank
 	// tag and the rest arrive bare.
 	last *tbState
+	// raised is the function that raised the exception of the line fed
+	// last, when that line ended a traceback ("" otherwise).
+	raised string
 }
 
 func newTBParser(f *frameIndex) tbParser { return tbParser{frames: f, by: map[string]*tbState{}} }
@@ -83,6 +89,7 @@ func (p *tbParser) reset() {
 // holds the traceback header or a frame's `File "`, which callers learn
 // from their keyword scan.
 func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) {
+	p.raised = ""
 	if !header && !frame && p.nOpen == 0 {
 		return tbNone, "", ""
 	}
@@ -102,11 +109,14 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 			p.nOpen++
 		}
 		st.open, st.afterFile, st.phase, st.code, st.head = true, false, "", "", msg
-		st.innermost, st.reverse = "", strings.Contains(body, "most recent call first")
+		st.innermost, st.reverse, st.fn = "", strings.Contains(body, "most recent call first"), ""
 		p.last = st
 		if t := strings.TrimSpace(body); isFrame(t) {
 			st.head = ""
 			st.phase = p.frames.phase(t)
+			if !st.reverse {
+				st.fn = frameFunc(t)
+			}
 			st.afterFile = !st.reverse && strings.Contains(t, ", in ")
 			return tbFrame, "", body
 		}
@@ -128,6 +138,9 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 		if st.reverse && st.innermost == "" {
 			st.innermost = msg
 		}
+		if !st.reverse {
+			st.fn = frameFunc(t)
+		}
 		// faulthandler lists the innermost call first: there the first
 		// frame that names a phase wins.
 		if ph := p.frames.phase(t); ph != "" && (ph != Serving || st.phase == "") && !(st.reverse && st.phase != "") {
@@ -142,11 +155,13 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 	case !st.afterFile && isExceptionLine(t):
 		st.open = false
 		p.nOpen--
+		p.raised = st.fn
 		return tbException, st.phase, body
 	case st.afterFile && isExceptionLine(t) && strings.Contains(t, ": ") && !looksLikeCode(t):
 		// A frame without a source line (a .so, a frozen module).
 		st.open = false
 		p.nOpen--
+		p.raised = st.fn
 		return tbException, st.phase, body
 	}
 	if st.afterFile {
@@ -164,6 +179,10 @@ func (p *tbParser) feed(msg string, header, frame bool) (tbKind, Phase, string) 
 	// lines). It is read as a message; the traceback stays open.
 	return tbNone, "", body
 }
+
+// raisedIn is the function that raised the exception of the line fed
+// last, when that line ended a traceback; "" for any other line.
+func (p *tbParser) raisedIn() string { return p.raised }
 
 // lastCode is the source line under the last frame of the traceback that
 // closed or is open on the line's process: a bare "AssertionError" is
@@ -469,6 +488,8 @@ func commonFrames() []FrameRule {
 			"event_loop_normal", "event_loop_overlap", "event_loop_pp", "run_batch",
 			"step", "step_with_batch_queue", "execute_model", "output_handler",
 			"process_input_sockets", "run_busy_loop",
+			// SGLang ≤0.1's router: its step loop serves the batches.
+			"exposed_step", "forward_step", "forward_fill_batch", "forward_decode_batch",
 		}},
 	}
 }

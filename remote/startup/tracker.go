@@ -61,26 +61,6 @@ const (
 	maxRetired  = 8
 )
 
-// cand is one failure line of the invocation.
-type cand struct {
-	rule  *compiledFailure
-	line  string
-	time  time.Time
-	phase Phase // the furthest phase of the trail when it arrived
-	// framePhase is the phase the frames of its traceback named, when the
-	// line ended one.
-	framePhase Phase
-	seq        int // its line number in the invocation
-	// quote is the line evidence shows first when it is not line itself.
-	quote string
-}
-
-// tbEnd is where a traceback ended and the phase its frames named.
-type tbEnd struct {
-	seq   int
-	phase Phase
-}
-
 // Tracker folds one host's events into its Startup. It is not safe for
 // concurrent use; hand State() copies to other goroutines.
 type Tracker struct {
@@ -89,41 +69,23 @@ type Tracker struct {
 	set    *ruleSet
 	active []bool // per pack: applies to the current engine
 	hit    []uint64
-	stuck  map[Phase]time.Duration
 
-	st Startup
-	// under is the phase beneath the stuck and unknown overlays: a path
-	// phase, or failed, restarting, stopped.
-	under      Phase
-	underSince time.Time
-	isStuck    bool
-	stuckSince time.Time
-	unreach    bool
-	unreachAt  time.Time
-	// lastPath is the furthest path phase of this invocation, the phase a
-	// failure line belongs to even when it arrives after the failure.
-	lastPath Phase
+	// st is the startup but for what path holds: phase, trail, progress.
+	st   Startup
+	path phasePath
+	// ledger is the invocation's failure: its candidate lines, systemd's
+	// record of its end, and what was last reported of it.
+	ledger failureLedger
 
 	envModes []kernels.ActiveMode // from the latest Environment seen
 	modes    []kernels.ActiveMode // in force for this invocation
 
-	unitSeen   bool
-	unitState  string
-	result     string
-	lastN      int
-	credited   bool // a restart was counted from NRestarts before its new invocation showed
-	probeSeen  bool
-	retired    []string
-	cands      []cand
-	exits      []string
-	unitCause  string // cause from systemd: host-oom-kill, start-limit-hit
-	failed     bool
-	failAt     time.Time
-	failCause  string // cause last reported in a ChangeFail
-	failPhase  Phase  // and its phase
-	failRoot   string // and its root line
-	failFromLg bool   // the reported cause came from a log line
-	failMode   string // and the kernel mode it named (Diagnosis.KernelMode)
+	unitSeen  bool
+	unitState string
+	lastN     int
+	credited  bool // a restart was counted from NRestarts before its new invocation showed
+	probeSeen bool
+	retired   []string
 
 	// execStart is when the current invocation's main process started (from
 	// the unit), firstLine the host time of its first journal line seen.
@@ -132,24 +94,9 @@ type Tracker struct {
 	execStart time.Time
 	firstLine time.Time
 
-	// tb follows Python tracebacks; tbEnds are the first ones that ended
-	// in this invocation and named a phase.
-	tb     tbParser
-	tbEnds []tbEnd
-	// seq numbers the invocation's engine lines; lastProgSeq is the last
-	// that moved the startup on and lastCandSeq the last failure line, so
-	// that a log ending in errors can be told from one that went on.
-	seq, lastProgSeq, lastCandSeq int
-	// inTB is set while the line at hand sits inside an open traceback.
-	inTB bool
-	// cont follows the message of the last unrecognised or wrapper error
-	// over its continuation lines (torch's "Failed running call_function
-	// …(*(…), **{}):" puts the real error on a later line): contCand is
-	// its index in cands (-1: none), contSrc its process tag, contColon
-	// whether the message so far ends in ":".
-	contCand  int
-	contSrc   string
-	contColon bool
+	// lines is the context of the line at hand: the traceback around it,
+	// the multi-line message it may go on with, and its number.
+	lines lineContext
 	// stopping is set once a stop was asked for: errors printed while the
 	// processes are torn down are no failure of the startup.
 	stopping bool
@@ -182,7 +129,11 @@ func (t *Tracker) joinedLate() bool {
 
 // NewTracker returns a tracker in phase Stopped.
 func NewTracker(opts Options) *Tracker {
-	t := &Tracker{opts: opts, stuck: DefaultStuckAfter()}
+	stuck := DefaultStuckAfter()
+	for p, d := range opts.StuckAfter {
+		stuck[p] = d
+	}
+	t := &Tracker{opts: opts, path: newPhasePath(stuck)}
 	switch {
 	case opts.Compiled != nil:
 		t.set = newRuleSet(opts.Compiled)
@@ -197,15 +148,10 @@ func NewTracker(opts Options) *Tracker {
 	default:
 		t.set = builtinSet()
 	}
-	for p, d := range opts.StuckAfter {
-		t.stuck[p] = d
-	}
 	t.hit = make([]uint64, t.set.words())
-	t.contCand = -1
-	t.tb = newTBParser(t.set.frames)
+	t.lines = newLineContext(t.set.frames)
 	t.active = make([]bool, len(t.set.packs))
-	t.under = Stopped
-	t.st = Startup{Phase: Stopped}
+	t.st = Startup{}
 	if opts.Engine != "auto" {
 		t.st.Engine = opts.Engine
 	}
@@ -247,7 +193,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		}
 	case event.KindConn:
 		if ev.Conn != nil {
-			t.applyConn(ev.Conn.State, ev.Time, &out)
+			t.path.conn(ev.Conn.State, ev.Time, &out)
 		}
 	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
 	}
@@ -259,24 +205,8 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 // gone without a progressing line for longer than its threshold becomes
 // stuck. A later progressing line moves it on.
 func (t *Tracker) Tick(now time.Time) []Change {
-	if t.unreach || t.isStuck {
-		return nil
-	}
-	limit, ok := t.stuck[t.under]
-	if !ok || limit <= 0 {
-		return nil
-	}
-	last := t.st.LastProgress
-	if last.Before(t.underSince) {
-		last = t.underSince
-	}
-	if now.Sub(last) <= limit {
-		return nil
-	}
 	var out []Change
-	from := t.display()
-	t.isStuck, t.stuckSince = true, now
-	t.emitPhase(from, now, &out)
+	t.path.tick(now, &out)
 	return out
 }
 
@@ -284,7 +214,7 @@ func (t *Tracker) Tick(now time.Time) []Change {
 // another goroutine.
 func (t *Tracker) State() Startup {
 	s := t.st
-	s.Spans = slices.Clone(t.st.Spans)
+	t.path.fill(&s)
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
 	s.Stats = t.st.Stats.clone()
@@ -304,84 +234,6 @@ func (d *Diagnosis) clone() *Diagnosis {
 	return &c
 }
 
-// display is the phase shown: the overlays win over the phase beneath.
-func (t *Tracker) display() Phase {
-	switch {
-	case t.unreach:
-		return Unknown
-	case t.isStuck:
-		return Stuck
-	}
-	return t.under
-}
-
-// emitPhase reports a change of the displayed phase, if there is one.
-func (t *Tracker) emitPhase(from Phase, at time.Time, out *[]Change) {
-	to := t.display()
-	t.st.StuckIn, t.st.LastKnown = "", ""
-	if t.isStuck {
-		t.st.StuckIn = t.under
-	}
-	if t.unreach {
-		t.st.LastKnown = t.under
-		if t.isStuck {
-			t.st.LastKnown = Stuck
-		}
-	}
-	if to == from {
-		return
-	}
-	t.st.Phase = to
-	switch to {
-	case Unknown:
-		t.st.PhaseSince = t.unreachAt
-	case Stuck:
-		t.st.PhaseSince = t.stuckSince
-	default:
-		t.st.PhaseSince = t.underSince
-	}
-	*out = append(*out, Change{Kind: ChangePhase, Time: at, Phase: to, From: from, Progress: t.st.Progress})
-}
-
-// enter moves the phase beneath the overlays to p at host time at: the
-// open span ends there, and a path phase opens a new one. It also clears
-// stuck, since entering a phase is progress.
-func (t *Tracker) enter(p Phase, at time.Time, out *[]Change) {
-	from := t.display()
-	if p != t.under {
-		t.closeSpan(at)
-		if p.Rank() > Stopped.Rank() {
-			t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at})
-			t.lastPath = p
-		}
-		t.under, t.underSince = p, at
-		t.st.Progress = Progress{}
-	}
-	t.isStuck = false
-	t.st.LastProgress = at
-	t.emitPhase(from, at, out)
-}
-
-func (t *Tracker) closeSpan(at time.Time) {
-	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.IsZero() {
-		t.st.Spans[n-1].End = at
-	}
-}
-
-// onPath reports whether the startup is running: a path phase past stopped.
-func (t *Tracker) onPath() bool { return t.under.Rank() > Stopped.Rank() }
-
-// onPathOrFailed reports whether the current invocation has a trail.
-func (t *Tracker) onPathOrFailed() bool { return len(t.st.Spans) > 0 }
-
-// pathPhase is the phase a failure line belongs to.
-func (t *Tracker) pathPhase() Phase {
-	if t.lastPath == "" {
-		return Starting
-	}
-	return t.lastPath
-}
-
 // newInvocation starts a fresh run of the unit: what was learnt about the
 // previous one is dropped, except the engine and the restart count.
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
@@ -397,26 +249,18 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 		}
 	}
 	t.credited = false
-	t.closeSpan(at)
 	t.st.InvocationID, t.st.StartedAt = id, at
-	t.st.Spans, t.st.Diag, t.st.Progress, t.st.Stats = nil, nil, Progress{}, nil
+	t.st.Diag, t.st.Stats = nil, nil
 	t.st.ReadySeen, t.st.ProbeOK, t.st.LogEnded = false, false, false
-	t.cands, t.exits = nil, nil
-	t.unitCause, t.result = "", ""
-	t.failed, t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = false, "", "", "", false, ""
-	t.lastPath = ""
+	t.ledger = failureLedger{}
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
-	t.tb.reset()
-	t.tbEnds = nil
-	t.seq, t.lastProgSeq, t.lastCandSeq = 0, 0, 0
-	t.contCand = -1
+	t.lines.reset()
 	t.stopping, t.trailClosed = false, false
 	t.statsSaid = time.Time{}
 	t.dp = t.dp[:0]
 	t.modes = t.envModes
 	// The new run passes through starting whatever it was before.
-	t.under = Stopped
-	t.enter(Starting, at, out)
+	t.path.restart(at, out)
 }
 
 // switchInvocation handles an invocation id on an event: a new one starts
@@ -431,7 +275,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 		// From before the current run began: an earlier run's, met in
 		// the journal backlog after the unit state named the current one.
 		return false
-	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.failed && t.under != Stopped:
+	case t.st.InvocationID == "" && t.st.StartedAt.IsZero() || t.st.InvocationID == "" && !t.ledger.failed && t.path.under != Stopped:
 		// The first id seen names the run already under way.
 		t.st.InvocationID = id
 		if t.st.StartedAt.IsZero() {
@@ -446,7 +290,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 // restartOver tells whether the phase shows the previous run has ended,
 // so that a start signal without an invocation id begins a new run.
 func (t *Tracker) restartOver() bool {
-	return !t.st.StartedAt.IsZero() && (t.failed || t.under == Restarting || t.under == Stopped)
+	return !t.st.StartedAt.IsZero() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
 }
 
 // countRestarts follows the unit's restart counter. The first reading is
@@ -478,14 +322,14 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	}
 	if s := u.State(); s != t.unitState {
 		t.unitState = s
-		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.display(), Unit: s, Progress: t.st.Progress})
+		*out = append(*out, Change{Kind: ChangeUnit, Time: at, Phase: t.path.display(), Unit: s, Progress: t.path.progress})
 	}
 	t.st.UnitActive = u.ActiveState == "active"
 	if !u.ExecMainStart.IsZero() {
 		t.execStart = u.ExecMainStart
 	}
 	if u.Result != "" {
-		t.result = u.Result
+		t.ledger.result = u.Result
 	}
 	failing := u.Result != "" && u.Result != "success"
 	switch u.SubState {
@@ -497,7 +341,7 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		if failing {
 			t.fail(at, out)
 		}
-		t.enter(Restarting, at, out)
+		t.path.enter(Restarting, at, out)
 	case u.ActiveState == "failed" && u.Result == "success":
 		// Starting a failed unit: systemd has reset the result and given
 		// the new run its invocation id, and reports both before
@@ -508,48 +352,29 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	case u.ActiveState == "activating" || u.ActiveState == "active":
 		if u.InvocationID == "" && t.restartOver() {
 			t.newInvocation("", at, out)
-		} else if t.under == Stopped || t.under == Restarting {
-			t.enter(Starting, at, out)
+		} else if t.path.under == Stopped || t.path.under == Restarting {
+			t.path.enter(Starting, at, out)
 		}
 	case u.ActiveState == "inactive":
-		if (failing || t.pendingFailure()) && t.onPath() {
+		if (failing || t.pendingFailure()) && t.path.onPath() {
 			t.fail(at, out)
-		} else if !t.failed {
-			t.enter(Stopped, at, out)
+		} else if !t.ledger.failed {
+			t.path.enter(Stopped, at, out)
 		}
 	}
-}
-
-func (t *Tracker) applyConn(s event.ConnState, at time.Time, out *[]Change) {
-	from := t.display()
-	switch s {
-	case event.ConnDown, event.ConnUnreachable:
-		if t.unreach {
-			return
-		}
-		t.unreach, t.unreachAt = true, at
-	case event.ConnUp:
-		if !t.unreach {
-			return
-		}
-		t.unreach = false
-	default:
-		return
-	}
-	t.emitPhase(from, at, out)
 }
 
 // canServe reports whether the unit and the probe already agree, so that
 // the engine's ready line is the last piece of evidence.
 func (t *Tracker) canServe() bool {
-	return t.onPath() && t.st.UnitActive && !((t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK)
+	return t.path.onPath() && t.st.UnitActive && !((t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK)
 }
 
 // checkServing enters serving once the evidence is complete: the unit is
 // active, the engine said it is ready, and a probe answered where probes
 // are expected.
 func (t *Tracker) checkServing(at time.Time, out *[]Change) {
-	if !t.onPath() || t.under == Serving || t.failed {
+	if !t.path.onPath() || t.path.under == Serving || t.ledger.failed {
 		return
 	}
 	if !t.st.UnitActive {
@@ -565,7 +390,7 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
 		return
 	}
-	t.enter(Serving, at, out)
+	t.path.enter(Serving, at, out)
 }
 
 func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
@@ -583,11 +408,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		t.applySys(k, j, at, out)
 		return
 	}
-	t.seq++
+	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
 	}
-	kind, framePhase, _ := t.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
+	kind, framePhase, _ := t.lines.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
 	switch kind {
 	case tbFrame, tbCode:
 		// Source lines and frames quote code, not messages: a rule must
@@ -595,39 +420,56 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		// failure itself. A frame can still say where a failure already
 		// reported struck (the engine's "failed to start" comes first,
 		// its traceback after).
-		if t.failed {
+		if t.ledger.failed {
 			t.updateDiag(at, out)
 		}
 		return
 	case tbStart:
 		// A traceback being printed is error output, whatever it ends
 		// in (an excerpt may cut it before its exception line).
-		t.lastCandSeq = t.seq
+		t.lines.lastCandSeq = t.lines.seq
 	case tbException:
-		if framePhase != "" && len(t.tbEnds) < maxCands {
-			t.tbEnds = append(t.tbEnds, tbEnd{t.seq, framePhase})
+		if framePhase != "" && len(t.lines.tbEnds) < maxCands {
+			t.lines.tbEnds = append(t.lines.tbEnds, tbEnd{t.lines.seq, framePhase})
 		}
 	case tbNone: // not part of a traceback
 	}
 	if kind == tbNone && t.applyMetric(msg, at, hit, out) {
 		// A stats line: no phase, no progress, no error.
-		t.contCand = -1
+		t.lines.cont.stop()
 		return
 	}
 	// A line inside an open traceback that is neither frame, source nor
 	// exception (a frame cut at the excerpt's edge, a rank's chatter) is
 	// no error of its own, whatever level it was logged at.
-	t.inTB = kind == tbNone && t.tb.nOpen > 0
-	n := len(t.cands)
+	t.lines.inTB = kind == tbNone && t.lines.tb.nOpen > 0
+	n := len(t.ledger.cands)
+	following := kind == tbNone && t.lines.cont.continues(msg, len(t.ledger.cands))
 	matched := t.applyRules(msg, at, hit, framePhase, out)
-	if !matched && kind == tbNone {
+	switch {
+	case !matched && kind == tbNone:
 		t.continueMessage(msg, at, out)
-	} else {
-		t.contCand = -1
+	case matched && following && len(t.ledger.cands) > n:
+		// A line of the message followed that a rule knows on its own
+		// ("current process has finished its bootstrapping phase."): it
+		// names the cause of the whole message, whose first line stays
+		// the one quoted.
+		if c, f := t.ledger.cands[len(t.ledger.cands)-1], &t.ledger.cands[t.lines.cont.cand]; c.rule.tier() <= 0 && f.rule.tier() > 0 {
+			f.rule = c.rule
+			if t.lines.cont.colon && f.quote == "" {
+				// "RuntimeError:" and the message on the lines after it:
+				// this line is the one to quote, as continueMessage has it.
+				f.quote = msg
+			}
+			t.updateDiag(at, out)
+		}
+		t.lines.cont.stop()
+	default:
+		t.lines.cont.stop()
 	}
-	if len(t.cands) > n {
-		if c := t.cands[len(t.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
-			t.startContinuation(len(t.cands)-1, msg)
+	if len(t.ledger.cands) > n {
+		if c := t.ledger.cands[len(t.ledger.cands)-1]; (c.rule.tier() == 1 || c.rule.tier() == 2) && !strings.Contains(msg, tbHeader) {
+			t.lines.cont.start(len(t.ledger.cands)-1, msg)
 		}
 	}
 	if !matched && kind == tbException {
@@ -635,8 +477,8 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		if _, body := splitLine(msg); !strings.Contains(body, ": ") {
 			// A bare "AssertionError": the line a person quotes is the
 			// `assert …` above it.
-			if code := t.tb.lastCode(); code != "" && len(t.cands) > 0 && t.cands[len(t.cands)-1].line == msg {
-				t.cands[len(t.cands)-1].quote = code
+			if code := t.lines.tb.lastCode(); code != "" && len(t.ledger.cands) > 0 && t.ledger.cands[len(t.ledger.cands)-1].line == msg {
+				t.ledger.cands[len(t.ledger.cands)-1].quote = code
 				t.updateDiag(at, out)
 			}
 		}
@@ -645,41 +487,47 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 
 func hasHit(hit []uint64, id int) bool { return hit[id>>6]&(1<<(id&63)) != 0 }
 
-// startContinuation starts following the message of cand i, whose line is
-// msg.
-func (t *Tracker) startContinuation(i int, msg string) {
-	src, body := splitLine(msg)
-	t.contCand, t.contSrc, t.contColon = i, src, strings.HasSuffix(strings.TrimSpace(body), ":")
-}
-
-// continueMessage reads msg as a continuation of the message followed: an
-// indented line goes on with it; the line after one ending in ":" is its
-// real error, and becomes the line quoted first.
+// continueMessage reads msg as a continuation of the message followed
+// (continuation.next): the line after one ending in ":" is its real error,
+// and becomes the line quoted first; the joined text may name the cause
+// of a message whose first line only wraps it.
 func (t *Tracker) continueMessage(msg string, at time.Time, out *[]Change) {
-	if t.contCand < 0 || t.contCand >= len(t.cands) {
+	i := t.lines.cont.cand
+	if !t.lines.cont.on(len(t.ledger.cands)) {
 		return
 	}
-	src, body := splitLine(msg)
-	trimmed := strings.TrimSpace(body)
-	switch {
-	case src != t.contSrc || trimmed == "" || strings.HasPrefix(trimmed, "Possible solutions"):
-		t.contCand = -1
+	quote, grew, ok := t.lines.cont.next(msg)
+	if !ok {
 		return
-	case t.contColon:
-		t.cands[t.contCand].quote = msg
+	}
+	if quote {
+		t.ledger.cands[i].quote = msg
 		t.updateDiag(at, out)
-	case !indented(msg, body):
-		t.contCand = -1
-		return
 	}
-	t.contColon = strings.HasSuffix(trimmed, ":")
+	if c := &t.ledger.cands[i]; grew && c.rule.tier() > 0 {
+		if r := t.specificRule(t.lines.cont.text); r != nil {
+			c.rule = r
+			t.updateDiag(at, out)
+		}
+	}
 }
 
-// indented reports whether body, the text of msg after its prefixes, was
-// indented under them (splitLine drops the spaces).
-func indented(msg, body string) bool {
-	i := len(msg) - len(body)
-	return i >= 2 && msg[i-1] == ' ' && msg[i-2] == ' '
+// specificRule is the first active rule that knows a cause (tier 0 or
+// hardware) and matches s, the joined lines of one message; nil if none.
+// It runs only on the continuation lines of an error's message.
+func (t *Tracker) specificRule(s string) *compiledFailure {
+	for p, pack := range t.set.packs {
+		if !t.active[p] {
+			continue
+		}
+		for i := range pack.failures {
+			r := &pack.failures[i]
+			if r.tier() <= 0 && inPhases(r.InPhases, t.path.furthest()) && r.raisedBy("") && hasKeyword(s, r.Keywords) && r.match(s) {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // CauseUnrecognised is the cause of a failure whose error no rule knows:
@@ -699,7 +547,7 @@ var unrecognisedRule = compiledFailure{FailureRule: FailureRule{
 // stop was asked for. A process that then ends, whatever its exit status,
 // failed.
 func (t *Tracker) pendingFailure() bool {
-	return len(t.cands) > 0 && t.lastCandSeq >= t.lastProgSeq && !t.stopping && t.under != Serving
+	return len(t.ledger.cands) > 0 && t.lines.endsInError() && !t.stopping && t.path.under != Serving
 }
 
 // End reports that the log has ended at host time at with the process gone
@@ -707,21 +555,21 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
-	if !t.failed && t.onPath() && t.tb.nOpen > 0 && len(t.cands) == 0 && t.lastCandSeq >= t.lastProgSeq {
+	if !t.ledger.failed && t.path.onPath() && t.lines.tb.nOpen > 0 && len(t.ledger.cands) == 0 && t.lines.endsInError() {
 		// The log ends inside a traceback and nothing else names an
 		// error: the exception line is cut off. Say so, quoting the
 		// deepest source line.
 		// Its first line, where the excerpt has it; else its deepest
 		// source line.
-		quote := t.tb.head()
+		quote := t.lines.tb.head()
 		if quote == "" {
-			quote = t.tb.lastCode()
+			quote = t.lines.tb.lastCode()
 		}
 		if quote != "" {
-			t.addCand(&unrecognisedRule, quote, at, t.tb.openPhase(), &out)
+			t.addCand(&unrecognisedRule, quote, at, t.lines.tb.openPhase(), &out)
 		}
 	}
-	if !t.failed && t.onPath() && t.pendingFailure() {
+	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
 	return out
@@ -804,8 +652,8 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // Phases only move forward within an invocation: a late line of an earlier
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
-	cur := t.under
-	if t.failed && r.Phase != "" && (!at.After(t.failAt) || !t.st.LogEnded) && !t.trailClosed {
+	cur := t.path.under
+	if t.ledger.failed && r.Phase != "" && (!at.After(t.ledger.failAt) || !t.st.LogEnded) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
 		// how far the startup got. Until the journal has shown the run's
@@ -813,15 +661,15 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		// a line when it reads it, and a process that printed its last
 		// lines and died at once is seen dead by systemd first.
 		if _, ok := r.match(msg); ok {
-			if at.After(t.failAt) {
-				at = t.failAt
+			if at.After(t.ledger.failAt) {
+				at = t.ledger.failAt
 			}
 			t.lateSpan(r, at, out)
 			return true
 		}
 		return false
 	}
-	if t.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
+	if t.ledger.failed || cur == Restarting || !inPhases(r.InPhases, cur) {
 		return false
 	}
 	if r.Phase != "" && r.Phase.Rank() < cur.Rank() && !r.groups && !r.Ready && r.Ends == "" {
@@ -835,7 +683,7 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	if r.Ready {
 		t.st.ReadySeen = true
-		t.lastProgSeq = t.seq
+		t.lines.lastProgSeq = t.lines.seq
 		if t.canServe() {
 			// Serving at once (checkServing, after this event): no
 			// warmup span of no length in the trail.
@@ -844,28 +692,28 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 	}
 	switch {
 	case r.Phase != "" && r.Phase.Rank() > cur.Rank():
-		t.lastProgSeq = t.seq
+		t.lines.lastProgSeq = t.lines.seq
 		if r.Ends != "" && r.Ends.Rank() > cur.Rank() && r.Ends.Rank() < r.Phase.Rank() {
-			t.enter(r.Ends, at, out)
-			t.st.Spans[len(t.st.Spans)-1].Inferred = true
+			t.path.enter(r.Ends, at, out)
+			t.path.spans[len(t.path.spans)-1].Inferred = true
 		}
-		t.enter(r.Phase, at, out)
+		t.path.enter(r.Phase, at, out)
 	case r.Phase == "" || r.Phase == cur:
-		if t.isStuck {
-			t.enter(cur, at, out)
+		if t.path.isStuck {
+			t.path.enter(cur, at, out)
 		}
-		t.st.LastProgress = at
+		t.path.lastProgress = at
 	default:
 		return true
 	}
 	if r.re != nil && r.groups {
 		p := r.progress(msg, loc)
-		if p.Done > t.st.Progress.Done || p.Label != t.st.Progress.Label {
+		if p.Done > t.path.progress.Done || p.Label != t.path.progress.Label {
 			// A count that moved is progress; a line that only tells
 			// about the phase ("Maximum concurrency …: 0.00x") is not.
-			t.lastProgSeq = t.seq
+			t.lines.lastProgSeq = t.lines.seq
 		}
-		t.st.Progress = p
+		t.path.progress = p
 	}
 	return true
 }
@@ -873,32 +721,22 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 // lateSpan adds the phase of a line that arrived after the failure to the
 // trail, where the run had reached it before it failed.
 func (t *Tracker) lateSpan(r *compiledPhase, at time.Time, out *[]Change) {
-	if r.Ends != "" && r.Ends.Rank() > t.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
-		t.extendTrail(r.Ends, at)
-		t.st.Spans[len(t.st.Spans)-1].Inferred = true
+	if r.Ends != "" && r.Ends.Rank() > t.path.lastPath.Rank() && r.Ends.Rank() < r.Phase.Rank() {
+		t.path.extendTrail(r.Ends, at, t.ledger.failAt)
+		t.path.spans[len(t.path.spans)-1].Inferred = true
 	}
-	if r.Phase.Rank() > t.lastPath.Rank() {
-		t.extendTrail(r.Phase, at)
+	if r.Phase.Rank() > t.path.lastPath.Rank() {
+		t.path.extendTrail(r.Phase, at, t.ledger.failAt)
 		t.updateDiag(at, out)
 	}
 }
 
-// extendTrail appends phase p, begun at host time at, to a failed run's
-// trail: the span before it now ends at at, and p's runs to the failure.
-func (t *Tracker) extendTrail(p Phase, at time.Time) {
-	if n := len(t.st.Spans); n > 0 && t.st.Spans[n-1].End.After(at) {
-		t.st.Spans[n-1].End = at
-	}
-	t.st.Spans = append(t.st.Spans, Span{Phase: p, Start: at, End: t.failAt})
-	t.lastPath = p
-}
-
 // applyFailure records msg as a failure candidate if the rule matches.
 func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) bool {
-	if !inPhases(r.InPhases, t.pathPhase()) || !r.match(msg) {
+	if !inPhases(r.InPhases, t.path.furthest()) || !r.raisedBy(t.lines.tb.raisedIn()) || !r.match(msg) {
 		return false
 	}
-	if r.Cause == CauseUnrecognised && (t.inTB || strings.Contains(msg, tbHeader)) {
+	if r.Cause == CauseUnrecognised && (t.lines.inTB || strings.Contains(msg, tbHeader)) {
 		// vLLM logs each traceback line at ERROR: the header is not the
 		// error.
 		return false
@@ -908,20 +746,12 @@ func (t *Tracker) applyFailure(r *compiledFailure, msg string, at time.Time, fra
 }
 
 func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePhase Phase, out *[]Change) {
-	t.lastCandSeq = t.seq
-	for _, c := range t.cands {
-		if c.line == msg {
-			return
-		}
+	t.lines.lastCandSeq = t.lines.seq
+	if t.ledger.has(msg) {
+		return
 	}
-	c := cand{rule: r, line: msg, time: at, phase: t.pathPhase(), framePhase: framePhase, seq: t.seq}
-	switch ri := t.root(); {
-	case len(t.cands) < maxCands:
-		t.cands = append(t.cands, c)
-	case r.tier() < t.cands[ri].rule.tier():
-		// Keep room for the first specific line after a flood of wrappers.
-		t.cands[len(t.cands)-1] = c
-	default:
+	c := cand{rule: r, line: msg, time: at, phase: t.path.furthest(), framePhase: framePhase, seq: t.lines.seq, decoy: isDecoy(msg)}
+	if !t.ledger.add(c) {
 		return
 	}
 	if r.Fatal {
@@ -929,11 +759,11 @@ func (t *Tracker) addCand(r *compiledFailure, msg string, at time.Time, framePha
 		// trail, whether they reach us before systemd's word or after.
 		t.trailClosed = true
 	}
-	if r.Fatal && !t.failed && !t.stopping {
+	if r.Fatal && !t.ledger.failed && !t.stopping {
 		t.fail(at, out)
 		return
 	}
-	if t.failed {
+	if t.ledger.failed {
 		t.updateDiag(at, out)
 	}
 }
@@ -944,20 +774,20 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 	case sysStarting:
 		if t.restartOver() {
 			t.newInvocation(j.InvocationID, at, out)
-		} else if !t.onPath() {
-			t.enter(Starting, at, out)
+		} else if !t.path.onPath() {
+			t.path.enter(Starting, at, out)
 		}
 	case sysStarted:
-		if t.restartOver() && t.under != Stopped {
+		if t.restartOver() && t.path.under != Stopped {
 			return
 		}
 		t.st.UnitActive = true
-		if !t.onPath() {
-			t.enter(Starting, at, out)
+		if !t.path.onPath() {
+			t.path.enter(Starting, at, out)
 		}
 	case sysExited:
 		t.st.LogEnded = true
-		t.addExit(msg)
+		t.ledger.addExit(msg)
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
 			t.trailClosed = true
@@ -965,38 +795,38 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		}
 	case sysResult, sysFailedStart:
 		t.st.LogEnded = true
-		t.addExit(msg)
+		t.ledger.addExit(msg)
 		t.st.UnitActive = false
 		switch r := unitResult(msg, j.Fields); r {
 		case "oom-kill":
-			t.unitCause = "host-oom-kill"
+			t.ledger.unitCause = "host-oom-kill"
 		case "start-limit-hit":
-			t.unitCause = "start-limit-hit"
+			t.ledger.unitCause = "start-limit-hit"
 		case "":
 		default:
-			t.result = r
+			t.ledger.result = r
 		}
 		t.fail(at, out)
 	case sysStartLimit:
 		t.st.LogEnded = true
-		t.addExit(msg)
-		t.unitCause = "start-limit-hit"
+		t.ledger.addExit(msg)
+		t.ledger.unitCause = "start-limit-hit"
 		t.fail(at, out)
 	case sysOOM:
 		t.addCand(&hostOOMRule, msg, at, "", out)
-		t.unitCause = "host-oom-kill"
+		t.ledger.unitCause = "host-oom-kill"
 	case sysRestart:
 		t.countRestarts(restartCounter(msg, j.Fields))
-		t.enter(Restarting, at, out)
+		t.path.enter(Restarting, at, out)
 	case sysStopping:
 		t.st.UnitActive = false
 		t.stopping = true
 	case sysStopped, sysSuccess:
 		t.st.UnitActive = false
-		if !t.failed && t.onPath() && t.pendingFailure() {
+		if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 			t.fail(at, out)
-		} else if !t.failed && t.under != Restarting {
-			t.enter(Stopped, at, out)
+		} else if !t.ledger.failed && t.path.under != Restarting {
+			t.path.enter(Stopped, at, out)
 		}
 	case sysNone: // not one of systemd's messages
 	}
@@ -1010,20 +840,12 @@ var hostOOMRule = compiledFailure{FailureRule: FailureRule{
 	Hint:    "host RAM too small for loading: add RAM or swap, or reduce loader threads; check dmesg -T | grep -i oom",
 }}
 
-func (t *Tracker) addExit(msg string) {
-	if len(t.exits) < maxExits {
-		t.exits = append(t.exits, msg)
-	}
-}
-
 // fail marks the invocation failed at host time at (the process is gone)
 // and builds its diagnosis.
 func (t *Tracker) fail(at time.Time, out *[]Change) {
-	if !t.failed {
-		t.failed, t.failAt = true, at
-	}
-	if t.under != Failed && t.under != Restarting {
-		t.enter(Failed, at, out)
+	t.ledger.fail(at)
+	if t.path.under != Failed && t.path.under != Restarting {
+		t.path.enter(Failed, at, out)
 	}
 	t.updateDiag(at, out)
 }
@@ -1032,12 +854,12 @@ func (t *Tracker) fail(at time.Time, out *[]Change) {
 // invocation first fails, and again when a log line that arrives later
 // replaces the cause (journal lines may trail the unit's signal).
 func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
-	if !t.failed {
+	if !t.ledger.failed {
 		return
 	}
 	d, fromLog := t.diagnose()
-	if fromLog && t.onPathOrFailed() {
-		t.trimTrail(d.Phase, d.Time)
+	if fromLog && t.path.hasTrail() {
+		t.path.trimTrail(d.Phase, d.Time)
 	}
 	t.st.Diag = d
 	root := ""
@@ -1047,9 +869,8 @@ func (t *Tracker) updateDiag(at time.Time, out *[]Change) {
 	// The kernel mode counts too: a source that reads the unit's
 	// Environment only once the run failed (the log store's) names it in
 	// a second report.
-	if t.failCause == d.Cause && t.failPhase == d.Phase && t.failRoot == root && t.failFromLg == fromLog && t.failMode == d.KernelMode {
+	if !t.ledger.report(failReport{cause: d.Cause, phase: d.Phase, root: root, fromLog: fromLog, mode: d.KernelMode}) {
 		return
 	}
-	t.failCause, t.failPhase, t.failRoot, t.failFromLg, t.failMode = d.Cause, d.Phase, root, fromLog, d.KernelMode
-	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.display(), Diag: d.clone(), Progress: t.st.Progress})
+	*out = append(*out, Change{Kind: ChangeFail, Time: at, Phase: t.path.display(), Diag: d.clone(), Progress: t.path.progress})
 }

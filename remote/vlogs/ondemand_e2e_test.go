@@ -10,6 +10,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -58,7 +59,7 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := kernels.DefaultCatalog()
-	var specs []remote.HostSpec
+	var specs []fleet.HostSpec
 	for _, h := range tb.Hosts() {
 		cfg, err := sshx.Resolve(ctx, h.Name, sshx.ResolveOptions{ConfigFile: tb.SSHConfig()})
 		if err != nil {
@@ -66,9 +67,9 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 		}
 		o := live.Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Kernels: cat, Engine: "sglang",
 			GPUInterval: 500 * time.Millisecond, ProbeInterval: 500 * time.Millisecond}
-		specs = append(specs, remote.HostSpec{Driver: src.Host(h.Name, live.NewOnDemand(o, idle)), Unit: testbed.UnitName, Engine: "sglang"})
+		specs = append(specs, fleet.HostSpec{Driver: src.Host(h.Name, live.NewOnDemand(o, idle)), Unit: testbed.UnitName, Engine: "sglang"})
 	}
-	f, err := remote.NewFleet(specs, remote.Options{Kernels: cat})
+	f, err := fleet.New(specs, fleet.Options{Kernels: cat})
 	if err != nil {
 		t.Fatal(err)
 	}

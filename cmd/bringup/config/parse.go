@@ -458,11 +458,20 @@ func (d *decoder) rules(n *yaml.Node, dir string) []startup.RulePack {
 }
 
 // ReadRules reads the rule packs of a YAML rule file; an error names the
-// file and its line.
+// file and its line. A file past maxFile is refused: a rule file is a few
+// KiB, and `--rules /dev/zero` must be an error, not an exhausted memory.
 func ReadRules(path string) ([]startup.RulePack, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxFile {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not a rule file", path, maxFile>>20)
 	}
 	return startup.ParsePacks(path, b)
 }

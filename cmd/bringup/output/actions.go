@@ -8,6 +8,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -100,7 +101,7 @@ func Stamp() string { return time.Now().Format(TimeLayout) }
 // Applied prints how the actions ended: a timeout line per host still
 // under way when ctx ended (ctxErr), then the hosts that failed or that
 // all is done. It reports which it was.
-func Applied(w io.Writer, done []remote.Applied, ctxErr error) (timedOut, failed bool) {
+func Applied(w io.Writer, done []fleet.Applied, ctxErr error) (timedOut, failed bool) {
 	var failedOn []string
 	for _, a := range done {
 		switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -14,12 +15,12 @@ import (
 // host named "log" (no latency: nothing was received live), then the v1
 // summary line with the outcome, exit code, what was read, the trail and
 // the diagnosis.
-func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log, exit int) {
+func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit int) {
 	st := x.Startup
 	for _, c := range x.Changes {
 		Change(w, remote.HostChange{Host: "log", Change: c}, st.StartedAt, true)
 	}
-	timed, lines := lg.Timed, len(lg.Events)
+	timed, lines := lg.Timed, lg.Lines
 	l := Line{Kind: "summary", Command: "explain", Outcome: string(x.Outcome), Exit: &exit,
 		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, Phase: string(st.Phase)}
 	for _, sp := range st.Spans {
@@ -36,13 +37,13 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Log, exit int) {
 
 // Explain prints the trail with timings, then the verdict, cause,
 // hint, evidence and fix.
-func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Log) {
+func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary) {
 	st := x.Startup
 	engine := st.Engine
 	if engine == "" {
 		engine = "engine unknown"
 	}
-	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", name, engine, len(lg.Events), lg.Format)
+	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
 	for _, sp := range st.Spans {
 		d := "—"
 		switch {

@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -353,7 +354,7 @@ func effects(unit string, actions []remote.Action) []string {
 	return out
 }
 
-// ActionsJSON is Actions as v1 lines (remote.ApplyReport).
+// ActionsJSON is Actions as v1 lines (fleet.ApplyReport).
 type ActionsJSON struct{ W io.Writer }
 
 // Refused prints a refusal at the door.
@@ -429,7 +430,7 @@ func (p ActionsJSON) Ended(h remote.HostState) {
 
 // AppliedJSON prints a timeout line for each host still under way when
 // ctx ended (ctxErr) and returns the hosts' outcomes for the summary.
-func AppliedJSON(w io.Writer, done []remote.Applied, ctxErr error) []HostOutcome {
+func AppliedJSON(w io.Writer, done []fleet.Applied, ctxErr error) []HostOutcome {
 	hosts := make([]HostOutcome, 0, len(done))
 	for _, a := range done {
 		o := HostOutcome{Host: a.Host, Outcome: "done", Phase: string(a.Phase)}

@@ -13,6 +13,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/bench"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/rollout"
@@ -105,7 +106,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	h.Startup.Phase, h.Startup.PhaseSince, h.Startup.InvocationID = startup.Failed, at, "5bf6e81d"
 	h.Startup.Diag = &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed"}
 	p.Ended(h)
-	hs := AppliedJSON(&b, []remote.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
+	hs := AppliedJSON(&b, []fleet.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
 	Summary(&b, "restart", "timeout", 2, hs, "")
 	// watch: a host key, changes received a second late, its summary
 	Notice(&b, event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Seen: at.Add(time.Second),
@@ -119,7 +120,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	x := startup.Explanation{Outcome: startup.OutcomeFailed, Changes: []startup.Change{{Time: at, Kind: startup.ChangeFail, Phase: startup.Failed, Diag: diag}},
 		Startup: startup.Startup{Engine: "sglang", Phase: startup.Failed, StartedAt: started, Diag: diag,
 			Spans: []startup.Span{{Phase: startup.Weights, Start: started, End: at}, {Phase: startup.GraphCapture, Start: at, Inferred: true}}}}
-	ExplainJSON(&b, x, logfile.Log{Format: logfile.FormatJournal, Timed: true, Events: make([]event.Event, 3)}, 1)
+	ExplainJSON(&b, x, logfile.Summary{Format: logfile.FormatJournal, Timed: true, Lines: 3}, 1)
 	// status: a host with every part it may carry, one barely known
 	gpu3 := remote.HostState{Name: "gpu3", Unit: "sglang.service", Conn: event.Conn{State: event.ConnUp}, KernelHashes: map[string]string{"kdtree-verify": "ab12"},
 		UnitState:  event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Path: "dbus"},

@@ -5,8 +5,11 @@
 // stand-in server (cmd/infersim) both play these scripts, so the console
 // is tested against one faithful source of log text.
 //
-// The exact strings follow /work/shared/research/logformats.md §1.2
-// (current main) and §1.3, and the CUDA texts the GPU fixtures captured.
+// The exact strings follow SGLang's own sources (the logger's format in
+// srt/utils, "Load weight begin/end" and the capture lines in
+// model_runner.py and the CUDA graph runners, the failure texts of the
+// scheduler and the capture wrapper) and the CUDA texts captured on a
+// real GPU (remote/startup/testdata).
 package sglang
 
 import (

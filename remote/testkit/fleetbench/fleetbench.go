@@ -4,7 +4,7 @@
 // host starts at once, how fast a long run's journal is caught up, how
 // soon the table is full, and what the fleet costs while the hosts serve
 // quietly. The fleet is built the way `bringup watch` builds it
-// (live.Resolve, live.Specs, remote.NewFleet, remote.Follow); the hosts
+// (live.Resolve, live.Specs, fleet.New, fleet.Follow); the hosts
 // are the testbed's (remote/testkit/testbed), removed again however Run ends.
 package fleetbench
 
@@ -26,6 +26,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/testkit/testbed"
@@ -338,9 +339,9 @@ func (b *bench) names() []string {
 
 // newFleet builds the fleet over hosts following unit as `bringup watch`
 // does (live.Resolve: ssh_config, keys, the journal from the current run's
-// start; live.Specs; remote.NewFleet), read-only: the bench takes no
+// start; live.Specs; fleet.New), read-only: the bench takes no
 // actions.
-func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*remote.Fleet, error) {
+func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*fleet.Fleet, error) {
 	targets := make([]live.Target, len(hosts))
 	for i, h := range hosts {
 		targets[i] = live.Target{Name: h, Host: h, Unit: unit, Engine: testbed.EngineSGLang}
@@ -353,8 +354,8 @@ func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*rem
 		return nil, err
 	}
 	defer release()
-	opts := remote.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
-	return remote.NewFleet(live.Specs(hs, opts), opts)
+	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
+	return fleet.New(live.Specs(hs, opts), opts)
 }
 
 // fleetPhases runs one fleet over every host for the full table, the
@@ -389,7 +390,7 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 		return err
 	}
 	resolved := time.Now()
-	fl := remote.Follow(ctx, f)
+	fl := fleet.Follow(ctx, f)
 	defer func() { _ = fl.Stop(30 * time.Second) }()
 	err = fl.Until(ctx, 0, func(bt remote.Batch) bool {
 		return len(bt.Hosts) == len(hosts) && all(bt.Hosts, func(h remote.HostState) bool {
@@ -416,7 +417,7 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
 		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
 
-	var sfl *remote.Follower
+	var sfl *fleet.Follower
 	if b.s.Store != nil {
 		if sfl, err = b.startStoreFleet(ctx, hosts); err != nil {
 			return err
@@ -479,7 +480,7 @@ type fleetLine struct {
 // latency starts a raw follower on every host, then every unit at once,
 // and times each line at both until every host serves; with sfl (the
 // store fleet), at it too, until every host serves through it as well.
-func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []string) error {
+func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []string) error {
 	rctx, stopRaw := context.WithCancel(ctx)
 	defer stopRaw()
 	raws := make([]*rawFollower, len(hosts))
@@ -629,7 +630,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *remote.Follower, hosts []s
 
 // steady measures the fleet and N quiet raw followers over the quiet
 // window, every host serving.
-func (b *bench) steady(ctx context.Context, fl *remote.Follower, hosts []string, base int64) error {
+func (b *bench) steady(ctx context.Context, fl *fleet.Follower, hosts []string, base int64) error {
 	q, err := startQuietFollowers(ctx, b.tb.SSHConfig(), hosts, testbed.UnitName)
 	if err != nil {
 		return err
@@ -836,7 +837,7 @@ func (b *bench) fleetCatchup(ctx context.Context, host string) (time.Duration, i
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	fl := remote.Follow(ctx, f)
+	fl := fleet.Follow(ctx, f)
 	defer func() { _ = fl.Stop(30 * time.Second) }()
 	lines, dropped := 0, 0
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/testkit/testbed"
 	"github.com/bringup-dev/bringup/remote/vlogs"
@@ -100,17 +101,17 @@ type StoreSteady struct {
 // `bringup watch` builds it for source victorialogs (one vlogs.Source,
 // a driver per host), without actions: the bench opens no SSH connection
 // through it.
-func (b *bench) newStoreFleet(hosts []string, unit string) (*remote.Fleet, error) {
+func (b *bench) newStoreFleet(hosts []string, unit string) (*fleet.Fleet, error) {
 	src, err := vlogs.New(vlogs.Options{URL: b.tb.LogStoreURL(), Unit: unit})
 	if err != nil {
 		return nil, err
 	}
-	specs := make([]remote.HostSpec, len(hosts))
+	specs := make([]fleet.HostSpec, len(hosts))
 	for i, h := range hosts {
-		specs[i] = remote.HostSpec{Driver: src.Host(h, nil), Unit: unit, Engine: testbed.EngineSGLang}
+		specs[i] = fleet.HostSpec{Driver: src.Host(h, nil), Unit: unit, Engine: testbed.EngineSGLang}
 	}
-	opts := remote.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
-	return remote.NewFleet(specs, opts)
+	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
+	return fleet.New(specs, opts)
 }
 
 // startStoreFleet starts the store fleet before the units start. It
@@ -118,12 +119,12 @@ func (b *bench) newStoreFleet(hosts []string, unit string) (*remote.Fleet, error
 // response headers with its first row, and the units have none yet. The
 // catch-up query and the tail's request are given a moment, as the raw
 // readers are, and it reads from the run's start anyway.
-func (b *bench) startStoreFleet(ctx context.Context, hosts []string) (*remote.Follower, error) {
+func (b *bench) startStoreFleet(ctx context.Context, hosts []string) (*fleet.Follower, error) {
 	f, err := b.newStoreFleet(hosts, testbed.UnitName)
 	if err != nil {
 		return nil, fmt.Errorf("store fleet: %w", err)
 	}
-	sfl := remote.Follow(ctx, f)
+	sfl := fleet.Follow(ctx, f)
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_ = sfl.Until(wctx, 0, func(remote.Batch) bool { return false })
@@ -146,7 +147,7 @@ const storeTail = 4 * time.Second
 
 // watchStore reads sfl until every host serves through it (then
 // storeTail more), or ctx ends.
-func watchStore(ctx context.Context, sfl *remote.Follower, n int) *storeWatch {
+func watchStore(ctx context.Context, sfl *fleet.Follower, n int) *storeWatch {
 	w := &storeWatch{done: make(chan struct{}), lines: map[string]fleetLine{}}
 	take := func(bt remote.Batch) {
 		now := time.Now()
@@ -215,7 +216,7 @@ func freeMemory() { debug.FreeOSMemory() }
 // hosts, each to every host shown serving, and the store fleet's quiet
 // window.
 func (b *bench) storePhases(ctx context.Context, hosts []string) error {
-	sshS, err := b.servingTable(ctx, hosts, func() (*remote.Fleet, error) { return b.newFleet(ctx, hosts, testbed.UnitName) })
+	sshS, err := b.servingTable(ctx, hosts, func() (*fleet.Fleet, error) { return b.newFleet(ctx, hosts, testbed.UnitName) })
 	if err != nil {
 		return fmt.Errorf("ssh serving table: %w", err)
 	}
@@ -229,7 +230,7 @@ func (b *bench) storePhases(ctx context.Context, hosts []string) error {
 	if err != nil {
 		return err
 	}
-	sfl := remote.Follow(ctx, f)
+	sfl := fleet.Follow(ctx, f)
 	defer func() { _ = sfl.Stop(30 * time.Second) }()
 	if err := untilServing(ctx, sfl, len(hosts)); err != nil {
 		return fmt.Errorf("store serving table: %w", err)
@@ -295,13 +296,13 @@ func (b *bench) storePhases(ctx context.Context, hosts []string) error {
 
 // servingTable starts the fleet newFleet builds and times it to every
 // host serving, then stops it.
-func (b *bench) servingTable(ctx context.Context, hosts []string, newFleet func() (*remote.Fleet, error)) (float64, error) {
+func (b *bench) servingTable(ctx context.Context, hosts []string, newFleet func() (*fleet.Fleet, error)) (float64, error) {
 	t0 := time.Now()
 	f, err := newFleet()
 	if err != nil {
 		return 0, err
 	}
-	fl := remote.Follow(ctx, f)
+	fl := fleet.Follow(ctx, f)
 	err = untilServing(ctx, fl, len(hosts))
 	took := secs(time.Since(t0))
 	if serr := fl.Stop(30 * time.Second); err == nil && serr != nil {
@@ -311,7 +312,7 @@ func (b *bench) servingTable(ctx context.Context, hosts []string, newFleet func(
 }
 
 // untilServing reads fl until its n hosts all serve (2 minutes at most).
-func untilServing(ctx context.Context, fl *remote.Follower, n int) error {
+func untilServing(ctx context.Context, fl *fleet.Follower, n int) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	err := fl.Until(wctx, 0, func(bt remote.Batch) bool {
@@ -324,7 +325,7 @@ func untilServing(ctx context.Context, fl *remote.Follower, n int) error {
 }
 
 // stopStoreFleet stops the store fleet and frees what it held.
-func stopStoreFleet(sfl *remote.Follower) error {
+func stopStoreFleet(sfl *fleet.Follower) error {
 	err := sfl.Stop(30 * time.Second)
 	freeMemory()
 	return err

@@ -1,0 +1,104 @@
+// Package drive drives a started fleet to a command's outcome and returns
+// its exit code: watch's lines until every host settles, a changing
+// command's plan, confirmation and apply, a rollout's host-by-host loop.
+// The binary parses the flags and opens the fleet; what a run prints goes
+// through package output, and what it asks goes to the streams handed in.
+package drive
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
+)
+
+// Streams are where a run talks to people.
+type Streams struct {
+	Out io.Writer // what it reports, for people
+	Err io.Writer // what went wrong, warnings
+	In  io.Reader // answers to prompts; nil: nobody to ask
+}
+
+// Follow starts fleet for command name and returns its follower and the
+// func that stops it, which says so on errOut when the hosts take too
+// long.
+func Follow(ctx context.Context, errOut io.Writer, name string, f *fleet.Fleet) (*fleet.Follower, func()) {
+	fl := fleet.Follow(ctx, f)
+	return fl, func() {
+		if err := fl.Stop(5 * time.Second); err != nil {
+			fmt.Fprintf(errOut, "bringup %s: %v\n", name, err)
+		}
+	}
+}
+
+// InOrder is states in the order of hosts.
+func InOrder(hosts []string, states map[string]remote.HostState) []remote.HostState {
+	out := make([]remote.HostState, 0, len(hosts))
+	for _, h := range hosts {
+		if st, ok := states[h]; ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// preflight runs the one preflight planner over hosts as they will
+// start after changes; on a refusal it explains why (on w) and asks for
+// the override, or takes it from --force. It reports whether the
+// restarts must be forced, and whether to go on at all.
+func (s Streams) preflight(name string, w io.Writer, hosts []remote.HostState, cat kernels.Catalog, changes []remote.Action, force bool) (forced, ok bool) {
+	refused := remote.PreflightAll(hosts, cat, changes)
+	if len(refused) == 0 {
+		return false, true
+	}
+	output.Preflight(w, refused, len(hosts))
+	switch {
+	case force:
+		fmt.Fprintf(s.Err, "bringup %s: WARNING: --force: restarting against the preflight\n", name)
+		return true, true
+	case s.In == nil:
+		fmt.Fprintf(s.Err, "bringup %s: refused: no terminal to confirm on, and no --force --yes\n", name)
+		return false, false
+	}
+	fmt.Fprintf(s.Out, "Type the number of hosts (%d) to go on anyway: ", len(hosts))
+	line, _ := bufio.NewReader(s.In).ReadString('\n')
+	if !kernels.OverrideConfirmed(line, len(hosts)) {
+		fmt.Fprintln(s.Out, "Not confirmed: nothing changed.")
+		return false, false
+	}
+	return true, true
+}
+
+// proceed asks question unless --yes answered it; there is no going ahead
+// without a terminal to ask on. why says what stopped it.
+func (s Streams) proceed(name string, yes bool, question string) (ok bool, why string) {
+	switch {
+	case yes:
+		return true, ""
+	case s.In == nil:
+		fmt.Fprintf(s.Err, "bringup %s: refused: no terminal to confirm on; pass --yes to go ahead (nothing changed)\n", name)
+		return false, "no terminal to confirm on, and no --yes"
+	case !confirm(s.In, s.Out, question):
+		fmt.Fprintln(s.Out, "Not confirmed: nothing changed.")
+		return false, "not confirmed"
+	}
+	return true, ""
+}
+
+// confirm asks a yes/no question; only y or yes goes ahead.
+func confirm(in io.Reader, w io.Writer, q string) bool {
+	fmt.Fprint(w, q)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/output"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/fleet"
+	"github.com/bringup-dev/bringup/remote/record"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+// WatchOptions configures Watch.
+type WatchOptions struct {
+	JSON    bool
+	Timeout time.Duration // 0 = none
+}
+
+// errTimedOut is the cause of a watch's context when --timeout passed.
+var errTimedOut = errors.New("timeout")
+
+// Watch prints one line per phase change, failure, unit-state change and
+// host key learned until every host has settled (remote.HostState.Settled),
+// the timeout passes, or ctx ends, and returns the exit code.
+func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptions) int {
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimedOut)
+		defer cancel()
+	}
+	started := map[string]time.Time{}
+	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
+		for _, h := range b.Hosts {
+			if !h.Startup.StartedAt.IsZero() {
+				started[h.Name] = h.Startup.StartedAt
+			}
+		}
+		for _, ev := range b.Events {
+			output.Notice(w, ev, opts.JSON)
+		}
+		// The batch that settles the last host may carry stats lines
+		// from after that moment: where the watch ends is the outcome,
+		// and a line past it would depend on where the batch was cut.
+		final := remote.AllSettled(b.Hosts)
+		var cut time.Time
+		for _, c := range b.Changes {
+			if c.Kind != startup.ChangeStats && c.Time.After(cut) {
+				cut = c.Time
+			}
+		}
+		for _, c := range b.Changes {
+			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
+				continue
+			}
+			output.Change(w, c, started[c.Host], opts.JSON)
+		}
+	})
+	code, word, msg := Outcome(hosts), "serving", ""
+	switch {
+	case errors.Is(context.Cause(ctx), errTimedOut):
+		code, word, msg = cli.ExitTimeout, "timeout", "timeout after "+opts.Timeout.String()
+		if !opts.JSON {
+			output.Timeout(w, opts.Timeout)
+		}
+	case cli.WasInterrupted(ctx):
+		code, word, msg = cli.ExitInterrupted, "interrupted", "interrupted"
+	case err != nil && errors.Is(context.Cause(ctx), record.ErrEnded):
+		code, word, msg = cli.ExitTimeout, "ended", record.ErrEnded.Error()
+		output.Ended(w, msg, opts.JSON)
+	case err != nil:
+		code, word, msg = cli.ExitTimeout, "error", err.Error()
+	case code == cli.ExitFailed:
+		word = "failed"
+	}
+	if opts.JSON {
+		output.WatchSummary(w, "watch", hosts, word, code, msg)
+	}
+	return code
+}
+
+// Outcome is the exit code for settled hosts: serving unless one failed.
+func Outcome(hosts []remote.HostState) int {
+	for _, h := range hosts {
+		if h.Startup.Phase == startup.Failed {
+			return cli.ExitFailed
+		}
+	}
+	return cli.ExitOK
+}

@@ -1,0 +1,118 @@
+package fleet
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/history"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+// TestSnapshotReusesQuietHosts: a host with no event since the last
+// snapshot is handed out as it was, without being looked at or copied
+// again (only the stale list is taken anew); an event, a tick change or a
+// clock-dependent field (an ETA) takes it anew. Each row folds some
+// events and says which hosts the next snapshot takes anew.
+func TestSnapshotReusesQuietHosts(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	names := []string{"gpu1", "gpu2", "gpu3"}
+	specs := make([]HostSpec, len(names))
+	for i, n := range names {
+		specs[i] = HostSpec{Driver: &scriptDriver{name: n}, Unit: "sglang.service"}
+	}
+	f, err := New(specs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]*hostFold, len(names))
+	snaps := &snapshots{}
+	for i, n := range names {
+		hosts[i] = &hostFold{tracker: startup.NewTracker(startup.Options{}), settle: startup.NewSettler(time.Second), state: remote.HostState{Name: n}}
+		snaps.mark(i, hosts[i])
+	}
+	probe := func(host string, status int) event.Event {
+		return event.Event{Host: host, Kind: event.KindProbe, Time: now, Probe: &event.Probe{OK: status == 200, Status: status}}
+	}
+	starting := event.Event{Host: "gpu2", Kind: event.KindUnit, Time: now,
+		Unit: &event.Unit{Name: "sglang.service", ActiveState: "activating", SubState: "start", ExecMainStart: now}}
+	var pending batch
+	var last []remote.HostState
+	for _, tc := range []struct {
+		name   string
+		before func() // what happens to the fold first
+		events []event.Event
+		taken  []int
+	}{
+		{name: "the first snapshot takes every host", taken: []int{0, 1, 2}},
+		{name: "nothing happened: nobody is taken anew"},
+		{name: "an event for gpu1 takes only gpu1", events: []event.Event{probe("gpu1", 200)}, taken: []int{0},
+			// not through apply: must not show in gpu2's snapshot
+			before: func() { hosts[1].state.Probe = event.Probe{Status: 599} }},
+		{name: "two events for gpu3, then gpu1: each taken once", events: []event.Event{probe("gpu3", 503), probe("gpu1", 503), probe("gpu3", 200)}, taken: []int{2, 0}},
+		{name: "gpu2 starting with an expectation has an ETA", events: []event.Event{starting}, taken: []int{1},
+			before: func() {
+				hosts[1].expect = history.Expectation{Runs: 3, Total: 10 * time.Minute}
+				hosts[1].state.Probe = event.Probe{} // its event would show the one set behind apply's back
+			}},
+		{name: "its ETA moves with the clock: taken anew without events", taken: []int{1}},
+	} {
+		if tc.before != nil {
+			tc.before()
+		}
+		for _, ev := range tc.events {
+			f.apply(hosts, snaps, &pending, ev)
+		}
+		now = now.Add(time.Minute)
+		out, taken := snaps.take(hosts, now, now)
+		if !slices.Equal(taken, tc.taken) {
+			t.Errorf("%s: took %v anew, want %v", tc.name, taken, tc.taken)
+		}
+		for i, h := range hosts {
+			if !slices.Contains(taken, i) && last != nil && !reflect.DeepEqual(out[i], last[i]) {
+				t.Errorf("%s: %s changed without being taken anew", tc.name, h.state.Name)
+			}
+			if slices.Contains(taken, i) && out[i].Probe != h.state.Probe {
+				t.Errorf("%s: %s's probe %+v, want %+v", tc.name, h.state.Name, out[i].Probe, h.state.Probe)
+			}
+		}
+		if out[1].Probe.Status == 599 {
+			t.Errorf("%s: gpu2 shows a probe that never went through apply", tc.name)
+		}
+		last = out
+	}
+	if last[1].ETA.IsZero() || !hosts[1].timed {
+		t.Errorf("gpu2 starting with an expectation: ETA %v, timed %v", last[1].ETA, hosts[1].timed)
+	}
+}
+
+// TestGPUAppendNeverWritesOverASnapshot: snapshots share the GPU
+// history's array, so appending keeps the last keep samples in order and
+// never changes a sample a slice taken earlier holds.
+func TestGPUAppendNeverWritesOverASnapshot(t *testing.T) {
+	const keep = 4
+	sample := func(n int) event.GPU { return event.GPU{Devices: []event.GPUDevice{{MemUsedMiB: n}}} }
+	var gs []event.GPU
+	var taken [][]event.GPU
+	var want [][]int
+	for n := 1; n <= 5*keep; n++ {
+		gs = gpuAppend(gs, sample(n), keep)
+		var w []int
+		for m := max(1, n-keep+1); m <= n; m++ {
+			w = append(w, m)
+		}
+		taken, want = append(taken, gs[:len(gs):len(gs)]), append(want, w)
+	}
+	for k, s := range taken {
+		got := make([]int, len(s))
+		for i, g := range s {
+			got[i] = g.Devices[0].MemUsedMiB
+		}
+		if !slices.Equal(got, want[k]) {
+			t.Errorf("after sample %d the history held %v, want %v (written over later?)", k+1, got, want[k])
+		}
+	}
+}

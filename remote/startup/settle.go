@@ -1,0 +1,97 @@
+package startup
+
+import "time"
+
+// Settler says when a failed run's cause is settled: when a reader that
+// acts on it (a rollout, `bringup watch`) may take it, no journal line
+// still to come able to change it. It runs on the reader's wall clock, not
+// on host time, since what it waits for is lines still on their way.
+//
+// A failure is provisional while any of these holds, and for at most the
+// settle wait after it was first seen or after the last journal line that
+// followed it, whichever is later:
+//   - the cause is not settled (Diagnosis.Settled): only the unit's state
+//     or a wrapper explains it yet;
+//   - the journal has not shown the run's end (Startup.LogEnded): systemd's
+//     D-Bus signal beats the journal, and journald stamps a line when it
+//     reads it, so the lines that place the failure may still come;
+//   - the unit's state has not named the failed run: it may be an earlier
+//     run replayed from the journal's backlog, its own end included, and
+//     only once its lines go quiet has the backlog reached the current run.
+//
+// The wait restarts with every journal line: a failed run's log can take
+// longer than the wait to arrive (a long log caught up, a follow started
+// after the unit's state was read), and while its lines still come the
+// traceback that places the failure may be among them.
+//
+// A Settler is one host's; it is not safe for concurrent use.
+type Settler struct {
+	wait time.Duration
+	// failKey names the failure last found provisional, first seen at
+	// failWall; provisional is the last answer.
+	failKey     string
+	failWall    time.Time
+	provisional bool
+	// lineWall is when the host's last journal line arrived.
+	lineWall time.Time
+}
+
+// NewSettler returns a settler whose failures wait wait after their last
+// line.
+func NewSettler(wait time.Duration) Settler { return Settler{wait: wait} }
+
+// Heard notes that a journal line of the host arrived at wall.
+func (s *Settler) Heard(wall time.Time) { s.lineWall = wall }
+
+// Provisional says whether st's failure is provisional at wall, given the
+// invocation id the unit's state names now (unitRun; "" when it names
+// none). When it is, wake is when it settles unless another line comes
+// first; otherwise wake is zero.
+func (s *Settler) Provisional(st Startup, unitRun string, wall time.Time) (provisional bool, wake time.Time) {
+	s.provisional = false
+	if !s.waits(st, unitRun) {
+		return false, time.Time{}
+	}
+	if key := st.InvocationID + "|" + st.PhaseSince.String(); key != s.failKey {
+		s.failKey, s.failWall = key, wall
+	}
+	wake = s.Wake()
+	s.provisional = wall.Before(wake)
+	if !s.provisional {
+		return false, time.Time{}
+	}
+	return true, wake
+}
+
+// waits says whether st's failure is one that waits for its lines: failed,
+// and either not yet explained, or its end not yet read, or not the run
+// the unit's state names.
+func (s *Settler) waits(st Startup, unitRun string) bool {
+	if st.Phase != Failed {
+		return false
+	}
+	named := unitRun != "" && unitRun == st.InvocationID
+	return !named || !st.Diag.Settled() || !st.LogEnded
+}
+
+// Wake is when the failure last found provisional settles unless a line
+// comes first: the settle wait after it was first seen or after its last
+// line, whichever is later.
+func (s *Settler) Wake() time.Time {
+	from := s.failWall
+	if s.lineWall.After(from) {
+		from = s.lineWall
+	}
+	return from.Add(s.wait)
+}
+
+// Due says whether the failure last found provisional has waited its wait
+// out at wall, counting the lines heard since: it settles at the next
+// look (Provisional).
+func (s *Settler) Due(wall time.Time) bool {
+	return s.provisional && !wall.Before(s.Wake())
+}
+
+// Pending says whether the last answer was provisional: the failure is to
+// be looked at again by its Wake.
+func (s *Settler) Pending() bool { return s.provisional }

@@ -1,0 +1,156 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+// applyBatch takes the new snapshot and appends the batch's events to the
+// hosts' rings. The cursor follows its host, not its row.
+func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
+	sel, cur := m.selectedName(), m.table.cursorHost()
+	if m.caps.LocalHashes != nil {
+		m.localHashes = m.caps.LocalHashes()
+	}
+	m.hosts = b.Hosts
+	m.table.setHosts(b.Hosts, sel, cur)
+	var statusCmd tea.Cmd
+	for _, ev := range b.Events {
+		if ev.Kind == event.KindCommand {
+			m.recordAction(ev)
+			continue
+		}
+		l, ok := m.lineOf(ev)
+		if !ok {
+			continue
+		}
+		if j := ev.Journal; j != nil && j.InvocationID != "" && j.InvocationID != m.lastInvocation[ev.Host] {
+			if m.lastInvocation[ev.Host] != "" {
+				m.push(ev.Host, logLine{Time: ev.Time, Text: "new invocation " + shortID(j.InvocationID), Kind: lineMark})
+				m.newInvocation(ev.Host)
+			}
+			m.lastInvocation[ev.Host] = j.InvocationID
+		}
+		if ev.Kind == event.KindAction && ev.Action != nil && m.benchEvent(ev) {
+			continue // a request counted: the bar shows it, the log need not
+		}
+		m.push(ev.Host, l)
+		if ev.Kind == event.KindAction && ev.Action != nil {
+			m.recordAction(ev)
+			if ev.Action.Stage == event.ActionDone || ev.Action.Stage == event.ActionFailed {
+				statusCmd = m.setStatus(ev.Host+": "+actionText(*ev.Action), ev.Action.Stage == event.ActionFailed)
+			}
+		}
+	}
+	m.trimLogs()
+	if cmd := m.benchSettled(); cmd != nil {
+		return cmd
+	}
+	return statusCmd
+}
+
+// trimLogs keeps the hosts' logs within the memory budget; the open
+// host's filter recounts its matches if its oldest lines went.
+func (m *Model) trimLogs() {
+	var phase map[string]startup.Phase // built only when over budget
+	idle := func(host string) bool {
+		if phase == nil {
+			phase = map[string]startup.Phase{}
+			for _, h := range m.hosts {
+				phase[h.Name] = h.Startup.Phase
+			}
+		}
+		switch phase[host] {
+		case startup.Serving, startup.Stopped, startup.Unknown, "":
+			return true // not starting or failing now
+		case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
+			startup.HTTP, startup.Warmup, startup.Failed, startup.Restarting, startup.Stuck:
+		}
+		return false
+	}
+	if !slices.Contains(m.logs.trim(idle), m.host.name) {
+		return
+	}
+	m.host.trimmed()
+}
+
+// push appends a line to host's ring, keeping the open filter's count.
+func (m *Model) push(host string, l logLine) {
+	_, old, evicted := m.logs.push(host, l)
+	if m.focus.view() == focusHost && host == m.host.name {
+		m.host.appended(old, evicted)
+	}
+}
+
+// shortID is the start of an invocation id, enough to tell runs apart.
+func shortID(id string) string { return id[:min(len(id), 12)] }
+
+// actionText says where an action is: "restart done", "mode … failed: …".
+func actionText(a event.ActionResult) string {
+	if a.Bench != nil {
+		return a.Name + " result: " + a.Bench.Summary()
+	}
+	s := a.Name + " " + string(a.Stage)
+	if a.Percent > 0 && a.Stage == event.ActionProgress {
+		s += fmt.Sprintf(" %d%%", a.Percent)
+	}
+	if a.Detail != "" {
+		s += ": " + a.Detail
+	}
+	if a.Err != "" {
+		s += ": " + a.Err
+	}
+	return s
+}
+
+// lineOf turns an event into a log line: journal messages, gaps and action
+// results; other kinds live in the snapshot, not the log.
+func (m *Model) lineOf(ev event.Event) (logLine, bool) {
+	switch {
+	case ev.Kind == event.KindJournal && ev.Journal != nil:
+		k := lineJournal
+		if ev.Journal.Priority <= 3 {
+			k = lineErr
+		}
+		return logLine{Time: ev.Time, Text: ev.Journal.Message, Kind: k}, true
+	case ev.Kind == event.KindGap && ev.Gap != nil && ev.Gap.Reason == event.GapHostKey:
+		return logLine{Time: ev.Time, Text: ev.Gap.Message, Kind: lineGap}, true // a notice, not a loss
+	case ev.Kind == event.KindGap && ev.Gap != nil:
+		t := "gap: " + ev.Gap.Reason
+		if ev.Gap.Count > 0 {
+			t += fmt.Sprintf(" (%d lines lost)", ev.Gap.Count)
+		}
+		if ev.Gap.Message != "" {
+			t += " · " + ev.Gap.Message
+		}
+		return logLine{Time: ev.Time, Text: t, Kind: lineGap}, true
+	case ev.Kind == event.KindAction && ev.Action != nil:
+		// The fleet stamps actions in host time; one without a stamp gets
+		// the host-time clock's reading on arrival, to keep the pane in order.
+		t := ev.Time
+		if t.IsZero() {
+			t = m.now
+		}
+		return logLine{Time: t, Text: fmt.Sprintf("#%d %s", ev.Action.ID, actionText(*ev.Action)), Kind: lineAction}, true
+	}
+	return logLine{}, false
+}
+
+// newInvocation is called when host's journal starts a new invocation:
+// after a restart issued here, the open host view follows it from its
+// first line, whatever the pane was doing.
+func (m *Model) newInvocation(host string) {
+	if !m.followRestart[host] {
+		return
+	}
+	delete(m.followRestart, host)
+	if m.focus.view() == focusHost && m.host.name == host {
+		m.host.log.follow = true
+	}
+}
