@@ -24,7 +24,7 @@ type simFlags struct {
 }
 
 func (s *simFlags) register(fs *cli.Flags) {
-	fs.Float64Var(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
+	fs.SpeedVar(&s.speed, "speed", sim.DefaultSpeed, "`N` simulated seconds per real second")
 	fs.StringVar(&s.scenario, "scenario", sim.DefaultScenario, "the simulated `SCENARIO`: "+strings.Join(sim.Scenarios(), ", "))
 }
 
@@ -88,11 +88,14 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 			}
 			speed = s.speed
 		}
-		f, _, _, err := loadReplay(e, "watch", *replay, speed)
+		f, _, clock, err := loadReplay(e, "watch", *replay, speed)
 		if err != nil {
 			return e.fail("watch", "%v", err)
 		}
 		fleet = f
+		var endOfRecording context.CancelFunc // the watch ends where the recording does
+		ctx, endOfRecording = clock.EndContext(ctx)
+		defer endOfRecording()
 	case *demo:
 		f, _, err := s.simFleet(true, &rec)
 		if err != nil {

@@ -94,7 +94,7 @@ func loadReplay(e env, name, path string, speed float64) (*fleet.Fleet, *record.
 func runReplay(ctx context.Context, e env, args []string) int {
 	fs := cli.NewFlags(e.stdout, e.stderr, "replay", "bringup replay [--speed N] FILE")
 	quiet := quietFlag(fs)
-	speed := fs.Float64("speed", 0, "host seconds per real second (`N`) (default: the speed it was recorded at)")
+	speed := fs.Speed("speed", 0, "host seconds per real second (`N`) (default: the speed it was recorded at)")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
 	}

@@ -115,7 +115,12 @@ func Host(ctx context.Context, r live.Options) *Report {
 	if err := sshx.WithConn(ctx, r.SSH, sshx.ConnOptions{Dial: r.Dial}, func(conn *sshx.Conn) error {
 		checkOver(ctx, rep, r, conn)
 		return nil
-	}); err != nil {
+	}); errors.Is(err, sshx.ErrStalled) {
+		rep.add("session", Fail, err.Error(), "sshd stops after the login: look at systemd-logind and the PAM session modules (journalctl -u systemd-logind), a full disk, the load; ssh -v "+r.SSH.Alias+" true shows where it stops")
+		for _, n := range []string{"sudo", "systemd", "journald", "unit", "nvidia-smi"} {
+			rep.add(n, Skip, "not checked: the host stalled after the login", "")
+		}
+	} else if err != nil {
 		rep.add("sudo", Skip, "not checked: "+err.Error(), "")
 	}
 	return rep

@@ -60,6 +60,9 @@ type Options struct {
 	TableFirst *TableFirst
 	// Now stamps local receipt times; nil means time.Now.
 	Now func() time.Time
+	// AnswerWithin bounds how long the host may take to answer a channel
+	// open or an exec once logged in (0: sshx.DefaultAnswerWithin).
+	AnswerWithin time.Duration
 }
 
 // Host is one real host. Create it with New; the fleet calls Run and Do.
@@ -116,7 +119,7 @@ func New(opts Options) *Host {
 			h.noteAs(emit, event.GapHostKey, k.String())
 		}
 	}
-	h.conn = sshx.NewConn(opts.SSH, sshx.ConnOptions{Dial: dial, OnState: h.onState})
+	h.conn = sshx.NewConn(opts.SSH, sshx.ConnOptions{Dial: dial, OnState: h.onState, AnswerWithin: opts.AnswerWithin})
 	return h
 }
 

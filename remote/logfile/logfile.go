@@ -18,6 +18,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/journal"
@@ -103,11 +104,13 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var (
-		sum     Summary
-		counts  = map[Format]int{}
-		p       = parser{opts: opts}
-		held    []event.Event // leading lines with no time yet
-		holding = true
+		sum         Summary
+		counts      = map[Format]int{}
+		p           = parser{opts: opts}
+		held        []event.Event // leading lines with no time yet
+		holding     = true
+		lines, bins int    // lines with text, and those of them that are binary data
+		head        []byte // the first bytes read, to say what binary data is
 	)
 	release := func(at time.Time) error {
 		holding = false
@@ -121,7 +124,17 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 		return nil
 	}
 	for n := 1; sc.Scan(); n++ {
-		ev, f, ok, err := p.line(sc.Bytes())
+		line := sc.Bytes()
+		if len(head) < 8 {
+			head = append(head, line[:min(len(line), 8-len(head))]...)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines++
+			if binary(line) {
+				bins++
+			}
+		}
+		ev, f, ok, err := p.line(line)
 		if err != nil {
 			return Summary{}, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
@@ -157,6 +170,9 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 		}
 		return Summary{}, fmt.Errorf("%s: %w", name, err)
 	}
+	if bins > 0 && 2*bins >= lines {
+		return Summary{}, fmt.Errorf("%s: not a log: %d of its %d lines are binary data, not text%s", name, bins, lines, binaryHint(head))
+	}
 	if err := release(p.defaultTime()); err != nil {
 		return Summary{}, err
 	}
@@ -168,6 +184,42 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 	}
 	sum.Timed = p.timed
 	return sum, nil
+}
+
+// binary reports whether a line is binary data rather than text: more
+// than an eighth of its bytes are control bytes no log line holds (NUL
+// and the like; tabs, carriage returns, backspaces and escapes are a
+// log's) or not UTF-8. A log in Latin-1 or with a stray control byte
+// stays text; random bytes are about half such bytes.
+func binary(line []byte) bool {
+	odd := 0
+	for i := 0; i < len(line); {
+		r, size := utf8.DecodeRune(line[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			odd++
+		case r < 0x20 && r != '\t' && r != '\r' && r != '\b' && r != '\f' && r != '\v' && r != 0x1b, r == 0x7f:
+			odd++
+		}
+		i += max(size, 1)
+	}
+	return odd*8 > len(line)
+}
+
+// binaryHint says what binary data looks like, from its first bytes, when
+// it is a kind of file a log is often kept in.
+func binaryHint(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return " (gzip-compressed: zcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return " (zstd-compressed: zstdcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte("\xfd7zXZ")):
+		return " (xz-compressed: xzcat it into bringup explain -)"
+	case bytes.HasPrefix(head, []byte("LPKSHHRH")):
+		return " (a journal file: journalctl --file FILE -o json | bringup explain -)"
+	}
+	return ""
 }
 
 // parser carries what one line tells the next: the last time and date seen.
@@ -189,10 +241,13 @@ func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
 		}
 		ev := journal.ToEvent("", e)
 		ev.Journal.Message, _ = sanitize.Line(ev.Journal.Message, sanitize.DefaultMax)
+		// journald's clock steps back too (an NTP correction, a merged
+		// journal): its time goes through note like any other, and an
+		// entry without one takes the line before's.
 		if !e.Realtime.IsZero() {
-			p.timed = true
-			p.last = e.Realtime
+			p.note(e.Realtime)
 		}
+		ev.Time = p.last
 		return ev, FormatJSON, true, nil
 	}
 	// journald drops a stream line's trailing whitespace; so does this,

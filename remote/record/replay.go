@@ -282,6 +282,64 @@ type Clock struct {
 	// changed is closed, and replaced, on every pause, resume and speed
 	// change, so that waiting players look again at once.
 	changed chan struct{}
+	// playing counts the players yet to emit their last entry; played is
+	// closed when none is left (EndContext).
+	playing int
+	played  chan struct{}
+}
+
+// ErrEnded is the cause of a context ended by Clock.EndContext: every
+// host has played its last recorded event. A reader waiting for hosts to
+// settle would wait for ever on a recording that ended before they did.
+var ErrEnded = errors.New("the recording ended before every host settled")
+
+// endGrace is how long after the players' last events EndContext waits
+// before it ends its context: the fleet hands out what they emitted in a
+// batch within its flush (50 ms), or within a second for what may wait
+// (samples, a steady host's lines); twice that leaves room for a loaded
+// machine.
+const endGrace = 2 * time.Second
+
+// EndContext returns a context that ends with cause ErrEnded once every
+// host of the recording has played its last event and the fleet has had
+// endGrace to fold and hand it out, or when ctx ends. Call the returned
+// func to release it; it stops the goroutine that watches the players.
+func (c *Clock) EndContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return c.endContext(ctx, endGrace)
+}
+
+func (c *Clock) endContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-c.played:
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(ErrEnded)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+	}
+}
+
+// playerDone counts a player that has emitted its last entry.
+func (c *Clock) playerDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.playing--
+	if c.playing == 0 {
+		close(c.played)
+	}
 }
 
 // Bounds of Faster and Slower; a replay started outside them stays where
@@ -444,7 +502,11 @@ func (rec *Recording) Play(speed float64, realNow func() time.Time) ([]fleet.Hos
 	if realNow == nil {
 		realNow = time.Now
 	}
-	clock := &Clock{base: rec.Started, end: rec.End(), start: realNow(), speed: speed, real: realNow, changed: make(chan struct{})}
+	clock := &Clock{base: rec.Started, end: rec.End(), start: realNow(), speed: speed, real: realNow, changed: make(chan struct{}),
+		playing: len(rec.Hosts), played: make(chan struct{})}
+	if len(rec.Hosts) == 0 {
+		close(clock.played)
+	}
 	byHost := map[string][]Entry{}
 	for _, e := range rec.Entries {
 		byHost[e.Host] = append(byHost[e.Host], e)
@@ -473,8 +535,9 @@ func (p *player) Name() string { return p.name }
 // not the wall clock (a test's) still lets it out.
 const maxStep = 100 * time.Millisecond
 
-// Run emits each entry when the replay clock reaches it, then waits for
-// the end: a finished replay keeps showing how the hosts ended. It waits
+// Run emits each entry when the replay clock reaches it, says it has
+// (Clock.EndContext), then waits for the end: a finished replay keeps
+// showing how the hosts ended. It waits
 // in bounded steps and wakes on every change of the clock, so a pause or
 // a new speed takes effect at once.
 func (p *player) Run(ctx context.Context, emit remote.Emit) error {
@@ -500,6 +563,7 @@ func (p *player) Run(ctx context.Context, emit remote.Emit) error {
 			return ctx.Err()
 		}
 	}
+	p.clock.playerDone()
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -228,3 +228,68 @@ func TestReplayPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestEndContextEndsWhenEveryHostHasPlayed: the context EndContext gives
+// ends with cause ErrEnded once every host has played its last entry
+// (a host with none counts as played), and not before: a reader waiting
+// for hosts that the recording leaves unsettled is let out at its end.
+func TestEndContextEndsWhenEveryHostHasPlayed(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	rec := tenSeconds(t0, 3)
+	rec.Hosts = append(rec.Hosts, Host{Name: "gpu2", Unit: "u.service"}) // nothing recorded
+	fr := sim.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	specs, c := rec.Play(10, fr.Now)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended, release := c.endContext(ctx, 10*time.Millisecond)
+	defer release()
+	emitted := make(chan string, len(rec.Entries))
+	errc := make(chan error, len(specs))
+	for _, s := range specs {
+		go func() {
+			errc <- s.Driver.Run(ctx, func(e event.Event) bool {
+				emitted <- e.Journal.Message
+				return true
+			})
+		}()
+	}
+	fr.Advance(1500 * time.Millisecond) // +15 s of host time: line 1 only
+	if got := <-emitted; got != "line 1" {
+		t.Fatalf("emitted %q, want line 1", got)
+	}
+	time.Sleep(10 * maxStep)
+	if ended.Err() != nil {
+		t.Fatalf("ended (%v) with two entries still to play", context.Cause(ended))
+	}
+	fr.Advance(time.Hour) // past the end
+	for _, want := range []string{"line 2", "line 3"} {
+		if got := <-emitted; got != want {
+			t.Fatalf("emitted %q, want %q", got, want)
+		}
+	}
+	select {
+	case <-ended.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context did not end at the recording's end")
+	}
+	if cause := context.Cause(ended); !errors.Is(cause, ErrEnded) {
+		t.Errorf("cause %v, want ErrEnded", cause)
+	}
+	cancel()
+	for range specs {
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want it stopped by its context", err)
+		}
+	}
+}
+
+// TestEndContextReleased: released before the end, the context ends
+// without ErrEnded and its goroutine is gone.
+func TestEndContextReleased(t *testing.T) {
+	_, c := tenSeconds(time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC), 2).Play(1, sim.NewManualClock(time.Time{}).Now)
+	ended, release := c.EndContext(context.Background())
+	release() // returns once the goroutine has stopped
+	if ended.Err() == nil || errors.Is(context.Cause(ended), ErrEnded) {
+		t.Errorf("released: err %v cause %v", ended.Err(), context.Cause(ended))
+	}
+}

@@ -45,13 +45,20 @@ func (s State) String() string {
 type ConnOptions struct {
 	Dial DialOptions
 	// OnState is called (from Run's goroutine) on every state change; err is
-	// the cause for down and unreachable, retryAt the next attempt for down.
+	// the cause for down and unreachable, and for connecting the last
+	// attempt's failure (nil on the first): a host that stalls after the
+	// login spends most of its time connecting, and must keep saying why.
+	// retryAt is the next attempt for down.
 	OnState func(st State, err error, retryAt time.Time)
 	// Rand feeds the backoff jitter; nil = math/rand/v2.
 	Rand func() float64
 	// Now and Sleep are the clock; nil = the real one.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
+	// AnswerWithin bounds how long the host may take to answer a
+	// channel open or an exec request once logged in (0:
+	// DefaultAnswerWithin); past it the host has stalled (StallError).
+	AnswerWithin time.Duration
 }
 
 // Conn is the one managed SSH connection to a host: every exec session,
@@ -68,6 +75,10 @@ type Conn struct {
 	retry   chan struct{} // Retry's wake-up for a stopped Run (buffered 1)
 	done    bool
 	doneErr error
+	// stall is the stall that ended a client (answered); execStall says
+	// one was an exec's, so that the next connection is verified with one.
+	stall     *clientStall
+	execStall bool
 }
 
 // NewConn returns a Conn for cfg; call Run to connect.
@@ -157,12 +168,13 @@ func (c *Conn) finish(err error) {
 func (c *Conn) Run(ctx context.Context) error {
 	bo := backoff.New(c.opts.Rand)
 	dopts := c.opts.Dial
+	var last error // why the last attempt or connection ended
 	for {
 		if err := ctx.Err(); err != nil {
 			c.finish(err)
 			return err
 		}
-		c.report(StateConnecting, nil, time.Time{})
+		c.report(StateConnecting, last, time.Time{})
 		var err error
 		if dopts.Signers == nil && dopts.Identities == nil {
 			// Read (and ask passphrases) once, not on every reconnect.
@@ -176,6 +188,17 @@ func (c *Conn) Run(ctx context.Context) error {
 			do := dopts
 			do.received = received
 			cl, err = Dial(ctx, c.cfg, do)
+		}
+		if err == nil {
+			// Up only once the host answers a session: one that
+			// accepted the login and then stalls is not up.
+			c.mu.Lock()
+			withExec := c.execStall
+			c.mu.Unlock()
+			if err = c.verify(ctx, cl, withExec); err != nil {
+				cl.Close()
+				cl = nil
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -194,6 +217,7 @@ func (c *Conn) Run(ctx context.Context) error {
 				c.finish(serr)
 				return serr
 			}
+			last = err
 			continue
 		}
 		bo.Reset()
@@ -209,6 +233,7 @@ func (c *Conn) Run(ctx context.Context) error {
 			c.finish(serr)
 			return serr
 		}
+		last = lost
 	}
 }
 
@@ -294,6 +319,9 @@ func (c *Conn) hold(ctx context.Context, cl *ssh.Client, received *Activity) err
 		cause = kerr
 	}
 	cl.Close()
+	if stall := c.stallOf(cl); stall != nil {
+		return stall // the Close was answered's: the stall is the cause
+	}
 	if cause == nil {
 		cause = io.EOF
 	}
@@ -368,18 +396,21 @@ func (c *Conn) ExecInput(ctx context.Context, cmd string, stdin io.Reader) (stdo
 	if err != nil {
 		return nil, nil, -1, err
 	}
-	s, err := cl.NewSession()
+	s, err := c.newSession(ctx, cl)
 	if err != nil {
-		return nil, nil, -1, fmt.Errorf("%s: new session: %w", c.cfg.Alias, err)
+		return nil, nil, -1, err
 	}
 	defer s.Close()
 	o, e := &capBuffer{max: maxExecOutput}, &capBuffer{max: maxExecOutput}
 	s.Stdin, s.Stdout, s.Stderr = stdin, o, e
+	if err := c.start(ctx, cl, s, "exec", cmd); err != nil {
+		return nil, nil, -1, err
+	}
 	stop := context.AfterFunc(ctx, func() {
 		_ = s.Signal(ssh.SIGKILL)
 		s.Close()
 	})
-	err = s.Run(cmd)
+	err = s.Wait()
 	stop()
 	if ctx.Err() != nil {
 		return []byte(o.String()), []byte(e.String()), -1, fmt.Errorf("%s: exec %q: %w", c.cfg.Alias, cmd, ctx.Err())
@@ -404,9 +435,9 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (out io.ReadCloser, wait 
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := cl.NewSession()
+	s, err := c.newSession(ctx, cl)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: new session: %w", c.cfg.Alias, err)
+		return nil, nil, err
 	}
 	r, err := s.StdoutPipe()
 	if err != nil {
@@ -415,9 +446,9 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (out io.ReadCloser, wait 
 	}
 	e := &capBuffer{max: 4096}
 	s.Stderr = e
-	if err := s.Start(cmd); err != nil {
+	if err := c.start(ctx, cl, s, "start", cmd); err != nil {
 		s.Close()
-		return nil, nil, fmt.Errorf("%s: start %q: %w", c.cfg.Alias, cmd, err)
+		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() {
 		_ = s.Signal(ssh.SIGTERM)
@@ -436,6 +467,32 @@ func (c *Conn) Stream(ctx context.Context, cmd string) (out io.ReadCloser, wait 
 		return nil
 	}
 	return &sessionReader{r: r, s: s}, wait, nil
+}
+
+// newSession opens a session on cl within the connection's bound.
+func (c *Conn) newSession(ctx context.Context, cl *ssh.Client) (*ssh.Session, error) {
+	s, err := answered(ctx, c, cl, "a session", cl.NewSession, func(s *ssh.Session) { s.Close() })
+	if err != nil && !errors.Is(err, ErrStalled) {
+		return nil, fmt.Errorf("%s: new session: %w", c.cfg.Alias, err)
+	}
+	return s, err
+}
+
+// start sends cmd's exec request on s and waits for its answer within
+// the connection's bound (the command then runs as long as it runs);
+// verb names the request in an error ("exec", "start").
+func (c *Conn) start(ctx context.Context, cl *ssh.Client, s *ssh.Session, verb, cmd string) error {
+	_, err := answered(ctx, c, cl, "a command", func() (struct{}, error) { return struct{}{}, s.Start(cmd) }, func(struct{}) {})
+	switch {
+	case errors.Is(err, ErrStalled):
+		c.mu.Lock()
+		c.execStall = true
+		c.mu.Unlock()
+		return err
+	case err != nil:
+		return fmt.Errorf("%s: %s %q: %w", c.cfg.Alias, verb, cmd, err)
+	}
+	return nil
 }
 
 // sessionReader closes its session when closed.
@@ -467,7 +524,12 @@ func (c *Conn) dial(ctx context.Context, network, addr string) (net.Conn, error)
 	if err != nil {
 		return nil, err
 	}
-	nc, err := cl.DialContext(ctx, network, addr)
+	nc, err := answered(ctx, c, cl, "a channel to "+network+" "+addr, func() (net.Conn, error) {
+		return cl.Dial(network, addr)
+	}, func(nc net.Conn) { nc.Close() })
+	if errors.Is(err, ErrStalled) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: open %s %s: %w", c.cfg.Alias, network, addr, err)
 	}
@@ -478,16 +540,22 @@ func (c *Conn) dial(ctx context.Context, network, addr string) (net.Conn, error)
 // closes the connection when f returns: a command's one look at a host
 // (doctor, init). When the host is not reached before ctx ends, the error
 // carries the last attempt's cause (connection refused, no route), not
-// only the deadline.
+// only the deadline; a host that stalls after the login ends the wait at
+// once with its StallError, a one-look command has no time to wait out.
 func WithConn(ctx context.Context, cfg Config, opts ConnOptions, f func(*Conn) error) error {
 	var mu sync.Mutex
 	var last error
+	wctx, stalled := context.WithCancelCause(ctx)
+	defer stalled(nil)
 	onState := opts.OnState
 	opts.OnState = func(st State, err error, retryAt time.Time) {
 		if err != nil {
 			mu.Lock()
 			last = err
 			mu.Unlock()
+		}
+		if st == StateDown && errors.Is(err, ErrStalled) {
+			stalled(err)
 		}
 		if onState != nil {
 			onState(st, err, retryAt)
@@ -504,7 +572,10 @@ func WithConn(ctx context.Context, cfg Config, opts ConnOptions, f func(*Conn) e
 		cancel()
 		<-done
 	}()
-	if _, err := conn.Client(ctx); err != nil {
+	if _, err := conn.Client(wctx); err != nil {
+		if cause := context.Cause(wctx); errors.Is(cause, ErrStalled) && ctx.Err() == nil {
+			return cause
+		}
 		mu.Lock()
 		cause := last
 		mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 
@@ -15,49 +16,111 @@ import (
 // Errors name the file and line: "rules.yaml:12: pack mykernel:
 // failures[0].pattern: …". Each pack is compiled here, so a pack that
 // loads is one the tracker can use.
+//
+// The file is one YAML document, decoded whole: an anchor in one pack
+// serves an alias in another, as YAML defines anchors (they hold from
+// where they are set to the end of their document). A second document is
+// refused rather than left unread, and an alias with no anchor before it
+// is named with its line.
 func ParsePacks(name string, data []byte) ([]RulePack, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, yamlErr(err))
+		return nil, fmt.Errorf("%s%w", name, anchorErr(data, yamlErr(err)))
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
 		return nil, fmt.Errorf("%s: empty rule file", name)
 	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil && emptyDocument(&next) {
+			continue // an empty document (a trailing "---") holds nothing to leave unread
+		}
+		line := next.Line
+		if line == 0 {
+			line = lastLine(&root) + 1
+		}
+		return nil, fmt.Errorf("%s:%d: a second YAML document: a rule file is one document holding one pack or a list of packs (anchors do not reach across documents)", name, line)
+	}
 	doc := root.Content[0]
+	if doc.Kind == yaml.AliasNode && doc.Alias != nil {
+		doc = doc.Alias
+	}
 	items := []*yaml.Node{doc}
+	var packs []RulePack
 	if doc.Kind == yaml.SequenceNode {
 		items = doc.Content
-	}
-	var packs []RulePack
-	for _, n := range items {
-		var p RulePack
-		if err := decodeStrict(n, &p); err != nil {
+		if err := decodeStrict(data, &packs); err != nil {
 			return nil, fmt.Errorf("%s:%w", name, err)
 		}
-		p = shownText(p)
-		if _, err := p.Compile(); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, errLine(n, err), err)
+	} else {
+		packs = make([]RulePack, 1)
+		if err := decodeStrict(data, &packs[0]); err != nil {
+			return nil, fmt.Errorf("%s:%w", name, err)
 		}
-		packs = append(packs, p)
+	}
+	if len(packs) != len(items) {
+		return nil, fmt.Errorf("%s:%d: %d packs decoded from a list of %d", name, doc.Line, len(packs), len(items))
+	}
+	for i := range packs {
+		packs[i] = shownText(packs[i])
+		if _, err := packs[i].Compile(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, errLine(items[i], err), err)
+		}
 	}
 	return packs, nil
 }
 
-// decodeStrict decodes n into v, refusing unknown fields (a typo in a
-// field name must not silently disable a rule).
-func decodeStrict(n *yaml.Node, v any) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return fmt.Errorf("%d: %w", n.Line, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
+// decodeStrict decodes the document in data into v, refusing unknown
+// fields (a typo in a field name must not silently disable a rule). The
+// whole document is decoded at once, so that aliases find their anchors
+// wherever in it they are, and yaml's own bound on aliasing holds.
+func decodeStrict(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		// Lines in err count from the node's own start.
-		return fmt.Errorf("%d: %w", n.Line+yamlLine(err)-1, yamlErr(err))
+		return fmt.Errorf("%d: %w", yamlLine(err), yamlErr(err))
 	}
 	return nil
+}
+
+// emptyDocument reports whether a document holds nothing (a trailing
+// "---", comments, a bare null).
+func emptyDocument(n *yaml.Node) bool {
+	return len(n.Content) == 0 || len(n.Content) == 1 && n.Content[0].Kind == yaml.ScalarNode && n.Content[0].Tag == "!!null" && n.Content[0].Value == ""
+}
+
+// lastLine is the last line a node of the tree under n starts on.
+func lastLine(n *yaml.Node) int {
+	line := n.Line
+	for _, c := range n.Content {
+		line = max(line, lastLine(c))
+	}
+	return line
+}
+
+// unknownAnchorRe is yaml's error for an alias whose anchor is not set
+// before it; it says no line.
+var unknownAnchorRe = regexp.MustCompile(`unknown anchor '([^']*)' referenced`)
+
+// anchorErr gives yaml's error its place: ":LINE: …" for an alias with no
+// anchor (found by its text: yaml says only the name), ": …" otherwise.
+func anchorErr(data []byte, err error) error {
+	m := unknownAnchorRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf(": %w", err)
+	}
+	alias := regexp.MustCompile(`(^|[\s\[{,:-])\*` + regexp.QuoteMeta(m[1]) + `($|[\s\]},])`)
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if alias.Match(line) {
+			return fmt.Errorf(":%d: alias *%s: no anchor &%s before it in this YAML document: %w", i+1, m[1], m[1], err)
+		}
+	}
+	return fmt.Errorf(": %w", err)
 }
 
 var (

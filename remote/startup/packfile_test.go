@@ -89,6 +89,71 @@ func TestREADMEPackLoads(t *testing.T) {
 	}
 }
 
+// TestAliasBetweenPacks: an anchor set in one pack of a list serves an
+// alias in another. YAML defines an anchor to hold from where it is set
+// to the end of its document, and the list is one document, so this is
+// valid YAML; each pack decoded on its own once refused it ("unknown
+// anchor"). A pack that is an alias of another loads too.
+func TestAliasBetweenPacks(t *testing.T) {
+	text := `- engine: sglang
+  failures:
+    - keywords: ["kdtree-verify: mismatch"]
+      cause: kdtree-validation
+      summary: &why the kernel's own validation found a mismatch
+      hint: &fix run with kdtree-verify=off to confirm
+- engine: vllm
+  failures:
+    - keywords: ["kdtree-verify: mismatch"]
+      cause: kdtree-validation
+      summary: *why
+      hint: *fix
+- &generic {engine: "", phases: [{keywords: ["kdtree-verify loaded"], phase: init}]}
+- *generic
+`
+	packs, err := startup.ParsePacks("alias.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) != 4 {
+		t.Fatalf("%d packs, want 4", len(packs))
+	}
+	if f := packs[1].Failures[0]; packs[1].Engine != "vllm" || f.Summary != "the kernel's own validation found a mismatch" || f.Hint != "run with kdtree-verify=off to confirm" {
+		t.Errorf("second pack %+v", packs[1])
+	}
+	if len(packs[3].Phases) != 1 || packs[3].Phases[0].Phase != startup.Init {
+		t.Errorf("fourth pack %+v, want the third's phases", packs[3])
+	}
+}
+
+// TestRuleFileAnchorsAndDocuments: where YAML does not let an alias
+// through, the error says why and where — an alias before (or without)
+// its anchor, an anchor in another document of the file — and a second
+// document is refused rather than left unread (its packs never loaded,
+// silently). An empty trailing document is nothing to refuse; an alias
+// bomb stays refused by yaml's own bound.
+func TestRuleFileAnchorsAndDocuments(t *testing.T) {
+	pack := "engine: sglang\nfailures:\n  - keywords: [\"kdtree-verify: mismatch\"]\n    cause: c\n    summary: %s\n    hint: h\n"
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"before.yaml", strings.Replace(pack, "%s", "*why", 1), "before.yaml:5: alias *why: no anchor &why before it in this YAML document"},
+		{"other-doc.yaml", "- engine: x\n  failures: &f []\n---\n- engine: y\n  failures: *f\n", "other-doc.yaml:3: a second YAML document: a rule file is one document"},
+		{"second.yaml", strings.Replace(pack, "%s", "s", 1) + "---\n" + strings.Replace(pack, "%s", "t", 1), "second.yaml:7: a second YAML document"},
+		{"trailing.yaml", strings.Replace(pack, "%s", "s", 1) + "---\n", ""},
+		{"bomb.yaml", "engine: x\nphases:\n  - keywords: &a [lol1,lol1,lol1,lol1,lol1,lol1,lol1,lol1,lol1]\n    phase: init\n" +
+			"  - keywords: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n    phase: init\n  - keywords: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n    phase: init\n" +
+			"  - keywords: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n    phase: init\n  - keywords: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n    phase: init\n", "bomb.yaml:"},
+	} {
+		packs, err := startup.ParsePacks(tt.name, []byte(tt.data))
+		switch {
+		case tt.want == "" && (err != nil || len(packs) != 1):
+			t.Errorf("%s: %d packs, error %v; want one pack", tt.name, len(packs), err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want one holding %q", tt.name, err, tt.want)
+		}
+	}
+}
+
 // TestUserPackRaisedIn: a user rule limited to the frame that raised
 // (raised_in) takes a KeyError raised there and leaves one raised in a
 // model's load_weights to the built-in checkpoint-mismatch.

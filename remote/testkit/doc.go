@@ -8,6 +8,9 @@
 //     BRINGUP_E2E=1 and fail on a missing prerequisite with it;
 //   - tbssh connects a test to a testbed host the way bringup itself
 //     connects (a managed remote/sshx connection to an ssh_config alias);
+//   - stallssh is an SSH server on loopback, in the test's process, that
+//     accepts the login and then answers no channel (a host stalled after
+//     authentication);
 //   - fleetbench measures bringup's fleet on testbed hosts side by side
 //     with plain `ssh host journalctl` (run by `cmd/testbed bench`).
 //

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/pflag"
 )
@@ -61,14 +63,27 @@ func ParseArgs(f *Flags, args []string) (int, bool) {
 		f.help = f.BoolP("help", "h", false, "show this help")
 	}
 	err := f.Parse(args)
+	var invalid *pflag.InvalidValueError
+	var refused checkError
 	switch {
 	case errors.Is(err, pflag.ErrHelp) || err == nil && *f.help:
 		f.PrintUsage(f.out)
 		return ExitOK, true
+	case errors.As(err, &invalid) && errors.As(err, &refused):
+		return f.Usagef("--%s %s: %v", invalid.GetFlag().Name, printable(invalid.GetValue()), refused.error), true
 	case err != nil:
 		return f.Usagef("%s%s", err, f.flagHint(err, args)), true
 	}
 	return 0, false
+}
+
+// printable is a word the person typed as it is, or quoted where it holds
+// what a terminal would act on.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // Usagef reports a usage error of the command on its error stream, with

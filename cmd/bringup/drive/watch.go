@@ -10,6 +10,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/fleet"
+	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -67,6 +68,9 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		}
 	case cli.WasInterrupted(ctx):
 		code, word, msg = cli.ExitInterrupted, "interrupted", "interrupted"
+	case err != nil && errors.Is(context.Cause(ctx), record.ErrEnded):
+		code, word, msg = cli.ExitTimeout, "ended", record.ErrEnded.Error()
+		output.Ended(w, msg, opts.JSON)
 	case err != nil:
 		code, word, msg = cli.ExitTimeout, "error", err.Error()
 	case code == cli.ExitFailed:

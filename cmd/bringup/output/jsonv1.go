@@ -194,9 +194,10 @@ type Progress struct {
 // HostOutcome is one host in a summary.
 type HostOutcome struct {
 	Host    string   `json:"host"`
-	Outcome string   `json:"outcome"`          // doctor: ok, failed; actions: done, failed, timeout; watch: serving, failed, unsettled
-	Failed  []string `json:"failed,omitempty"` // doctor: the checks that failed
-	Phase   string   `json:"phase,omitempty"`  // actions, watch, rollout: the followed startup's last phase
+	Outcome string   `json:"outcome"`              // doctor: ok, failed; actions: done, failed, timeout; watch: serving, failed, unsettled
+	Failed  []string `json:"failed,omitempty"`     // doctor: the checks that failed
+	Phase   string   `json:"phase,omitempty"`      // actions, watch, rollout: the followed startup's last phase
+	ConnErr string   `json:"conn_error,omitempty"` // watch, status: why the host is not reached at the end
 	// rollout: the host's stage is its outcome; the mode a rollback puts
 	// back, why it failed, and its decode rate after against before
 	PrevMode string   `json:"prev_mode,omitempty"`
@@ -592,6 +593,7 @@ func checkType(typ string, raw json.RawMessage) error {
 			Outcome  *string         `json:"outcome"`
 			Failed   []string        `json:"failed"`
 			Phase    string          `json:"phase"`
+			ConnErr  string          `json:"conn_error"`
 			PrevMode string          `json:"prev_mode"`
 			Cause    string          `json:"cause"`
 			Err      string          `json:"err"`

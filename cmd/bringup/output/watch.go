@@ -24,13 +24,24 @@ func Timeout(w io.Writer, d time.Duration) {
 	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
 }
 
+// Ended is the text line that ends a watch of a recording that ended
+// before every host settled (why); under --json the summary line says it.
+func Ended(w io.Writer, why string, asJSON bool) {
+	if !asJSON {
+		fmt.Fprintf(w, "%s %s\n", time.Now().Format(TimeLayout), why)
+	}
+}
+
 // WatchSummary is the last line of `bringup watch --json` and `status
 // --json` (command): the outcome (serving, failed, timeout, interrupted,
-// error), the exit code and each host's last phase.
+// ended, error), the exit code and each host's last phase.
 func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome string, exit int, err string) {
 	var hs []HostOutcome
 	for _, h := range hosts {
 		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase)}
+		if h.Conn.State != event.ConnUp {
+			o.ConnErr = h.Conn.Err // a host not reached at the end says why, not only "unknown"
+		}
 		if settled, ok := map[startup.Phase]string{startup.Failed: "failed", startup.Serving: "serving"}[h.Startup.Phase]; ok {
 			o.Outcome = settled
 		}
