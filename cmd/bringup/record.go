@@ -83,7 +83,8 @@ func loadReplay(e env, name, path string, speed float64) (*fleet.Fleet, *record.
 		fmt.Fprintf(e.stderr, "bringup %s: %s: the last line was cut short (recording killed while writing); it is left out\n", name, rec.Path)
 	}
 	specs, clock := rec.Play(speed, nil)
-	f, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
+	f, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock,
+		Observers: []fleet.Observer{fleet.KernelCheck()}})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -177,7 +177,7 @@ func TestSeedFleetShowsETA(t *testing.T) {
 		stepped[i] = NewStepped(h)
 		specs[i] = fleet.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
-	theFleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, History: sink, Flush: time.Millisecond})
+	theFleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond}.WithHistory(sink))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,11 +95,16 @@ func storeSpecs(so vlogs.Options, hosts []live.Options, opts fleet.Options) ([]f
 }
 
 // New builds the fleet over real hosts (resolved by Resolve); via is the
-// tunnel to the log store (ResolveVia), nil for none. record, if not nil,
-// is handed the hosts' drivers before the fleet is made, to wrap them.
-func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.HistorySink, record func([]fleet.HostSpec, fleet.Options) error) (*fleet.Fleet, error) {
-	opts := fleet.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
+// tunnel to the log store (ResolveVia), nil for none; hist is the startup
+// history, nil for none. record, if not nil, is handed the hosts' drivers
+// before the fleet is made, to wrap them.
+func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.HistoryStore, record func([]fleet.HostSpec, fleet.Options) error) (*fleet.Fleet, error) {
+	opts := fleet.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly,
+		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop,
+		Observers: []fleet.Observer{fleet.KernelCheck()}}
+	if hist != nil {
+		opts = opts.WithHistory(hist)
+	}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
 		if err != nil { // ParsePacks compiled each one already

@@ -354,7 +354,7 @@ func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*fle
 		return nil, err
 	}
 	defer release()
-	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
+	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()}}
 	return fleet.New(live.Specs(hs, opts), opts)
 }
 
