@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
@@ -64,8 +65,9 @@ type HostDefaults struct {
 
 // Host is one host to watch, with every default applied.
 type Host struct {
-	// Name is how bringup shows and selects the host.
-	Name string
+	// Host is the host's identity (name, unit, engine, labels), the shape
+	// every layer after the config passes on.
+	remote.Host
 	// SSH is what to connect to: an ssh_config alias, or [user@]host[:port].
 	SSH string
 	// User, Address and Port override what SSH and ssh_config give (like
@@ -73,12 +75,7 @@ type Host struct {
 	User    string
 	Address string
 	Port    int
-	Unit    string
-	Engine  string
 	Probe   Probe
-	// Labels are the host's labels (labels: {rack: r12}); the console can
-	// group its table by any label key. nil when it has none.
-	Labels map[string]string
 }
 
 // Target is where to connect for a host.
@@ -393,8 +390,8 @@ type rawHost struct {
 
 // hostWithDefaults applies d (and the engine's defaults) to r.
 func hostWithDefaults(r rawHost, d HostDefaults) Host {
-	h := Host{Name: r.name, SSH: r.ssh, User: r.user, Address: r.address, Port: r.port,
-		Unit: r.unit, Engine: r.engine, Probe: Probe{Port: r.probePort, Path: r.path}, Labels: r.labels}
+	h := Host{Host: remote.Host{Name: r.name, Unit: r.unit, Engine: r.engine, Labels: r.labels},
+		SSH: r.ssh, User: r.user, Address: r.address, Port: r.port, Probe: Probe{Port: r.probePort, Path: r.path}}
 	if h.SSH == "" {
 		h.SSH = h.Name
 	}

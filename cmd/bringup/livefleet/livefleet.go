@@ -14,6 +14,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
@@ -23,10 +24,10 @@ import (
 	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
-// Target is the config's host h as the live package takes it.
+// Target is the config's host h as the live package takes it: its
+// identity as it is, with its SSH target and probe.
 func Target(h config.Host) live.Target {
-	t := h.Target()
-	return live.Target{Name: h.Name, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port, Unit: h.Unit, Engine: h.Engine,
+	return live.Target{Host: h.Host, SSH: live.SSHTarget(h.Target()),
 		Probe: probe.Options{Addr: h.Probe.Addr(), Path: h.Probe.Path, Completion: h.Probe.Completion}}
 }
 
@@ -48,8 +49,8 @@ func ResolveVia(ctx context.Context, prompt io.Writer, cfg *config.Config) (*liv
 	if !cfg.Source.Store() || cfg.Source.Via == "" {
 		return nil, func() {}, nil
 	}
-	t := config.Host{Name: cfg.Source.Via, SSH: cfg.Source.Via}.Target()
-	rs, release, err := live.Resolve(ctx, []live.Target{{Name: cfg.Source.Via, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port}},
+	t := config.Host{Host: remote.Host{Name: cfg.Source.Via}, SSH: cfg.Source.Via}
+	rs, release, err := live.Resolve(ctx, []live.Target{{Host: t.Host, SSH: live.SSHTarget(t.Target())}},
 		cfg.SSHConfig, sshx.TerminalPassphrase(prompt))
 	if err != nil {
 		return nil, nil, fmt.Errorf("source.via: %w", err)
