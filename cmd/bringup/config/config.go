@@ -149,16 +149,60 @@ type Source struct {
 	Via string
 }
 
-// Store reports whether the fleet is read from a log store.
-func (s Source) Store() bool { return s.Kind == SourceVictoriaLogs }
+// SourceKind is what the config, the commands and the console ask of a
+// kind of source. The IO of each kind (how its fleet is built, what
+// doctor checks of it) is livefleet's table, keyed by Name; a new log
+// source is a row here and a row there.
+type SourceKind struct {
+	Name string
+	// HostsFromIt: with no hosts configured, the hosts are the ones the
+	// source names (the caller discovers them).
+	HostsFromIt bool
+	// NeedsURL: it is read at source.url, which it needs; a kind without
+	// it takes no url.
+	NeedsURL bool
+	// TakesVia: it may be reached through an SSH host (source.via).
+	TakesVia bool
+	// Title is what the console's header adds to say where the journals
+	// and unit states come from; "" for nothing.
+	Title string
+}
+
+// sourceKinds is every kind of source, the default first.
+var sourceKinds = []SourceKind{
+	{Name: SourceSSH},
+	{Name: SourceVictoriaLogs, HostsFromIt: true, NeedsURL: true, TakesVia: true,
+		Title: "state from journal via victorialogs"},
+}
+
+// SourceKinds is every kind of source, the default (ssh) first.
+func SourceKinds() []SourceKind { return slices.Clone(sourceKinds) }
+
+// Spec is the kind of s ("" is the default, SSH); a kind the table lacks
+// (which the config's checks refuse) has only its name.
+func (s Source) Spec() SourceKind {
+	if s.Kind == "" {
+		return sourceKinds[0]
+	}
+	for _, k := range sourceKinds {
+		if k.Name == s.Kind {
+			return k
+		}
+	}
+	return SourceKind{Name: s.Kind}
+}
 
 // checkSourceKind accepts the kinds of Source.
 func checkSourceKind(s string) (string, error) {
-	switch s {
-	case SourceSSH, SourceVictoriaLogs:
+	names := make([]string, len(sourceKinds))
+	for i, k := range sourceKinds {
+		names[i] = k.Name
+	}
+	if slices.Contains(names, s) {
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown source %q: want %s or %s%s", s, SourceSSH, SourceVictoriaLogs, suggest(s, []string{SourceSSH, SourceVictoriaLogs}))
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", fmt.Errorf("unknown source %q: want %s%s", s, want, suggest(s, names))
 }
 
 // checkStoreURL accepts http(s)://HOST[:PORT][/PATH] without query or

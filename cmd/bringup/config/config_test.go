@@ -520,3 +520,25 @@ func TestThroughputDrop(t *testing.T) {
 		t.Fatalf("throughput_drop: %v, %v", c, err)
 	}
 }
+
+// TestSourceSpec pins the facts of each kind of source and the default.
+func TestSourceSpec(t *testing.T) {
+	tests := []struct {
+		kind string
+		want SourceKind
+	}{
+		{"", SourceKind{Name: SourceSSH}},
+		{SourceSSH, SourceKind{Name: SourceSSH}},
+		{SourceVictoriaLogs, SourceKind{Name: SourceVictoriaLogs, HostsFromIt: true, NeedsURL: true, TakesVia: true,
+			Title: "state from journal via victorialogs"}},
+		{"carrier-pigeon", SourceKind{Name: "carrier-pigeon"}},
+	}
+	for _, tt := range tests {
+		if got := (Source{Kind: tt.kind}).Spec(); got != tt.want {
+			t.Errorf("Source{Kind: %q}.Spec() = %+v, want %+v", tt.kind, got, tt.want)
+		}
+	}
+	if _, err := checkSourceKind("victorialog"); err == nil || !strings.Contains(err.Error(), "want ssh or victorialogs") {
+		t.Errorf("checkSourceKind(victorialog) = %v, want the kinds named", err)
+	}
+}
