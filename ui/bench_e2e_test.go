@@ -66,7 +66,7 @@ func TestBenchKeyOnTestbed(t *testing.T) {
 	}
 	cat := kernels.DefaultCatalog()
 	theFleet, err := fleet.New([]fleet.HostSpec{{
-		Driver: live.New(live.Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: cat, Engine: "sglang"}),
+		Driver: live.New(live.Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName, Engine: "sglang"}, SSH: cfg, Tail: -1, Kernels: cat}),
 		Unit:   testbed.UnitName, Engine: "sglang",
 	}}, fleet.Options{Kernels: cat, ReadOnly: true}) // a bench changes nothing: read-only lets it
 	if err != nil {

@@ -27,20 +27,7 @@ func (s tableSort) String() string {
 
 // attention ranks a host by how much it needs a person: failed first,
 // then unreachable or stuck, then starting, then serving.
-func attention(h *remote.HostState) int {
-	switch h.Startup.Phase {
-	case startup.Failed:
-		return 0
-	case startup.Unknown, startup.Stuck:
-		return 1
-	case startup.Serving:
-		return 3
-	case startup.Stopped, startup.Starting, startup.Init, startup.Weights, startup.KVCache,
-		startup.GraphCapture, startup.HTTP, startup.Warmup, startup.Restarting:
-		return 2
-	}
-	return 2 // a phase not yet known ("")
-}
+func attention(h *remote.HostState) int { return h.Startup.Phase.Attention() }
 
 // sortRows orders rows (indices into hosts) by s; ties keep the config's
 // order, so the rows do not jump about between frames.

@@ -168,9 +168,9 @@ func runConsole(ctx context.Context, e env, args []string) int {
 	}
 	defer closeKeys()
 	title := "bringup · " + strings.Join(theFleet.Hosts(), ",")
-	if ff.cfg.Source.Store() {
+	if t := ff.cfg.Source.Spec().Title; t != "" {
 		// The header says where the journals and unit states come from.
-		title += " · state from journal via victorialogs"
+		title += " · " + t
 	}
 	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
 		Signals: console.Signals(ff.cfg.Notify, *quiet)})

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
@@ -43,7 +44,7 @@ func TestHostileLogLineOnTestbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := live.New(live.Options{Name: "gpu1", SSH: cfg, Unit: unit, NoGPU: true})
+	d := live.New(live.Options{Host: remote.Host{Name: "gpu1", Unit: unit}, SSH: cfg, NoGPU: true})
 	theFleet, err := fleet.New([]fleet.HostSpec{{Driver: d, Unit: unit, Engine: "sglang"}}, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

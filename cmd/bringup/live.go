@@ -87,7 +87,7 @@ func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Co
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+		if len(cfg.Hosts) == 0 && cfg.Source.Spec().HostsFromIt {
 			if err := f.discover(ctx, e, cfg); err != nil {
 				return nil, nil, err
 			}

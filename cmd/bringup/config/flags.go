@@ -83,7 +83,7 @@ func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host,
 	if len(cfg.Kernels.Kernels) == 0 {
 		cfg.Kernels = kernels.DefaultCatalog()
 	}
-	if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+	if len(cfg.Hosts) == 0 && cfg.Source.Spec().HostsFromIt {
 		// The hosts are the store's: the caller discovers them
 		// (AddHosts) and selects among them then.
 		return cfg, nil, nil
@@ -134,10 +134,10 @@ func (c *Config) setSource(v string) error {
 		return fmt.Errorf("--source: %w", err)
 	}
 	switch {
-	case kind == SourceSSH && withURL:
-		return errors.New("--source: ssh takes no URL")
-	case kind == SourceSSH:
-		c.Source = Source{Kind: SourceSSH}
+	case !(Source{Kind: kind}).Spec().NeedsURL && withURL:
+		return fmt.Errorf("--source: %s takes no URL", kind)
+	case !(Source{Kind: kind}).Spec().NeedsURL:
+		c.Source = Source{Kind: kind}
 	case withURL:
 		if u, err = checkStoreURL(u); err != nil {
 			return fmt.Errorf("--source: %w", err)

@@ -388,11 +388,11 @@ func (d *decoder) source(n *yaml.Node, src *Source) {
 	switch {
 	case seen == nil && src.URL != "":
 		d.errorf(n, "source", "url without kind: add kind: %s", SourceVictoriaLogs)
-	case src.Kind == SourceVictoriaLogs && urlSeen == nil:
-		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", SourceVictoriaLogs)
-	case src.Kind == SourceSSH && src.URL != "":
-		d.errorf(n, "source.url", "kind ssh takes no url")
-	case src.Kind != SourceVictoriaLogs && src.Via != "":
+	case src.Spec().NeedsURL && urlSeen == nil:
+		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", src.Kind)
+	case src.Kind != "" && !src.Spec().NeedsURL && src.URL != "":
+		d.errorf(n, "source.url", "kind %s takes no url", src.Kind)
+	case !src.Spec().TakesVia && src.Via != "":
 		d.errorf(n, "source.via", "via is the way to a log store: it needs kind: %s", SourceVictoriaLogs)
 	}
 }

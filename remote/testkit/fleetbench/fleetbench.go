@@ -344,7 +344,7 @@ func (b *bench) names() []string {
 func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*fleet.Fleet, error) {
 	targets := make([]live.Target, len(hosts))
 	for i, h := range hosts {
-		targets[i] = live.Target{Name: h, Host: h, Unit: unit, Engine: testbed.EngineSGLang}
+		targets[i] = live.Target{Host: remote.Host{Name: h, Unit: unit, Engine: testbed.EngineSGLang}, SSH: live.SSHTarget{Host: h}}
 	}
 	noAsk := func(file string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: the testbed's key has no passphrase", file)
