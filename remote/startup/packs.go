@@ -10,6 +10,18 @@ const (
 	hintModelPath = "check the model path exists and is readable by the service user; set HF_TOKEN for gated repos, HF_HUB_OFFLINE=1 when the weights are local"
 )
 
+// What a collective's timeout says: the rank that times out is a victim.
+const (
+	ncclTimeoutSummary = "a collective operation timed out"
+	ncclTimeoutHint    = "one rank is dead or stuck: find the first rank that logged an error; the others only time out"
+)
+
+// What an engine's refusal of a model, quantization or dtype says.
+const (
+	modelUnsupportedSummary = "the engine does not support this model, quantization or dtype on this GPU"
+	modelUnsupportedHint    = "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine"
+)
+
 // What CUDA setup failures say, device or kernel image alike.
 const (
 	cudaSetupSummary = "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU"
@@ -57,6 +69,14 @@ var shardRule = PhaseRule{
 	Phase:    Weights,
 	Label:    "shards",
 }
+
+// firstCollectiveRule reads torch's watchdog report of a process group's
+// first collective (WorkNCCL's SeqNum counts a group's collectives from
+// 1): both engines make their groups, and run the first collective on
+// them (vLLM's one-element warm-up all-reduce, SGLang's memory check),
+// while they set up distributed state, so a timeout of SeqNum=1 says the
+// start-up was in init when it hung, whenever it is printed.
+var firstCollectiveRule = PhaseRule{Keywords: []string{"WorkNCCL(SeqNum=1,"}, Phase: Init}
 
 // SGLang's stats labels, shared by its decode and prefill lines
 // (scheduler_metrics_mixin.py; scheduler.py before 0.4.6): "#running-req:
@@ -120,6 +140,7 @@ func sglangPack() RulePack {
 		Phases: []PhaseRule{
 			{Keywords: []string{"server_args="}, Phase: Init},
 			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap", "[Gloo] Rank"}, Phase: Init},
+			firstCollectiveRule,
 			{Keywords: []string{"Load weight begin", "load weight begin"}, Phase: Weights},
 			shardRule,
 			// SGLang's diffusion runtime (sglang serve).
@@ -221,6 +242,7 @@ func vllmPack() RulePack {
 			{Keywords: []string{"█  version", "▀  version", "▄  version"}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config=", "Connecting to existing Ray cluster"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
+			firstCollectiveRule,
 			{Keywords: []string{"Starting to load model", "Pre-loading model weights on", "Init model | hbm"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
@@ -340,7 +362,10 @@ func commonSpecificFailures() []FailureRule {
 		{
 			Keywords: []string{"custom_all_reduce.cuh", "custom_all_reduce.py"},
 			Pattern:  `custom_all_reduce\.cuh:\d+ '|Failed: Cuda error .*custom_all_reduce`,
-			Cause:    "custom-allreduce", Usual: GraphCapture,
+			// It fails wherever the kernel first runs or its IPC buffers
+			// are opened (distributed init, the profiling run, capture,
+			// serving): no usual phase.
+			Cause:   "custom-allreduce",
 			Summary: "the custom all-reduce kernel failed (CUDA IPC between the GPUs)",
 			Hint:    "peer-to-peer access between the GPUs does not work here: start with --disable-custom-all-reduce; check nvidia-smi topo -m and NCCL_P2P_DISABLE",
 		},
@@ -411,10 +436,24 @@ func commonSpecificFailures() []FailureRule {
 			Hint:     cudaSetupHint,
 		},
 		{
-			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
+			// vLLM's dtype check of the device (Worker.init_device →
+			// _check_if_gpu_supports_dtype) runs only as a worker
+			// initialises its GPU: that phase is where it strikes.
+			Keywords: []string{"Bfloat16 is only supported on GPUs with compute capability"},
 			Cause:    "model-unsupported", Usual: Init,
-			Summary: "the engine does not support this model, quantization or dtype on this GPU",
-			Hint:    "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
+			Summary: modelUnsupportedSummary,
+			Hint:    modelUnsupportedHint,
+		},
+		{
+			// An architecture, quantization or GPU the engine refuses: the
+			// check runs where the engine happens to look (the API server's
+			// config before anything starts in vLLM ≥0.4, the model loader
+			// in older vLLM, a layer's kernel lookup in SGLang), so the
+			// error alone places it in no phase.
+			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
+			Cause:    "model-unsupported",
+			Summary:  modelUnsupportedSummary,
+			Hint:     modelUnsupportedHint,
 		},
 		{
 			// The attention backend is picked as the model's layers are
@@ -571,10 +610,22 @@ func commonWrapperFailures() []FailureRule {
 			Hint:    hintWrapper,
 		},
 		{
+			// A group's thousandth collective or later: a start-up runs far
+			// fewer on torch's process groups (the model's own all-reduces
+			// go through pynccl or the custom all-reduce), serving runs one
+			// or more per step. Where the log shows no phase, that count
+			// says the server was serving when a rank stopped joining.
+			Keywords: []string{"Watchdog caught collective operation timeout"},
+			Pattern:  `WorkNCCL\(SeqNum=[1-9]\d{3,},`,
+			Cause:    "nccl-timeout", Wrapper: true, Usual: Serving,
+			Summary: ncclTimeoutSummary,
+			Hint:    ncclTimeoutHint,
+		},
+		{
 			Keywords: []string{"Watchdog caught collective operation timeout", "watchdog got stuck"},
 			Cause:    "nccl-timeout", Wrapper: true,
-			Summary: "a collective operation timed out",
-			Hint:    "one rank is dead or stuck: find the first rank that logged an error; the others only time out",
+			Summary: ncclTimeoutSummary,
+			Hint:    ncclTimeoutHint,
 		},
 		{
 			Keywords: []string{"Connection closed by peer", "Connection reset by peer", "pair.cc:534] Connection"},
