@@ -533,8 +533,9 @@ func commonSpecificFailures() []FailureRule {
 			// stderr when it rejects the command line, then the error
 			// line; an excerpt cut inside the block has only the block.
 			// A wrapper: the error line, where the log has it, says which
-			// argument.
-			Keywords: []string{"usage: "},
+			// argument. Keyed on "[-h]", not "usage: ", which SGLang's
+			// stats lines carry ("token usage: 0.12").
+			Keywords: []string{"[-h]"},
 			Pattern:  `(?:^|[\s>])usage: \S+ \[-h\]`,
 			Cause:    "bad-argument", Wrapper: true,
 			Summary: badArgumentSummary,
