@@ -22,6 +22,6 @@
 // not Python's own ast module: bringup runs where no Python is (a laptop),
 // before the kernel reaches a host.
 //
-// The package is pure: it is handed file contents and returns findings.
-// Reading a directory and printing are the caller's.
+// Lint is pure: it is handed file contents and returns findings. ReadTree
+// reads a tree through the fs.FS it is handed; printing is the caller's.
 package capturelint

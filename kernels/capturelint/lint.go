@@ -2,7 +2,6 @@ package capturelint
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -496,11 +495,7 @@ func (l *linter) solve() {
 				notes = append(notes, n+" (modes "+strings.Join(l.eval.names(m), ", ")+")")
 			}
 		}
-		if len(notes) > 0 {
-			un.why = strings.Join(notes, "; ")
-		} else if un.parent >= 0 && l.units[un.parent].why != "" {
-			un.why = l.units[un.parent].why
-		}
+		un.why = strings.Join(notes, "; ")
 	}
 }
 
@@ -568,7 +563,7 @@ func (l *linter) unitWhy(u int) string {
 	for ; u >= 0; u = l.units[u].parent {
 		if w := l.units[u].why; w != "" {
 			if l.units[u].module {
-				return path.Base(l.files[l.units[u].file].Path) + " is " + w
+				return l.files[l.units[u].file].Path + " is " + w
 			}
 			return l.units[u].qual + " is " + w
 		}
