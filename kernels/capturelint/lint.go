@@ -446,9 +446,16 @@ func (l *linter) inside(u, f int) bool {
 // solve works out the modes that reach each unit, to a fixed point. A
 // module nobody in the tree imports is an entry (sitecustomize.py, a file
 // the engine loads) unless a package of the tree holds it; a function no
-// one names is called from outside (a forward, a hook).
+// one names is called from outside (a forward, a hook). It starts from
+// every mode and narrows, so units that only name each other (methods of
+// one name in two classes) keep every mode: the greatest fixed point,
+// which over-approximates reach, never the least, which would call them
+// dead.
 func (l *linter) solve() {
 	all := l.eval.all
+	for i := range l.units {
+		l.units[i].modes = all
+	}
 	for range len(l.units) + 2 {
 		changed := false
 		for i := range l.units {

@@ -229,3 +229,13 @@ func TestLintWithoutKernel(t *testing.T) {
 		t.Errorf("without a kernel: %+v", r)
 	}
 }
+
+// Methods of one name in two classes name each other (names are matched
+// alone): neither is called dead for it.
+func TestLintNameCycle(t *testing.T) {
+	src := "class A:\n    def init(self):\n        self.b.init()\n        x.item()\nclass B:\n    def init(self):\n        self.a.init()\n"
+	r := Lint([]File{{Path: "m.py", Src: src}}, seedOptions)
+	if got := shorts(r.Findings); got != "m.py:4 A.init item [all]" {
+		t.Errorf("findings: %s", got)
+	}
+}
