@@ -98,6 +98,16 @@ func isNumpy(recv []Token) bool {
 	return len(recv) > 0 && (isName(recv[0], "np") || isName(recv[0], "numpy"))
 }
 
+// hostNamed reports whether a receiver names a host tensor by the common
+// convention: a name ending in _cpu or _np (seq_lens_cpu), or starting
+// with cpu_. The lint sees no types; a name is a hint, so such findings
+// are low.
+func hostNamed(recv []Token) bool {
+	return slices.ContainsFunc(recv, func(t Token) bool {
+		return t.Kind == Name && (strings.HasSuffix(t.Text, "_cpu") || strings.HasSuffix(t.Text, "_np") || strings.HasPrefix(t.Text, "cpu_"))
+	})
+}
+
 // argText is an argument's text with its spaces removed.
 func argText(src string, toks []Token) string {
 	return strings.Join(strings.Fields(text(src, toks)), "")
@@ -157,8 +167,11 @@ func method(src string, name Token, recv, args []Token) (hit, bool) {
 	}
 	switch name.Text {
 	case "item", "tolist":
-		if isNumpy(recv) {
+		if isNumpy(recv) || strings.HasSuffix(r, ".cpu()") { // the .cpu() is the finding
 			break
+		}
+		if hostNamed(recv) {
+			return sync(name.Text, "."+name.Text+"() on what its name says is a host tensor: no device sync if so; a host sync, illegal during CUDA graph capture, if it is on the device", Low)
 		}
 		return sync(name.Text, "."+name.Text+"() copies a device tensor's value to the host and waits for it: a host sync, illegal during CUDA graph capture", High)
 	case "cpu":
@@ -169,6 +182,9 @@ func method(src string, name Token, recv, args []Token) (hit, bool) {
 	case "numpy":
 		if strings.Contains(r, ".cpu()") { // the .cpu() is the finding
 			break
+		}
+		if hostNamed(recv) {
+			return sync("numpy", ".numpy() on what its name says is a host tensor: free if so; on a device tensor it fails", Low)
 		}
 		return sync("numpy", ".numpy() needs the tensor in host memory: on a device tensor it fails, after a copy it synced", High)
 	case "to":
