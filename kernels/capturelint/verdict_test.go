@@ -67,3 +67,27 @@ func TestReadTree(t *testing.T) {
 		t.Errorf("ReadTree: %v, skipped %v, %v", got, skipped, err)
 	}
 }
+
+// The runnable seed kernel the capture check ships (kernels/capturecheck)
+// lints as the catalog declares it: validate syncs, on and off are clean.
+func TestCompareCaptureCheckSeed(t *testing.T) {
+	files, _, err := ReadTree(os.DirFS("../capturecheck/site"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernels.DefaultCatalog().Kernel("kdtree-verify")
+	r := Lint(files, ForKernel(k))
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, short(f))
+	}
+	want := "kdtree_verify/marshal.py:13 pack item [validate]\nkdtree_verify/validate.py:17 check compare-on-host [validate]"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+	for _, v := range Compare(k, r) {
+		if !v.Agree {
+			t.Errorf("%s: %s", v.Mode, v.Note)
+		}
+	}
+}
