@@ -53,3 +53,18 @@ func Compare(k kernels.Kernel, r Report) []ModeVerdict {
 // Unsafe reports whether a verdict refuses its mode: declared unsafe, or
 // reached by a sync.
 func (v ModeVerdict) Unsafe() bool { return !v.Declared || v.Syncs > 0 }
+
+// Evidence is the lint's verdict on mode, for kernels.PreflightWith: safe
+// when no high-confidence finding reaches it, else the first sync's place.
+func (r Report) Evidence(mode string) kernels.Evidence {
+	syncs := r.Reached(mode, High)
+	if len(syncs) == 0 {
+		return kernels.Evidence{Source: kernels.SourceLint, Safe: true, Detail: "no host sync found"}
+	}
+	f := syncs[0]
+	d := fmt.Sprintf("%s:%d %s in %s", f.File, f.Line, f.Call, f.Func)
+	if len(syncs) > 1 {
+		d += fmt.Sprintf(" (and %d more)", len(syncs)-1)
+	}
+	return kernels.Evidence{Source: kernels.SourceLint, Detail: d}
+}

@@ -91,3 +91,23 @@ func TestCompareCaptureCheckSeed(t *testing.T) {
 		}
 	}
 }
+
+// The story issue 25 exists for, without a GPU: the catalog declares on
+// capture-safe, on's marshalling syncs; the preflight refuses on, by the
+// lint, before any restart.
+func TestPreflightRefusesByLint(t *testing.T) {
+	k, _ := kernels.DefaultCatalog().Kernel("kdtree-verify")
+	files := []File{
+		{Path: "sitecustomize.py", Src: "import os\nif os.environ.get('KDTREE_MODE', 'off') != 'off':\n    import kdtree_verify\n"},
+		{Path: "kdtree_verify/__init__.py", Src: "def forward(q, idx):\n    n = idx.max().item()\n    return q[:n]\n"},
+	}
+	r := Lint(files, ForKernel(k))
+	const exec = "python3 -m sglang.launch_server --model m"
+	res := kernels.PreflightWith(k, "on", exec, "", []kernels.Evidence{r.Evidence("on")})
+	if res.OK || res.RefusedByText() != "lint" || !strings.Contains(res.Reason, "kdtree_verify/__init__.py:2 idx.max().item() in forward") {
+		t.Errorf("on: ok %v, refused by %q: %s", res.OK, res.RefusedByText(), res.Reason)
+	}
+	if ev := r.Evidence("off"); !ev.Safe {
+		t.Errorf("off: %+v", ev)
+	}
+}
