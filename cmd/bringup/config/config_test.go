@@ -39,6 +39,7 @@ kernels:
     pythonpath: /opt/kdtree/site
     local_dir: ./kernels/kdtree
     remote_dir: /opt/kdtree/site
+    check: python3 -m kdtree_ext.capture_check --mode {mode}
 read_only: false
 ssh_config: ~/.ssh/config
 notify: {progress: false, desktop: osc777}   # bell and title keep their default (on)
@@ -61,6 +62,7 @@ func TestParseFull(t *testing.T) {
 			Name: "kdtree-verify", EnvVar: "KDTREE_MODE",
 			Modes:      []kernels.Mode{{Name: "off", CaptureSafe: true}, {Name: "validate"}, {Name: "on", CaptureSafe: true}},
 			PythonPath: "/opt/kdtree/site", LocalDir: "/etc/bringup/kernels/kdtree", RemoteDir: "/opt/kdtree/site",
+			Check: "python3 -m kdtree_ext.capture_check --mode {mode}",
 		}}},
 		SSHConfig: "~/.ssh/config",
 		Notify:    notify.Settings{Bell: true, Title: true, Desktop: notify.DesktopOSC777},

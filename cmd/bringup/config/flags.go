@@ -200,3 +200,31 @@ func (c *Config) setUnit(unit string) error {
 	}
 	return nil
 }
+
+// Catalog is the kernel catalog in force for a command that needs no
+// hosts (bringup lint): the config file at path, else $BRINGUP_CONFIG's,
+// else the default file when it exists; the built-in catalog when none
+// is found or the file names no kernels.
+func Catalog(path string, getenv func(string) string) (kernels.Catalog, error) {
+	if path == "" {
+		path = getenv(EnvConfig)
+	}
+	if path == "" {
+		if p := DefaultPath(getenv); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	if path == "" {
+		return kernels.DefaultCatalog(), nil
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		return kernels.Catalog{}, err
+	}
+	if len(cfg.Kernels.Kernels) == 0 {
+		return kernels.DefaultCatalog(), nil
+	}
+	return cfg.Kernels, nil
+}

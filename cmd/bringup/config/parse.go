@@ -313,7 +313,7 @@ func hostFields() []string {
 }
 func probeFields() []string { return []string{"port", "path", "completion"} }
 func kernelFields() []string {
-	return []string{"name", "env_var", "modes", "pythonpath", "local_dir", "remote_dir"}
+	return []string{"name", "env_var", "modes", "pythonpath", "local_dir", "remote_dir", "check"}
 }
 func modeFields() []string { return []string{"name", "capture_safe", "description"} }
 
@@ -734,6 +734,8 @@ func (d *decoder) kernels(n *yaml.Node, dir string) kernels.Catalog {
 				if s, ok := d.str(v, f); ok {
 					k.LocalDir = relTo(dir, s)
 				}
+			case "check":
+				k.Check, _ = d.str(v, f)
 			}
 		})
 		item = d.resolve(item)
