@@ -145,6 +145,26 @@ func (c Catalog) Kernel(name string) (Kernel, bool) {
 }
 
 // Validate reports the first problem with the catalog.
+// Pick is the kernel a command names (or, named none, the catalog's only
+// one): an error says what to name when the choice is not the catalog's
+// to make. An empty catalog and no name give the zero Kernel.
+func (c Catalog) Pick(name string) (Kernel, error) {
+	if name != "" {
+		k, ok := c.Kernel(name)
+		if !ok {
+			return Kernel{}, fmt.Errorf("--kernel %q: not in the catalog", name)
+		}
+		return k, nil
+	}
+	switch len(c.Kernels) {
+	case 0:
+		return Kernel{}, nil
+	case 1:
+		return c.Kernels[0], nil
+	}
+	return Kernel{}, fmt.Errorf("the catalog has %d kernels: name one with --kernel", len(c.Kernels))
+}
+
 func (c Catalog) Validate() error {
 	seen := map[string]bool{}
 	for _, k := range c.Kernels {

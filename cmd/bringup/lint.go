@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"context"
 	"os"
-	"slices"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/kernels/capturelint"
 )
 
@@ -32,29 +30,20 @@ func runLint(_ context.Context, e env, args []string) int {
 	if err != nil {
 		return e.fail("lint", "%v", err)
 	}
-	var k kernels.Kernel
-	switch i := slices.IndexFunc(cat.Kernels, func(k kernels.Kernel) bool { return k.Name == *name }); {
-	case *name != "" && i < 0:
-		return e.fail("lint", "--kernel %q: not in the catalog", *name)
-	case i >= 0:
-		k = cat.Kernels[i]
-	case len(cat.Kernels) == 1:
-		k = cat.Kernels[0]
-	case len(cat.Kernels) > 1:
-		return e.fail("lint", "the catalog has %d kernels: name one with --kernel", len(cat.Kernels))
+	k, err := cat.Pick(*name)
+	if err != nil {
+		return e.fail("lint", "%v", err)
 	}
 	res := output.LintResult{Dir: cmp.Or(fs.Arg(0), k.LocalDir), Kernel: k.Name}
 	if res.Dir == "" {
 		return e.fail("lint", "name the kernel's DIR (the catalog gives no local_dir)")
 	}
-	files, skipped, err := capturelint.ReadTree(os.DirFS(res.Dir))
+	lint, err := capturelint.LintTree(os.DirFS(res.Dir), k)
 	if err != nil {
 		return e.fail("lint", "%s: %v", res.Dir, err)
 	}
-	res.Skipped, res.Report = skipped, capturelint.Lint(files, capturelint.ForKernel(k))
-	res.Verdicts = capturelint.Compare(k, res.Report)
-	if k.Name == "" && len(res.Report.Reached("", capturelint.High)) > 0 ||
-		slices.ContainsFunc(res.Verdicts, func(v capturelint.ModeVerdict) bool { return v.Declared && v.Syncs > 0 }) {
+	res.Skipped, res.Report, res.Verdicts = lint.Skipped, lint.Report, lint.Verdicts
+	if lint.Failed {
 		res.Exit = cli.ExitFailed
 	}
 	if *asJSON {

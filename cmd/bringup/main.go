@@ -167,36 +167,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "In the console, press ? for keys.")
 }
 
-// versionString is the version a release build was linked with, else the
-// module's version and VCS revision from the build info.
-func versionString(linked string, bi *debug.BuildInfo, ok bool) string {
-	v := "devel"
-	switch {
-	case linked != "":
-		v = linked
-	case ok && bi.Main.Version != "" && bi.Main.Version != "(devel)":
-		v = bi.Main.Version
-	}
-	if !ok {
-		return "bringup " + v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 && linked == "" {
-			v += " " + s.Value[:12]
-		}
-		if s.Key == "vcs.modified" && s.Value == "true" && linked == "" {
-			v += "+dirty"
-		}
-	}
-	return fmt.Sprintf("bringup %s (%s)", v, bi.GoVersion)
-}
-
 func runVersion(_ context.Context, e env, args []string) int {
 	fs := cli.NewFlags(e.stdout, e.stderr, "version", "bringup version  (or bringup --version, -v)")
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
 	bi, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(e.stdout, versionString(version, bi, ok))
+	fmt.Fprintln(e.stdout, cli.VersionString(version, bi, ok))
 	return exitServing
 }

@@ -2,6 +2,8 @@ package capturelint
 
 import (
 	"fmt"
+	"io/fs"
+	"slices"
 
 	"github.com/bringup-dev/bringup/kernels"
 )
@@ -67,4 +69,29 @@ func (r Report) Evidence(mode string) kernels.Evidence {
 		d += fmt.Sprintf(" (and %d more)", len(syncs)-1)
 	}
 	return kernels.Evidence{Source: kernels.SourceLint, Detail: d}
+}
+
+// Result is a lint of one kernel tree, with the catalog's declarations
+// beside it.
+type Result struct {
+	Report   Report
+	Verdicts []ModeVerdict
+	Skipped  []string // files too large to read
+	// Failed is true when a mode declared capture-safe is reached by a
+	// sync, or, with no kernel to resolve modes, when any sync is found.
+	Failed bool
+}
+
+// LintTree reads the Python of fsys and lints it for kernel k (the zero
+// Kernel: all modes).
+func LintTree(fsys fs.FS, k kernels.Kernel) (Result, error) {
+	files, skipped, err := ReadTree(fsys)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Skipped: skipped, Report: Lint(files, ForKernel(k))}
+	r.Verdicts = Compare(k, r.Report)
+	r.Failed = k.Name == "" && len(r.Report.Reached("", High)) > 0 ||
+		slices.ContainsFunc(r.Verdicts, func(v ModeVerdict) bool { return v.Declared && v.Syncs > 0 })
+	return r, nil
 }
