@@ -110,3 +110,31 @@ func TestExplainNewestStrings(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineVersion: the lines in which an engine states its release.
+func TestEngineVersion(t *testing.T) {
+	tests := []struct{ line, want string }{
+		{"(APIServer pid=1) INFO 09-11 23:46:30 [api_utils.py:325] vLLM server version 0.27.1, serving model Qwen/Qwen3-8B", "0.27.1"},
+		{"INFO 07-10 12:00:00 [api_server.py:1457] vLLM API server version 0.9.2", "0.9.2"},
+		{"INFO 07-10 12:00:00 [api_server.py:1457] vLLM API server version 0.9.2.dev209+g2dd24ebe1", "0.9.2.dev209+g2dd24ebe1"},
+		{" ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.27.1", "0.27.1"},
+		{"INFO 05-20 10:00:00 llm_engine.py:161] Initializing an LLM engine (v0.4.0.post1) with config: model='m'", "0.4.0.post1"},
+		{"INFO 02-01 10:00:00 [core.py:54] Initializing a V1 LLM engine (v0.7.2) with config: model='m'", "0.7.2"},
+		{"sglang: 0.4.10.post2", "0.4.10.post2"},
+		{"docker run --gpus all lmsysorg/sglang:v0.5.6-rocm700-mi35x python3 -m sglang.launch_server", "0.5.6"},
+		{"[2026-09-11 23:46:30] server_args=ServerArgs(model_path='Qwen/Qwen3-8B')", ""},
+		{"INFO 09-11 23:46:33 [model_runner.py:353] Loading model from scratch...", ""},
+	}
+	for _, tt := range tests {
+		if got := EngineVersion(tt.line); got != tt.want {
+			t.Errorf("EngineVersion(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+	}
+	x := explainTimed("vllm", []timedLine{
+		{0, "(APIServer pid=1) INFO 09-11 23:46:30 [api_utils.py:325] vLLM server version 0.27.1, serving model Qwen/Qwen3-8B"},
+		{time.Second, "(EngineCore pid=2) INFO 09-11 23:46:31 [core.py:123] Initializing a V1 LLM engine (v0.26.0) with config: model='m'"},
+	})
+	if x.EngineVersion != "0.27.1" {
+		t.Errorf("Explain's engine version = %q, want the first stated, 0.27.1", x.EngineVersion)
+	}
+}
