@@ -161,8 +161,11 @@ func sglangPack() RulePack {
 			{Keywords: []string{"Load weight end"}, Phase: KVCache, Ends: Weights},
 			{Keywords: []string{"host memory for hierarchical KV cache", "KV Cache is allocated", "Mamba Cache is allocated", "Memory pool end", "Memory profiling:", "SWAKVPool mem usage"}, Phase: KVCache},
 			{
+				// Since the capture-log clean-up (SGLang 0.5.14) the device's
+				// graph is named upper case and XPU has one:
+				// "Capture target decode NPU graph begin. backend=…".
 				Keywords: []string{"Capture "},
-				Pattern:  `Capture (?:\w+ )*(?:cuda|CUDA|npu|cpu) graph (?:begin|bs \[)`,
+				Pattern:  `Capture (?:[\w-]+ )*(?:cuda|CUDA|npu|NPU|cpu|CPU|xpu|XPU|musa|MUSA) graph (?:begin|bs \[)`,
 				Phase:    GraphCapture,
 			},
 			{
@@ -181,6 +184,10 @@ func sglangPack() RulePack {
 			{Keywords: []string{"graph end.", "graph end. "}, Pattern: `Capture .*graph end\.`, Phase: GraphCapture},
 			{Keywords: []string{"Capture cuda graph end", "Capture CUDA graph end"}, Phase: GraphCapture},
 			{Keywords: []string{"cuda graph addresses"}, Phase: GraphCapture},
+			// Post-capture KV sizing (SGLang ≥0.5.16, opt-in) resizes the pool
+			// after capture and says max_total_num_tokens=: still capture,
+			// not the server coming up.
+			{Keywords: []string{"Post-capture KV sizing"}, Phase: GraphCapture},
 			{Keywords: []string{"max_total_num_tokens=", "Engine startup timings", "Uvicorn running on", "Started server process", "Waiting for application startup", "Application startup complete"}, Phase: HTTP},
 			{
 				// The server's own warmup request; on NPU builds it is a chat
@@ -255,10 +262,12 @@ func vllmPack() RulePack {
 		Phases: []PhaseRule{
 			// vLLM ≥ 0.2x prints its version in a banner of block glyphs.
 			{Keywords: []string{"█  version", "▀  version", "▄  version"}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
-			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config=", "Connecting to existing Ray cluster"}, Phase: Init},
+			{Keywords: []string{"vLLM API server version", "vLLM server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config=", "Connecting to existing Ray cluster"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
 			firstCollectiveRule,
-			{Keywords: []string{"Starting to load model", "Pre-loading model weights on", "Init model | hbm"}, Phase: Weights},
+			// Model Runner V2 logs only "Loading model from scratch..."
+			// (vllm/v1/worker/gpu/model_runner.py); V1 logs both.
+			{Keywords: []string{"Starting to load model", "Loading model from scratch", "Loading weights inplace", "Pre-loading model weights on", "Init model | hbm"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
 			// Weights end when loading is reported; profiling, compile and
@@ -266,8 +275,9 @@ func vllmPack() RulePack {
 			{Keywords: []string{"Model loading took", "Loading model weights took"}, Phase: KVCache, Ends: Weights},
 			{Keywords: []string{"Available KV cache memory", "KV cache size:", "# GPU blocks:", "# cuda blocks:", "Maximum concurrency for", "torch.compile takes", "Dynamo bytecode transform", "Compiling a graph for dynamic shape", "Directly load the compiled graph", "Initial profiling/warmup run took", "Memory profiling takes"}, Phase: KVCache},
 			{
-				Keywords: []string{"Capturing CUDA graph"},
-				Pattern:  `Capturing CUDA graph(?:s \((?P<label>[^)]*)\)| shapes)(?::\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+))?`,
+				// Spec decode's drafter: "Capturing prefill CUDA graphs (FULL)".
+				Keywords: []string{"Capturing CUDA graph", "Capturing prefill CUDA graph"},
+				Pattern:  `Capturing (?:prefill )?CUDA graph(?:s \((?P<label>[^)]*)\)| shapes)(?::\s+\d+%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+))?`,
 				Phase:    GraphCapture,
 				Label:    "graphs",
 			},

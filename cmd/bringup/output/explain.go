@@ -22,7 +22,7 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 	}
 	timed, lines := lg.Timed, lg.Lines
 	l := Line{Kind: "summary", Command: "explain", Outcome: string(x.Outcome), Exit: &exit,
-		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, Phase: string(st.Phase)}
+		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, EngineVersion: x.EngineVersion, Phase: string(st.Phase)}
 	for _, sp := range st.Spans {
 		l.Trail = append(l.Trail, SpanOf(sp))
 	}
@@ -42,6 +42,9 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	engine := st.Engine
 	if engine == "" {
 		engine = "engine unknown"
+	}
+	if x.EngineVersion != "" {
+		engine += " " + sanitize.String(x.EngineVersion)
 	}
 	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
 	for _, sp := range st.Spans {

@@ -115,7 +115,9 @@ type Line struct {
 	Timed  *bool  `json:"timed,omitempty"` // the log carried times: durations mean something
 	Lines  *int   `json:"lines,omitempty"`
 	Engine string `json:"engine,omitempty"`
-	Trail  []Span `json:"trail,omitempty"`
+	// the release the log says the engine is, when a line says
+	EngineVersion string `json:"engine_version,omitempty"`
+	Trail         []Span `json:"trail,omitempty"`
 	// init's summary: the config file written
 	Config string `json:"config,omitempty"`
 	// rollout's summary: what it did
@@ -242,7 +244,7 @@ func Schema() []Kind {
 		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},
 		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
-			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
 	}
 }
 
@@ -258,7 +260,7 @@ func FieldType() map[string]string {
 		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]", "latency": "number",
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
-		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "trail": "[span]",
+		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "engine_version": "string", "trail": "[span]",
 		"port": "number", "also": "[string]", "config": "string",
 		"id": "number", "timed_out": "bool", "to": "string", "plan": "string", "before": "rate", "after": "rate", "ratio": "number", "slower": "bool",
 	}
