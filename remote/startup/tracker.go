@@ -109,6 +109,18 @@ type Tracker struct {
 	// dp are the data-parallel ranks' latest stats samples, by DP rank
 	// (applyDP); nil for an engine that prints one stats line a step.
 	dp []dpGroup
+
+	// runs are the runs before the current one, oldest first (at most
+	// MaxRuns-1); runN is how many runs ended before the current one.
+	runs []Run
+	runN int
+	// served is set once the current run served; runPID is the main PID
+	// its lines carry in pasted text (0 when they name none), pastPIDs
+	// those of the runs before, lineAt the host time of its last line.
+	served   bool
+	runPID   int
+	pastPIDs []int
+	lineAt   time.Time
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -218,7 +230,55 @@ func (t *Tracker) State() Startup {
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
 	s.Stats = t.st.Stats.clone()
+	if t.begun() {
+		s.Run = t.runN + 1
+		s.Runs = make([]Run, 0, len(t.runs)+1)
+		for _, r := range t.runs {
+			r.Spans = slices.Clone(r.Spans)
+			r.Diag = r.Diag.clone()
+			s.Runs = append(s.Runs, r)
+		}
+		s.Runs = append(s.Runs, t.currentRun())
+	}
 	return s
+}
+
+// begun reports whether a run of the unit has begun: a start, an
+// invocation id, a phase or a failure seen.
+func (t *Tracker) begun() bool {
+	return !t.st.StartedAt.IsZero() || t.st.InvocationID != "" || t.path.hasTrail() || t.ledger.failed
+}
+
+// currentRun is the current run as it stands, its slices its own.
+func (t *Tracker) currentRun() Run {
+	r := Run{N: t.runN + 1, InvocationID: t.st.InvocationID, Start: t.st.StartedAt, Reached: t.path.lastPath, Outcome: t.path.under, Spans: slices.Clone(t.path.spans)}
+	if len(r.Spans) > 0 && (r.Start.IsZero() || r.Spans[0].Start.Before(r.Start)) {
+		r.Start = r.Spans[0].Start
+	}
+	switch {
+	case t.ledger.failed:
+		r.Outcome, r.End, r.Diag = Failed, t.ledger.failAt, t.st.Diag.clone()
+	case t.served:
+		r.Outcome = Serving
+		if t.path.under == Stopped {
+			r.End = t.path.underSince
+		}
+	case t.path.under == Stopped || t.path.under == Restarting:
+		r.Outcome, r.End = Stopped, t.path.underSince
+	}
+	return r
+}
+
+// retireRun keeps the current run among the earlier ones as it ended.
+func (t *Tracker) retireRun() {
+	if !t.begun() {
+		return
+	}
+	t.runs = append(t.runs, t.currentRun())
+	if len(t.runs) > MaxRuns-1 {
+		t.runs = slices.Delete(t.runs, 0, len(t.runs)-(MaxRuns-1))
+	}
+	t.runN++
 }
 
 func (d *Diagnosis) clone() *Diagnosis {
@@ -237,6 +297,8 @@ func (d *Diagnosis) clone() *Diagnosis {
 // newInvocation starts a fresh run of the unit: what was learnt about the
 // previous one is dropped, except the engine and the restart count.
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
+	t.retireRun()
+	t.served, t.runPID = false, 0
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
 		if t.st.InvocationID != "" {
 			t.retired = append(t.retired, t.st.InvocationID)
@@ -290,7 +352,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 // restartOver tells whether the phase shows the previous run has ended,
 // so that a start signal without an invocation id begins a new run.
 func (t *Tracker) restartOver() bool {
-	return !t.st.StartedAt.IsZero() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
+	return t.begun() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
 }
 
 // countRestarts follows the unit's restart counter. The first reading is
@@ -390,6 +452,7 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
 		return
 	}
+	t.served = true
 	t.path.enter(Serving, at, out)
 }
 
@@ -408,6 +471,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		t.applySys(k, j, at, out)
 		return
 	}
+	t.followPID(j, at, out)
 	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
@@ -482,6 +546,33 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 				t.updateDiag(at, out)
 			}
 		}
+	}
+}
+
+// followPID follows the main PID of pasted text (journalctl's
+// `ident[PID]:`, where no invocation id says which run a line is of): a
+// PID not seen before, after a run that ended or whose last word was an
+// error, is systemd's next run of the unit, the old process gone with the
+// line before.
+func (t *Tracker) followPID(j *event.Journal, at time.Time, out *[]Change) {
+	defer func() { t.lineAt = at }()
+	if j.InvocationID != "" || j.PID <= 1 {
+		return
+	}
+	switch {
+	case t.runPID == 0:
+		t.runPID = j.PID
+	case j.PID == t.runPID || slices.Contains(t.pastPIDs, j.PID):
+	case t.restartOver() || t.pendingFailure():
+		prev := t.runPID
+		*out = append(*out, t.End(t.lineAt)...)
+		t.newInvocation("", at, out)
+		t.pastPIDs = append(t.pastPIDs, prev)
+		if len(t.pastPIDs) > MaxRuns {
+			t.pastPIDs = t.pastPIDs[1:]
+		}
+		t.runPID = j.PID
+		t.st.UnitActive = true
 	}
 }
 
@@ -778,7 +869,14 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.path.enter(Starting, at, out)
 		}
 	case sysStarted:
-		if t.restartOver() && t.path.under != Stopped {
+		switch {
+		case t.restartOver() && j.InvocationID == "":
+			// Pasted text: systemd started the unit again after the
+			// run ended (Type=simple prints no "Starting" first).
+			t.newInvocation("", at, out)
+		case t.restartOver() && t.path.under != Stopped:
+			// The ended run's own "Started", replayed from the
+			// journal's backlog after its end.
 			return
 		}
 		t.st.UnitActive = true
