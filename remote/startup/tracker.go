@@ -210,7 +210,17 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
 	}
 	t.checkServing(ev.Time, &out)
+	t.stampRun(out)
 	return out
+}
+
+// stampRun numbers the changes not yet numbered with the current run.
+func (t *Tracker) stampRun(out []Change) {
+	for i := range out {
+		if out[i].Run == 0 {
+			out[i].Run = t.runN + 1
+		}
+	}
 }
 
 // Tick re-evaluates time-based state at host time now: a phase that has
@@ -219,6 +229,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 func (t *Tracker) Tick(now time.Time) []Change {
 	var out []Change
 	t.path.tick(now, &out)
+	t.stampRun(out)
 	return out
 }
 
@@ -297,6 +308,7 @@ func (d *Diagnosis) clone() *Diagnosis {
 // newInvocation starts a fresh run of the unit: what was learnt about the
 // previous one is dropped, except the engine and the restart count.
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
+	t.stampRun(*out) // what was said so far is of the run that ends
 	t.retireRun()
 	t.served, t.runPID = false, 0
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
@@ -663,6 +675,7 @@ func (t *Tracker) End(at time.Time) []Change {
 	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
+	t.stampRun(out)
 	return out
 }
 

@@ -247,4 +247,6 @@ type Change struct {
 	Progress Progress   `json:"progress"`
 	// Stats is the sample a ChangeStats reports.
 	Stats *Sample `json:"stats,omitempty"`
+	// Run is the number of the run the change is of (Startup.Run).
+	Run int `json:"run,omitempty"`
 }
