@@ -86,7 +86,7 @@ func (t *tableModel) nextFailed(dir int) bool {
 		n := len(t.lines)
 		for i := 1; i <= n; i++ {
 			r := ((t.cursor+dir*i)%n + n) % n
-			if t.hosts[t.lines[r].host].Startup.Phase == startup.Failed {
+			if failing(&t.hosts[t.lines[r].host]) {
 				t.cursor = r
 				return true
 			}
@@ -115,7 +115,7 @@ func (t *tableModel) nextFailed(dir int) bool {
 	n := len(seq)
 	for i := 1; i <= n; i++ {
 		r := ((from+dir*i)%n + n) % n
-		if t.hosts[seq[r].host].Startup.Phase != startup.Failed {
+		if !failing(&t.hosts[seq[r].host]) {
 			continue
 		}
 		key := t.bucketKey(seq[r].group)

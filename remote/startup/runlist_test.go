@@ -3,6 +3,7 @@ package startup
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestRunsOfInvocations: each invocation id of the unit is a run with its
@@ -42,4 +43,79 @@ func TestRunsOfInvocations(t *testing.T) {
 			t.Errorf("run %d: outcome %s, cause %q, reached %s, lasted %s; want failed gpu-oom in weights", n, r.Outcome, r.Cause(), r.Reached, r.Duration(h.now))
 		}
 	}
+}
+
+// TestCrashLoop: failed runs in a row, each started again soon after the
+// failure before, are a crash loop with their common cause (or "causes
+// vary"), kept while the next run starts and ended by a run that serves;
+// systemd giving up (start-limit-hit) is named, and reset-failed clears it.
+func TestCrashLoop(t *testing.T) {
+	const oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+	const nccl = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error"
+	failRun := func(h *host, n int, line string) {
+		h.inv = fmt.Sprintf("inv-%d", n)
+		h.unit("activating", "start", "success")
+		h.unit("active", "running", "success")
+		h.lines(sgWeights, line)
+		h.unit("activating", "auto-restart", "exit-code")
+	}
+	newRun := func(h *host, n int) {
+		h.inv = fmt.Sprintf("inv-%d", n)
+		h.unit("activating", "start", "success")
+		h.unit("active", "running", "success")
+	}
+	t.Run("same cause", func(t *testing.T) {
+		h := newHost(t, Options{Engine: "sglang"})
+		failRun(h, 1, oom)
+		if l := h.tr.State().Loop; l != nil {
+			t.Fatalf("one failed run is a loop: %+v", l)
+		}
+		failRun(h, 2, oom)
+		failRun(h, 3, oom)
+		l := h.tr.State().Loop
+		if l == nil || l.Runs != 3 || l.Cause != "gpu-oom" || l.Summary == "" || l.StartLimit {
+			t.Fatalf("after 3 failed runs: loop %+v, want 3 runs of gpu-oom", l)
+		}
+		newRun(h, 4)
+		h.lines(sgWeights)
+		if l := h.tr.State().Loop; l == nil || l.Runs != 3 || l.Cause != "gpu-oom" {
+			t.Fatalf("while run 4 starts: loop %+v, want the 3 runs' gpu-oom kept", l)
+		}
+		h.lines(sgCapture, sgReady)
+		if st := h.tr.State(); st.Phase != Serving || st.Loop != nil {
+			t.Fatalf("run 4 serves: phase %s, loop %+v; want no loop", st.Phase, st.Loop)
+		}
+	})
+	t.Run("causes vary", func(t *testing.T) {
+		h := newHost(t, Options{Engine: "sglang"})
+		failRun(h, 1, oom)
+		failRun(h, 2, nccl)
+		if l := h.tr.State().Loop; l == nil || l.Runs != 2 || l.Cause != CausesVary {
+			t.Fatalf("loop %+v, want 2 runs, causes vary", l)
+		}
+	})
+	t.Run("far apart", func(t *testing.T) {
+		h := newHost(t, Options{Engine: "sglang"})
+		failRun(h, 1, oom)
+		h.now = h.now.Add(LoopGap + time.Minute)
+		failRun(h, 2, oom)
+		if l := h.tr.State().Loop; l != nil {
+			t.Fatalf("runs %s apart make a loop: %+v", LoopGap, l)
+		}
+	})
+	t.Run("start limit", func(t *testing.T) {
+		h := newHost(t, Options{Engine: "sglang"})
+		failRun(h, 1, oom)
+		failRun(h, 2, oom)
+		h.systemd("sglang.service: Start request repeated too quickly.", "sglang.service: Failed with result 'start-limit-hit'.")
+		h.unit("failed", "failed", "start-limit-hit")
+		st := h.tr.State()
+		if st.Phase != Failed || st.Loop == nil || !st.Loop.StartLimit || st.Loop.Cause != "gpu-oom" || st.Loop.Runs != 2 {
+			t.Fatalf("phase %s, loop %+v; want failed, start-limit-hit after 2 runs of gpu-oom", st.Phase, st.Loop)
+		}
+		h.unit("inactive", "dead", "success") // systemctl reset-failed
+		if l := h.tr.State().Loop; l != nil && l.StartLimit {
+			t.Fatalf("after reset-failed: loop %+v still says start-limit-hit", l)
+		}
+	})
 }

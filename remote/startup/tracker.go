@@ -121,6 +121,11 @@ type Tracker struct {
 	runPID   int
 	pastPIDs []int
 	lineAt   time.Time
+	// loop is the crash loop the ended runs make (Runs 0: none);
+	// startLimit says systemd gave up starting the unit.
+	loop       CrashLoop
+	loopEnd    time.Time // when the loop's latest failed run failed
+	startLimit bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -249,9 +254,53 @@ func (t *Tracker) State() Startup {
 			r.Diag = r.Diag.clone()
 			s.Runs = append(s.Runs, r)
 		}
-		s.Runs = append(s.Runs, t.currentRun())
+		cur := t.currentRun()
+		s.Runs = append(s.Runs, cur)
+		s.Loop = t.crashLoop(cur)
 	}
 	return s
+}
+
+// extendLoop is loop with run r, ended, added: a failed run that started
+// within LoopGap of the loop's latest failure continues it, another
+// failed run begins one, and a run that did not fail ends it.
+func extendLoop(loop CrashLoop, loopEnd time.Time, r Run) (CrashLoop, time.Time) {
+	if !r.Failed() {
+		return CrashLoop{}, time.Time{}
+	}
+	cause, summary, hint := CauseUnitFailed, "", ""
+	if r.Diag != nil {
+		cause, summary, hint = r.Diag.Cause, r.Diag.Summary, r.Diag.Hint
+	}
+	if loop.Runs == 0 || r.Start.Sub(loopEnd) > LoopGap {
+		return CrashLoop{Runs: 1, Cause: cause, Summary: summary, Hint: hint}, r.End
+	}
+	loop.Runs++
+	if loop.Cause != cause {
+		loop.Cause = CausesVary
+	}
+	loop.Summary, loop.Hint = summary, hint
+	return loop, r.End
+}
+
+// crashLoop is the crash loop the runs make with cur, the current run, or
+// nil: LoopRuns failed runs in a row while cur failed too or is still on
+// its way (a served or stopped run ends the loop), or systemd gave up.
+func (t *Tracker) crashLoop(cur Run) *CrashLoop {
+	loop, loopEnd := t.loop, t.loopEnd
+	switch {
+	case cur.Failed():
+		loop, _ = extendLoop(loop, loopEnd, cur)
+	case t.served || t.path.under == Stopped && !t.startLimit:
+		return nil
+	case loop.Runs > 0 && cur.Start.Sub(loopEnd) > LoopGap:
+		return nil
+	}
+	loop.StartLimit = t.startLimit
+	if loop.Runs < LoopRuns && !loop.StartLimit {
+		return nil
+	}
+	return &loop
 }
 
 // begun reports whether a run of the unit has begun: a start, an
@@ -285,7 +334,9 @@ func (t *Tracker) retireRun() {
 	if !t.begun() {
 		return
 	}
-	t.runs = append(t.runs, t.currentRun())
+	r := t.currentRun()
+	t.loop, t.loopEnd = extendLoop(t.loop, t.loopEnd, r)
+	t.runs = append(t.runs, r)
 	if len(t.runs) > MaxRuns-1 {
 		t.runs = slices.Delete(t.runs, 0, len(t.runs)-(MaxRuns-1))
 	}
@@ -310,7 +361,7 @@ func (d *Diagnosis) clone() *Diagnosis {
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.stampRun(*out) // what was said so far is of the run that ends
 	t.retireRun()
-	t.served, t.runPID = false, 0
+	t.served, t.runPID, t.startLimit = false, 0, false
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
 		if t.st.InvocationID != "" {
 			t.retired = append(t.retired, t.st.InvocationID)
@@ -404,6 +455,13 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	}
 	if u.Result != "" {
 		t.ledger.result = u.Result
+	}
+	switch {
+	case u.Result == "start-limit-hit":
+		t.startLimit = true
+	case u.ActiveState == "inactive" && u.Result == "success":
+		// reset-failed: systemd forgot the failures and its start limit.
+		t.startLimit = false
 	}
 	failing := u.Result != "" && u.Result != "success"
 	switch u.SubState {
@@ -913,6 +971,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.ledger.unitCause = "host-oom-kill"
 		case "start-limit-hit":
 			t.ledger.unitCause = "start-limit-hit"
+			t.startLimit = true
 		case "":
 		default:
 			t.ledger.result = r
@@ -922,6 +981,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.st.LogEnded = true
 		t.ledger.addExit(msg)
 		t.ledger.unitCause = "start-limit-hit"
+		t.startLimit = true
 		t.fail(at, out)
 	case sysOOM:
 		t.addCand(&hostOOMRule, msg, at, "", out)
@@ -955,7 +1015,9 @@ var hostOOMRule = compiledFailure{FailureRule: FailureRule{
 // and builds its diagnosis.
 func (t *Tracker) fail(at time.Time, out *[]Change) {
 	t.ledger.fail(at)
-	if t.path.under != Failed && t.path.under != Restarting {
+	// A run waiting for its restart stays restarting, unless systemd gave
+	// up on the restart.
+	if t.path.under != Failed && (t.path.under != Restarting || t.startLimit) {
 		t.path.enter(Failed, at, out)
 	}
 	t.updateDiag(at, out)

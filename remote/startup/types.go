@@ -176,7 +176,40 @@ type Startup struct {
 	// Runs are the latest runs, oldest first, the current one last (at
 	// most MaxRuns: older ones are dropped, their numbers kept).
 	Runs []Run `json:"runs,omitempty"`
+	// Loop is set while the unit is in a crash loop: LoopRuns failed runs
+	// in a row or more, the latest run failed or still starting, or
+	// systemd gave up starting it (start-limit-hit).
+	Loop *CrashLoop `json:"crash_loop,omitempty"`
 }
+
+// CrashLoop says the unit keeps failing: systemd (or someone) starts it
+// again and it fails again.
+type CrashLoop struct {
+	// Runs counts the failed runs in a row, each started within LoopGap
+	// of the failure before.
+	Runs int `json:"runs"`
+	// Cause is the runs' common cause, or CausesVary; Summary and Hint
+	// are the latest failed run's.
+	Cause   string `json:"cause"`
+	Summary string `json:"summary,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+	// StartLimit says systemd gave up starting the unit
+	// (start-limit-hit, "Start request repeated too quickly"): it stays
+	// failed until reset-failed.
+	StartLimit bool `json:"start_limit_hit,omitempty"`
+}
+
+// CausesVary is a crash loop's cause when its runs failed for different
+// causes.
+const CausesVary = "causes vary"
+
+// LoopRuns is how many failed runs in a row make a crash loop; LoopGap
+// is how soon after a failure the next run must start to continue one
+// (systemd's RestartSec, or a person's quick retry).
+const (
+	LoopRuns = 2
+	LoopGap  = 10 * time.Minute
+)
 
 // MaxRuns is how many runs a Startup keeps.
 const MaxRuns = 10
