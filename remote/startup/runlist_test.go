@@ -118,4 +118,19 @@ func TestCrashLoop(t *testing.T) {
 			t.Fatalf("after reset-failed: loop %+v still says start-limit-hit", l)
 		}
 	})
+	t.Run("start limit, unit state first", func(t *testing.T) {
+		// systemd 252 keeps the last run's result: the unit's state says
+		// failed before the journal says why.
+		h := newHost(t, Options{Engine: "sglang"})
+		failRun(h, 1, oom)
+		failRun(h, 2, oom)
+		h.unit("failed", "failed", "exit-code")
+		if st := h.tr.State(); st.Phase != Failed || st.Loop == nil || st.Loop.StartLimit {
+			t.Fatalf("phase %s, loop %+v; want failed, a loop not yet known as start-limit-hit", st.Phase, st.Loop)
+		}
+		h.systemd("sglang.service: Start request repeated too quickly.")
+		if l := h.tr.State().Loop; l == nil || !l.StartLimit || l.Runs != 2 {
+			t.Fatalf("after systemd's line: loop %+v, want start-limit-hit after 2 runs", l)
+		}
+	})
 }

@@ -481,6 +481,12 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		// result, so this is the new run starting, not failing.
 	case u.ActiveState == "failed":
 		t.fail(at, out)
+		if t.path.under == Restarting {
+			// The restart systemd scheduled did not come (the start
+			// limit refused it; systemd 252 keeps the last run's
+			// result): the unit is failed for good.
+			t.path.enter(Failed, at, out)
+		}
 	case u.ActiveState == "activating" || u.ActiveState == "active":
 		if u.InvocationID == "" && t.restartOver() {
 			t.newInvocation("", at, out)
