@@ -419,8 +419,9 @@ func loopPhase(l *startup.CrashLoop) string {
 }
 
 // loopText is a crash loop in a line: its cause (the runs' common one,
-// or that they vary, with the latest's summary) and, once systemd gave
-// up, that x (reset-failed) lets it start again.
+// or that they vary, with the latest's summary), first so that a narrow
+// column shows it, and, once systemd gave up, that x (reset-failed) lets
+// it start again.
 func loopText(l *startup.CrashLoop) string {
 	text := l.Summary
 	if l.Cause == startup.CausesVary {
@@ -430,7 +431,7 @@ func loopText(l *startup.CrashLoop) string {
 		text = l.Cause
 	}
 	if l.StartLimit {
-		return fmt.Sprintf("systemd gave up after %d failed runs (start-limit-hit; x resets): %s", l.Runs, text)
+		return "systemd gave up (start-limit-hit; x resets): " + text
 	}
-	return fmt.Sprintf("fails every run (%d in a row): %s", l.Runs, text)
+	return text // the phase column says it is a loop, and how long
 }
