@@ -30,6 +30,23 @@ type Kernel struct {
 	PythonPath string `json:"pythonpath,omitempty" yaml:"pythonpath,omitempty"`
 	LocalDir   string `json:"local_dir,omitempty" yaml:"local_dir,omitempty"`
 	RemoteDir  string `json:"remote_dir,omitempty" yaml:"remote_dir,omitempty"`
+	// Check is a command run on the host before a restart that proves a
+	// mode survives CUDA graph capture ({mode} is replaced by the mode),
+	// e.g. python3 -m kdtree_ext.capture_check --mode {mode}. Exit 0 is a
+	// pass; its output goes through the diagnosis.
+	Check string `json:"check,omitempty" yaml:"check,omitempty"`
+}
+
+// CheckCommand is k's check command for mode, with {mode} replaced by the
+// mode, shell-quoted; false when k has no check or no such mode.
+func (k Kernel) CheckCommand(mode string) (string, bool) {
+	if k.Check == "" {
+		return "", false
+	}
+	if _, ok := k.Mode(mode); !ok {
+		return "", false
+	}
+	return strings.ReplaceAll(k.Check, "{mode}", "'"+strings.ReplaceAll(mode, "'", `'\''`)+"'"), true
 }
 
 // Mode returns the named mode of k.

@@ -85,3 +85,17 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckCommand(t *testing.T) {
+	k, _ := DefaultCatalog().Kernel("kdtree-verify")
+	if _, ok := k.CheckCommand("on"); ok {
+		t.Errorf("a kernel with no check has a check command")
+	}
+	k.Check = "python3 -m kdtree_ext.capture_check --mode {mode}"
+	if got, ok := k.CheckCommand("validate"); !ok || got != "python3 -m kdtree_ext.capture_check --mode 'validate'" {
+		t.Errorf("CheckCommand(validate) = %q, %v", got, ok)
+	}
+	if _, ok := k.CheckCommand("nope"); ok {
+		t.Errorf("a check command for a mode the kernel lacks")
+	}
+}

@@ -32,6 +32,11 @@ type PreflightResult struct {
 	Engine string
 	// GraphsOn is true when ExecStart leaves CUDA graphs enabled.
 	GraphsOn bool
+	// RefusedBy names the sources that refused the mode (PreflightWith):
+	// the declaration, the lint, the check.
+	RefusedBy []SafetySource
+	// Evidence is what PreflightWith weighed beside the declaration.
+	Evidence []Evidence
 }
 
 // Preflight checks, before a restart of a unit whose ExecStart is

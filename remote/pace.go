@@ -1,9 +1,5 @@
 package remote
 
-import (
-	"github.com/bringup-dev/bringup/remote/startup"
-)
-
 // Pace is what the fleet tells a host's driver about how closely the host
 // is being looked at, so that the driver samples hard only while that is
 // worth it: a serving fleet of hundreds of hosts is otherwise kept busy by
@@ -11,7 +7,7 @@ import (
 // were a third of a quiet 64-host console's CPU).
 type Pace struct {
 	// Steady says the host is not starting: the phase engine has it
-	// serving, stopped or failed (SteadyPhase). While it starts, the GPU
+	// serving, stopped or failed (startup.Phase.Steady). While it starts, the GPU
 	// memory climb feeds the weights estimate and the table's sparkline,
 	// and readiness should be seen soon after it happens.
 	Steady bool
@@ -26,18 +22,4 @@ type Pace struct {
 // samplers).
 type Pacer interface {
 	SetPace(Pace)
-}
-
-// SteadyPhase reports whether a host in phase p is steady for its Pace:
-// serving, stopped or failed. Every other phase is a startup under way
-// (stuck and restarting included: a person is likely watching those), or
-// unknown (the connection is down and nothing is sampled anyway).
-func SteadyPhase(p startup.Phase) bool {
-	switch p {
-	case startup.Serving, startup.Stopped, startup.Failed:
-		return true
-	case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
-		startup.HTTP, startup.Warmup, startup.Restarting, startup.Stuck, startup.Unknown:
-	}
-	return false
 }

@@ -79,14 +79,8 @@ type BenchRun struct {
 // serves, or it failed with a cause later journal lines will not change
 // (not Provisional).
 func (h HostState) Settled() bool {
-	switch h.Startup.Phase {
-	case startup.Serving:
-		return true
-	case startup.Failed:
-		return !h.Provisional
-	default:
-		return false
-	}
+	p := h.Startup.Phase
+	return p.Terminal() && (p != startup.Failed || !h.Provisional)
 }
 
 // HostChange is a startup change on one host.

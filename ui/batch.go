@@ -66,13 +66,7 @@ func (m *Model) trimLogs() {
 				phase[h.Name] = h.Startup.Phase
 			}
 		}
-		switch phase[host] {
-		case startup.Serving, startup.Stopped, startup.Unknown, "":
-			return true // not starting or failing now
-		case startup.Starting, startup.Init, startup.Weights, startup.KVCache, startup.GraphCapture,
-			startup.HTTP, startup.Warmup, startup.Failed, startup.Restarting, startup.Stuck:
-		}
-		return false
+		return phase[host].Quiet() // not starting or failing now
 	}
 	if !slices.Contains(m.logs.trim(idle), m.host.name) {
 		return

@@ -65,8 +65,8 @@ func TestBenchKeyOnTestbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat := kernels.DefaultCatalog()
-	fleet, err := fleet.New([]fleet.HostSpec{{
-		Driver: live.New(live.Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: cat, Engine: "sglang"}),
+	theFleet, err := fleet.New([]fleet.HostSpec{{
+		Driver: live.New(live.Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName, Engine: "sglang"}, SSH: cfg, Tail: -1, Kernels: cat}),
 		Unit:   testbed.UnitName, Engine: "sglang",
 	}}, fleet.Options{Kernels: cat, ReadOnly: true}) // a bench changes nothing: read-only lets it
 	if err != nil {
@@ -74,13 +74,13 @@ func TestBenchKeyOnTestbed(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = fleet.Run(runCtx) }()
+	go func() { defer close(done); _ = theFleet.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 	if out, err := tb.Run(ctx, h.Name, "systemctl start "+testbed.UnitName); err != nil {
 		t.Fatalf("start: %v\n%s", err, out)
 	}
 
-	p := &benchProbe{probe: &probe{Model: New(fleet, Options{Kernels: cat, NoColor: true})}}
+	p := &benchProbe{probe: &probe{Model: New(theFleet, Options{Kernels: cat, NoColor: true})}}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(200, 50),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 	wait := func(what string, cond func(f *probeFacts) bool) {

@@ -64,7 +64,7 @@ func newScenarioStory(t *testing.T, scenario string) *demoStory {
 		specs[i] = fleet.HostSpec{Driver: s.stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
 	s.fleet, err = fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond,
-		History: store.NewSink(store.NewMemoryStore(past))})
+		Observers: []fleet.Observer{fleet.KernelCheck()}}.WithHistory(store.NewSink(store.NewMemoryStore(past))))
 	if err != nil {
 		t.Fatal(err)
 	}

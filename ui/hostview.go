@@ -136,7 +136,7 @@ func (v *hostView) Render(w, h int) string {
 	title := s.Title.Render(hs.Name) + " · " + hs.Unit + " · " + unitText(hs)
 	if !st.StartedAt.IsZero() {
 		title += " · started " + st.StartedAt.Format("15:04:05")
-		if st.Phase != startup.Serving && !st.Phase.Terminal() {
+		if !st.Phase.Terminal() {
 			title += fmt.Sprintf(" (%s ago)", fmtDur(v.now.Sub(st.StartedAt)))
 		}
 	}

@@ -60,7 +60,7 @@ func (p *rolloutProbe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 	}
-	if ro := p.Model.rollout; ro != nil {
+	if ro := p.rollout; ro != nil {
 		f.state = ro.r.State()
 		for _, l := range ro.r.Lanes() {
 			f.lanes[l.Host] = l
@@ -120,30 +120,30 @@ func runSeedFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels
 	for i, d := range drivers {
 		specs[i] = fleet.HostSpec{Driver: d, Unit: "sglang.service", Engine: "sglang"}
 	}
-	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
+	theFleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = fleet.Run(ctx) }()
+	go func() { defer close(done); _ = theFleet.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return fleet, clock, cat
+	return theFleet, clock, cat
 }
 
 // runDemoFleet is runSeedFleet as `bringup demo` runs it: with the
 // simulated history of earlier runs (gpu3's in off among them).
 func runDemoFleet(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, kernels.Catalog) {
 	t.Helper()
-	fleet, clock, err := sim.DemoFleet("seed", speed, false, nil)
+	theFleet, clock, err := sim.DemoFleet("seed", speed, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = fleet.Run(ctx) }()
+	go func() { defer close(done); _ = theFleet.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return fleet, clock, fleet.Kernels()
+	return theFleet, clock, theFleet.Kernels()
 }
 
 // runSeedConsole runs the real console over the simulated seed fleet at
@@ -157,8 +157,8 @@ func runSeedConsole(t *testing.T) (*rolloutProbe, *teatest.TestModel) {
 // runConsoleOver is runSeedConsole over the fleet run gives.
 func runConsoleOver(t *testing.T, run func(*testing.T, float64) (*fleet.Fleet, sim.Clock, kernels.Catalog)) (*rolloutProbe, *teatest.TestModel) {
 	t.Helper()
-	fleet, clock, cat := run(t, rolloutSpeed)
-	p := &rolloutProbe{probe: &probe{Model: New(fleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
+	theFleet, clock, cat := run(t, rolloutSpeed)
+	p := &rolloutProbe{probe: &probe{Model: New(theFleet, Options{Title: "bringup demo · seed", Kernels: cat, Now: clock.Now})},
 		last: map[string]rollout.Stage{}}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(140, 40),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
@@ -272,7 +272,7 @@ func TestRolloutHaltsOnSimulatedFleet(t *testing.T) {
 	if got := doneActions(final.Model, "gpu2"); len(got) != 0 {
 		t.Errorf("gpu2 actions done %q, want none", got)
 	}
-	if st := final.Model.rollout.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
+	if st := final.rollout.r.State(); st.Status != rollout.Halted || st.Host != "gpu1" {
 		t.Errorf("final rollout state %+v", st)
 	}
 }
@@ -371,7 +371,7 @@ func TestRolloutRatesOnSimulatedFleet(t *testing.T) {
 			regexp.MustCompile(`[3-5]\.\d× decode [\d ]+ vs [\d ]+`).MatchString(rowOf(frame, "gpu3"))
 	})
 	final := quit(t, tm)
-	for _, l := range final.Model.rollout.r.Lanes() {
+	for _, l := range final.rollout.r.Lanes() {
 		if r, ok := l.Ratio(); !ok || l.Host == "gpu3" && (r < 3 || r > 5.5) || l.Host == "gpu4" && (r < 0.8 || r > 1.25) {
 			t.Errorf("%s: ratio %v %v (before %+v, after %+v)", l.Host, r, ok, l.Before, l.After)
 		}

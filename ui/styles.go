@@ -2,7 +2,6 @@ package ui
 
 import (
 	"image/color"
-	"slices"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/lipgloss/v2"
@@ -99,7 +98,7 @@ func (s *Styles) makeInks() {
 	s.table = tableInks{header: inkOf(s.Header), dim: inkOf(s.Dim), mark: inkOf(s.Mark),
 		barFull: inkOf(s.BarFull), barEmpty: inkOf(s.BarEmpty), unknownRow: inkOf(s.PhaseUnknown),
 		phase: map[startup.Phase]ink{}}
-	for _, p := range append(slices.Clone(startup.Order), startup.Failed, startup.Restarting, startup.Stuck, startup.Unknown, "") {
+	for _, p := range append(startup.All(), "") {
 		s.table.phase[p] = inkOf(s.Phase(p))
 	}
 }

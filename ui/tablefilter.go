@@ -36,7 +36,7 @@ func filterKeys() []string { return []string{"phase", "mode", "state"} }
 
 // allPhases is every phase a host may be in: the path, then off it.
 func allPhases() []startup.Phase {
-	return append(slices.Clone(startup.Order), startup.Failed, startup.Restarting, startup.Stuck, startup.Unknown)
+	return startup.All()
 }
 
 // unitStates are the states completion offers for state: (any state

@@ -25,21 +25,14 @@ func (s tableSort) String() string {
 	return [...]string{"config order", "failed first", "by phase", "by ETA"}[s]
 }
 
-// attention ranks a host by how much it needs a person: failed first,
-// then unreachable or stuck, then starting, then serving.
+// attention ranks a host by how much it needs a person: failed (a crash
+// loop too, whatever run it is in) first, then unreachable or stuck, then
+// starting, then serving.
 func attention(h *remote.HostState) int {
-	switch h.Startup.Phase {
-	case startup.Failed:
-		return 0
-	case startup.Unknown, startup.Stuck:
-		return 1
-	case startup.Serving:
-		return 3
-	case startup.Stopped, startup.Starting, startup.Init, startup.Weights, startup.KVCache,
-		startup.GraphCapture, startup.HTTP, startup.Warmup, startup.Restarting:
-		return 2
+	if h.Startup.Loop != nil {
+		return startup.Failed.Attention()
 	}
-	return 2 // a phase not yet known ("")
+	return h.Startup.Phase.Attention()
 }
 
 // sortRows orders rows (indices into hosts) by s; ties keep the config's

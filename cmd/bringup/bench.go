@@ -45,8 +45,8 @@ func runBench(ctx context.Context, e env, args []string) int {
 	}
 	ff.ReadOnly = true // a load changes no host (the fleet's door lets ActBench through)
 	var (
-		fleet *fleet.Fleet
-		names []string // --demo: the hosts named, all when none
+		benched *fleet.Fleet
+		names   []string // --demo: the hosts named, all when none
 	)
 	if *demo {
 		f, _, err := sf.simFleet(true, nil)
@@ -56,19 +56,19 @@ func runBench(ctx context.Context, e env, args []string) int {
 		if names, err = action.SimHosts(f.Hosts(), fs.Args(), fs.NArg() == 0); err != nil {
 			return e.fail("bench", "%v", err)
 		}
-		fleet = f
+		benched = f
 	} else {
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
 		if err != nil {
 			return e.interruptedOr(ctx, "bench", "%v", err)
 		}
 		defer closeKeys()
-		fleet = f
+		benched = f
 	}
 	wait := *timeout
 	if *demo && !fs.Changed("timeout") {
 		wait = demoBenchWait
 	}
-	return drive.Bench{Fleet: fleet, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON,
+	return drive.Bench{Fleet: benched, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON,
 		Load: remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr})
 }

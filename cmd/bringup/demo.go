@@ -51,11 +51,11 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	if code, stop := cli.Parse(fs, args); stop {
 		return code
 	}
-	fleet, clock, err := s.simFleet(*readOnly, &rec)
+	simulated, clock, err := s.simFleet(*readOnly, &rec)
 	if err != nil {
 		return e.fail("demo", "%v", err)
 	}
-	return runTUI(ctx, e, "demo", fleet, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
+	return runTUI(ctx, e, "demo", simulated, &rec, ui.Options{Title: fmt.Sprintf("bringup demo · %s ×%g", s.scenario, s.speed),
 		Kernels: kernels.DefaultCatalog(), Now: clock.Now, Groups: sim.Groups(s.scenario), Signals: console.Signals(notify.Defaults(), *quiet)})
 }
 
@@ -78,7 +78,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	if *allowRestarts < 0 {
 		return e.fail("watch", "--allow-restarts %d: must be 0 or more", *allowRestarts)
 	}
-	var fleet *fleet.Fleet
+	var watched *fleet.Fleet
 	switch {
 	case *demo && *replay != "":
 		return e.fail("watch", "--demo or --replay, not both")
@@ -96,7 +96,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return e.fail("watch", "%v", err)
 		}
-		fleet = f
+		watched = f
 		var endOfRecording context.CancelFunc // the watch ends where the recording does
 		ctx, endOfRecording = clock.EndContext(ctx)
 		defer endOfRecording()
@@ -105,7 +105,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return e.fail("watch", "%v", err)
 		}
-		fleet = f
+		watched = f
 	default:
 		ff.ReadOnly = true // watching never changes a host
 		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
@@ -113,9 +113,9 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 			return e.interruptedOr(ctx, "watch", "%v", err)
 		}
 		defer closeKeys()
-		fleet = f
+		watched = f
 	}
-	fl, stop := drive.Follow(ctx, e.stderr, "watch", fleet)
+	fl, stop := drive.Follow(ctx, e.stderr, "watch", watched)
 	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
@@ -165,38 +165,38 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitUsage
 	}
-	fleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
+	theFleet, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), &rec)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "bringup: %v\n", err)
 		return exitUsage
 	}
 	defer closeKeys()
-	title := "bringup · " + strings.Join(fleet.Hosts(), ",")
-	if ff.cfg.Source.Store() {
+	title := "bringup · " + strings.Join(theFleet.Hosts(), ",")
+	if t := ff.cfg.Source.Spec().Title; t != "" {
 		// The header says where the journals and unit states come from.
-		title += " · state from journal via victorialogs"
+		title += " · " + t
 	}
-	return runTUI(ctx, e, "", fleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
+	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
 		Signals: console.Signals(ff.cfg.Notify, *quiet)})
 }
 
 // runTUI runs the console over a fleet until the user quits, then closes
 // its recording (rec, if any). The title says read-only and recording.
 // name is the command, for the message when there is no terminal.
-func runTUI(ctx context.Context, e env, name string, fleet *fleet.Fleet, rec *recordFlag, opts ui.Options) int {
+func runTUI(ctx context.Context, e env, name string, theFleet *fleet.Fleet, rec *recordFlag, opts ui.Options) int {
 	if err := console.NeedTerminal(e.stdin, e.stdout, name); err != nil {
 		rec.abort() // nothing was watched: no recording to keep
 		fmt.Fprintf(e.stderr, "%v\n", err)
 		return exitUsage
 	}
 	defer rec.finish(e)
-	if fleet.ReadOnly() && opts.Replay == nil {
+	if theFleet.ReadOnly() && opts.Replay == nil {
 		opts.Title += " · read-only"
 	}
 	opts.Title += rec.titleNote()
 	opts.NoColor = e.getenv("NO_COLOR") != ""
 	opts.Tmux = e.getenv("TMUX") != "" // tmux sets it in every pane
-	return console.Run(ctx, e.stdout, e.stderr, name, fleet, opts)
+	return console.Run(ctx, e.stdout, e.stderr, name, theFleet, opts)
 }
 
 // quietFlag registers --quiet on a console command.

@@ -55,9 +55,9 @@ func runDoctor(ctx context.Context, e env, args []string) int {
 	defer closeKeys()
 	code, outcome := exitServing, "ok"
 	var hostsOut []output.HostOutcome
-	var survey *doctor.StoreSurvey
-	if cfg.Source.Store() {
-		survey = livefleet.StoreSurvey(ctx, cfg, hosts, *timeout, func() (*live.Tunnel, error) { return ff.tunnel(ctx, e, cfg) })
+	survey, err := livefleet.Survey(ctx, cfg, hosts, *timeout, func() (*live.Tunnel, error) { return ff.tunnel(ctx, e, cfg) })
+	if err != nil {
+		return e.fail("doctor", "%v", err)
 	}
 	for _, rep := range livefleet.EachHost(ctx, rs, *timeout, doctor.Host) {
 		if survey != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
@@ -43,20 +44,20 @@ func TestHostileLogLineOnTestbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := live.New(live.Options{Name: "gpu1", SSH: cfg, Unit: unit, NoGPU: true})
-	fleet, err := fleet.New([]fleet.HostSpec{{Driver: d, Unit: unit, Engine: "sglang"}}, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true})
+	d := live.New(live.Options{Host: remote.Host{Name: "gpu1", Unit: unit}, SSH: cfg, NoGPU: true})
+	theFleet, err := fleet.New([]fleet.HostSpec{{Driver: d, Unit: unit, Engine: "sglang"}}, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(fctx) }()
+	go func() { done <- theFleet.Run(fctx) }()
 	defer func() {
 		stop()
 		_ = <-done
 	}()
 
-	m := ui.New(fleet, ui.Options{Title: "escape test", Kernels: kernels.DefaultCatalog()})
+	m := ui.New(theFleet, ui.Options{Title: "escape test", Kernels: kernels.DefaultCatalog()})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 30),
 		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.TrueColor)))
 	var rec syncBuffer // every byte the program writes to its terminal

@@ -14,6 +14,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/cmd/bringup/starter"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/systemd"
@@ -65,7 +66,7 @@ func runInit(ctx context.Context, e env, args []string) int {
 		if err != nil {
 			return e.fail("init", "host %q: %v", n, err)
 		}
-		targets[i] = live.Target{Name: n, Host: t.Host, User: t.User, Port: t.Port}
+		targets[i] = live.Target{Host: remote.Host{Name: n}, SSH: live.SSHTarget(t)}
 	}
 	opts, closeKeys, err := live.Resolve(ctx, targets, ssh, sshx.TerminalPassphrase(e.stderr))
 	if err != nil {

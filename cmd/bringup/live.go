@@ -58,12 +58,12 @@ func (f *fleetFlags) register(fs *cli.Flags) {
 
 // openHistory opens the startup history the flags name; a history that
 // cannot be opened is a warning, not a reason to refuse to watch.
-func (f *fleetFlags) openHistory(e env) fleet.HistorySink {
+func (f *fleetFlags) openHistory(e env) fleet.HistoryStore {
 	sink, warning, err := store.OpenSink(f.history, e.getenv)
 	if warning != "" {
 		fmt.Fprintf(e.stderr, "bringup: %s\n", warning)
 	}
-	if err != nil || sink == nil { // a nil *Sink is not a nil HistorySink
+	if err != nil || sink == nil { // a nil *Sink is not a nil HistoryStore
 		if err != nil {
 			fmt.Fprintf(e.stderr, "bringup: no startup history (ETAs off): %v\n", err)
 		}
@@ -87,7 +87,7 @@ func (f *fleetFlags) load(ctx context.Context, e env, args []string) (*config.Co
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+		if len(cfg.Hosts) == 0 && cfg.Source.Spec().HostsFromIt {
 			if err := f.discover(ctx, e, cfg); err != nil {
 				return nil, nil, err
 			}

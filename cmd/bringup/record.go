@@ -83,7 +83,8 @@ func loadReplay(e env, name, path string, speed float64) (*fleet.Fleet, *record.
 		fmt.Fprintf(e.stderr, "bringup %s: %s: the last line was cut short (recording killed while writing); it is left out\n", name, rec.Path)
 	}
 	specs, clock := rec.Play(speed, nil)
-	f, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock})
+	f, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, ReadOnly: true, Clock: clock,
+		Observers: []fleet.Observer{fleet.KernelCheck()}})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -101,7 +102,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 	if fs.NArg() != 1 {
 		return fs.Usagef("want one recording file (made with --record FILE)")
 	}
-	fleet, rec, clock, err := loadReplay(e, "replay", fs.Arg(0), *speed)
+	replayed, rec, clock, err := loadReplay(e, "replay", fs.Arg(0), *speed)
 	if err != nil {
 		return e.fail("replay", "%v", err)
 	}
@@ -110,7 +111,7 @@ func runReplay(ctx context.Context, e env, args []string) int {
 		title += " · " + rec.Source
 	}
 	// The speed is in the position: p, > and < change it as it plays.
-	return runTUI(ctx, e, "replay", fleet, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
+	return runTUI(ctx, e, "replay", replayed, nil, ui.Options{Title: title, Kernels: rec.Kernels, Now: clock.Now,
 		Position: clock.Position, Replay: clock, Signals: console.Signals(notify.Defaults(), *quiet)})
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 	"github.com/bringup-dev/bringup/remote/testkit/stallssh"
 )
 
@@ -16,7 +17,12 @@ import (
 // showed `up … stopped`, doctor said only "new session: EOF" at its 20 s.
 // Each now says the stall within its own deadline, and none shows the
 // host up or stopped.
+//
+// It waits out the real 10 s session deadline and resolves the host with
+// OpenSSH's `ssh -G`: an end-to-end test, kept out of the unit tier's
+// minute.
 func TestStalledHostInWatchStatusDoctor(t *testing.T) {
+	e2e.Require(t, e2e.Command("ssh"))
 	const stall = "gpu1 accepted the login but did not answer a session for 10 s"
 	type host struct {
 		Host, Outcome, Phase, Conn string

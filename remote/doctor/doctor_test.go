@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/testkit/testbed"
@@ -24,7 +25,7 @@ import (
 // check that failed, with what the operator needs to see: a host that
 // answered is reachable even when its key or certificate is refused.
 func TestClassifyDialError(t *testing.T) {
-	r := live.Options{Name: "gpu1", SSH: sshx.Config{User: "deploy"}}
+	r := live.Options{Host: remote.Host{Name: "gpu1"}, SSH: sshx.Config{User: "deploy"}}
 	certErr := &sshx.HostKeyError{Host: "gpu1", Addr: "gpu1:22", Err: &sshx.HostCertError{
 		Problem: sshx.CertExpired, Principal: "gpu1", KeyType: "ssh-ed25519", Fingerprint: "SHA256:host",
 	}}
@@ -82,7 +83,7 @@ func TestHostKeyPolicyWarned(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close() // nothing listens: the dial fails at once
-	r := live.Options{Name: "gpu1", SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: port, User: "root",
+	r := live.Options{Host: remote.Host{Name: "gpu1"}, SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: port, User: "root",
 		StrictHostKeyChecking: "no", UserKnownHostsFiles: []string{"/dev/null"}}, Dial: sshx.DialOptions{AgentSocket: "-"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -166,7 +167,7 @@ func TestTrustOnTestbed(t *testing.T) {
 	if b2, _ := os.ReadFile(kh); !bytes.Equal(b, b2) {
 		t.Errorf("second trust changed known_hosts: %q", b2)
 	}
-	rep := Host(ctx, live.Options{Name: "gpu1", SSH: cfg, Dial: dial, Unit: testbed.UnitName})
+	rep := Host(ctx, live.Options{Host: remote.Host{Name: "gpu1", Unit: testbed.UnitName}, SSH: cfg, Dial: dial})
 	for _, c := range rep.Checks {
 		if c.Name == "host key" && c.Status != OK {
 			t.Errorf("host key check after trust: %+v", c)

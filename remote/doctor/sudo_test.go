@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/live"
 	"github.com/bringup-dev/bringup/remote/sshx"
 )
@@ -49,7 +50,7 @@ func (f fakeSudo) exec(cmd string) (string, string, int, error) {
 }
 
 func TestSudoCheck(t *testing.T) {
-	r := live.Options{Name: "gpu1", Unit: "sglang.service", Kernels: kernels.DefaultCatalog()}
+	r := live.Options{Host: remote.Host{Name: "gpu1", Unit: "sglang.service"}, Kernels: kernels.DefaultCatalog()}
 	rule, err := sshx.SudoersRule(Scope(r, "deploy", nil))
 	if err != nil {
 		t.Fatal(err)

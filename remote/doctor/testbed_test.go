@@ -27,7 +27,7 @@ import (
 // doctor flags it with the exact rule, and a mode change fails there.
 func TestLeastPrivilegeOnTestbed(t *testing.T) {
 	cat := kernels.DefaultCatalog()
-	base := live.Options{Unit: testbed.UnitName, Kernels: cat, NoGPU: true}
+	base := live.Options{Host: remote.Host{Unit: testbed.UnitName}, Kernels: cat, NoGPU: true}
 	rule, err := sshx.SudoersRule(Scope(base, "deploy", nil))
 	if err != nil {
 		t.Fatal(err)

@@ -124,8 +124,8 @@ func TestFleetBenchInHistory(t *testing.T) {
 	evs := append(sglangStart("inv-1", t0), sglangFinish("inv-1", t0)...)
 	d := &benchDriver{scriptDriver: scriptDriver{name: "gpu1", events: evs}}
 	st := store.NewMemoryStore(nil)
-	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(time.Hour)}, Flush: time.Millisecond,
-		History: store.NewSink(st)}, d)
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(time.Hour)}, Flush: time.Millisecond}.
+		WithHistory(store.NewSink(st)), d)
 	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving
 	})

@@ -61,7 +61,7 @@ func (d *hangDriver) Do(ctx context.Context, a remote.Action, emit remote.Emit) 
 		return fmt.Errorf("%s: %s sglang.service: waiting for the job: %w", d.name, a.Kind, ctx.Err())
 	case remote.ActSetMode:
 		time.Sleep(2 * time.Second) // a daemon-reload that takes a while
-	case remote.ActStop, remote.ActResetFailed, remote.ActUndoMode, remote.ActBench: // end at once
+	case remote.ActStop, remote.ActResetFailed, remote.ActUndoMode, remote.ActBench, remote.ActDaemonReload: // end at once
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,15 +64,45 @@ type Options struct {
 	// systemd's D-Bus signal beats the journal follow by a few
 	// milliseconds to a second, and a long log takes as long as it takes).
 	Settle time.Duration
-	// History supplies expectations (ETA, the memory weights reach) and
-	// keeps a record of every startup that reaches serving; nil: none.
+	// Observers follow every host beside the fold and add what they
+	// derive to its snapshot: History (the ETA, the memory the weights
+	// reach), Throughput (the decode rate against the kernel modes run
+	// before), KernelCheck (the kernel builds the hosts loaded). The fold
+	// calls each in this order; none: the snapshots carry none of it.
+	Observers []Observer
+	// Records keeps the history records the observers make (a startup
+	// that reached serving, a steady decode rate, a bench), handed to it
+	// by a writer goroutine the fleet owns; nil: none are kept.
 	// store.NewSink (remote/history/store) is one.
-	History HistorySink
+	Records Recorder
+	// Previous finds a host's previous serving run with its decode rate,
+	// for the console's rollout (PreviousRun); nil: none. store.Sink is
+	// one.
+	Previous PreviousSink
 	// Deadlines bound each action (zero fields: the defaults).
 	Deadlines Deadlines
 	// SlowerBy is the drop in decode rate against the kernel modes a host
-	// ran before that flags its modes as slower (0: history.DefaultSlowerBy).
+	// ran before that flags its modes as slower (0: history.DefaultSlowerBy),
+	// as the console's rollout reads it (Throughput is given its own).
 	SlowerBy float64
+}
+
+// HistoryStore is a startup history that answers every door the fleet
+// has to one: store.Sink.
+type HistoryStore interface {
+	Expecter
+	Comparer
+	PreviousSink
+	Recorder
+}
+
+// WithHistory returns opts with hs plugged in through every door: the
+// History and Throughput observers (the latter flagging a drop of
+// opts.SlowerBy), Records and Previous.
+func (opts Options) WithHistory(hs HistoryStore) Options {
+	opts.Observers = append(slices.Clip(opts.Observers), Throughput(hs, opts.SlowerBy), History(hs))
+	opts.Records, opts.Previous = hs, hs
+	return opts
 }
 
 // Fleet fans in every host's events, folds them into startups and hands
@@ -97,7 +128,7 @@ type Fleet struct {
 	actions   sync.WaitGroup
 
 	// hist is the history writer's queue, set by Run before the fold loop
-	// starts and used only by it; nil without a History sink.
+	// starts and used only by it; nil without Options.Records.
 	hist                                 chan history.Record
 	histWritten, histDropped, histFailed atomic.Int64
 	histErr                              atomic.Value // string
@@ -218,7 +249,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}(h.Driver)
 	}
 	var writer sync.WaitGroup
-	if f.opts.History != nil {
+	if f.opts.Records != nil {
 		f.hist = make(chan history.Record, historyQueue)
 		writer.Add(1)
 		go func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -26,10 +27,9 @@ type hostFold struct {
 	state   remote.HostState
 	// steady is the Pace.Steady last told to the host's driver.
 	steady bool
-	// hostHistory and hostThroughput are what the history and throughput
-	// followers keep of the host (history.go, throughput.go).
-	hostHistory
-	hostThroughput
+	// observers follow the host for Options.Observers, in their order
+	// (observe.go).
+	observers []HostObserver
 
 	// settle says when a failure's cause is settled, on the wall clock:
 	// it hears of every journal line, since a failure settles only once
@@ -66,7 +66,7 @@ func (f *Fleet) fold(ctx context.Context) {
 				Conn: event.Conn{State: event.ConnConnecting}},
 		}
 		hosts[i].state.Startup = hosts[i].tracker.State()
-		f.refreshExpect(hosts[i])
+		f.follow(hosts[i])
 	}
 	snaps := &snapshots{}
 	for i, h := range hosts {
@@ -250,7 +250,7 @@ func flushWait(urgent bool, lazySince, now time.Time, flush, wait time.Duration)
 }
 
 // apply sanitises ev (the one place remote text enters), folds it into its
-// host, lists the host (and any whose lines it drops) for the next
+// host, tells the host's observers, lists the host (and any whose lines it drops) for the next
 // snapshot in snaps and records ev in the pending batch. It returns the
 // host's index (false: no such host, ev is dropped).
 func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev event.Event) (int, bool) {
@@ -290,27 +290,18 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev ev
 			a := *ev.Action
 			h.state.Action = &a
 			if a.Bench != nil {
-				f.benched(h, ev.Time, a)
+				f.keepBench(h, ev.Time, a)
 			}
 		}
 	case event.KindJournal:
 		h.settle.Heard(time.Now())
-		if ev.Journal != nil {
-			h.noteLoadedKernel(ev.Journal.Message)
-		}
 	default: // gaps and commands are only passed on
 	}
 	changes := h.tracker.Apply(ev)
 	for _, c := range changes {
 		pending.Changes = append(pending.Changes, hostChange(h, ev.Seen, c))
 	}
-	if n := h.tracker.StatsLines(); n != h.statsLines {
-		h.statsLines = n
-		f.followThroughput(h)
-	}
-	if len(changes) > 0 || ev.Kind == event.KindUnit {
-		f.followHistory(h, changes)
-	}
+	f.observe(h, ev, changes)
 	if ev.Kind == event.KindGPU {
 		return i, true // kept in the snapshot; no need to repeat in the event list
 	}
@@ -320,4 +311,18 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev ev
 	}
 	f.trim(hosts, snaps, pending)
 	return i, true
+}
+
+// keepBench keeps a bench's result on h, from the event that carries it,
+// with the kernel modes the run started with (those of the unit when the
+// tracker knows none): the snapshot's Bench.
+func (f *Fleet) keepBench(h *hostFold, at time.Time, a event.ActionResult) {
+	modes := h.tracker.State().Modes
+	if len(modes) == 0 {
+		modes = h.state.Modes
+	}
+	if at.IsZero() {
+		at = f.opts.Clock.Now()
+	}
+	h.state.Bench = &remote.BenchRun{Time: at, Action: a.ID, Modes: kernels.ModeMap(modes), Bench: *a.Bench}
 }

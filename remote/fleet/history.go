@@ -4,23 +4,39 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/gpu"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
-// HistorySink is the fleet's door to the startup history. Expect is
-// called from the fold loop, so it must answer from memory without IO;
-// Record is called from a writer goroutine the fleet owns and may do IO,
-// but must return (Run waits for the records queued before it ends).
-type HistorySink interface {
+// Expecter answers what to expect of a host's startup from the history:
+// the time of each phase, the memory its weights take. Expect is called
+// from the fold loop, so it must answer from memory without IO.
+// store.Sink is one.
+type Expecter interface {
 	Expect(host, unit string, modes map[string]string) (history.Expectation, bool)
-	Record(history.Record) error
 }
 
-// hostHistory is what the history follower keeps of one host.
+// History is the Observer that reads the startup history: each host's
+// snapshot gets what to expect of its unit and modes, the ETA that follows
+// from it, and, while the weights load without a count, their progress
+// estimated from GPU memory; each startup seen whole from start to
+// serving is recorded (Options.Records keeps it).
+func History(sink Expecter) Observer { return historyObserver{sink} }
+
+type historyObserver struct{ sink Expecter }
+
+func (o historyObserver) Follow(h Folded) HostObserver {
+	hh := &hostHistory{sink: o.sink}
+	hh.refreshExpect(h)
+	return hh
+}
+
+// hostHistory is what the history observer keeps of one host.
 type hostHistory struct {
+	sink Expecter
 	// What the history says for the host's unit and modes (Runs 0: none).
 	expect history.Expectation
 	// inv is the StartedAt of the invocation the fields below are about.
@@ -31,107 +47,70 @@ type hostHistory struct {
 	recorded bool
 }
 
-// historyQueue bounds the records waiting for the history writer; beyond
-// it records are dropped (and counted) rather than slowing the fold loop.
-const historyQueue = 16
-
-// HistoryStats counts what became of the startup records.
-type HistoryStats struct {
-	Written int `json:"written"`
-	// Dropped records found the writer's queue full.
-	Dropped int `json:"dropped,omitempty"`
-	// Failed records were refused by the sink; LastErr is the latest error.
-	Failed  int    `json:"failed,omitempty"`
-	LastErr string `json:"last_err,omitempty"`
-}
-
-// writeHistory hands each queued record to the sink until the queue is
-// closed.
-func (f *Fleet) writeHistory(q <-chan history.Record) {
-	for r := range q {
-		if err := f.opts.History.Record(r); err != nil {
-			f.histFailed.Add(1)
-			f.histErr.Store(err.Error())
-			continue
-		}
-		f.histWritten.Add(1)
-	}
-}
-
-// HistoryStats reports the startup records written, dropped and failed so
-// far. It is safe to call from any goroutine.
-func (f *Fleet) HistoryStats() HistoryStats {
-	s := HistoryStats{Written: int(f.histWritten.Load()), Dropped: int(f.histDropped.Load()), Failed: int(f.histFailed.Load())}
-	s.LastErr, _ = f.histErr.Load().(string)
-	return s
-}
-
 // refreshExpect asks the history what to expect of h's unit and modes.
-func (f *Fleet) refreshExpect(h *hostFold) {
-	if f.opts.History == nil {
-		return
-	}
-	e, ok := f.opts.History.Expect(h.state.Name, h.state.Unit, kernels.ModeMap(h.state.Modes))
+func (hh *hostHistory) refreshExpect(h Folded) {
+	e, ok := hh.sink.Expect(h.Name(), h.Unit(), kernels.ModeMap(h.Modes()))
 	if !ok {
 		e = history.Expectation{}
 	}
-	h.expect = e
+	hh.expect = e
 }
 
-// queue hands r to the history writer, or drops it when the writer is
-// behind.
-func (f *Fleet) queue(r history.Record) {
-	select {
-	case f.hist <- r:
-	default:
-		f.histDropped.Add(1)
-	}
-}
-
-// followHistory runs after h's startup changed or its unit was read: it
+// Observe runs after h's startup changed or its unit was read: it
 // refreshes the expectation (the modes or the history may have changed),
-// notes the GPU memory when weights end, and queues the record of a
-// startup that reached serving. Changes are a few per phase, so this adds
-// nothing per journal line.
-func (f *Fleet) followHistory(h *hostFold, changes []startup.Change) {
-	if f.opts.History == nil {
+// notes the GPU memory when weights end, and records a startup that
+// reached serving. Changes are a few per phase, so this adds nothing per
+// journal line.
+func (hh *hostHistory) Observe(h Folded, ev event.Event, changes []startup.Change) {
+	if len(changes) == 0 && ev.Kind != event.KindUnit {
 		return
 	}
-	f.refreshExpect(h)
+	hh.refreshExpect(h)
 	for _, c := range changes {
 		if c.Kind != startup.ChangePhase {
 			continue
 		}
-		st := h.tracker.State()
-		if !st.StartedAt.Equal(h.inv) {
-			h.inv, h.weightMem, h.recorded = st.StartedAt, 0, false
+		st := h.Startup()
+		if !st.StartedAt.Equal(hh.inv) {
+			hh.inv, hh.weightMem, hh.recorded = st.StartedAt, 0, false
 		}
-		if h.weightMem == 0 && c.Phase.Rank() > startup.Weights.Rank() && len(h.state.GPU) > 0 {
-			h.weightMem = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])
+		if g, ok := h.GPU(); ok && hh.weightMem == 0 && c.Phase.Rank() > startup.Weights.Rank() {
+			hh.weightMem = gpu.MemPerGPU(g)
 		}
-		if c.Phase == startup.Serving && !h.recorded {
-			h.recorded = true
-			f.queueRecord(h, st, c.Time)
+		if c.Phase == startup.Serving && !hh.recorded {
+			hh.recorded = true
+			hh.record(h, st, c.Time)
 		}
-		f.refreshAB(h, st)
 	}
 }
 
-// queueRecord hands the record of st, which reached serving at at, to the
-// history writer, or drops it when the writer is behind. A startup that
-// was not seen from its start (bringup attached mid-way, spans out of
-// order) is not a measurement and is not recorded.
-func (f *Fleet) queueRecord(h *hostFold, st startup.Startup, at time.Time) {
+// record hands the record of st, which reached serving at at, to the
+// history writer. A startup that was not seen from its start (bringup
+// attached mid-way, spans out of order) is not a measurement and is not
+// recorded.
+func (hh *hostHistory) record(h Folded, st startup.Startup, at time.Time) {
 	if !wholeStartup(st.Spans) || !at.After(st.StartedAt) {
 		return
 	}
-	r := history.Record{Time: at, Host: h.state.Name, Unit: h.state.Unit, Engine: st.Engine,
-		Modes: kernels.ModeMap(h.state.Modes), InvocationID: st.InvocationID, Spans: st.Spans,
-		Total: at.Sub(st.StartedAt), WeightMemMiB: h.weightMem}
-	if r.WeightMemMiB == 0 && len(h.state.GPU) > 0 {
-		r.WeightMemMiB = gpu.MemPerGPU(h.state.GPU[len(h.state.GPU)-1])
+	r := history.Record{Time: at, Host: h.Name(), Unit: h.Unit(), Engine: st.Engine,
+		Modes: kernels.ModeMap(h.Modes()), InvocationID: st.InvocationID, Spans: st.Spans,
+		Total: at.Sub(st.StartedAt), WeightMemMiB: hh.weightMem}
+	if g, ok := h.GPU(); ok && r.WeightMemMiB == 0 {
+		r.WeightMemMiB = gpu.MemPerGPU(g)
 	}
-	f.queue(r)
+	h.Record(r)
+}
+
+// Derive gives s what the history expects, the ETA (timed: it moves with
+// the clock) and the weights' progress estimated from GPU memory.
+func (hh *hostHistory) Derive(s *remote.HostState, now time.Time) bool {
+	s.Expected = hh.expect
+	eta, timed := history.ETA(hh.expect, s.Startup, now)
+	if timed {
+		s.ETA = eta
+	}
+	s.MemProgress = memProgress(s.Startup, hh.expect, s.GPU)
+	return timed
 }
 
 // wholeStartup reports whether spans run from starting through weights to

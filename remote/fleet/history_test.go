@@ -126,8 +126,7 @@ func TestFleetHistoryRecordsAndEstimates(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	clock := &setClock{t: t0}
 	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
-	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond,
-		History: store.NewSink(hs)}, d)
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: 2 * time.Millisecond}.WithHistory(store.NewSink(hs)), d)
 
 	for i, inv := range []string{"inv-1", "inv-2"} {
 		start := t0.Add(time.Duration(i) * time.Hour)
@@ -224,7 +223,7 @@ func TestFleetHistoryNeverBlocksTheFold(t *testing.T) {
 	sink := &blockedSink{release: make(chan struct{})}
 	d := &scriptDriver{name: "gpu1", events: evs}
 	clock := &setClock{t: t0.Add(runs * time.Hour)}
-	f, cancel, done := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: time.Millisecond, History: sink}, d)
+	f, cancel, done := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: clock, Flush: time.Millisecond, Observers: []Observer{History(sink)}, Records: sink}, d)
 	released := false
 	t.Cleanup(func() {
 		if !released {
@@ -261,7 +260,7 @@ func TestFleetDoesNotRecordAStartupSeenMidway(t *testing.T) {
 	close(sink.release)
 	d := &scriptDriver{name: "gpu1", events: evs}
 	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Clock: &setClock{t: t0.Add(200 * time.Second)},
-		Flush: time.Millisecond, History: sink}, d)
+		Flush: time.Millisecond, Observers: []Observer{History(sink)}, Records: sink}, d)
 	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
 		return len(b.Hosts) == 1 && b.Hosts[0].Startup.Phase == startup.Serving
 	})

@@ -51,10 +51,10 @@ func (f *Fleet) freeOnSteady() {
 	}()
 }
 
-// steadyHost is SteadyPhase of h once its unit's state has been read: the
-// phase a host starts with (stopped) says nothing yet.
+// steadyHost is whether h's phase is Steady once its unit's state has
+// been read: the phase a host starts with (stopped) says nothing yet.
 func steadyHost(h remote.HostState) bool {
-	return h.UnitState.ActiveState != "" && remote.SteadyPhase(h.Startup.Phase)
+	return h.UnitState.ActiveState != "" && h.Startup.Phase.Steady()
 }
 
 // View tells the fleet which host's view the console shows ("" for none):

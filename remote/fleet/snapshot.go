@@ -1,14 +1,12 @@
 package fleet
 
 import (
-	"maps"
 	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
-	"github.com/bringup-dev/bringup/remote/history"
 )
 
 // snapshots is the fold's last snapshot of every host and the hosts that
@@ -86,20 +84,13 @@ func (h *hostFold) take(now, wall time.Time) remote.HostState {
 	s := h.state
 	s.Startup = h.tracker.State()
 	s.Provisional, _ = h.settle.Provisional(s.Startup, h.state.UnitState.InvocationID, wall)
-	s.Expected = h.expect
-	eta, timed := history.ETA(h.expect, s.Startup, now)
-	if timed {
-		s.ETA = eta
-	}
-	s.MemProgress = memProgress(s.Startup, h.expect, h.state.GPU)
-	s.Throughput = h.ab
 	s.GPU = h.state.GPU[:len(h.state.GPU):len(h.state.GPU)]
 	s.Modes = append([]kernels.ActiveMode(nil), h.state.Modes...)
-	s.KernelHashes = maps.Clone(h.state.KernelHashes)
 	if h.state.Action != nil {
 		a := *h.state.Action
 		s.Action = &a
 	}
+	timed := h.derive(&s, now)
 	h.snap, h.snapOK, h.timed = s, true, timed || s.Provisional
 	return s
 }

@@ -55,7 +55,7 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 		{name: "two events for gpu3, then gpu1: each taken once", events: []event.Event{probe("gpu3", 503), probe("gpu1", 503), probe("gpu3", 200)}, taken: []int{2, 0}},
 		{name: "gpu2 starting with an expectation has an ETA", events: []event.Event{starting}, taken: []int{1},
 			before: func() {
-				hosts[1].expect = history.Expectation{Runs: 3, Total: 10 * time.Minute}
+				hosts[1].observers = []HostObserver{History(knownExpect{Runs: 3, Total: 10 * time.Minute}).Follow(Folded{f, hosts[1]})}
 				hosts[1].state.Probe = event.Probe{} // its event would show the one set behind apply's back
 			}},
 		{name: "its ETA moves with the clock: taken anew without events", taken: []int{1}},
@@ -87,6 +87,13 @@ func TestSnapshotReusesQuietHosts(t *testing.T) {
 	if last[1].ETA.IsZero() || !hosts[1].timed {
 		t.Errorf("gpu2 starting with an expectation: ETA %v, timed %v", last[1].ETA, hosts[1].timed)
 	}
+}
+
+// knownExpect is a history that expects the same of every host.
+type knownExpect history.Expectation
+
+func (e knownExpect) Expect(string, string, map[string]string) (history.Expectation, bool) {
+	return history.Expectation(e), true
 }
 
 // TestGPUAppendNeverWritesOverASnapshot: snapshots share the GPU

@@ -121,7 +121,7 @@ func Estimate(records []Record, host, unit string, modes map[string]string) Expe
 	for _, r := range use {
 		totals = append(totals, r.Total)
 		for _, sp := range r.Spans {
-			if sp.Phase == startup.Serving || sp.Phase.Rank() < 0 || sp.End.IsZero() {
+			if sp.Phase == startup.Serving || !sp.Phase.Path() || sp.End.IsZero() {
 				continue
 			}
 			per[sp.Phase] = append(per[sp.Phase], sp.End.Sub(sp.Start))
@@ -170,8 +170,7 @@ func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok b
 	if phase == startup.Stuck {
 		phase = s.StuckIn
 	}
-	rank := phase.Rank()
-	if rank <= startup.Stopped.Rank() || phase == startup.Serving {
+	if !phase.Underway() {
 		return time.Time{}, false
 	}
 	since := s.PhaseSince
@@ -195,7 +194,7 @@ func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok b
 	} else {
 		left = max(0, median-elapsed)
 	}
-	for _, p := range startup.Order[rank+1:] {
+	for _, p := range startup.Order[phase.Rank()+1:] {
 		if p != startup.Serving {
 			left += exp.Phase[p]
 		}

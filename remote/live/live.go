@@ -26,14 +26,14 @@ import (
 
 // Options configure a live host.
 type Options struct {
-	// Name is the host's name as the user wrote it.
-	Name string
+	// Host is the host's identity: its name as the user wrote it, the
+	// watched unit (e.g. sglang.service), and the engine ("sglang", "vllm"
+	// or "auto": what the preflight assumes).
+	remote.Host
 	// SSH is the resolved connection configuration; Dial carries the
 	// signers loaded before the TUI started.
 	SSH  sshx.Config
 	Dial sshx.DialOptions
-	// Unit is the watched unit, e.g. sglang.service.
-	Unit string
 	// Probe says what readiness probe to run; Probe.Addr "" means
 	// 127.0.0.1:30000 as seen from the host.
 	Probe         probe.Options
@@ -53,8 +53,6 @@ type Options struct {
 	// Kernels is the catalog actions check modes against and deploy from
 	// (LocalDir resolved to an absolute path by the caller).
 	Kernels kernels.Catalog
-	// Engine is "sglang", "vllm" or "auto": what the preflight assumes.
-	Engine string
 	// TableFirst, shared by the fleet's hosts (Specs sets it), holds
 	// each host's probe and GPU sampler until every host has its state; nil: no wait.
 	TableFirst *TableFirst

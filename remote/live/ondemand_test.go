@@ -51,7 +51,7 @@ func TestChangesEnvironment(t *testing.T) {
 // TestOnDemandSetPaceRecordsView: the view's demand reaches the policy
 // through SetPace without blocking, and nothing is open before it.
 func TestOnDemandSetPaceRecordsView(t *testing.T) {
-	o := NewOnDemand(Options{Name: "gpu1"}, 0)
+	o := NewOnDemand(Options{Host: remote.Host{Name: "gpu1"}}, 0)
 	if o.idle != DefaultIdle {
 		t.Errorf("idle %v, want %v", o.idle, DefaultIdle)
 	}
@@ -97,7 +97,7 @@ func TestOnDemandOpensForTheViewAndClosesWhenIdle(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 	const idle = 500 * time.Millisecond
-	o := NewOnDemand(Options{Name: "gpu1", NoGPU: true,
+	o := NewOnDemand(Options{Host: remote.Host{Name: "gpu1"}, NoGPU: true,
 		SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: port, User: "root", StrictHostKeyChecking: "yes"}}, idle)
 	// The view's reading of the unit holds the connection until it ends;
 	// against this sshd that says nothing, it ends at its time limit.

@@ -46,7 +46,7 @@ func TestProbeRelaxed(t *testing.T) {
 // The pacer wakes both samplers once per change, never blocks when they
 // have not looked yet, and they read the latest pace.
 func TestPacerWakes(t *testing.T) {
-	h := New(Options{Name: "gpu1"})
+	h := New(Options{Host: remote.Host{Name: "gpu1"}})
 	woke := func(c chan struct{}) bool {
 		select {
 		case <-c:

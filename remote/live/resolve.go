@@ -3,23 +3,33 @@ package live
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/probe"
 	"github.com/bringup-dev/bringup/remote/sshx"
-	"sync"
-	"time"
 )
 
 // Target is one configured host before it is resolved: the ssh_config
 // name (or address) to dial, what the config overrides, and what to follow.
 type Target struct {
-	Name string // as the user wrote it
-	// Host is the ssh_config Host to look up; HostName, User and Port,
-	// when set, override what ssh_config says.
-	Host, HostName, User string
-	Port                 int
-	Unit, Engine         string
-	Probe                probe.Options
+	remote.Host
+	// SSH is where to connect.
+	SSH SSHTarget
+	// Probe says what readiness probe to run.
+	Probe probe.Options
+}
+
+// SSHTarget is where to connect for a host: Host is the ssh_config Host
+// to look up; HostName, User and Port, when set, override what ssh_config
+// says. It has the config's Target's fields, so one converts to the other.
+type SSHTarget struct {
+	Host     string
+	HostName string
+	User     string
+	Port     int
 }
 
 // Resolve turns each target into the Options of a host ready to dial:
@@ -43,7 +53,7 @@ func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(f
 		if dial.Identities, err = sshx.LoadIdentities(configs[i], dial); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		out = append(out, Options{Name: t.Name, SSH: configs[i], Dial: dial, Unit: t.Unit, Engine: t.Engine, Probe: t.Probe,
+		out = append(out, Options{Host: t.Host, SSH: configs[i], Dial: dial, Probe: t.Probe,
 			Tail: 2000, FromStart: 2 * time.Hour})
 	}
 	return out, func() {}, nil
@@ -85,20 +95,20 @@ func resolveAll(ctx context.Context, targets []Target, sshConfig string) ([]sshx
 }
 
 // ResolveSSH is t's connection configuration: ssh_config's answer for
-// t.Host with the target's own overrides applied.
+// t.SSH.Host with the target's own overrides applied.
 func ResolveSSH(ctx context.Context, t Target, sshConfig string) (sshx.Config, error) {
-	sc, err := sshx.Resolve(ctx, t.Host, sshx.ResolveOptions{ConfigFile: sshConfig})
+	sc, err := sshx.Resolve(ctx, t.SSH.Host, sshx.ResolveOptions{ConfigFile: sshConfig})
 	if err != nil {
 		return sshx.Config{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	if t.HostName != "" {
-		sc.HostName = t.HostName
+	if t.SSH.HostName != "" {
+		sc.HostName = t.SSH.HostName
 	}
-	if t.User != "" {
-		sc.User = t.User
+	if t.SSH.User != "" {
+		sc.User = t.SSH.User
 	}
-	if t.Port != 0 {
-		sc.Port = t.Port
+	if t.SSH.Port != 0 {
+		sc.Port = t.SSH.Port
 	}
 	return sc, nil
 }

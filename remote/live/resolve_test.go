@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // TestResolveAllKeepsOrderAndFirstError resolves more targets than there
@@ -25,7 +27,7 @@ func TestResolveAllKeepsOrderAndFirstError(t *testing.T) {
 	}
 	targets := make([]Target, n)
 	for i := range targets {
-		targets[i] = Target{Name: fmt.Sprintf("h%d", i), Host: fmt.Sprintf("h%d", i)}
+		targets[i] = Target{Host: remote.Host{Name: fmt.Sprintf("h%d", i)}, SSH: SSHTarget{Host: fmt.Sprintf("h%d", i)}}
 	}
 	configs, err := resolveAll(context.Background(), targets, cfg)
 	if err != nil {
@@ -37,8 +39,8 @@ func TestResolveAllKeepsOrderAndFirstError(t *testing.T) {
 		}
 	}
 
-	targets[5].Name, targets[5].Host = "bad5", "-bad5"
-	targets[n-1].Name, targets[n-1].Host = "badlast", "-badlast"
+	targets[5].Name, targets[5].SSH.Host = "bad5", "-bad5"
+	targets[n-1].Name, targets[n-1].SSH.Host = "badlast", "-badlast"
 	_, err = resolveAll(context.Background(), targets, cfg)
 	if err == nil || !strings.HasPrefix(err.Error(), "bad5: ") {
 		t.Fatalf("error %v, want the first bad target's (bad5)", err)

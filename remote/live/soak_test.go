@@ -54,7 +54,7 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
-		specs = append(specs, fleet.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1,
+		specs = append(specs, fleet.HostSpec{Driver: New(Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName}, SSH: cfg, Tail: -1,
 			FromStart: time.Hour, NoGPU: true}), Unit: testbed.UnitName, Engine: "sglang"})
 	}
 	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})

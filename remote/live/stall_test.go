@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/sshx"
 	"github.com/bringup-dev/bringup/remote/testkit/stallssh"
@@ -18,7 +19,7 @@ import (
 // connecting ones between attempts too, and no unit state is made up.
 func TestStalledHostSaysSo(t *testing.T) {
 	srv := stallssh.Start(t)
-	h := New(Options{Name: "gpu1", Unit: "sglang.service", NoGPU: true, AnswerWithin: 300 * time.Millisecond,
+	h := New(Options{Host: remote.Host{Name: "gpu1", Unit: "sglang.service"}, NoGPU: true, AnswerWithin: 300 * time.Millisecond,
 		SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: srv.Port, User: "root",
 			IdentityFiles: []string{srv.KeyFile}, IdentitiesOnly: true,
 			UserKnownHostsFiles: []string{srv.KnownHosts}, StrictHostKeyChecking: "yes", Source: "test"},

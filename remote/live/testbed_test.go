@@ -46,7 +46,7 @@ func liveFleetWith(t *testing.T, ctx context.Context, tb *testbed.Testbed, opts 
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
 		specs = append(specs, fleet.HostSpec{
-			Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: -1, Kernels: kernels.DefaultCatalog(), Engine: "sglang"}),
+			Driver: New(Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName, Engine: "sglang"}, SSH: cfg, Tail: -1, Kernels: kernels.DefaultCatalog()}),
 			Unit:   testbed.UnitName, Engine: "sglang",
 		})
 	}
@@ -224,7 +224,7 @@ func TestUnreachableHostKeepsLastState(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Second, 2 // notice the cut in seconds
-		specs = append(specs, fleet.HostSpec{Driver: New(Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Tail: 2000}),
+		specs = append(specs, fleet.HostSpec{Driver: New(Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName}, SSH: cfg, Tail: 2000}),
 			Unit: testbed.UnitName, Engine: "sglang"})
 	}
 	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog()})
@@ -377,7 +377,7 @@ func TestFollowAcrossReboot(t *testing.T) {
 // seconds as the unit watch used to.
 func TestRunRefusesBadUnit(t *testing.T) {
 	for _, unit := range []string{"sglang*", "sgl?ng.service", "sglang.servce"} {
-		h := New(Options{Name: "gpu1", Unit: unit, NoGPU: true,
+		h := New(Options{Host: remote.Host{Name: "gpu1", Unit: unit}, NoGPU: true,
 			SSH: sshx.Config{Alias: "gpu1", HostName: "127.0.0.1", Port: 1, User: "root"}})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		var emitted []event.Event
@@ -445,7 +445,7 @@ func TestHostKeysAndAuthOnTestbed(t *testing.T) {
 
 	var targets []Target
 	for _, n := range []string{"gpu1", "gpu2", "gpu2-agent"} {
-		targets = append(targets, Target{Name: n, Host: n, Unit: testbed.UnitName, Engine: "sglang"})
+		targets = append(targets, Target{Host: remote.Host{Name: n, Unit: testbed.UnitName, Engine: "sglang"}, SSH: SSHTarget{Host: n}})
 	}
 	opts, closeKeys, err := Resolve(ctx, targets, cfgFile, nil)
 	if err != nil {

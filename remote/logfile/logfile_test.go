@@ -148,11 +148,11 @@ func TestBinaryIsNotALog(t *testing.T) {
 			t.Errorf("%s: error %v: the gzip hint is wrong", tt.name, err)
 		}
 	}
-	real := "\x1b[32mINFO\x1b[0m [2025-01-24 09:39:20 TP0] Load weight begin. avail mem=78.50 GB\r\n" +
+	realLog := "\x1b[32mINFO\x1b[0m [2025-01-24 09:39:20 TP0] Load weight begin. avail mem=78.50 GB\r\n" +
 		"[2025-01-24 09:39:21 TP0] mod\xe8le charg\xe9 (Latin-1)\n" +
 		strings.Repeat("\x00", 4096) + "\n" +
 		"[2025-01-24 09:39:22 TP0] Capture cuda graph begin.\n"
-	lg, err := Read(strings.NewReader(real), "real.log", Options{})
+	lg, err := Read(strings.NewReader(realLog), "real.log", Options{})
 	if err != nil || len(lg.Events) != 4 {
 		t.Fatalf("a log with escapes, Latin-1 and a NUL block: %d events, %v", len(lg.Events), err)
 	}

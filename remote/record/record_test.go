@@ -28,16 +28,16 @@ type story struct {
 
 // watchUntilSettled runs fleet until every host serves or failed and
 // returns what it showed.
-func watchUntilSettled(t *testing.T, fleet *fleet.Fleet) story {
+func watchUntilSettled(t *testing.T, theFleet *fleet.Fleet) story {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	go func() { done <- theFleet.Run(ctx) }()
 	defer func() { cancel(); _ = <-done }()
 	s := story{phases: map[string][]startup.Phase{}, causes: map[string]string{}}
 	for {
 		select {
-		case b := <-fleet.Updates():
+		case b := <-theFleet.Updates():
 			for _, c := range b.Changes {
 				// Stuck is the fleet's clock ticking past a quiet spell,
 				// not an event: whether a tick falls inside one depends on

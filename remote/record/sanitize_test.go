@@ -49,20 +49,20 @@ func TestReplayedHostileRecordComesOutSanitised(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs, clock := rec.Play(MaxSpeed, nil)
-	fleet, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, Clock: clock, ReadOnly: true, Flush: 5 * time.Millisecond})
+	theFleet, err := fleet.New(specs, fleet.Options{Kernels: rec.Kernels, Clock: clock, ReadOnly: true, Flush: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	go func() { done <- theFleet.Run(ctx) }()
 	defer func() { cancel(); _ = <-done }()
 
 	var got []event.Event
 	var last remote.Batch
 	for len(got) < len(evs) {
 		select {
-		case last = <-fleet.Updates():
+		case last = <-theFleet.Updates():
 			got = append(got, last.Events...)
 		case <-ctx.Done():
 			t.Fatalf("%d of %d events replayed", len(got), len(evs))

@@ -524,8 +524,7 @@ func (r *Rollout) begin(l *lane) []Step {
 		}
 	}
 	p := h.Startup.Phase
-	l.wasRunning = p.Rank() > startup.Stopped.Rank() || p == startup.Stuck ||
-		p == startup.Unknown && h.Startup.LastKnown.Rank() > startup.Stopped.Rank()
+	l.wasRunning = p.Up() || p == startup.Stuck || p == startup.Unknown && h.Startup.LastKnown.Up()
 	l.Before = r.plan.Before[l.Host]
 	if ab := h.Throughput; ab.Live && ab.TPS > 0 && p == startup.Serving {
 		l.Before = Rate{Modes: runModes(h), TPS: ab.TPS}

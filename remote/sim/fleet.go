@@ -187,7 +187,8 @@ func DemoFleet(scenario string, speed float64, readOnly bool, wrap func([]fleet.
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := fleet.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock, History: store.NewSink(store.NewMemoryStore(past))}
+	opts := fleet.Options{Kernels: cat, ReadOnly: readOnly, Clock: clock,
+		Observers: []fleet.Observer{fleet.KernelCheck()}}.WithHistory(store.NewSink(store.NewMemoryStore(past)))
 	if wrap != nil {
 		if err := wrap(specs, opts); err != nil {
 			return nil, nil, err

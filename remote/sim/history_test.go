@@ -177,13 +177,13 @@ func TestSeedFleetShowsETA(t *testing.T) {
 		stepped[i] = NewStepped(h)
 		specs[i] = fleet.HostSpec{Driver: stepped[i], Unit: h.Unit(), Engine: h.Engine()}
 	}
-	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, History: sink, Flush: time.Millisecond})
+	theFleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock, Flush: time.Millisecond}.WithHistory(sink))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	go func() { done <- theFleet.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -196,7 +196,7 @@ func TestSeedFleetShowsETA(t *testing.T) {
 		t.Helper()
 		for {
 			select {
-			case b := <-fleet.Updates():
+			case b := <-theFleet.Updates():
 				if until(b) {
 					return b
 				}
@@ -286,7 +286,7 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	// The demo moment: switch gpu3 to on and restart it; the other hosts'
 	// history in on gives it an ETA (its own earlier runs were in off).
 	for _, a := range []remote.Action{{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}, {Kind: remote.ActRestart}} {
-		id, err := fleet.Do("gpu3", a)
+		id, err := theFleet.Do("gpu3", a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,12 +320,12 @@ func TestSeedFleetShowsETA(t *testing.T) {
 	}
 
 	for range 100 {
-		if fleet.HistoryStats().Written >= 4 { // gpu1, gpu2, gpu4, gpu3's second start
+		if theFleet.HistoryStats().Written >= 4 { // gpu1, gpu2, gpu4, gpu3's second start
 			break
 		}
 		step(clock.Advance(time.Second))
 	}
-	if s := fleet.HistoryStats(); s.Written < 4 || s.Failed > 0 {
+	if s := theFleet.HistoryStats(); s.Written < 4 || s.Failed > 0 {
 		t.Errorf("history stats %+v, want the four startups that served recorded", s)
 	}
 	if e, ok := sink.Expect("gpu1", "sglang.service", modeOn); !ok || e.Runs != HistoryRuns+1 {

@@ -28,13 +28,13 @@ func mixedFleet(t *testing.T, speed float64) (*fleet.Fleet, func(what string, do
 	for i, h := range hosts {
 		specs[i] = fleet.HostSpec{Driver: h, Unit: h.Unit(), Engine: kernels.EngineAuto}
 	}
-	fleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
+	theFleet, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- fleet.Run(ctx) }()
+	go func() { done <- theFleet.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -47,7 +47,7 @@ func mixedFleet(t *testing.T, speed float64) (*fleet.Fleet, func(what string, do
 		t.Helper()
 		for {
 			select {
-			case b := <-fleet.Updates():
+			case b := <-theFleet.Updates():
 				last = b
 				if until(b) {
 					return b
@@ -60,7 +60,7 @@ func mixedFleet(t *testing.T, speed float64) (*fleet.Fleet, func(what string, do
 			}
 		}
 	}
-	return fleet, wait
+	return theFleet, wait
 }
 
 // phases is every host's phase in b.
@@ -98,7 +98,7 @@ func actionEnd(b remote.Batch, name string, id int) *event.ActionResult {
 // validate + restart on gpu3 naming --enforce-eager, and mode on +
 // restart brings gpu4 to serving.
 func TestMixedFleet(t *testing.T) {
-	fleet, wait := mixedFleet(t, 1000)
+	theFleet, wait := mixedFleet(t, 1000)
 	b := wait("gpu1-3 serving and gpu4 failed", func(b remote.Batch) bool {
 		p := phases(b)
 		return p["gpu1"] == startup.Serving && p["gpu2"] == startup.Serving && p["gpu3"] == startup.Serving && p["gpu4"] == startup.Failed
@@ -121,10 +121,10 @@ func TestMixedFleet(t *testing.T) {
 	}
 
 	// validate + restart on gpu3: the restart is refused, gpu3 stays up.
-	if _, err := fleet.Do("gpu3", remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "validate"}); err != nil {
+	if _, err := theFleet.Do("gpu3", remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "validate"}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := fleet.Do("gpu3", remote.Action{Kind: remote.ActRestart})
+	id, err := theFleet.Do("gpu3", remote.Action{Kind: remote.ActRestart})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func TestMixedFleet(t *testing.T) {
 	}
 
 	// mode on + restart: gpu4 serves.
-	if _, err := fleet.Do("gpu4", remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}); err != nil {
+	if _, err := theFleet.Do("gpu4", remote.Action{Kind: remote.ActSetMode, Kernel: "kdtree-verify", Mode: "on"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fleet.Do("gpu4", remote.Action{Kind: remote.ActRestart}); err != nil {
+	if _, err := theFleet.Do("gpu4", remote.Action{Kind: remote.ActRestart}); err != nil {
 		t.Fatal(err)
 	}
 	b = wait("gpu4 to serve after mode on + restart", func(b remote.Batch) bool { return phases(b)["gpu4"] == startup.Serving })

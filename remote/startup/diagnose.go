@@ -102,6 +102,12 @@ func (t *Tracker) reclassify(c cand, phase Phase) *compiledFailure {
 		}
 		for i := range pack.failures {
 			r := &pack.failures[i]
+			if r == c.rule && inPhases(r.InPhases, phase) {
+				// The rule it had is the first that still holds: a rule
+				// after it (the line's own rule was judged by the frame
+				// that raised it) does not take its place.
+				return r
+			}
 			// A rule that needs the raising frame cannot be judged on
 			// the line alone.
 			if r.tier() > c.rule.tier() || !inPhases(r.InPhases, phase) || !r.raisedBy("") || !hasKeyword(c.line, r.Keywords) || !r.match(c.line) {
@@ -187,10 +193,20 @@ func (t *Tracker) diagnose() (*Diagnosis, bool) {
 		// crash) holds no error text beyond the line that relays it: say
 		// so, in the phase it struck; a capture failure is still one.
 		quote := clip(strings.TrimSpace(bodyOf(c.line)), maxQuote)
-		if phase == GraphCapture {
+		var warmup *compiledFailure
+		if phase == Warmup {
+			// A warmup that failed is the phase's class, whatever the
+			// error (FORMAT.md).
+			warmup = t.ruleFor("warmup-failed")
+		}
+		switch {
+		case phase == GraphCapture:
 			d.Cause = "graph-capture-failed"
 			d.Summary = "graph capture failed; the log holds no error text beyond: " + quote
-		} else {
+		case warmup != nil:
+			d.Cause, d.Hint = warmup.Cause, warmup.Hint
+			d.Summary = "the warmup request failed; the log holds no error text beyond: " + quote
+		default:
 			d.Cause = CauseUnrecognised
 			d.Summary = phaseFailed(phase, "the log holds no error text beyond: "+quote)
 			d.Hint = rule.Hint + "; " + phaseHint(phase)

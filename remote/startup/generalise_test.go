@@ -37,6 +37,23 @@ func TestGeneralisingRanking(t *testing.T) {
 	// watchdog aborts the process by throwing a c10::DistBackendError.
 	const watchdogAbort = "terminate called after throwing an instance of 'c10::DistBackendError'"
 	const watchdogWhat = "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."
+	// https://github.com/vllm-project/vllm/issues/1846: Ray's driver
+	// logs the worker's death at WARNING; the surviving rank then times
+	// out on the process group's first collective.
+	const rayWarn = "2023-11-30 10:19:23,769 WARNING worker.py:2074 -- A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors."
+	const firstCollective = "(RayWorker pid=1080651) [E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800305 milliseconds before timing out."
+	// https://github.com/vllm-project/vllm/issues/11617: EADDRINUSE
+	// raised where vLLM picks a port for its distributed init method.
+	openPort := []string{
+		"Traceback (most recent call last):",
+		`  File "/miniforge3/envs/vllm/lib/python3.10/site-packages/vllm/utils.py", line 572, in get_open_port`,
+		`    s.bind(("", 0))`,
+		"OSError: [Errno 98] Address already in use",
+	}
+	// https://github.com/sgl-project/sglang/issues/4116: argparse's usage
+	// block; the error line (its title) after it names the flag.
+	const usage = "usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH] [--host HOST] [--port PORT]"
+	const unrecognised = "launch_server.py: error: unrecognized arguments: --enable-reasoning"
 	tests := []struct {
 		name   string
 		engine string
@@ -46,6 +63,12 @@ func TestGeneralisingRanking(t *testing.T) {
 		first  string // Evidence[0]
 		says   string // a substring of the summary
 	}{
+		{name: "ray's warning over the timeout it causes", engine: "vllm", lines: []string{rayWarn, firstCollective}, cause: "ray-worker-died", phase: Init, first: rayWarn},
+		{name: "a first collective's timeout is init", engine: "vllm", lines: []string{firstCollective}, cause: "nccl-timeout", phase: Init, first: firstCollective},
+		{name: "thousands of collectives in is serving", engine: "sglang", lines: []string{watchdogAbort, watchdogWhat}, cause: "nccl-timeout", phase: Serving, first: watchdogWhat},
+		{name: "the port that failed decides", engine: "vllm", lines: openPort, cause: "internal-port-in-use", phase: Starting, first: openPort[3]},
+		{name: "argparse's error over its usage block", engine: "sglang", lines: []string{usage, unrecognised}, cause: "bad-argument", phase: Starting, first: unrecognised},
+		{name: "argparse's usage block alone", engine: "sglang", lines: []string{usage}, cause: "bad-argument", phase: Starting, first: usage},
 		{name: "warning decoy before oom", engine: "vllm", lines: []string{torchaoSkip, vlWeights, oom}, cause: "gpu-oom", phase: Weights, first: oom},
 		{name: "warning decoy alone still said", engine: "vllm", lines: []string{vlWeights, torchaoSkip}, cause: "import-error", phase: Weights, first: torchaoSkip},
 		{name: "ecc in custom all-reduce", engine: "vllm", lines: []string{vlLoaded, customAR, ecc}, cause: "gpu-hardware", phase: KVCache, first: ecc, says: "hardware"},

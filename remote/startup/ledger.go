@@ -95,15 +95,29 @@ func (l *failureLedger) report(r failReport) bool {
 // root is the index of the root-cause candidate: the earliest line of the
 // best tier, or -1 when there is none. A decoy (a warning, a line that says
 // it skips or ignores something) ranks below every other line, whatever
-// rule it matched: a warning never wins over an error.
+// rule it matched: a warning never wins over an error. A rule's Outranks
+// names causes that are its consequences, and it wins over them whatever
+// their ranks (Ray reports a worker's death at WARNING; the collective the
+// other ranks then time out on is its consequence).
 func (l *failureLedger) root() int {
 	best := -1
-	for i, c := range l.cands {
-		if best < 0 || c.rank() < l.cands[best].rank() || c.rank() == l.cands[best].rank() && c.rule.outranks(l.cands[best].rule) {
+	for i := range l.cands {
+		if best < 0 || l.cands[i].beats(&l.cands[best]) {
 			best = i
 		}
 	}
 	return best
+}
+
+// beats reports whether c is a better root than b, the best before it.
+func (c *cand) beats(b *cand) bool {
+	switch {
+	case b.rule.outranks(c.rule):
+		return false
+	case c.rule.outranks(b.rule):
+		return true
+	}
+	return c.rank() < b.rank()
 }
 
 // rank orders candidates for root: decoys last, then by tier.

@@ -10,6 +10,30 @@ const (
 	hintModelPath = "check the model path exists and is readable by the service user; set HF_TOKEN for gated repos, HF_HUB_OFFLINE=1 when the weights are local"
 )
 
+// What an invalid command line says.
+const (
+	badArgumentSummary = "the engine's command line is invalid"
+	badArgumentHint    = "fix the flag in the unit's ExecStart (systemctl cat <unit>); the engine's --help lists what this version accepts"
+)
+
+// What a taken internal port says.
+const (
+	internalPortSummary = "an internal port (ZMQ, torch TCPStore, the distributed init method) is already in use"
+	internalPortHint    = "orphaned processes of a previous run hold it: stop the whole cgroup; or pick another --nccl-port / --dist-init-addr port"
+)
+
+// What a collective's timeout says: the rank that times out is a victim.
+const (
+	ncclTimeoutSummary = "a collective operation timed out"
+	ncclTimeoutHint    = "one rank is dead or stuck: find the first rank that logged an error; the others only time out"
+)
+
+// What an engine's refusal of a model, quantization or dtype says.
+const (
+	modelUnsupportedSummary = "the engine does not support this model, quantization or dtype on this GPU"
+	modelUnsupportedHint    = "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine"
+)
+
 // What CUDA setup failures say, device or kernel image alike.
 const (
 	cudaSetupSummary = "CUDA (or HIP) cannot use the GPU: no device, a driver too old, or a build not made for this GPU"
@@ -57,6 +81,14 @@ var shardRule = PhaseRule{
 	Phase:    Weights,
 	Label:    "shards",
 }
+
+// firstCollectiveRule reads torch's watchdog report of a process group's
+// first collective (WorkNCCL's SeqNum counts a group's collectives from
+// 1): both engines make their groups, and run the first collective on
+// them (vLLM's one-element warm-up all-reduce, SGLang's memory check),
+// while they set up distributed state, so a timeout of SeqNum=1 says the
+// start-up was in init when it hung, whenever it is printed.
+var firstCollectiveRule = PhaseRule{Keywords: []string{"WorkNCCL(SeqNum=1,"}, Phase: Init}
 
 // SGLang's stats labels, shared by its decode and prefill lines
 // (scheduler_metrics_mixin.py; scheduler.py before 0.4.6): "#running-req:
@@ -120,6 +152,7 @@ func sglangPack() RulePack {
 		Phases: []PhaseRule{
 			{Keywords: []string{"server_args="}, Phase: Init},
 			{Keywords: []string{"Init torch distributed", "Init nccl begin", "Initializing distributed environment", "ncclCommInitRank", "NCCL INFO Bootstrap", "[Gloo] Rank"}, Phase: Init},
+			firstCollectiveRule,
 			{Keywords: []string{"Load weight begin", "load weight begin"}, Phase: Weights},
 			shardRule,
 			// SGLang's diffusion runtime (sglang serve).
@@ -157,6 +190,9 @@ func sglangPack() RulePack {
 				Phase:    Warmup,
 			},
 			{Keywords: []string{"Endpoint '/get_model_info' is deprecated", "disaggregation warmup", "disaggregation mode warmup"}, Phase: Warmup},
+			// The warmups --warmups names (warmup.py's execute_warmups,
+			// e.g. compile-deep-gemm), run as the server starts.
+			{Keywords: []string{"Running warmup "}, Pattern: `Running warmup [\w-]+\s*$`, Phase: Warmup},
 			{Keywords: []string{"The server is fired up and ready to roll"}, Phase: Warmup, Ready: true},
 		},
 		Frames: commonFrames(),
@@ -221,6 +257,7 @@ func vllmPack() RulePack {
 			{Keywords: []string{"█  version", "▀  version", "▄  version"}, Pattern: `[█▀▄]\s+version \d+\.\d+`, Phase: Init},
 			{Keywords: []string{"vLLM API server version", "non-default args:", "Resolved architecture:", "Waiting for init message from front-end", "distributed_init_method=", "ncclCommInitRank", "NCCL INFO Bootstrap", "vLLM is using nccl", "[Gloo] Rank", "in world size", "compilation_config=", "Connecting to existing Ray cluster"}, Phase: Init},
 			{Keywords: []string{"LLM engine (v", "Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"}, Phase: Init},
+			firstCollectiveRule,
 			{Keywords: []string{"Starting to load model", "Pre-loading model weights on", "Init model | hbm"}, Phase: Weights},
 			shardRule,
 			{Keywords: []string{"Loading weights took"}, Phase: Weights},
@@ -240,7 +277,9 @@ func vllmPack() RulePack {
 			{Keywords: []string{"Application startup complete"}, Phase: Warmup, Ready: true},
 		},
 		Frames: commonFrames(),
-		Failures: append(commonSpecificFailures(), append([]FailureRule{
+		// vLLM compiles the model (torch.compile) in one step only, after
+		// the weights, as it profiles memory: kv-cache by FORMAT.md.
+		Failures: append(append([]FailureRule{inductorRule(KVCache)}, commonSpecificFailures()...), append([]FailureRule{
 			{
 				Keywords: []string{"EngineCore failed to start", "WorkerProc failed to start", "Engine core initialization failed", "Engine process failed to start"},
 				Cause:    "vllm-engine-failed", Wrapper: true, Fatal: true, Relay: true,
@@ -286,8 +325,12 @@ func commonSpecificFailures() []FailureRule {
 			// lost connection (WorkerExitType SYSTEM_ERROR) says no more.
 			Keywords: []string{"ray stop --force", "Worker exit type: SYSTEM_ERROR"},
 			Cause:    "ray-worker-died", Wrapper: true,
-			Summary: "a Ray worker died: OOM-killed, stopped or crashed — the log does not say which",
-			Hint:    "look at dmesg -T | grep -i oom on the worker's node and at the Ray logs of the dead worker (/tmp/ray/session_latest/logs: raylet.out, the worker's .err); Ray names the worker's pid and node",
+			// The ranks that live on wait for the dead one at their next
+			// collective and time out: a consequence, though Ray reports
+			// the death at its WARNING level (its driver survives it).
+			Outranks: []string{"nccl-timeout"},
+			Summary:  "a Ray worker died: OOM-killed, stopped or crashed — the log does not say which",
+			Hint:     "look at dmesg -T | grep -i oom on the worker's node and at the Ray logs of the dead worker (/tmp/ray/session_latest/logs: raylet.out, the worker's .err); Ray names the worker's pid and node",
 		},
 		{
 			// multiprocessing under spawn re-imports the main module; a
@@ -340,7 +383,10 @@ func commonSpecificFailures() []FailureRule {
 		{
 			Keywords: []string{"custom_all_reduce.cuh", "custom_all_reduce.py"},
 			Pattern:  `custom_all_reduce\.cuh:\d+ '|Failed: Cuda error .*custom_all_reduce`,
-			Cause:    "custom-allreduce", Usual: GraphCapture,
+			// It fails wherever the kernel first runs or its IPC buffers
+			// are opened (distributed init, the profiling run, capture,
+			// serving): no usual phase.
+			Cause:   "custom-allreduce",
 			Summary: "the custom all-reduce kernel failed (CUDA IPC between the GPUs)",
 			Hint:    "peer-to-peer access between the GPUs does not work here: start with --disable-custom-all-reduce; check nvidia-smi topo -m and NCCL_P2P_DISABLE",
 		},
@@ -404,17 +450,35 @@ func commonSpecificFailures() []FailureRule {
 			// than the driver: found at the first launch of that kernel,
 			// which can be in any phase (weights post-processing, profiling,
 			// capture), so no usual phase.
-			Keywords: []string{"no kernel image is available for execution", "invalid device function", "cudaErrorNoKernelImageForDevice", "hipErrorNoBinaryForGpu", "cudaErrorInvalidDeviceFunction", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
+			// torch's own check of the GPU against the architectures it
+			// was built for ("… with CUDA capability sm_120 is not
+			// compatible with the current PyTorch installation") says the
+			// same before the first kernel.
+			Keywords: []string{"is not compatible with the current PyTorch installation", "no kernel image is available for execution", "invalid device function", "cudaErrorNoKernelImageForDevice", "hipErrorNoBinaryForGpu", "cudaErrorInvalidDeviceFunction", "unsupported toolchain", "cudaErrorUnsupportedPtxVersion"},
 			Cause:    "cuda-setup",
 			Outranks: []string{"model-unsupported"},
 			Summary:  cudaSetupSummary,
 			Hint:     cudaSetupHint,
 		},
 		{
-			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "Bfloat16 is only supported on GPUs with compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
+			// vLLM's dtype check of the device (Worker.init_device →
+			// _check_if_gpu_supports_dtype) runs only as a worker
+			// initialises its GPU: that phase is where it strikes.
+			Keywords: []string{"Bfloat16 is only supported on GPUs with compute capability"},
 			Cause:    "model-unsupported", Usual: Init,
-			Summary: "the engine does not support this model, quantization or dtype on this GPU",
-			Hint:    "pick a supported architecture/quantization or a dtype the GPU has (e.g. --dtype float16 on pre-Ampere GPUs), or upgrade the engine",
+			Summary: modelUnsupportedSummary,
+			Hint:    modelUnsupportedHint,
+		},
+		{
+			// An architecture, quantization or GPU the engine refuses: the
+			// check runs where the engine happens to look (the API server's
+			// config before anything starts in vLLM ≥0.4, the model loader
+			// in older vLLM, a layer's kernel lookup in SGLang), so the
+			// error alone places it in no phase.
+			Keywords: []string{"are not supported for now", "is not supported for now", "not supported on the current", "No supported CUDA architectures found", "requires compute capability", "is not supported by the current GPU", "is not supported. Supported architectures", "Cannot find model module", "Unsupported model", "not supported by vLLM", "is not aligned with the quantized weight shape"},
+			Cause:    "model-unsupported",
+			Summary:  modelUnsupportedSummary,
+			Hint:     modelUnsupportedHint,
 		},
 		{
 			// The attention backend is picked as the model's layers are
@@ -461,8 +525,21 @@ func commonSpecificFailures() []FailureRule {
 		{
 			Keywords: []string{"error: unrecognized arguments", "error: argument ", "error: the following arguments are required"},
 			Cause:    "bad-argument",
-			Summary:  "the engine's command line is invalid",
-			Hint:     "fix the flag in the unit's ExecStart (systemctl cat <unit>); the engine's --help lists what this version accepts",
+			Summary:  badArgumentSummary,
+			Hint:     badArgumentHint,
+		},
+		{
+			// argparse prints its usage block ("usage: PROG [-h] …") to
+			// stderr when it rejects the command line, then the error
+			// line; an excerpt cut inside the block has only the block.
+			// A wrapper: the error line, where the log has it, says which
+			// argument. Keyed on "[-h]", not "usage: ", which SGLang's
+			// stats lines carry ("token usage: 0.12").
+			Keywords: []string{"[-h]"},
+			Pattern:  `(?:^|[\s>])usage: \S+ \[-h\]`,
+			Cause:    "bad-argument", Wrapper: true,
+			Summary: badArgumentSummary,
+			Hint:    badArgumentHint,
 		},
 		{
 			Keywords: []string{"Cannot allocate memory", "[Errno 12]", "std::bad_alloc", "MemoryError"},
@@ -476,6 +553,20 @@ func commonSpecificFailures() []FailureRule {
 			Cause:    "gpu-busy", Usual: Init,
 			Summary: "another process holds GPU memory at start-up",
 			Hint:    "find it with nvidia-smi and stop it, or lower --gpu-memory-utilization / --mem-fraction-static",
+		},
+		{
+			// NCCL's own report of a connection it could not make while
+			// bootstrapping a communicator (misc/socket.cc, bootstrap.cc):
+			// "NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849>
+			// returned 113(No route to host)", "NCCL WARN Net : Connect to
+			// … failed : Connection refused", "NCCL WARN Bootstrap : no
+			// socket interface found". The Python error that follows
+			// only relays it.
+			Keywords: []string{"NCCL WARN"},
+			Pattern:  `NCCL WARN .*(?:[Cc]onnect to .*(?:returned|failed)|[Bb]ootstrap|No route to host|Connection refused|Connection timed out|no socket interface)`,
+			Cause:    "nccl-error", Usual: Init,
+			Summary: "NCCL could not connect the ranks while setting up a communicator",
+			Hint:    "a node cannot reach another on NCCL's interface: set NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the interface the nodes share, check the firewall between them, and NCCL_DEBUG=INFO for the interfaces NCCL picked",
 		},
 		{
 			Keywords: []string{"NCCL error", "ncclRemoteError", "ncclSystemError", "ncclInternalError", "unhandled system error", "ncclUnhandledCudaError", "ncclInvalidUsage"},
@@ -513,10 +604,25 @@ func commonSpecificFailures() []FailureRule {
 			Hint:    "set NCCL_DEBUG=INFO and read the first rank's error; check NCCL_SOCKET_IFNAME / IB, the size of /dev/shm, P2P (NCCL_P2P_DISABLE=1)",
 		},
 		{
-			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address"},
+			// torch's TCPStore says it of its own port ("has failed to
+			// listen on any local network address", "The server socket
+			// has failed to bind to [::]:29500 (errno: 98 - Address
+			// already in use)"), and ZMQ of its sockets.
+			Keywords: []string{"ZMQError: Address already in use", "has failed to listen on any local network address", "server socket has failed to bind"},
 			Cause:    "internal-port-in-use",
-			Summary:  "an internal port (ZMQ, torch TCPStore) is already in use",
-			Hint:     "orphaned processes of a previous run hold it: stop the whole cgroup; or pick another --nccl-port / --dist-init-addr port",
+			Summary:  internalPortSummary,
+			Hint:     internalPortHint,
+		},
+		{
+			// The port that failed decides: EADDRINUSE raised by the code
+			// that picks or binds an internal port (vLLM's get_open_port
+			// for its distributed init method, torch's store, the
+			// engines' ZMQ sockets) is not the API port.
+			Keywords: []string{"Address already in use", "address already in use"},
+			RaisedIn: []string{"get_open_port", "_get_open_port", "get_distributed_init_method", "_create_c10d_store", "make_zmq_socket", "get_zmq_socket"},
+			Cause:    "internal-port-in-use",
+			Summary:  internalPortSummary,
+			Hint:     internalPortHint,
 		},
 		{
 			Keywords: []string{"Address already in use", "address already in use", "error while attempting to bind on address"},
@@ -528,10 +634,26 @@ func commonSpecificFailures() []FailureRule {
 			Keywords: []string{"HFValidationError", "RepositoryNotFoundError", "GatedRepoError", "is not a local folder and is not a valid model identifier", "couldn't connect to 'https://huggingface.co'", "401 Client Error", "403 Client Error", "429 Too Many Requests", "EntryNotFoundError", "Cannot access gated repo", "access a gated repo", "urllib3.exceptions.", "requests.exceptions.ConnectionError", "MaxRetryError",
 				// vLLM finds no config when the download was refused (a
 				// gated repo without a token).
-				"No supported config format found"},
+				"No supported config format found",
+				// huggingface_hub's RepositoryNotFoundError text, and
+				// vLLM's own word for a model it can neither fetch nor
+				// find on disk.
+				"Repository Not Found for url", "Invalid repository ID or local directory"},
 			Cause:   "model-fetch",
 			Summary: "the model could not be found or downloaded",
 			Hint:    hintModelPath,
+		},
+		inductorRule(""),
+		{
+			// A JIT compiler's own failure: the failing nvcc/hipcc command
+			// a build (FlashInfer's, torch's cpp_extension) logs as an
+			// error, NVRTC/HIPRTC's compile status, HIP's code generator
+			// refusing to guess the GPU architecture.
+			Keywords: []string{"bin/nvcc ", "bin/hipcc ", "NVRTC_ERROR_COMPILATION", "HIPRTC_ERROR_COMPILATION", "provide architecture for which code is to be generated"},
+			Pattern:  `(?:ERROR|FAILED: ).*bin/(?:nvcc|hipcc) -|NVRTC_ERROR_COMPILATION|HIPRTC_ERROR_COMPILATION|provide architecture for which code is to be generated`,
+			Cause:    "jit-build",
+			Summary:  "a JIT kernel build (nvcc, hipcc, NVRTC) failed",
+			Hint:     "the JIT toolchain is missing or misconfigured for this GPU: check CUDA_HOME / ROCM_PATH (a stray ':' or a wrong toolkit), that nvcc/hipcc on the unit's PATH knows this GPU's architecture (TORCH_CUDA_ARCH_LIST, PYTORCH_ROCM_ARCH), and clear the kernel cache (~/.cache/flashinfer) before retrying",
 		},
 		{
 			Keywords: []string{"cannot find -lcuda", "CalledProcessError: Command '['/usr/bin/gcc'", "No such file or directory: 'ninja'", "CompilationError", "ld returned 1 exit status", "Ninja build failed", "Command '['ninja'", "Error building extension", "ninja: build stopped", "fatal error: Python.h", "compilation terminated.",
@@ -540,6 +662,22 @@ func commonSpecificFailures() []FailureRule {
 			Summary: "a JIT kernel build (Triton, ninja, gcc) failed",
 			Hint:    "libcuda.so symlink missing, or gcc/ninja not on the unit's PATH: set Environment=PATH=… in the unit (systemd's PATH is minimal)",
 		},
+	}
+}
+
+// inductorRule reads torch.compile's failure to compile the model
+// (torch._inductor.exc.InductorError, torch ≥2.6; BackendCompilerFailed
+// for backend='inductor' before): a JIT build of the model's graph. usual
+// is the phase the engine compiles in, where it compiles in one only.
+// An out-of-memory error carried in it is the OOM's.
+func inductorRule(usual Phase) FailureRule {
+	return FailureRule{
+		Keywords: []string{"InductorError", "BackendCompilerFailed"},
+		Pattern:  `InductorError: |BackendCompilerFailed: backend='inductor'`,
+		Unless:   []string{"out of memory", "OutOfMemoryError"},
+		Cause:    "jit-build", Usual: usual,
+		Summary: "torch.compile (inductor) failed to compile the model",
+		Hint:    "start without torch.compile to confirm (vLLM: --enforce-eager or -O0; SGLang: drop --enable-torch-compile), clear the compile cache (~/.cache/vllm/torch_compile_cache, /tmp/torchinductor_$USER), and check torch/Triton versions against the engine's",
 	}
 }
 
@@ -571,10 +709,22 @@ func commonWrapperFailures() []FailureRule {
 			Hint:    hintWrapper,
 		},
 		{
+			// A group's thousandth collective or later: a start-up runs far
+			// fewer on torch's process groups (the model's own all-reduces
+			// go through pynccl or the custom all-reduce), serving runs one
+			// or more per step. Where the log shows no phase, that count
+			// says the server was serving when a rank stopped joining.
+			Keywords: []string{"Watchdog caught collective operation timeout"},
+			Pattern:  `WorkNCCL\(SeqNum=[1-9]\d{3,},`,
+			Cause:    "nccl-timeout", Wrapper: true, Usual: Serving,
+			Summary: ncclTimeoutSummary,
+			Hint:    ncclTimeoutHint,
+		},
+		{
 			Keywords: []string{"Watchdog caught collective operation timeout", "watchdog got stuck"},
 			Cause:    "nccl-timeout", Wrapper: true,
-			Summary: "a collective operation timed out",
-			Hint:    "one rank is dead or stuck: find the first rank that logged an error; the others only time out",
+			Summary: ncclTimeoutSummary,
+			Hint:    ncclTimeoutHint,
 		},
 		{
 			Keywords: []string{"Connection closed by peer", "Connection reset by peer", "pair.cc:534] Connection"},

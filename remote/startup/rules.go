@@ -237,11 +237,11 @@ func compileRule(where string, keywords []string, pattern string, phase Phase, i
 }
 
 func checkPhases(where string, p Phase, in []Phase) error {
-	if p != "" && p.Rank() < 0 {
+	if p != "" && !p.Path() {
 		return fmt.Errorf("%s.phase: %q is not a startup phase", where, p)
 	}
 	for j, q := range in {
-		if q.Rank() < 0 {
+		if !q.Path() {
 			return fmt.Errorf("%s.in_phases[%d]: %q is not a startup phase", where, j, q)
 		}
 	}

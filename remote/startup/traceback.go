@@ -481,7 +481,7 @@ func commonFrames() []FrameRule {
 			"capture_prefill_graph", "_capture_graph", "init_piecewise_cuda_graphs",
 			"capture_begin", "capture_end",
 		}, Files: []string{"cuda_graph_runner.py", "torch/cuda/graphs.py", "cuda_graph_setup.py"}},
-		{Phase: Warmup, Funcs: []string{"_execute_server_warmup", "_wait_and_warmup"}},
+		{Phase: Warmup, Funcs: []string{"_execute_server_warmup", "_wait_and_warmup", "execute_warmups"}},
 		// Native crashes inside NCCL's own calls are NCCL's.
 		{Cause: "nccl-error", Funcs: []string{"ncclCommInitRank", "ncclCommInitAll", "ncclAllReduce", "ncclGetUniqueId"}, Files: []string{"pynccl_wrapper.py"}},
 		{Phase: Serving, Funcs: []string{

@@ -35,22 +35,6 @@ const (
 	Unknown    Phase = "unknown"    // host unreachable; the last known state is kept
 )
 
-// Order is the startup path in order.
-var Order = []Phase{Stopped, Starting, Init, Weights, KVCache, GraphCapture, HTTP, Warmup, Serving}
-
-// Rank is p's position on the startup path, or -1 for phases off it.
-func (p Phase) Rank() int {
-	for i, q := range Order {
-		if q == p {
-			return i
-		}
-	}
-	return -1
-}
-
-// Terminal reports whether p ends a startup (serving or failed).
-func (p Phase) Terminal() bool { return p == Serving || p == Failed }
-
 // Span is one phase of one invocation, with its host-side start and end.
 // End is zero while the phase is current.
 type Span struct {

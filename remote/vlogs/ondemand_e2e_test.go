@@ -65,7 +65,7 @@ func TestE2EStoreOpensSSHOnDemand(t *testing.T) {
 		if err != nil {
 			t.Fatalf("resolve %s: %v", h.Name, err)
 		}
-		o := live.Options{Name: h.Name, SSH: cfg, Unit: testbed.UnitName, Kernels: cat, Engine: "sglang",
+		o := live.Options{Host: remote.Host{Name: h.Name, Unit: testbed.UnitName, Engine: "sglang"}, SSH: cfg, Kernels: cat,
 			GPUInterval: 500 * time.Millisecond, ProbeInterval: 500 * time.Millisecond}
 		specs = append(specs, fleet.HostSpec{Driver: src.Host(h.Name, live.NewOnDemand(o, idle)), Unit: testbed.UnitName, Engine: "sglang"})
 	}

@@ -80,7 +80,7 @@ func Count(hosts []remote.HostState) Counts {
 
 // starting reports whether p is on the way to serving.
 func starting(p startup.Phase) bool {
-	return p != startup.Serving && (p.Rank() > 0 || p == startup.Restarting)
+	return p.Underway() || p == startup.Restarting
 }
 
 // Title is the window title for counts: "bringup · 3/4 serving · 1 failed".

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
@@ -64,8 +65,9 @@ type HostDefaults struct {
 
 // Host is one host to watch, with every default applied.
 type Host struct {
-	// Name is how bringup shows and selects the host.
-	Name string
+	// Host is the host's identity (name, unit, engine, labels), the shape
+	// every layer after the config passes on.
+	remote.Host
 	// SSH is what to connect to: an ssh_config alias, or [user@]host[:port].
 	SSH string
 	// User, Address and Port override what SSH and ssh_config give (like
@@ -73,12 +75,7 @@ type Host struct {
 	User    string
 	Address string
 	Port    int
-	Unit    string
-	Engine  string
 	Probe   Probe
-	// Labels are the host's labels (labels: {rack: r12}); the console can
-	// group its table by any label key. nil when it has none.
-	Labels map[string]string
 }
 
 // Target is where to connect for a host.
@@ -152,16 +149,60 @@ type Source struct {
 	Via string
 }
 
-// Store reports whether the fleet is read from a log store.
-func (s Source) Store() bool { return s.Kind == SourceVictoriaLogs }
+// SourceKind is what the config, the commands and the console ask of a
+// kind of source. The IO of each kind (how its fleet is built, what
+// doctor checks of it) is livefleet's table, keyed by Name; a new log
+// source is a row here and a row there.
+type SourceKind struct {
+	Name string
+	// HostsFromIt: with no hosts configured, the hosts are the ones the
+	// source names (the caller discovers them).
+	HostsFromIt bool
+	// NeedsURL: it is read at source.url, which it needs; a kind without
+	// it takes no url.
+	NeedsURL bool
+	// TakesVia: it may be reached through an SSH host (source.via).
+	TakesVia bool
+	// Title is what the console's header adds to say where the journals
+	// and unit states come from; "" for nothing.
+	Title string
+}
+
+// sourceKinds is every kind of source, the default first.
+var sourceKinds = []SourceKind{
+	{Name: SourceSSH},
+	{Name: SourceVictoriaLogs, HostsFromIt: true, NeedsURL: true, TakesVia: true,
+		Title: "state from journal via victorialogs"},
+}
+
+// SourceKinds is every kind of source, the default (ssh) first.
+func SourceKinds() []SourceKind { return slices.Clone(sourceKinds) }
+
+// Spec is the kind of s ("" is the default, SSH); a kind the table lacks
+// (which the config's checks refuse) has only its name.
+func (s Source) Spec() SourceKind {
+	if s.Kind == "" {
+		return sourceKinds[0]
+	}
+	for _, k := range sourceKinds {
+		if k.Name == s.Kind {
+			return k
+		}
+	}
+	return SourceKind{Name: s.Kind}
+}
 
 // checkSourceKind accepts the kinds of Source.
 func checkSourceKind(s string) (string, error) {
-	switch s {
-	case SourceSSH, SourceVictoriaLogs:
+	names := make([]string, len(sourceKinds))
+	for i, k := range sourceKinds {
+		names[i] = k.Name
+	}
+	if slices.Contains(names, s) {
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown source %q: want %s or %s%s", s, SourceSSH, SourceVictoriaLogs, suggest(s, []string{SourceSSH, SourceVictoriaLogs}))
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", fmt.Errorf("unknown source %q: want %s%s", s, want, suggest(s, names))
 }
 
 // checkStoreURL accepts http(s)://HOST[:PORT][/PATH] without query or
@@ -393,8 +434,8 @@ type rawHost struct {
 
 // hostWithDefaults applies d (and the engine's defaults) to r.
 func hostWithDefaults(r rawHost, d HostDefaults) Host {
-	h := Host{Name: r.name, SSH: r.ssh, User: r.user, Address: r.address, Port: r.port,
-		Unit: r.unit, Engine: r.engine, Probe: Probe{Port: r.probePort, Path: r.path}, Labels: r.labels}
+	h := Host{Host: remote.Host{Name: r.name, Unit: r.unit, Engine: r.engine, Labels: r.labels},
+		SSH: r.ssh, User: r.user, Address: r.address, Port: r.port, Probe: Probe{Port: r.probePort, Path: r.path}}
 	if h.SSH == "" {
 		h.SSH = h.Name
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
 
@@ -38,6 +39,7 @@ kernels:
     pythonpath: /opt/kdtree/site
     local_dir: ./kernels/kdtree
     remote_dir: /opt/kdtree/site
+    check: python3 -m kdtree_ext.capture_check --mode {mode}
 read_only: false
 ssh_config: ~/.ssh/config
 notify: {progress: false, desktop: osc777}   # bell and title keep their default (on)
@@ -52,14 +54,15 @@ func TestParseFull(t *testing.T) {
 		Path:     "/etc/bringup/config.yaml",
 		Defaults: HostDefaults{Unit: "sglang.service", Engine: "sglang", User: "root", Probe: Probe{Port: 30000, Path: "/health"}},
 		Hosts: []Host{
-			{Name: "gpu1", SSH: "gpu1", User: "root", Unit: "sglang.service", Engine: "sglang", Probe: Probe{Port: 30000, Path: "/health"}},
-			{Name: "gpu2", SSH: "deploy@10.0.0.2:2222", User: "root", Unit: "sglang-b.service", Engine: "vllm", Probe: Probe{Port: 8000, Path: "/health"}},
+			{Host: remote.Host{Name: "gpu1", Unit: "sglang.service", Engine: "sglang"}, SSH: "gpu1", User: "root", Probe: Probe{Port: 30000, Path: "/health"}},
+			{Host: remote.Host{Name: "gpu2", Unit: "sglang-b.service", Engine: "vllm"}, SSH: "deploy@10.0.0.2:2222", User: "root", Probe: Probe{Port: 8000, Path: "/health"}},
 		},
 		Groups: map[string][]string{"rack-a": {"gpu1", "gpu2"}},
 		Kernels: kernels.Catalog{Kernels: []kernels.Kernel{{
 			Name: "kdtree-verify", EnvVar: "KDTREE_MODE",
 			Modes:      []kernels.Mode{{Name: "off", CaptureSafe: true}, {Name: "validate"}, {Name: "on", CaptureSafe: true}},
 			PythonPath: "/opt/kdtree/site", LocalDir: "/etc/bringup/kernels/kdtree", RemoteDir: "/opt/kdtree/site",
+			Check: "python3 -m kdtree_ext.capture_check --mode {mode}",
 		}}},
 		SSHConfig: "~/.ssh/config",
 		Notify:    notify.Settings{Bell: true, Title: true, Desktop: notify.DesktopOSC777},
@@ -112,9 +115,9 @@ func TestParseGood(t *testing.T) {
 		{"empty file", "", "c.yaml", func(c *Config) any { return len(c.Hosts) }, 0},
 		{"comment only", "# nothing yet\n", "c.yaml", func(c *Config) any { return c.Defaults }, HostDefaults{Engine: "auto", Probe: Probe{Path: "/health"}}},
 		{"builtin defaults", "hosts: [gpu1]\n", "c.yaml", func(c *Config) any { return c.Hosts[0] },
-			Host{Name: "gpu1", SSH: "gpu1", Unit: "sglang.service", Engine: "auto", Probe: Probe{Port: 30000, Path: "/health"}}},
+			Host{Host: remote.Host{Name: "gpu1", Unit: "sglang.service", Engine: "auto"}, SSH: "gpu1", Probe: Probe{Port: 30000, Path: "/health"}}},
 		{"vllm defaults follow the engine", "hosts: [{name: v1, engine: vllm}]\n", "c.yaml", func(c *Config) any { return c.Hosts[0] },
-			Host{Name: "v1", SSH: "v1", Unit: "vllm.service", Engine: "vllm", Probe: Probe{Port: 8000, Path: "/health"}}},
+			Host{Host: remote.Host{Name: "v1", Unit: "vllm.service", Engine: "vllm"}, SSH: "v1", Probe: Probe{Port: 8000, Path: "/health"}}},
 		{"unit gets .service", "defaults: {unit: sglang}\nhosts: [gpu1]\n", "c.yaml", func(c *Config) any { return c.Hosts[0].Unit }, "sglang.service"},
 		{"per-host completion overrides", "defaults: {probe: {completion: true}}\nhosts: [a, {name: b, probe: {completion: false}}]\n", "c.yaml",
 			func(c *Config) any { return [2]bool{c.Hosts[0].Probe.Completion, c.Hosts[1].Probe.Completion} }, [2]bool{true, false}},
@@ -517,5 +520,27 @@ func TestThroughputDrop(t *testing.T) {
 	c, err := Parse("c.yaml", []byte("hosts: [gpu1]\nthroughput_drop: 0.35\n"))
 	if err != nil || c.ThroughputDrop != 0.35 {
 		t.Fatalf("throughput_drop: %v, %v", c, err)
+	}
+}
+
+// TestSourceSpec pins the facts of each kind of source and the default.
+func TestSourceSpec(t *testing.T) {
+	tests := []struct {
+		kind string
+		want SourceKind
+	}{
+		{"", SourceKind{Name: SourceSSH}},
+		{SourceSSH, SourceKind{Name: SourceSSH}},
+		{SourceVictoriaLogs, SourceKind{Name: SourceVictoriaLogs, HostsFromIt: true, NeedsURL: true, TakesVia: true,
+			Title: "state from journal via victorialogs"}},
+		{"carrier-pigeon", SourceKind{Name: "carrier-pigeon"}},
+	}
+	for _, tt := range tests {
+		if got := (Source{Kind: tt.kind}).Spec(); got != tt.want {
+			t.Errorf("Source{Kind: %q}.Spec() = %+v, want %+v", tt.kind, got, tt.want)
+		}
+	}
+	if _, err := checkSourceKind("victorialog"); err == nil || !strings.Contains(err.Error(), "want ssh or victorialogs") {
+		t.Errorf("checkSourceKind(victorialog) = %v, want the kinds named", err)
 	}
 }

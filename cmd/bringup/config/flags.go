@@ -83,7 +83,7 @@ func (f Flags) Open(getenv func(string) string, args []string) (*Config, []Host,
 	if len(cfg.Kernels.Kernels) == 0 {
 		cfg.Kernels = kernels.DefaultCatalog()
 	}
-	if len(cfg.Hosts) == 0 && cfg.Source.Store() {
+	if len(cfg.Hosts) == 0 && cfg.Source.Spec().HostsFromIt {
 		// The hosts are the store's: the caller discovers them
 		// (AddHosts) and selects among them then.
 		return cfg, nil, nil
@@ -134,10 +134,10 @@ func (c *Config) setSource(v string) error {
 		return fmt.Errorf("--source: %w", err)
 	}
 	switch {
-	case kind == SourceSSH && withURL:
-		return errors.New("--source: ssh takes no URL")
-	case kind == SourceSSH:
-		c.Source = Source{Kind: SourceSSH}
+	case !(Source{Kind: kind}).Spec().NeedsURL && withURL:
+		return fmt.Errorf("--source: %s takes no URL", kind)
+	case !(Source{Kind: kind}).Spec().NeedsURL:
+		c.Source = Source{Kind: kind}
 	case withURL:
 		if u, err = checkStoreURL(u); err != nil {
 			return fmt.Errorf("--source: %w", err)
@@ -199,4 +199,32 @@ func (c *Config) setUnit(unit string) error {
 		c.Hosts[i].Unit = u
 	}
 	return nil
+}
+
+// Catalog is the kernel catalog in force for a command that needs no
+// hosts (bringup lint): the config file at path, else $BRINGUP_CONFIG's,
+// else the default file when it exists; the built-in catalog when none
+// is found or the file names no kernels.
+func Catalog(path string, getenv func(string) string) (kernels.Catalog, error) {
+	if path == "" {
+		path = getenv(EnvConfig)
+	}
+	if path == "" {
+		if p := DefaultPath(getenv); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	if path == "" {
+		return kernels.DefaultCatalog(), nil
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		return kernels.Catalog{}, err
+	}
+	if len(cfg.Kernels.Kernels) == 0 {
+		return kernels.DefaultCatalog(), nil
+	}
+	return cfg.Kernels, nil
 }

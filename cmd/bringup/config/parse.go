@@ -313,7 +313,7 @@ func hostFields() []string {
 }
 func probeFields() []string { return []string{"port", "path", "completion"} }
 func kernelFields() []string {
-	return []string{"name", "env_var", "modes", "pythonpath", "local_dir", "remote_dir"}
+	return []string{"name", "env_var", "modes", "pythonpath", "local_dir", "remote_dir", "check"}
 }
 func modeFields() []string { return []string{"name", "capture_safe", "description"} }
 
@@ -388,11 +388,11 @@ func (d *decoder) source(n *yaml.Node, src *Source) {
 	switch {
 	case seen == nil && src.URL != "":
 		d.errorf(n, "source", "url without kind: add kind: %s", SourceVictoriaLogs)
-	case src.Kind == SourceVictoriaLogs && urlSeen == nil:
-		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", SourceVictoriaLogs)
-	case src.Kind == SourceSSH && src.URL != "":
-		d.errorf(n, "source.url", "kind ssh takes no url")
-	case src.Kind != SourceVictoriaLogs && src.Via != "":
+	case src.Spec().NeedsURL && urlSeen == nil:
+		d.errorf(n, "source", "kind %s needs url: (the store's http://HOST:PORT)", src.Kind)
+	case src.Kind != "" && !src.Spec().NeedsURL && src.URL != "":
+		d.errorf(n, "source.url", "kind %s takes no url", src.Kind)
+	case !src.Spec().TakesVia && src.Via != "":
 		d.errorf(n, "source.via", "via is the way to a log store: it needs kind: %s", SourceVictoriaLogs)
 	}
 }
@@ -734,6 +734,8 @@ func (d *decoder) kernels(n *yaml.Node, dir string) kernels.Catalog {
 				if s, ok := d.str(v, f); ok {
 					k.LocalDir = relTo(dir, s)
 				}
+			case "check":
+				k.Check, _ = d.str(v, f)
 			}
 		})
 		item = d.resolve(item)

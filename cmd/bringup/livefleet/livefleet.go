@@ -14,6 +14,7 @@ import (
 
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
 	"github.com/bringup-dev/bringup/kernels/bundle"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/live"
@@ -23,10 +24,10 @@ import (
 	"github.com/bringup-dev/bringup/remote/vlogs"
 )
 
-// Target is the config's host h as the live package takes it.
+// Target is the config's host h as the live package takes it: its
+// identity as it is, with its SSH target and probe.
 func Target(h config.Host) live.Target {
-	t := h.Target()
-	return live.Target{Name: h.Name, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port, Unit: h.Unit, Engine: h.Engine,
+	return live.Target{Host: h.Host, SSH: live.SSHTarget(h.Target()),
 		Probe: probe.Options{Addr: h.Probe.Addr(), Path: h.Probe.Path, Completion: h.Probe.Completion}}
 }
 
@@ -45,11 +46,11 @@ func Resolve(ctx context.Context, prompt io.Writer, cfg *config.Config, hosts []
 // passphrases asked now), and returns its tunnel; nil without via. The
 // returned func releases its keys.
 func ResolveVia(ctx context.Context, prompt io.Writer, cfg *config.Config) (*live.Tunnel, func(), error) {
-	if !cfg.Source.Store() || cfg.Source.Via == "" {
+	if !cfg.Source.Spec().TakesVia || cfg.Source.Via == "" {
 		return nil, func() {}, nil
 	}
-	t := config.Host{Name: cfg.Source.Via, SSH: cfg.Source.Via}.Target()
-	rs, release, err := live.Resolve(ctx, []live.Target{{Name: cfg.Source.Via, Host: t.Host, HostName: t.HostName, User: t.User, Port: t.Port}},
+	t := config.Host{Host: remote.Host{Name: cfg.Source.Via}, SSH: cfg.Source.Via}
+	rs, release, err := live.Resolve(ctx, []live.Target{{Host: t.Host, SSH: live.SSHTarget(t.Target())}},
 		cfg.SSHConfig, sshx.TerminalPassphrase(prompt))
 	if err != nil {
 		return nil, nil, fmt.Errorf("source.via: %w", err)
@@ -94,12 +95,73 @@ func storeSpecs(so vlogs.Options, hosts []live.Options, opts fleet.Options) ([]f
 	return specs, nil
 }
 
+// sourceIO is the IO of one kind of source (config.SourceKind says the
+// rest): how the fleet's hosts are built over it, and what doctor checks
+// of it.
+type sourceIO struct {
+	// specs are the fleet's host specs over the resolved hosts; via is
+	// the tunnel to the source, nil for none.
+	specs func(cfg *config.Config, hosts []live.Options, via *live.Tunnel, opts fleet.Options) ([]fleet.HostSpec, error)
+	// discover adds to cfg the hosts the source names, for a kind whose
+	// hosts come from it (config.SourceKind.HostsFromIt); nil otherwise.
+	discover func(ctx context.Context, notes io.Writer, cfg *config.Config, via *live.Tunnel) error
+	// survey is doctor's one look at the source for every host; nil:
+	// doctor checks each host alone.
+	survey func(ctx context.Context, cfg *config.Config, hosts []config.Host, timeout time.Duration, tunnel func() (*live.Tunnel, error)) *doctor.StoreSurvey
+}
+
+// sourceIOs is the IO of each kind of config.SourceKinds, by name.
+var sourceIOs = map[string]sourceIO{
+	// One SSH connection per host carries its journal, unit state,
+	// samples and actions.
+	config.SourceSSH: {
+		specs: func(_ *config.Config, hosts []live.Options, _ *live.Tunnel, opts fleet.Options) ([]fleet.HostSpec, error) {
+			return live.Specs(hosts, opts), nil
+		},
+	},
+	// One tail of the store for every host; each host's SSH opens on
+	// demand (actions, the open view) and closes when idle.
+	config.SourceVictoriaLogs: {
+		specs: func(cfg *config.Config, hosts []live.Options, via *live.Tunnel, opts fleet.Options) ([]fleet.HostSpec, error) {
+			return storeSpecs(StoreOptions(cfg, via, ""), hosts, opts)
+		},
+		discover: storeDiscover,
+		survey:   StoreSurvey,
+	},
+}
+
+// sourceOf is the IO of cfg's kind of source.
+func sourceOf(cfg *config.Config) (sourceIO, error) {
+	k := cfg.Source.Spec()
+	src, ok := sourceIOs[k.Name]
+	if !ok {
+		return sourceIO{}, fmt.Errorf("source %s: no way to read it", k.Name)
+	}
+	return src, nil
+}
+
+// Survey is doctor's one look at cfg's source for every host (a log
+// store's arrivals), or nil when the kind has none. tunnel is the way to
+// the source (nil for none), resolved only when it is looked at.
+func Survey(ctx context.Context, cfg *config.Config, hosts []config.Host, timeout time.Duration, tunnel func() (*live.Tunnel, error)) (*doctor.StoreSurvey, error) {
+	src, err := sourceOf(cfg)
+	if err != nil || src.survey == nil {
+		return nil, err
+	}
+	return src.survey(ctx, cfg, hosts, timeout, tunnel), nil
+}
+
 // New builds the fleet over real hosts (resolved by Resolve); via is the
-// tunnel to the log store (ResolveVia), nil for none. record, if not nil,
-// is handed the hosts' drivers before the fleet is made, to wrap them.
-func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.HistorySink, record func([]fleet.HostSpec, fleet.Options) error) (*fleet.Fleet, error) {
-	opts := fleet.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly, History: hist,
-		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop}
+// tunnel to the log store (ResolveVia), nil for none; hist is the startup
+// history, nil for none. record, if not nil, is handed the hosts' drivers
+// before the fleet is made, to wrap them.
+func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.HistoryStore, record func([]fleet.HostSpec, fleet.Options) error) (*fleet.Fleet, error) {
+	opts := fleet.Options{Kernels: cfg.Kernels, ReadOnly: cfg.ReadOnly,
+		LocalHashes: bundle.LocalHashes(cfg.Kernels), SlowerBy: cfg.ThroughputDrop,
+		Observers: []fleet.Observer{fleet.KernelCheck()}}
+	if hist != nil {
+		opts = opts.WithHistory(hist)
+	}
 	if len(cfg.Rules) > 0 {
 		packs, err := startup.CompilePacks(startup.WithBuiltins(cfg.Rules))
 		if err != nil { // ParsePacks compiled each one already
@@ -107,12 +169,13 @@ func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.
 		}
 		opts.Packs = packs
 	}
-	specs := live.Specs(hosts, opts)
-	if cfg.Source.Store() {
-		var err error
-		if specs, err = storeSpecs(StoreOptions(cfg, via, ""), hosts, opts); err != nil {
-			return nil, err
-		}
+	src, err := sourceOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := src.specs(cfg, hosts, via, opts)
+	if err != nil {
+		return nil, err
 	}
 	if record != nil {
 		if err := record(specs, opts); err != nil {
@@ -125,10 +188,24 @@ func New(cfg *config.Config, hosts []live.Options, via *live.Tunnel, hist fleet.
 // discoverTimeout bounds the store's answer to Discover.
 const discoverTimeout = 30 * time.Second
 
-// Discover adds to cfg the hosts the store (reached through via, nil for
-// none) has entries of the unit from (vlogs.DefaultDiscoverWindow), each
-// with the config's defaults, and says which on notes.
+// Discover adds to cfg the hosts its source names (via is the tunnel to
+// it, nil for none), each with the config's defaults, and says which on
+// notes; an error for a kind whose hosts do not come from it.
 func Discover(ctx context.Context, notes io.Writer, cfg *config.Config, via *live.Tunnel) error {
+	src, err := sourceOf(cfg)
+	if err != nil {
+		return err
+	}
+	if src.discover == nil {
+		return fmt.Errorf("source %s names no hosts: list hosts: in the config", cfg.Source.Spec().Name)
+	}
+	return src.discover(ctx, notes, cfg, via)
+}
+
+// storeDiscover adds to cfg the hosts the store (reached through via, nil
+// for none) has entries of the unit from (vlogs.DefaultDiscoverWindow),
+// each with the config's defaults, and says which on notes.
+func storeDiscover(ctx context.Context, notes io.Writer, cfg *config.Config, via *live.Tunnel) error {
 	src, err := vlogs.New(StoreOptions(cfg, via, cfg.Defaults.Unit))
 	if err != nil {
 		return fmt.Errorf("source victorialogs: %w", err)

@@ -9,7 +9,7 @@ import (
 
 // Sink connects a Store to the fleet: Expect answers from memory (with a
 // cache, so the fold loop pays for a computation only after the history
-// changed) and Record appends to the file. It satisfies fleet.HistorySink.
+// changed) and Record appends to the file. It satisfies fleet.HistoryStore.
 type Sink struct {
 	store *Store
 

@@ -344,7 +344,7 @@ func (b *bench) names() []string {
 func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*fleet.Fleet, error) {
 	targets := make([]live.Target, len(hosts))
 	for i, h := range hosts {
-		targets[i] = live.Target{Name: h, Host: h, Unit: unit, Engine: testbed.EngineSGLang}
+		targets[i] = live.Target{Host: remote.Host{Name: h, Unit: unit, Engine: testbed.EngineSGLang}, SSH: live.SSHTarget{Host: h}}
 	}
 	noAsk := func(file string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: the testbed's key has no passphrase", file)
@@ -354,7 +354,7 @@ func (b *bench) newFleet(ctx context.Context, hosts []string, unit string) (*fle
 		return nil, err
 	}
 	defer release()
-	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
+	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()}}
 	return fleet.New(live.Specs(hs, opts), opts)
 }
 
@@ -510,7 +510,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []st
 	// none of them: it reads from since).
 	time.Sleep(2 * time.Second)
 
-	fleet := map[string]fleetLine{} // host + "\x00" + cursor
+	fleetLines := map[string]fleetLine{} // host + "\x00" + cursor
 	take := func(bt remote.Batch) {
 		now := time.Now()
 		for _, ev := range bt.Events {
@@ -519,7 +519,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []st
 				if r := []rune(msg); len(r) > 80 {
 					msg = string(r[:80])
 				}
-				fleet[ev.Host+"\x00"+ev.Journal.Cursor] = fleetLine{ts: ev.Time, seen: ev.Seen, delivered: now, msg: msg}
+				fleetLines[ev.Host+"\x00"+ev.Journal.Cursor] = fleetLine{ts: ev.Time, seen: ev.Seen, delivered: now, msg: msg}
 			}
 		}
 	}
@@ -591,7 +591,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []st
 		}
 		for cur, rl := range lines {
 			k := hosts[i] + "\x00" + cur
-			fli, ok := fleet[k]
+			fli, ok := fleetLines[k]
 			if !ok {
 				l.RawOnly++
 				continue
@@ -606,7 +606,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []st
 	}
 	slices.SortFunc(l.Late, func(a, b LateLine) int { return cmp.Compare(b.AddedMs, a.AddedMs) })
 	l.Late = l.Late[:min(len(l.Late), lateLines)]
-	l.Lines, l.FleetOnly = len(rawD), len(fleet)-len(matched)
+	l.Lines, l.FleetOnly = len(rawD), len(fleetLines)-len(matched)
 	l.Raw, l.Fleet, l.Added, l.Delivered = distOf(rawD), distOf(fleetD), distOf(added), distOf(delivered)
 	l.RawVsRaw = distOf(rawVsRaw)
 	l.Ratio = ratio(l.Fleet.P99ms, l.Raw.P99ms)
@@ -614,7 +614,7 @@ func (b *bench) latency(ctx context.Context, fl, sfl *fleet.Follower, hosts []st
 	b.o.Logf("fleetbench: latency: %d lines, every host serving %s after the start; p99 raw %.1f ms, fleet %.1f ms",
 		l.Lines, serving.Round(time.Millisecond), l.Raw.P99ms, l.Fleet.P99ms)
 	if sw != nil {
-		sl := storeLatency(sw, hosts, rawLines, fleet, started)
+		sl := storeLatency(sw, hosts, rawLines, fleetLines, started)
 		b.s.Store.Latency = sl
 		b.o.Logf("fleetbench: latency through the store: %d lines (%d missing), every host serving %.1f s after the start; p50/p99 %.0f/%.0f ms, added to the ssh fleet's p50/p99 %.0f/%.0f ms",
 			sl.Lines, sl.Missing, sl.ServingS, sl.Store.P50ms, sl.Store.P99ms, sl.AddedVsSSH.P50ms, sl.AddedVsSSH.P99ms)

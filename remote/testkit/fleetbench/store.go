@@ -110,7 +110,7 @@ func (b *bench) newStoreFleet(hosts []string, unit string) (*fleet.Fleet, error)
 	for i, h := range hosts {
 		specs[i] = fleet.HostSpec{Driver: src.Host(h, nil), Unit: unit, Engine: testbed.EngineSGLang}
 	}
-	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true}
+	opts := fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()}}
 	return fleet.New(specs, opts)
 }
 

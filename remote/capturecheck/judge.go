@@ -1,0 +1,84 @@
+// Package capturecheck judges what a kernel's capture check (the catalog's
+// check command, run on a host before a restart) printed: a pass, or a
+// failure read through the same diagnosis as an engine's log, so a check
+// that dies of `.item()` during capture says graph-capture-host-sync with
+// PyTorch's own line. Running the command is the caller's; this is pure.
+package capturecheck
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/logfile"
+	"github.com/bringup-dev/bringup/remote/sanitize"
+	"github.com/bringup-dev/bringup/remote/startup"
+)
+
+// ExitCannotRun is the exit code of a check that could not run (no CUDA,
+// no torch, the kernel not found): it proves nothing either way.
+const ExitCannotRun = 2
+
+// Result is what running a check command gave.
+type Result struct {
+	Output   string // stdout and stderr, as they came
+	Exit     int
+	TimedOut bool
+	Took     time.Duration
+}
+
+// Judge turns a check's result into evidence on k's mode. Exit 0 is a
+// pass; ExitCannotRun counts neither way (recorded as skipped, with why);
+// a timeout or any other exit refuses, its detail the diagnosis's cause
+// and root-cause line, else the last line printed.
+func Judge(k kernels.Kernel, mode string, r Result) kernels.Evidence {
+	ev := kernels.Evidence{Source: kernels.SourceCheck, Took: r.Took}
+	last := lastLine(r.Output)
+	switch {
+	case r.TimedOut:
+		ev.Detail = fmt.Sprintf("the check did not finish in %s", r.Took.Round(time.Second))
+		if last != "" {
+			ev.Detail += " (last line: " + last + ")"
+		}
+	case r.Exit == 0:
+		ev.Safe, ev.Detail = true, cmpOr(last, "the check passed")
+	case r.Exit == ExitCannotRun:
+		ev.Skipped, ev.Detail = true, "the check could not run: "+cmpOr(last, "exit 2")
+	default:
+		ev.Detail = diagnose(k, mode, r)
+	}
+	return ev
+}
+
+// diagnose reads a failed check's output as a log.
+func diagnose(k kernels.Kernel, mode string, r Result) string {
+	lg, err := logfile.Read(strings.NewReader(r.Output), "check", logfile.Options{Host: "check"})
+	fallback := fmt.Sprintf("the check exited %d: %s", r.Exit, cmpOr(lastLine(r.Output), "no output"))
+	if err != nil || len(lg.Events) == 0 {
+		return fallback
+	}
+	x := startup.Explain(lg.Events, startup.Options{Kernels: kernels.Catalog{Kernels: []kernels.Kernel{k}}})
+	d := x.Startup.Diag
+	if d == nil || d.Cause == "" || d.Cause == "unrecognised" {
+		return fallback
+	}
+	line := ""
+	if len(d.Evidence) > 0 {
+		line = ": " + sanitize.String(strings.TrimSpace(d.Evidence[0]))
+	}
+	return d.Cause + line
+}
+
+// lastLine is the last non-blank line of out, sanitised.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\r\n\t "), "\n")
+	return sanitize.String(strings.TrimSpace(lines[len(lines)-1]))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
