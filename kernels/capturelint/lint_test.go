@@ -39,9 +39,9 @@ func short(f Finding) string {
 	return fmt.Sprintf("%s:%d %s %s [%s]", f.File, f.Line, f.Func, f.Rule, m)
 }
 
-func shorts(fs []Finding) string {
+func shorts(findings []Finding) string {
 	var out []string
-	for _, f := range fs {
+	for _, f := range findings {
 		out = append(out, short(f))
 	}
 	return strings.Join(out, "\n")
