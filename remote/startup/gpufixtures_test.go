@@ -41,21 +41,28 @@ func TestGPUFixturesExplain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lg, err := logfile.Read(strings.NewReader(string(b)), name, logfile.Options{Year: 2026})
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := startup.Explain(lg.Events, startup.Options{Engine: "auto", Kernels: kernels.DefaultCatalog()})
-			d := x.Startup.Diag
-			if x.Outcome != startup.OutcomeFailed || d == nil {
-				t.Fatalf("outcome %s, want failed", x.Outcome)
-			}
-			if d.Cause != w.cause || d.Phase != w.phase {
-				t.Errorf("cause %s in %s, want %s in %s", d.Cause, d.Phase, w.cause, w.phase)
-			}
-			if len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0], w.root) {
-				t.Errorf("evidence %q, want the first holding %q", d.Evidence, w.root)
-			}
+			wantFailure(t, string(b), name, "auto", w.cause, w.phase, w.root)
 		})
+	}
+}
+
+// wantFailure explains text (a log as a file holds it) and checks that it
+// failed with cause in phase, its first evidence line holding root.
+func wantFailure(t *testing.T, text, name, engine, cause string, phase startup.Phase, root string) {
+	t.Helper()
+	lg, err := logfile.Read(strings.NewReader(text), name, logfile.Options{Year: 2026})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := startup.Explain(lg.Events, startup.Options{Engine: engine, Kernels: kernels.DefaultCatalog()})
+	d := x.Startup.Diag
+	if x.Outcome != startup.OutcomeFailed || d == nil {
+		t.Fatalf("outcome %s, want failed", x.Outcome)
+	}
+	if d.Cause != cause || d.Phase != phase {
+		t.Errorf("cause %s in %s, want %s in %s", d.Cause, d.Phase, cause, phase)
+	}
+	if len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0], root) {
+		t.Errorf("evidence %q, want the first holding %q", d.Evidence, root)
 	}
 }

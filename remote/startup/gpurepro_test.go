@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bringup-dev/bringup/kernels"
-	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -53,22 +51,7 @@ func TestGPUReproTexts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			text := strings.Join(append(tt.before, string(b)), "\n")
-			lg, err := logfile.Read(strings.NewReader(text), tt.file, logfile.Options{Year: 2026})
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := startup.Explain(lg.Events, startup.Options{Engine: "sglang", Kernels: kernels.DefaultCatalog()})
-			d := x.Startup.Diag
-			if x.Outcome != startup.OutcomeFailed || d == nil {
-				t.Fatalf("outcome %s, want failed", x.Outcome)
-			}
-			if d.Cause != tt.cause || d.Phase != tt.phase {
-				t.Errorf("cause %s in %s, want %s in %s", d.Cause, d.Phase, tt.cause, tt.phase)
-			}
-			if len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0], tt.root) {
-				t.Errorf("evidence %q, want the first holding %q", d.Evidence, tt.root)
-			}
+			wantFailure(t, strings.Join(append(tt.before, string(b)), "\n"), tt.file, "sglang", tt.cause, tt.phase, tt.root)
 		})
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "gpu", "*.txt"))
