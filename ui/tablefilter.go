@@ -158,8 +158,7 @@ func (t filterTerm) match(h *remote.HostState) bool {
 	case "":
 		return strings.Contains(strings.ToLower(h.Name), t.value)
 	case "phase":
-		// A crash-looping host is failed, whatever run it is in.
-		return slices.Contains(t.phases, h.Startup.Phase) || h.Startup.Loop != nil && slices.Contains(t.phases, startup.Failed)
+		return slices.Contains(t.phases, h.Startup.Phase)
 	case "mode":
 		return slices.ContainsFunc(h.Modes, func(m kernels.ActiveMode) bool {
 			return strings.EqualFold(m.Mode, t.value) || strings.EqualFold(m.Kernel+"="+m.Mode, t.value)
