@@ -163,6 +163,29 @@ func TestStoreFleet(t *testing.T) {
 	for _, h := range tb.Hosts() {
 		w.sh(t, ctx, h.Name, "systemctl stop sglang")
 	}
+	// The store learns a unit's state from PID 1's journal lines, which
+	// reach it through systemd-journal-upload a moment after the stop: a
+	// watch begun before they are in replays the runs that served and may
+	// end on them (flaky here: half the runs). Both watches start once
+	// the store too says every unit stopped, as they would for someone
+	// who stopped a fleet and then watched it start.
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, sout, _ := w.bringup(ctx, "status", "--json", "--config", w.cfg, src)
+		stopped := 0
+		for l := range strings.Lines(strings.TrimSpace(sout)) {
+			var row output.Line
+			if err := json.Unmarshal([]byte(l), &row); err == nil && row.Kind == "status" && row.Phase == "stopped" {
+				stopped++
+			}
+		}
+		if stopped == storeHosts {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store says %d of %d units stopped a minute after the stop\n%s", stopped, storeHosts, sout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	type watcher struct {
 		name        string
 		out, errOut syncBuffer
