@@ -45,14 +45,10 @@ type Options struct {
 	Year int
 }
 
-// Log is a saved log read into events.
+// Log is a saved log read into events, with what Scan saw of it.
 type Log struct {
 	Events []event.Event
-	// Format is the format most of its lines had.
-	Format Format
-	// Timed reports whether any line carried a time: without one, every
-	// event has the same time and durations mean nothing.
-	Timed bool
+	Summary
 }
 
 // maxLine is the longest line read; journalctl -o json of a 48 KiB
@@ -90,7 +86,7 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 	if err != nil {
 		return Log{}, err
 	}
-	out.Format, out.Timed = sum.Format, sum.Timed
+	out.Summary = sum
 	return out, nil
 }
 
