@@ -38,14 +38,21 @@ type demoStory struct {
 // newDemoStory starts the seed fleet; it stops with the test.
 func newDemoStory(t *testing.T) *demoStory {
 	t.Helper()
+	return newScenarioStory(t, "seed")
+}
+
+// newScenarioStory starts the fleet of the demo's scenario; it stops with
+// the test.
+func newScenarioStory(t *testing.T, scenario string) *demoStory {
+	t.Helper()
 	t0 := time.Date(2026, 11, 30, 1, 50, 30, 0, time.UTC)
 	cat := kernels.DefaultCatalog()
-	past, err := sim.History("seed", sim.HistoryRuns, t0, sim.Options{Kernels: cat})
+	past, err := sim.History(scenario, sim.HistoryRuns, t0, sim.Options{Kernels: cat})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := sim.NewManualClock(t0)
-	hosts, _, err := sim.NewHosts("seed", sim.Options{Clock: clock, Kernels: cat, Seen: func() time.Time { return t0 }})
+	hosts, _, err := sim.NewHosts(scenario, sim.Options{Clock: clock, Kernels: cat, Seen: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

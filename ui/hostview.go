@@ -23,8 +23,15 @@ type hostLayout struct {
 	bench        bool // the latest smoke load's result
 	modes        bool // a row per kernel: on disk, started with, pending
 	action       bool // the action under way, with its progress bar
-	logH         int  // rows of log lines
+	// runs is how many of the unit's latest runs are listed under a
+	// heading, shown while the unit is in a crash loop.
+	runs     int
+	runsHead bool
+	logH     int // rows of log lines
 }
+
+// maxRunRows is how many runs the host view lists at most.
+const maxRunRows = 5
 
 const minLogRows = 5
 
@@ -38,9 +45,17 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 	if d != nil {
 		l.evidence = len(d.Evidence)
 	}
+	if n := len(hs.Startup.Runs); n > 1 && hs.Startup.Loop != nil {
+		// A crash loop lists its runs; a unit that failed once and was
+		// fixed shows its current run, as before.
+		l.runsHead, l.runs = true, min(n, maxRunRows)
+	}
 	spans := max(1, len(hs.Startup.Spans))
 	used := func() int {
 		n := 3 // title, info, pane title
+		if l.runsHead {
+			n += 1 + l.runs
+		}
 		if l.fullTimeline {
 			n += spans
 		} else {
@@ -74,6 +89,7 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 	}
 	steps := []func() bool{
 		func() bool { l.evidence = min(l.evidence, 2); return true },
+		func() bool { l.runs = min(l.runs, 2); return true },
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
 		func() bool { l.modes = false; return true },
@@ -82,6 +98,7 @@ func layoutHost(hs *remote.HostState, h int) hostLayout {
 		func() bool { l.stats = false; return true },
 		func() bool { l.meta = false; return true },
 		func() bool { l.evidence = min(l.evidence, 1); return true },
+		func() bool { l.runs = 0; return true },
 	}
 	for _, step := range steps {
 		if used()+minLogRows <= h {
@@ -173,6 +190,12 @@ func (v *hostView) Render(w, h int) string {
 		}
 	} else {
 		add(v.compactTimeline(w))
+	}
+	if l.runsHead {
+		add(v.runsHead())
+		for _, r := range st.Runs[len(st.Runs)-l.runs:] {
+			add(v.runRow(r))
+		}
 	}
 	if st.Diag != nil {
 		out = append(out, strings.Split(v.diagBox(w, l), "\n")...)
@@ -404,4 +427,49 @@ func hintText(d *startup.Diagnosis) string {
 		return d.Hint
 	}
 	return fmt.Sprintf("press m to set %s=%s, then r — %s", d.Fix.Kernel, d.Fix.Mode, d.Hint)
+}
+
+// runsHead heads the list of the unit's runs: how many, and the crash
+// loop they make, with its cause kept between runs.
+func (v *hostView) runsHead() string {
+	st := v.hs.Startup
+	head := fmt.Sprintf("runs %d", st.Run)
+	if l := st.Loop; l != nil {
+		head += " · " + v.styles.PhaseFailed.Render(loopPhase(l)) + " · " + loopText(l)
+	}
+	return head
+}
+
+// runRow is one run: its number, start, how it ended (or where it is),
+// after how long, and a failed run's cause.
+func (v *hostView) runRow(r startup.Run) string {
+	line := fmt.Sprintf("  run %-3d", r.N)
+	if !r.Start.IsZero() {
+		line += " " + r.Start.Format("15:04:05")
+	}
+	reached := r.Reached
+	if reached == "" {
+		reached = startup.Starting
+	}
+	switch {
+	case r.Failed():
+		in := reached
+		if r.Diag != nil {
+			in = r.Diag.Phase
+		}
+		line += " " + v.styles.PhaseFailed.Render("failed") + " in " + string(in)
+	case r.Outcome == startup.Serving:
+		line += " served"
+	case r.Outcome == startup.Stopped:
+		line += " stopped in " + string(reached)
+	default:
+		line += " " + string(r.Outcome) + " (now)"
+	}
+	if !r.Start.IsZero() {
+		line += " after " + fmtDur(r.Duration(v.now))
+	}
+	if c := r.Cause(); c != "" {
+		line += " [" + c + "]"
+	}
+	return line
 }

@@ -208,12 +208,16 @@ func (t *fleetTable) row(i int, onCursor bool, cols []column, rest int) string {
 		cell := fit(c.cell(t, h), cw)
 		switch c.title {
 		case "PHASE":
-			cell = t.styles.table.phaseInk(t.styles, h.Startup.Phase).paint(cell)
+			ph := h.Startup.Phase
+			if h.Startup.Loop != nil {
+				ph = startup.Failed // a crash loop is a failure, whatever run it is in
+			}
+			cell = t.styles.table.phaseInk(t.styles, ph).paint(cell)
 		case "DIAGNOSIS":
 			if busy(h.Action) {
 				break // the bar keeps its colours
 			}
-			if h.Startup.Diag != nil || h.Throughput.Slower {
+			if h.Startup.Diag != nil || h.Startup.Loop != nil || h.Throughput.Slower {
 				cell = t.styles.table.phaseInk(t.styles, startup.Failed).paint(cell)
 			} else {
 				cell = t.styles.table.dim.paint(cell)
@@ -254,6 +258,9 @@ func unitText(h *remote.HostState) string {
 func cellUnit(_ *fleetTable, h *remote.HostState) string { return unitText(h) }
 
 func cellPhase(_ *fleetTable, h *remote.HostState) string {
+	if l := h.Startup.Loop; l != nil {
+		return loopPhase(l)
+	}
 	if h.Startup.Phase == "" {
 		return "—"
 	}
@@ -376,6 +383,8 @@ func cellDiag(t *fleetTable, h *remote.HostState) string {
 	switch {
 	case busy(h.Action):
 		text = actionProgress(*h.Action, 6, t.styles, true)
+	case h.Startup.Loop != nil:
+		text = loopText(h.Startup.Loop)
 	case h.Startup.Diag != nil:
 		text = h.Startup.Diag.Summary
 	case h.Conn.Err != "" && h.Conn.State != event.ConnUp:
@@ -392,4 +401,37 @@ func cellDiag(t *fleetTable, h *remote.HostState) string {
 		return b + " · " + text
 	}
 	return text
+}
+
+// failing reports whether h counts as failed: its startup failed, or its
+// unit is in a crash loop (whatever run it is in).
+func failing(h *remote.HostState) bool {
+	return h.Startup.Phase == startup.Failed || h.Startup.Loop != nil
+}
+
+// loopPhase is a crash loop in the phase column: "crash-loop ×3" (the
+// diagnosis column says when systemd gave up).
+func loopPhase(l *startup.CrashLoop) string {
+	if s := fmt.Sprintf("crash-loop ×%d", l.Runs); len([]rune(s)) <= 13 {
+		return s
+	}
+	return fmt.Sprintf("crash-loop×%d", l.Runs) // the column is 13 cells
+}
+
+// loopText is a crash loop in a line: its cause (the runs' common one,
+// or that they vary, with the latest's summary), first so that a narrow
+// column shows it, and, once systemd gave up, that x (reset-failed) lets
+// it start again.
+func loopText(l *startup.CrashLoop) string {
+	text := l.Summary
+	if l.Cause == startup.CausesVary {
+		text = "causes vary; latest: " + l.Summary
+	}
+	if text == "" {
+		text = l.Cause
+	}
+	if l.StartLimit {
+		return "systemd gave up (start-limit-hit; x resets): " + text
+	}
+	return text // the phase column says it is a loop, and how long
 }

@@ -158,7 +158,8 @@ func (t filterTerm) match(h *remote.HostState) bool {
 	case "":
 		return strings.Contains(strings.ToLower(h.Name), t.value)
 	case "phase":
-		return slices.Contains(t.phases, h.Startup.Phase)
+		// A crash-looping host is failed, whatever run it is in.
+		return slices.Contains(t.phases, h.Startup.Phase) || h.Startup.Loop != nil && slices.Contains(t.phases, startup.Failed)
 	case "mode":
 		return slices.ContainsFunc(h.Modes, func(m kernels.ActiveMode) bool {
 			return strings.EqualFold(m.Mode, t.value) || strings.EqualFold(m.Kernel+"="+m.Mode, t.value)

@@ -190,3 +190,23 @@ func TestHostFilterPasteDropsControls(t *testing.T) {
 		t.Fatalf("header %q", h)
 	}
 }
+
+// TestHostFilterCrashLoopIsFailed: phase:failed shows a crash-looping
+// host while its next run starts.
+func TestHostFilterCrashLoopIsFailed(t *testing.T) {
+	hosts := fleetFixture().Hosts
+	hosts[1].Startup.Loop = &startup.CrashLoop{Runs: 2, Cause: "gpu-oom"}
+	f, err := parseHostFilter("phase:failed", []string{"gpu1", "gpu2", "gpu3", "gpu4"}, kernels.DefaultCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range hosts {
+		if f.match(&hosts[i]) {
+			got = append(got, hosts[i].Name)
+		}
+	}
+	if !slices.Equal(got, []string{"gpu2", "gpu3"}) {
+		t.Errorf("phase:failed shows %q, want gpu2 (its loop) and gpu3", got)
+	}
+}

@@ -25,9 +25,15 @@ func (s tableSort) String() string {
 	return [...]string{"config order", "failed first", "by phase", "by ETA"}[s]
 }
 
-// attention ranks a host by how much it needs a person: failed first,
-// then unreachable or stuck, then starting, then serving.
-func attention(h *remote.HostState) int { return h.Startup.Phase.Attention() }
+// attention ranks a host by how much it needs a person: failed (a crash
+// loop too, whatever run it is in) first, then unreachable or stuck, then
+// starting, then serving.
+func attention(h *remote.HostState) int {
+	if h.Startup.Loop != nil {
+		return startup.Failed.Attention()
+	}
+	return h.Startup.Phase.Attention()
+}
 
 // sortRows orders rows (indices into hosts) by s; ties keep the config's
 // order, so the rows do not jump about between frames.
@@ -73,7 +79,7 @@ func (t *tableModel) nextFailed(dir int) bool {
 		n := len(t.lines)
 		for i := 1; i <= n; i++ {
 			r := ((t.cursor+dir*i)%n + n) % n
-			if t.hosts[t.lines[r].host].Startup.Phase == startup.Failed {
+			if failing(&t.hosts[t.lines[r].host]) {
 				t.cursor = r
 				return true
 			}
@@ -102,7 +108,7 @@ func (t *tableModel) nextFailed(dir int) bool {
 	n := len(seq)
 	for i := 1; i <= n; i++ {
 		r := ((from+dir*i)%n + n) % n
-		if t.hosts[seq[r].host].Startup.Phase != startup.Failed {
+		if !failing(&t.hosts[seq[r].host]) {
 			continue
 		}
 		key := t.bucketKey(seq[r].group)

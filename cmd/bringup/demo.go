@@ -60,7 +60,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 }
 
 func runWatchCmd(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "watch", "bringup watch [--json] [--timeout D] [--allow-restarts N] [--record FILE] [-H hosts | --config F] [HOST|GROUP...]\n       bringup watch --demo [--json] [--speed N] [--scenario S] [--record FILE]\n       bringup watch --replay FILE [--json] [--speed N]")
 	var s simFlags
 	s.register(fs)
 	var ff fleetFlags
@@ -71,8 +71,12 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 	replay := fs.String("replay", "", "watch the recording `FILE` made with --record (at the speed it was recorded, or --speed)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	timeout := fs.Duration("timeout", 0, "give up after `D` (exit 2), e.g. 20m; 0 waits for ever")
+	allowRestarts := fs.Int("allow-restarts", 0, "let systemd restart a host's failed unit `N` times before the host counts failed (0: its first failed run fails it)")
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
+	}
+	if *allowRestarts < 0 {
+		return e.fail("watch", "--allow-restarts %d: must be 0 or more", *allowRestarts)
 	}
 	var watched *fleet.Fleet
 	switch {
@@ -112,7 +116,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		watched = f
 	}
 	fl, stop := drive.Follow(ctx, e.stderr, "watch", watched)
-	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout})
+	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code

@@ -196,3 +196,59 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("unknown scenario message = %q", out.String())
 	}
 }
+
+// TestWatchCrashLoop: in the demo's crashloop scenario gpu3's unit
+// (Restart=on-failure) fails in NCCL init after every start. watch counts
+// its first failed run a failure although systemd restarts the unit, and
+// ends (it waited for ever before); --allow-restarts 2 lets two failed
+// runs pass and fails on the third. Every line carries its run.
+func TestWatchCrashLoop(t *testing.T) {
+	for _, tt := range []struct {
+		allow string
+		runs  []int // gpu3's failed lines' runs
+	}{
+		{"0", []int{1}},
+		{"2", []int{1, 2, 3}},
+	} {
+		t.Run("allow-"+tt.allow, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			code := run(ctx, env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }},
+				[]string{"watch", "--demo", "--scenario", "crashloop", "--json", "--speed", "300", "--allow-restarts", tt.allow})
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, exitFailed, errOut.String())
+			}
+			lines := watchLines(t, out.String())
+			sum := watchSummary(t, lines)
+			var gpu3 string
+			for _, h := range sum.Hosts {
+				if h.Host == "gpu3" {
+					gpu3 = h.Outcome
+				} else if h.Outcome != "serving" {
+					t.Errorf("%s: %s, want serving", h.Host, h.Outcome)
+				}
+			}
+			if sum.Outcome != "failed" || gpu3 != "failed" {
+				t.Errorf("summary %s, gpu3 %s; want failed", sum.Outcome, gpu3)
+			}
+			var failedRuns []int
+			for _, l := range lines[:len(lines)-1] {
+				if l.Kind != "host-key" && l.Run < 1 {
+					t.Errorf("line without its run: %+v", l)
+				}
+				if l.Kind == "failed" && l.Host == "gpu3" && !slices.Contains(failedRuns, l.Run) {
+					if l.Cause != "nccl-error" {
+						t.Errorf("gpu3 run %d failed of %q, want nccl-error", l.Run, l.Cause)
+					}
+					failedRuns = append(failedRuns, l.Run)
+				}
+			}
+			// The watch ends once the other hosts serve: gpu3 may have
+			// failed more runs by then, but never fewer.
+			if len(failedRuns) < len(tt.runs) || !slices.Equal(failedRuns[:len(tt.runs)], tt.runs) {
+				t.Errorf("gpu3 failed runs %v, want %v first", failedRuns, tt.runs)
+			}
+		})
+	}
+}

@@ -162,7 +162,8 @@ func median[T ~int64 | ~float64](vs []T) T {
 // history or s is not under way on the path (stopped, serving, failed,
 // restarting, unknown).
 func ETA(exp Expectation, s startup.Startup, now time.Time) (eta time.Time, ok bool) {
-	if !exp.Known() {
+	if !exp.Known() || s.Loop != nil {
+		// A crash-looping unit's next run is no startup on its way.
 		return time.Time{}, false
 	}
 	phase := s.Phase

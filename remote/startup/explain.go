@@ -87,7 +87,13 @@ func (x *Explainer) Finish() Explanation {
 	x.keep(x.tracker.End(x.last))
 	st := x.tracker.State()
 	out := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: x.changes, EngineVersion: x.version}
-	switch st.Phase {
+	// The verdict is the last run's: a run that failed is failed while
+	// systemd schedules its restart too.
+	end := st.Phase
+	if n := len(st.Runs); n > 0 && st.Runs[n-1].Failed() {
+		end = Failed
+	}
+	switch end {
 	case Failed:
 		out.Outcome = OutcomeFailed
 	case Serving:

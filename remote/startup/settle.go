@@ -67,7 +67,9 @@ func (s *Settler) Provisional(st Startup, unitRun string, wall time.Time) (provi
 // and either not yet explained, or its end not yet read, or not the run
 // the unit's state names.
 func (s *Settler) waits(st Startup, unitRun string) bool {
-	if st.Phase != Failed {
+	// A run that failed and waits for systemd's restart of the unit
+	// (Restart=) is as failed: its cause settles the same way.
+	if st.Phase != Failed && !(st.Phase == Restarting && st.Diag != nil) {
 		return false
 	}
 	named := unitRun != "" && unitRun == st.InvocationID

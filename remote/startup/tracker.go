@@ -109,6 +109,23 @@ type Tracker struct {
 	// dp are the data-parallel ranks' latest stats samples, by DP rank
 	// (applyDP); nil for an engine that prints one stats line a step.
 	dp []dpGroup
+
+	// runs are the runs before the current one, oldest first (at most
+	// MaxRuns-1); runN is how many runs ended before the current one.
+	runs []Run
+	runN int
+	// served is set once the current run served; runPID is the main PID
+	// its lines carry in pasted text (0 when they name none), pastPIDs
+	// those of the runs before, lineAt the host time of its last line.
+	served   bool
+	runPID   int
+	pastPIDs []int
+	lineAt   time.Time
+	// loop is the crash loop the ended runs make (Runs 0: none);
+	// startLimit says systemd gave up starting the unit.
+	loop       CrashLoop
+	loopEnd    time.Time // when the loop's latest failed run failed
+	startLimit bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -198,7 +215,17 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
 	}
 	t.checkServing(ev.Time, &out)
+	t.stampRun(out)
 	return out
+}
+
+// stampRun numbers the changes not yet numbered with the current run.
+func (t *Tracker) stampRun(out []Change) {
+	for i := range out {
+		if out[i].Run == 0 {
+			out[i].Run = t.runN + 1
+		}
+	}
 }
 
 // Tick re-evaluates time-based state at host time now: a phase that has
@@ -207,6 +234,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 func (t *Tracker) Tick(now time.Time) []Change {
 	var out []Change
 	t.path.tick(now, &out)
+	t.stampRun(out)
 	return out
 }
 
@@ -218,7 +246,101 @@ func (t *Tracker) State() Startup {
 	s.Diag = t.st.Diag.clone()
 	s.Modes = slices.Clone(t.modes)
 	s.Stats = t.st.Stats.clone()
+	if t.begun() {
+		s.Run = t.runN + 1
+		s.Runs = make([]Run, 0, len(t.runs)+1)
+		for _, r := range t.runs {
+			r.Spans = slices.Clone(r.Spans)
+			r.Diag = r.Diag.clone()
+			s.Runs = append(s.Runs, r)
+		}
+		cur := t.currentRun()
+		s.Runs = append(s.Runs, cur)
+		s.Loop = t.crashLoop(cur)
+	}
 	return s
+}
+
+// extendLoop is loop with run r, ended, added: a failed run that started
+// within LoopGap of the loop's latest failure continues it, another
+// failed run begins one, and a run that did not fail ends it.
+func extendLoop(loop CrashLoop, loopEnd time.Time, r Run) (CrashLoop, time.Time) {
+	if !r.Failed() {
+		return CrashLoop{}, time.Time{}
+	}
+	cause, summary, hint := CauseUnitFailed, "", ""
+	if r.Diag != nil {
+		cause, summary, hint = r.Diag.Cause, r.Diag.Summary, r.Diag.Hint
+	}
+	if loop.Runs == 0 || r.Start.Sub(loopEnd) > LoopGap {
+		return CrashLoop{Runs: 1, Cause: cause, Summary: summary, Hint: hint}, r.End
+	}
+	loop.Runs++
+	if loop.Cause != cause {
+		loop.Cause = CausesVary
+	}
+	loop.Summary, loop.Hint = summary, hint
+	return loop, r.End
+}
+
+// crashLoop is the crash loop the runs make with cur, the current run, or
+// nil: LoopRuns failed runs in a row while cur failed too or is still on
+// its way (a served or stopped run ends the loop), or systemd gave up.
+func (t *Tracker) crashLoop(cur Run) *CrashLoop {
+	loop, loopEnd := t.loop, t.loopEnd
+	switch {
+	case cur.Failed():
+		loop, _ = extendLoop(loop, loopEnd, cur)
+	case t.served || t.path.under == Stopped && !t.startLimit:
+		return nil
+	case loop.Runs > 0 && cur.Start.Sub(loopEnd) > LoopGap:
+		return nil
+	}
+	loop.StartLimit = t.startLimit
+	if loop.Runs < LoopRuns && !loop.StartLimit {
+		return nil
+	}
+	return &loop
+}
+
+// begun reports whether a run of the unit has begun: a start, an
+// invocation id, a phase or a failure seen.
+func (t *Tracker) begun() bool {
+	return !t.st.StartedAt.IsZero() || t.st.InvocationID != "" || t.path.hasTrail() || t.ledger.failed
+}
+
+// currentRun is the current run as it stands, its slices its own.
+func (t *Tracker) currentRun() Run {
+	r := Run{N: t.runN + 1, InvocationID: t.st.InvocationID, Start: t.st.StartedAt, Reached: t.path.lastPath, Outcome: t.path.under, Spans: slices.Clone(t.path.spans)}
+	if len(r.Spans) > 0 && (r.Start.IsZero() || r.Spans[0].Start.Before(r.Start)) {
+		r.Start = r.Spans[0].Start
+	}
+	switch {
+	case t.ledger.failed:
+		r.Outcome, r.End, r.Diag = Failed, t.ledger.failAt, t.st.Diag.clone()
+	case t.served:
+		r.Outcome = Serving
+		if t.path.under == Stopped {
+			r.End = t.path.underSince
+		}
+	case t.path.under == Stopped || t.path.under == Restarting:
+		r.Outcome, r.End = Stopped, t.path.underSince
+	}
+	return r
+}
+
+// retireRun keeps the current run among the earlier ones as it ended.
+func (t *Tracker) retireRun() {
+	if !t.begun() {
+		return
+	}
+	r := t.currentRun()
+	t.loop, t.loopEnd = extendLoop(t.loop, t.loopEnd, r)
+	t.runs = append(t.runs, r)
+	if len(t.runs) > MaxRuns-1 {
+		t.runs = slices.Delete(t.runs, 0, len(t.runs)-(MaxRuns-1))
+	}
+	t.runN++
 }
 
 func (d *Diagnosis) clone() *Diagnosis {
@@ -237,6 +359,9 @@ func (d *Diagnosis) clone() *Diagnosis {
 // newInvocation starts a fresh run of the unit: what was learnt about the
 // previous one is dropped, except the engine and the restart count.
 func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
+	t.stampRun(*out) // what was said so far is of the run that ends
+	t.retireRun()
+	t.served, t.runPID, t.startLimit = false, 0, false
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
 		if t.st.InvocationID != "" {
 			t.retired = append(t.retired, t.st.InvocationID)
@@ -290,7 +415,7 @@ func (t *Tracker) switchInvocation(id string, at time.Time, out *[]Change) bool 
 // restartOver tells whether the phase shows the previous run has ended,
 // so that a start signal without an invocation id begins a new run.
 func (t *Tracker) restartOver() bool {
-	return !t.st.StartedAt.IsZero() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
+	return t.begun() && (t.ledger.failed || t.path.under == Restarting || t.path.under == Stopped)
 }
 
 // countRestarts follows the unit's restart counter. The first reading is
@@ -331,6 +456,13 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 	if u.Result != "" {
 		t.ledger.result = u.Result
 	}
+	switch {
+	case u.Result == "start-limit-hit":
+		t.startLimit = true
+	case u.ActiveState == "inactive" && u.Result == "success":
+		// reset-failed: systemd forgot the failures and its start limit.
+		t.startLimit = false
+	}
 	failing := u.Result != "" && u.Result != "success"
 	switch u.SubState {
 	case "stop", "stop-sigterm", "stop-sigkill", "stop-watchdog":
@@ -349,6 +481,12 @@ func (t *Tracker) applyUnit(u *event.Unit, at time.Time, out *[]Change) {
 		// result, so this is the new run starting, not failing.
 	case u.ActiveState == "failed":
 		t.fail(at, out)
+		if t.path.under == Restarting {
+			// The restart systemd scheduled did not come (the start
+			// limit refused it; systemd 252 keeps the last run's
+			// result): the unit is failed for good.
+			t.path.enter(Failed, at, out)
+		}
 	case u.ActiveState == "activating" || u.ActiveState == "active":
 		if u.InvocationID == "" && t.restartOver() {
 			t.newInvocation("", at, out)
@@ -390,6 +528,7 @@ func (t *Tracker) checkServing(at time.Time, out *[]Change) {
 	if (t.opts.RequireProbe || t.probeSeen) && !t.st.ProbeOK {
 		return
 	}
+	t.served = true
 	t.path.enter(Serving, at, out)
 }
 
@@ -408,6 +547,7 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 		t.applySys(k, j, at, out)
 		return
 	}
+	t.followPID(j, at, out)
 	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
@@ -482,6 +622,33 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 				t.updateDiag(at, out)
 			}
 		}
+	}
+}
+
+// followPID follows the main PID of pasted text (journalctl's
+// `ident[PID]:`, where no invocation id says which run a line is of): a
+// PID not seen before, after a run that ended or whose last word was an
+// error, is systemd's next run of the unit, the old process gone with the
+// line before.
+func (t *Tracker) followPID(j *event.Journal, at time.Time, out *[]Change) {
+	defer func() { t.lineAt = at }()
+	if j.InvocationID != "" || j.PID <= 1 {
+		return
+	}
+	switch {
+	case t.runPID == 0:
+		t.runPID = j.PID
+	case j.PID == t.runPID || slices.Contains(t.pastPIDs, j.PID):
+	case t.restartOver() || t.pendingFailure():
+		prev := t.runPID
+		*out = append(*out, t.End(t.lineAt)...)
+		t.newInvocation("", at, out)
+		t.pastPIDs = append(t.pastPIDs, prev)
+		if len(t.pastPIDs) > MaxRuns {
+			t.pastPIDs = t.pastPIDs[1:]
+		}
+		t.runPID = j.PID
+		t.st.UnitActive = true
 	}
 }
 
@@ -572,6 +739,7 @@ func (t *Tracker) End(at time.Time) []Change {
 	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
+	t.stampRun(out)
 	return out
 }
 
@@ -778,7 +946,14 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.path.enter(Starting, at, out)
 		}
 	case sysStarted:
-		if t.restartOver() && t.path.under != Stopped {
+		switch {
+		case t.restartOver() && j.InvocationID == "":
+			// Pasted text: systemd started the unit again after the
+			// run ended (Type=simple prints no "Starting" first).
+			t.newInvocation("", at, out)
+		case t.restartOver() && t.path.under != Stopped:
+			// The ended run's own "Started", replayed from the
+			// journal's backlog after its end.
 			return
 		}
 		t.st.UnitActive = true
@@ -802,6 +977,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 			t.ledger.unitCause = "host-oom-kill"
 		case "start-limit-hit":
 			t.ledger.unitCause = "start-limit-hit"
+			t.startLimit = true
 		case "":
 		default:
 			t.ledger.result = r
@@ -811,6 +987,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.st.LogEnded = true
 		t.ledger.addExit(msg)
 		t.ledger.unitCause = "start-limit-hit"
+		t.startLimit = true
 		t.fail(at, out)
 	case sysOOM:
 		t.addCand(&hostOOMRule, msg, at, "", out)
@@ -844,7 +1021,9 @@ var hostOOMRule = compiledFailure{FailureRule: FailureRule{
 // and builds its diagnosis.
 func (t *Tracker) fail(at time.Time, out *[]Change) {
 	t.ledger.fail(at)
-	if t.path.under != Failed && t.path.under != Restarting {
+	// A run waiting for its restart stays restarting, unless systemd gave
+	// up on the restart.
+	if t.path.under != Failed && (t.path.under != Restarting || t.startLimit) {
 		t.path.enter(Failed, at, out)
 	}
 	t.updateDiag(at, out)

@@ -153,6 +153,90 @@ type Startup struct {
 	// Stats is what the engine's periodic stats lines said in this
 	// invocation (throughput, requests, KV use); nil before the first.
 	Stats *Stats `json:"stats,omitempty"`
+
+	// Run is the number of the current run, 1 for the first seen; 0
+	// before the unit has started.
+	Run int `json:"run,omitempty"`
+	// Runs are the latest runs, oldest first, the current one last (at
+	// most MaxRuns: older ones are dropped, their numbers kept).
+	Runs []Run `json:"runs,omitempty"`
+	// Loop is set while the unit is in a crash loop: LoopRuns failed runs
+	// in a row or more, the latest run failed or still starting, or
+	// systemd gave up starting it (start-limit-hit).
+	Loop *CrashLoop `json:"crash_loop,omitempty"`
+}
+
+// CrashLoop says the unit keeps failing: systemd (or someone) starts it
+// again and it fails again.
+type CrashLoop struct {
+	// Runs counts the failed runs in a row, each started within LoopGap
+	// of the failure before.
+	Runs int `json:"runs"`
+	// Cause is the runs' common cause, or CausesVary; Summary and Hint
+	// are the latest failed run's.
+	Cause   string `json:"cause"`
+	Summary string `json:"summary,omitempty"`
+	Hint    string `json:"hint,omitempty"`
+	// StartLimit says systemd gave up starting the unit
+	// (start-limit-hit, "Start request repeated too quickly"): it stays
+	// failed until reset-failed.
+	StartLimit bool `json:"start_limit_hit,omitempty"`
+}
+
+// CausesVary is a crash loop's cause when its runs failed for different
+// causes.
+const CausesVary = "causes vary"
+
+// LoopRuns is how many failed runs in a row make a crash loop; LoopGap
+// is how soon after a failure the next run must start to continue one
+// (systemd's RestartSec, or a person's quick retry).
+const (
+	LoopRuns = 2
+	LoopGap  = 10 * time.Minute
+)
+
+// MaxRuns is how many runs a Startup keeps.
+const MaxRuns = 10
+
+// Run is one start of the unit: it begins where systemd starts the unit
+// (a new invocation id, its "Started" line after a run ended, a new main
+// PID in pasted text) and ends where the process is gone.
+type Run struct {
+	// N is the run's number, 1 for the first seen.
+	N            int       `json:"run"`
+	InvocationID string    `json:"invocation_id,omitempty"`
+	Start        time.Time `json:"start"`
+	// End is when the run failed or stopped; zero while it runs.
+	End time.Time `json:"end,omitzero"`
+	// Reached is the furthest path phase the run got to.
+	Reached Phase `json:"reached"`
+	// Outcome is how the run ended: failed, serving (it served, whether
+	// or not it was stopped since), stopped; while it runs, the phase it
+	// is in.
+	Outcome Phase `json:"outcome"`
+	// Spans are the run's phases in order.
+	Spans []Span `json:"spans,omitempty"`
+	// Diag says why a failed run failed.
+	Diag *Diagnosis `json:"diagnosis,omitempty"`
+}
+
+// Failed reports whether the run ended in failure.
+func (r Run) Failed() bool { return r.Outcome == Failed }
+
+// Cause is a failed run's cause, "" for any other.
+func (r Run) Cause() string {
+	if r.Outcome != Failed || r.Diag == nil {
+		return ""
+	}
+	return r.Diag.Cause
+}
+
+// Duration is how long the run lasted, measured to now while it runs.
+func (r Run) Duration(now time.Time) time.Duration {
+	if r.End.IsZero() {
+		return now.Sub(r.Start)
+	}
+	return r.End.Sub(r.Start)
 }
 
 // ChangeKind says what a Change reports.
@@ -180,4 +264,6 @@ type Change struct {
 	Progress Progress   `json:"progress"`
 	// Stats is the sample a ChangeStats reports.
 	Stats *Sample `json:"stats,omitempty"`
+	// Run is the number of the run the change is of (Startup.Run).
+	Run int `json:"run,omitempty"`
 }

@@ -66,7 +66,8 @@ func Count(hosts []remote.HostState) Counts {
 		switch p := h.Startup.Phase; {
 		case p == startup.Serving:
 			c.Serving++
-		case p == startup.Failed:
+		case p == startup.Failed || h.Startup.Loop != nil:
+			// A crash loop is a failure, whatever run it is in.
 			c.Failed++
 		case starting(p):
 			c.Starting++

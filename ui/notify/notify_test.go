@@ -285,3 +285,13 @@ func TestCheckDesktop(t *testing.T) {
 		}
 	}
 }
+
+// TestCountCrashLoop: a host whose unit crash-loops counts failed in the
+// header and the title, whatever run it is in.
+func TestCountCrashLoop(t *testing.T) {
+	hs := fleet("gpu1=serving", "gpu2=init", "gpu3=restarting")
+	hs[1].Startup.Loop = &startup.CrashLoop{Runs: 3, Cause: "nccl-error"}
+	if c := Count(hs); c.Failed != 1 || c.Starting != 1 || c.Serving != 1 {
+		t.Errorf("counts %+v, want 1 serving, 1 failed (the loop), 1 starting", c)
+	}
+}

@@ -18,14 +18,18 @@ import (
 type WatchOptions struct {
 	JSON    bool
 	Timeout time.Duration // 0 = none
+	// AllowRestarts is how many failed runs of a host's unit systemd may
+	// restart before the watch counts the host failed; 0: the first.
+	AllowRestarts int
 }
 
 // errTimedOut is the cause of a watch's context when --timeout passed.
 var errTimedOut = errors.New("timeout")
 
 // Watch prints one line per phase change, failure, unit-state change and
-// host key learned until every host has settled (remote.HostState.Settled),
-// the timeout passes, or ctx ends, and returns the exit code.
+// host key learned until every host has settled (it serves, or a run of
+// it failed with a settled cause: runVerdicts), the timeout passes, or
+// ctx ends, and returns the exit code.
 func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptions) int {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -33,7 +37,13 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		defer cancel()
 	}
 	started := map[string]time.Time{}
-	hosts, err := fl.Watch(ctx, func(b remote.Batch) {
+	runs := newRunVerdicts(opts.AllowRestarts)
+	var hosts []remote.HostState
+	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
+		if len(b.Hosts) > 0 {
+			hosts = b.Hosts
+		}
+		runs.see(b.Hosts)
 		for _, h := range b.Hosts {
 			if !h.Startup.StartedAt.IsZero() {
 				started[h.Name] = h.Startup.StartedAt
@@ -45,7 +55,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,
 		// and a line past it would depend on where the batch was cut.
-		final := remote.AllSettled(b.Hosts)
+		final := runs.allDone(b.Hosts)
 		var cut time.Time
 		for _, c := range b.Changes {
 			if c.Kind != startup.ChangeStats && c.Time.After(cut) {
@@ -58,8 +68,9 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			}
 			output.Change(w, c, started[c.Host], opts.JSON)
 		}
+		return final
 	})
-	code, word, msg := Outcome(hosts), "serving", ""
+	code, word, msg := runs.outcome(hosts), "serving", ""
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
 		code, word, msg = cli.ExitTimeout, "timeout", "timeout after "+opts.Timeout.String()
@@ -77,7 +88,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		word = "failed"
 	}
 	if opts.JSON {
-		output.WatchSummary(w, "watch", hosts, word, code, msg)
+		output.WatchSummary(w, "watch", runs.asSettled(hosts), word, code, msg)
 	}
 	return code
 }

@@ -3,6 +3,7 @@ package output
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
@@ -22,7 +23,13 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 	}
 	timed, lines := lg.Timed, lg.Lines
 	l := Line{Kind: "summary", Command: "explain", Outcome: string(x.Outcome), Exit: &exit,
-		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, EngineVersion: x.EngineVersion, Phase: string(st.Phase)}
+		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, EngineVersion: x.EngineVersion, Phase: string(st.Phase), Run: st.Run}
+	if len(st.Runs) > 1 {
+		// The trail and diagnosis are the last run's; runs holds each.
+		for _, r := range st.Runs {
+			l.Runs = append(l.Runs, RunOf(r))
+		}
+	}
 	for _, sp := range st.Spans {
 		l.Trail = append(l.Trail, SpanOf(sp))
 	}
@@ -36,7 +43,9 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 }
 
 // Explain prints the trail with timings, then the verdict, cause,
-// hint, evidence and fix.
+// hint, evidence and fix. A log of several runs of the unit (systemd
+// restarted it) lists them first, then prints a block per run: its start,
+// trail and verdict, the last run's in full, since the verdict is its.
 func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary) {
 	st := x.Startup
 	engine := st.Engine
@@ -47,19 +56,114 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 		engine += " " + sanitize.String(x.EngineVersion)
 	}
 	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
-	for _, sp := range st.Spans {
+	if len(st.Runs) < 2 {
+		explainTrail(w, st.Spans, lg.Timed)
+		explainVerdict(w, x.Outcome, st)
+		return
+	}
+	last := st.Runs[len(st.Runs)-1]
+	fmt.Fprintf(w, "%d runs of the unit (systemd started it again); the verdict is run %d's\n", st.Run, last.N)
+	if first := st.Runs[0].N; first > 1 {
+		fmt.Fprintf(w, "  runs 1-%d: before the runs kept\n", first-1)
+	}
+	for _, r := range st.Runs {
+		fmt.Fprintf(w, "  run %-3d %s\n", r.N, runLine(r, lg.Timed))
+	}
+	for _, r := range st.Runs[:len(st.Runs)-1] {
+		fmt.Fprintf(w, "run %d%s\n", r.N, runStart(r, lg.Timed))
+		explainTrail(w, r.Spans, lg.Timed)
+		fmt.Fprintln(w, runVerdict(r))
+		if d := r.Diag; d != nil && r.Failed() {
+			fmt.Fprintf(w, "  hint: %s\n", d.Hint)
+			if len(d.Evidence) > 0 {
+				fmt.Fprintf(w, "  evidence: %s\n", d.Evidence[0])
+			}
+		}
+	}
+	fmt.Fprintf(w, "run %d%s\n", last.N, runStart(last, lg.Timed))
+	explainTrail(w, st.Spans, lg.Timed)
+	explainVerdict(w, x.Outcome, st)
+}
+
+// runStart is " · started <time>" where the log is timed.
+func runStart(r startup.Run, timed bool) string {
+	if !timed || r.Start.IsZero() {
+		return ""
+	}
+	return " · started " + r.Start.Format(time.DateTime)
+}
+
+// runLine is a run in one line: when it started, how it ended, after how
+// long and, failed, why.
+func runLine(r startup.Run, timed bool) string {
+	var b strings.Builder
+	if timed && !r.Start.IsZero() {
+		b.WriteString(r.Start.Format(time.DateTime) + "  ")
+	}
+	switch {
+	case r.Failed():
+		fmt.Fprintf(&b, "failed in %s", failedIn(r))
+	case r.Outcome == startup.Serving:
+		b.WriteString("served")
+	case r.Outcome == startup.Stopped:
+		fmt.Fprintf(&b, "stopped in %s before it served", reachedOf(r))
+	default:
+		fmt.Fprintf(&b, "in %s", r.Outcome)
+	}
+	if timed && !r.End.IsZero() {
+		fmt.Fprintf(&b, " after %s", r.Duration(r.End).Round(time.Second))
+	}
+	if c := r.Cause(); c != "" {
+		fmt.Fprintf(&b, " [%s]", c)
+	}
+	return b.String()
+}
+
+// runVerdict is an earlier run's verdict line.
+func runVerdict(r startup.Run) string {
+	switch {
+	case r.Failed() && r.Diag != nil:
+		return fmt.Sprintf("FAILED in %s: %s [%s]", r.Diag.Phase, r.Diag.Summary, r.Diag.Cause)
+	case r.Failed():
+		return "FAILED"
+	case r.Outcome == startup.Serving:
+		return "SERVED, then stopped"
+	default:
+		return fmt.Sprintf("STOPPED in %s before it served", reachedOf(r))
+	}
+}
+
+func failedIn(r startup.Run) startup.Phase {
+	if r.Diag != nil {
+		return r.Diag.Phase
+	}
+	return reachedOf(r)
+}
+
+func reachedOf(r startup.Run) startup.Phase {
+	if r.Reached == "" {
+		return startup.Starting
+	}
+	return r.Reached
+}
+
+func explainTrail(w io.Writer, spans []startup.Span, timed bool) {
+	for _, sp := range spans {
 		d := "—"
 		switch {
 		case sp.Inferred:
 			d = "(its begin is not in the log)"
-		case lg.Timed && !sp.End.IsZero():
+		case timed && !sp.End.IsZero():
 			d = sp.End.Sub(sp.Start).Round(time.Second).String()
-		case lg.Timed:
+		case timed:
 			d = "…"
 		}
 		fmt.Fprintf(w, "  %-14s %s\n", sp.Phase, d)
 	}
-	switch x.Outcome {
+}
+
+func explainVerdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
+	switch outcome {
 	case startup.OutcomeServed:
 		fmt.Fprintln(w, "SERVED: the engine said it is ready")
 	case startup.OutcomeUndecided:

@@ -69,6 +69,11 @@ type Line struct {
 	KernelMode string   `json:"kernel_mode,omitempty"`
 	FailedIn   string   `json:"failed_in,omitempty"`
 	Invocation string   `json:"invocation,omitempty"`
+	// Run is the number of the unit's run a line is of, 1 for the first
+	// seen: systemd restarting the unit begins the next.
+	Run int `json:"run,omitempty"`
+	// Runs are explain's runs of the unit, when the log holds more than one.
+	Runs []RunOut `json:"runs,omitempty"`
 	// stats: the engine's latest stats line, while serving
 	Stats *Stats `json:"stats,omitempty"`
 
@@ -133,6 +138,32 @@ type Span struct {
 	End      string   `json:"end,omitempty"`
 	Seconds  *float64 `json:"seconds,omitempty"`
 	Inferred bool     `json:"inferred,omitempty"`
+}
+
+// RunOut is one run of the unit in the v1 schema: its number, start
+// and end, how far it got, how it ended and, failed, why.
+type RunOut struct {
+	Run     int      `json:"run"`
+	Start   string   `json:"start,omitempty"`
+	End     string   `json:"end,omitempty"`
+	Seconds *float64 `json:"seconds,omitempty"`
+	Reached string   `json:"reached,omitempty"`
+	Outcome string   `json:"outcome"`
+	Cause   string   `json:"cause,omitempty"`
+	Trail   []Span   `json:"trail,omitempty"`
+}
+
+// RunOf is r in the v1 schema.
+func RunOf(r startup.Run) RunOut {
+	out := RunOut{Run: r.N, Start: JSONTime(r.Start), End: JSONTime(r.End), Reached: string(r.Reached), Outcome: string(r.Outcome), Cause: r.Cause()}
+	if !r.Start.IsZero() && !r.End.IsZero() {
+		s := r.End.Sub(r.Start).Round(time.Second).Seconds()
+		out.Seconds = &s
+	}
+	for _, sp := range r.Spans {
+		out.Trail = append(out.Trail, SpanOf(sp))
+	}
+	return out
 }
 
 // SpanOf is sp in the v1 schema.
@@ -227,10 +258,10 @@ func Schema() []Kind {
 		{"refused", "the fleet's door refused an action", []string{"host", "action", "err"}, nil},
 		{"action", "an action's outcome: stage started, progress, done or failed", []string{"host", "action", "stage"}, []string{"percent", "detail", "err"}},
 		{"host-key", "watch: a host key learned on first contact", []string{"host", "summary"}, []string{"latency"}},
-		{"phase", "a followed startup entered a phase (unknown: the host is not reached, conn_error says why)", []string{"host", "phase"}, []string{"from", "progress", "elapsed", "latency", "conn_error"}},
-		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed", "latency"}},
-		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "latency", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
-		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency"}},
+		{"phase", "a followed startup entered a phase (unknown: the host is not reached, conn_error says why)", []string{"host", "phase"}, []string{"from", "progress", "elapsed", "latency", "conn_error", "run"}},
+		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed", "latency", "run"}},
+		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "latency", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run"}},
+		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency", "run"}},
 		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
 		{"status", "status: one host's state", []string{"host", "restarts"},
@@ -244,7 +275,7 @@ func Schema() []Kind {
 		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},
 		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
-			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run", "runs"}},
 	}
 }
 
@@ -260,7 +291,7 @@ func FieldType() map[string]string {
 		"command": "string", "exit": "number", "outcome": "string", "hosts": "[host]", "latency": "number",
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
-		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "engine_version": "string", "trail": "[span]",
+		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "engine_version": "string", "trail": "[span]", "run": "number", "runs": "[run]",
 		"port": "number", "also": "[string]", "config": "string",
 		"id": "number", "timed_out": "bool", "to": "string", "plan": "string", "before": "rate", "after": "rate", "ratio": "number", "slower": "bool",
 	}
@@ -384,7 +415,7 @@ func (p ActionsJSON) Change(c remote.HostChange, started time.Time) {
 // began, for elapsed; c.Seen, when known, for latency): watch's and the
 // changing commands' lines are one shape.
 func changeLine(c remote.HostChange, started time.Time) Line {
-	l := Line{Time: JSONTime(c.Time), Kind: string(c.Kind), Host: c.Host, Phase: string(c.Phase), From: string(c.From), Unit: c.Unit}
+	l := Line{Time: JSONTime(c.Time), Kind: string(c.Kind), Host: c.Host, Phase: string(c.Phase), From: string(c.From), Unit: c.Unit, Run: c.Run}
 	if c.Progress.Known() {
 		l.Progress = &Progress{Done: c.Progress.Done, Total: c.Progress.Total, Label: c.Progress.Label}
 	}
@@ -563,6 +594,24 @@ func checkType(typ string, raw json.RawMessage) error {
 				for f := range sp {
 					if f != "phase" && f != "start" && f != "end" && f != "seconds" && f != "inferred" {
 						return fmt.Errorf("%s: a span has no field %q", raw, f)
+					}
+				}
+			}
+		}
+	case "[run]":
+		var runs []map[string]json.RawMessage
+		if err = json.Unmarshal(raw, &runs); err == nil {
+			for _, r := range runs {
+				if checkType("number", r["run"]) != nil || checkType("string", r["outcome"]) != nil {
+					return fmt.Errorf("%s: every run wants its run number and outcome", raw)
+				}
+				for f, v := range r {
+					typ, ok := map[string]string{"run": "number", "start": "time", "end": "time", "seconds": "number", "reached": "string", "outcome": "string", "cause": "string", "trail": "[span]"}[f]
+					if !ok {
+						return fmt.Errorf("%s: a run has no field %q", raw, f)
+					}
+					if checkType(typ, v) != nil {
+						return fmt.Errorf("%s: a run's %s wants a %s", raw, f, typ)
 					}
 				}
 			}

@@ -99,6 +99,9 @@ func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
 		}
 	case startup.ChangeFail:
 		fmt.Fprintf(&b, "FAILED in %s", failedIn)
+		if c.Run > 1 {
+			fmt.Fprintf(&b, " (run %d)", c.Run) // systemd started the unit again
+		}
 		if elapsed != "" {
 			fmt.Fprintf(&b, " at +%s", elapsed)
 		}

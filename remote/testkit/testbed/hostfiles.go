@@ -43,6 +43,16 @@ type HostOptions struct {
 	// Restart is the unit's Restart= (default "no"; "on-failure" for
 	// crash-loop tests).
 	Restart string
+	// RestartSec is the unit's RestartSec= when it restarts (default
+	// "1"), e.g. "2" or "200ms".
+	RestartSec string
+	// StartLimitBurst, when above 0, gives the unit systemd's start
+	// limit: after that many starts within StartLimitInterval (default
+	// "60") systemd refuses the next (start-limit-hit, "Start request
+	// repeated too quickly") and the unit stays failed until
+	// reset-failed. 0: no start limit, so that a test sees the loop.
+	StartLimitBurst    int
+	StartLimitInterval string
 	// Enable starts the service (Unit) at boot. Off by default: tests start it
 	// themselves to watch a startup from its first line.
 	Enable bool
@@ -139,7 +149,18 @@ func unitFile(o HostOptions) (string, error) {
 	args = append(args, o.Args...)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by bringup's testbed: infersim standing in for %s.\n", server)
-	fmt.Fprintf(&b, "[Unit]\nDescription=%s inference server (infersim)\nAfter=network.target\n\n[Service]\nType=simple\n", server)
+	fmt.Fprintf(&b, "[Unit]\nDescription=%s inference server (infersim)\nAfter=network.target\n", server)
+	if o.StartLimitBurst > 0 {
+		interval := o.StartLimitInterval
+		if interval == "" {
+			interval = "60"
+		}
+		if strings.ContainsAny(interval, " \t\n\"'\\%$") {
+			return "", fmt.Errorf("start limit interval %q: not a time span", interval)
+		}
+		fmt.Fprintf(&b, "StartLimitIntervalSec=%s\nStartLimitBurst=%d\n", interval, o.StartLimitBurst)
+	}
+	b.WriteString("\n[Service]\nType=simple\n")
 	for _, k := range keys {
 		q, err := unitQuote(k + "=" + env[k])
 		if err != nil {
@@ -157,8 +178,19 @@ func unitFile(o HostOptions) (string, error) {
 	}
 	fmt.Fprintf(&b, "ExecStart=%s\nRestart=%s\n", strings.Join(quoted, " "), restart)
 	if restart != "no" {
-		// Quick restarts, and no start limit hit before a test sees the loop.
-		b.WriteString("RestartSec=1\nStartLimitIntervalSec=0\n")
+		// Quick restarts, and no start limit hit before a test sees the
+		// loop, unless the test asked for one.
+		sec := o.RestartSec
+		if sec == "" {
+			sec = "1"
+		}
+		if strings.ContainsAny(sec, " \t\n\"'\\%$") {
+			return "", fmt.Errorf("RestartSec %q: not a time span", sec)
+		}
+		fmt.Fprintf(&b, "RestartSec=%s\n", sec)
+		if o.StartLimitBurst <= 0 {
+			b.WriteString("StartLimitIntervalSec=0\n")
+		}
 	}
 	b.WriteString("\n[Install]\nWantedBy=multi-user.target\n")
 	return b.String(), nil

@@ -31,6 +31,12 @@ func TestUnitFile(t *testing.T) {
 			"Environment=KDTREE_MODE=validate\n", "--tp 8 --disable-cuda-graph\n", "Restart=on-failure\n",
 			"StartLimitIntervalSec=0\n", `Environment="INFERSIM_FAIL=oom at 50%%"` + "\n", "Environment=INFERSIM_WEIGHTS_SECONDS=0\n",
 		}, []string{"KDTREE_MODE=off", "INFERSIM_WEIGHTS_SECONDS=4"}},
+		{"restart policy: RestartSec, no start limit", HostOptions{Restart: "on-failure", RestartSec: "2", Env: map[string]string{"INFERSIM_FAIL": "crashloop"}}, []string{
+			"Restart=on-failure\nRestartSec=2\nStartLimitIntervalSec=0\n", "Environment=INFERSIM_FAIL=crashloop\n",
+		}, []string{"StartLimitBurst", "RestartSec=1\n"}},
+		{"start limit", HostOptions{Restart: "on-failure", RestartSec: "200ms", StartLimitBurst: 3, StartLimitInterval: "120"}, []string{
+			"After=network.target\nStartLimitIntervalSec=120\nStartLimitBurst=3\n\n[Service]\n", "Restart=on-failure\nRestartSec=200ms\n\n[Install]",
+		}, []string{"StartLimitIntervalSec=0"}},
 		{"vLLM", HostOptions{Engine: EngineVLLM, KernelMode: "validate", Args: []string{"--enforce-eager"}}, []string{
 			"standing in for vLLM", "Description=vLLM inference server (infersim)\n", "Environment=INFERSIM_ENGINE=vllm\n", "Environment=KDTREE_MODE=validate\n",
 			"ExecStart=/usr/local/bin/infersim --engine vllm serve /models/demo --port 30000 --tensor-parallel-size 8 --enforce-eager\n",
