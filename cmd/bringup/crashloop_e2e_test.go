@@ -152,7 +152,7 @@ func TestCrashLoopOnTestbed(t *testing.T) {
 			t.Errorf("gpu2's unit %s, want failed", st)
 		}
 		p.keys("j", "x")
-		p.waitFor("the reset-failed dialog", regexp.MustCompile(`(?i)reset-failed`), 10*time.Second)
+		p.waitFor("the reset-failed dialog", regexp.MustCompile(`Reset the failed state of sglang.service on gpu2`), 10*time.Second)
 		p.keys("Enter")
 		deadline := time.Now().Add(30 * time.Second)
 		for {
