@@ -146,6 +146,10 @@ type Fleet struct {
 	bg         sync.WaitGroup
 }
 
+// Now is the fleet's clock's time: host time, the demo's simulated time
+// under a simulated clock.
+func (f *Fleet) Now() time.Time { return f.opts.Clock.Now() }
+
 // New returns a fleet over the given hosts. Host names must be unique.
 func New(hosts []HostSpec, opts Options) (*Fleet, error) {
 	if opts.Clock == nil {

@@ -1,6 +1,8 @@
 package drive
 
 import (
+	"time"
+
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -12,13 +14,17 @@ import (
 // the restarts allowed.
 type runVerdicts struct {
 	allow int
+	// since is when the watch began: a run that ended before it is
+	// history the journal's backlog replays (the failure someone
+	// already reset), not a failure of this watch.
+	since time.Time
 	// failed holds, per host, the numbers of its runs seen failed with a
 	// settled cause (at most allow+1: one more decides).
 	failed map[string]map[int]bool
 }
 
-func newRunVerdicts(allow int) *runVerdicts {
-	return &runVerdicts{allow: max(0, allow), failed: map[string]map[int]bool{}}
+func newRunVerdicts(allow int, since time.Time) *runVerdicts {
+	return &runVerdicts{allow: max(0, allow), since: since, failed: map[string]map[int]bool{}}
 }
 
 // see notes the failed runs of hosts whose cause has settled: a run that
@@ -31,6 +37,9 @@ func (v *runVerdicts) see(hosts []remote.HostState) {
 		for _, r := range st.Runs {
 			current := r.N == st.Run
 			if !r.Failed() || current && (h.Provisional || st.Phase != startup.Failed && st.Phase != startup.Restarting) {
+				continue
+			}
+			if !current && !r.End.IsZero() && r.End.Before(v.since) {
 				continue
 			}
 			set := v.failed[h.Name]

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"testing"
+	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/remote"
@@ -19,12 +20,19 @@ func loopHost(phase startup.Phase, provisional bool, outcomes ...startup.Phase) 
 	return h
 }
 
+// endedBefore is h with its first run ended an hour before since.
+func endedBefore(h remote.HostState, since time.Time) remote.HostState {
+	h.Startup.Runs[0].End = since.Add(-time.Hour)
+	return h
+}
+
 // TestRunVerdicts: a failed run fails the host although systemd restarts
 // the unit, once its cause settled, unless within --allow-restarts; a
 // unit failed for good fails it whatever the allowance; serving after
 // allowed failures is serving.
 func TestRunVerdicts(t *testing.T) {
 	F, S := startup.Failed, startup.Serving
+	since := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name  string
 		allow int
@@ -40,10 +48,12 @@ func TestRunVerdicts(t *testing.T) {
 		{"two allowed, then served", 2, []remote.HostState{loopHost(startup.Init, false, F, F, startup.Init), loopHost(S, false, F, F, S)}, true, cli.ExitOK},
 		{"allowed, but failed for good", 5, []remote.HostState{loopHost(F, false, F)}, true, cli.ExitFailed},
 		{"failed for good, provisional", 5, []remote.HostState{loopHost(F, true, F)}, false, cli.ExitOK},
+		{"a run that ended before the watch, then one serving", 0, []remote.HostState{endedBefore(loopHost(startup.Init, false, F, startup.Init), since), endedBefore(loopHost(S, false, F, S), since)}, true, cli.ExitOK},
+		{"a run that ended before the watch, then one failing", 0, []remote.HostState{endedBefore(loopHost(startup.Init, false, F, startup.Init), since), endedBefore(loopHost(startup.Restarting, false, F, F), since)}, true, cli.ExitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newRunVerdicts(tt.allow)
+			v := newRunVerdicts(tt.allow, since)
 			var last []remote.HostState
 			for _, h := range tt.seen {
 				last = []remote.HostState{h}

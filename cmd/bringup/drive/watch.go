@@ -37,7 +37,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		defer cancel()
 	}
 	started := map[string]time.Time{}
-	runs := newRunVerdicts(opts.AllowRestarts)
+	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
 	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
 		if len(b.Hosts) > 0 {
