@@ -126,6 +126,8 @@ type Tracker struct {
 	loop       CrashLoop
 	loopEnd    time.Time // when the loop's latest failed run failed
 	startLimit bool
+	// versionSaid: a line of the current run stated the engine's release.
+	versionSaid bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -362,6 +364,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.stampRun(*out) // what was said so far is of the run that ends
 	t.retireRun()
 	t.served, t.runPID, t.startLimit = false, 0, false
+	t.versionSaid = false
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
 		if t.st.InvocationID != "" {
 			t.retired = append(t.retired, t.st.InvocationID)
@@ -551,6 +554,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
+	}
+	if !t.versionSaid {
+		if v := EngineVersion(msg); v != "" {
+			t.st.EngineVersion, t.versionSaid = v, true
+		}
 	}
 	kind, framePhase, _ := t.lines.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
 	switch kind {
