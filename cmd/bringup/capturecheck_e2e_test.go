@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,6 +71,36 @@ func TestCaptureCheckOnTestbed(t *testing.T) {
 	if after := starts(); after == before {
 		t.Errorf("gpu1's unit did not start again under on:\n%s", after)
 	}
+
+	// bringup lint HOST reads the files the host loads: the testbed's
+	// stand-in kernel has no sync; the seed-shaped kernel put in its place
+	// has validate's .item(), which the catalog here declares safe.
+	code, out, errOut = w.bringup(ctx, "lint", "--config", cfg, "gpu1")
+	if code != exitServing || !strings.HasPrefix(out, "gpu1:"+testbed.KernelPythonPath+" · 2 Python files · kernel kdtree-verify\n") {
+		t.Errorf("lint gpu1 (stand-in kernel): exit %d\n%s%s", code, out, errOut)
+	}
+	w.sh(t, ctx, "gpu1", "rm "+testbed.KernelPythonPath+"/kdtree_verify.py && echo "+seedTarball(t)+" | base64 -d | tar -xzf - -C "+testbed.KernelPythonPath)
+	code, out, errOut = w.bringup(ctx, "lint", "--config", cfg, "gpu1")
+	t.Logf("lint gpu1 (seed kernel): exit %d\n%s%s", code, out, errOut)
+	for _, want := range []string{
+		"gpu1:" + testbed.KernelPythonPath + " · 5 Python files · kernel kdtree-verify\n",
+		"kdtree_verify/marshal.py:13:31  pack  offsets.max().item()  [modes: validate, high]\n",
+		"  validate   DISAGREE: declared capture-safe, but 2 host sync(s) reach it\n",
+	} {
+		if code != exitFailed || !strings.Contains(out, want) {
+			t.Errorf("lint gpu1 (seed kernel): exit %d, want %d and %q", code, exitFailed, want)
+		}
+	}
+}
+
+// seedTarball is the lint's seed-shaped kernel tree as a base64 tar.gz.
+func seedTarball(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", "tar -C ../../kernels/capturelint/testdata/seed -czf - . | base64 -w0").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // checkedConfig is the testbed's config with the stand-in check command
