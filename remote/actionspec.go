@@ -107,8 +107,13 @@ func Specs() []ActionSpec {
 		{
 			Kind: ActRestart, Changes: true, Deadline: DeadlineSystemd, Follows: true,
 			Label: func(a Action) string {
-				if a.Force {
+				switch {
+				case a.Force && a.SkipCheck:
+					return "restart (preflight overridden, capture check skipped)"
+				case a.Force:
 					return "restart (preflight overridden)"
+				case a.SkipCheck:
+					return "restart (capture check skipped)"
 				}
 				return ""
 			},

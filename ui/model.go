@@ -233,6 +233,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionIssued:
 		return m, m.issued(msg)
+	case captureChecked:
+		return m, m.captureCheckDone(msg)
 	case benchCancelled:
 		if len(msg.errs) > 0 {
 			return m, m.setStatus("stop: "+errors.Join(msg.errs...).Error(), true)
