@@ -35,6 +35,8 @@ func (m *Model) render() string {
 	switch v := m.focus.view(); {
 	case v == focusHost && hs != nil:
 		body = m.host.View(w, m.bodyHeight(), hs, m.now, m.styles, m.localHashes, m.focus.top() == focusLogFilter)
+	case v == focusDiag:
+		body = m.diag.View(w, m.bodyHeight(), m.hostState(m.diag.host), m.styles)
 	case v == focusRollout:
 		rv := rolloutView{ro: m.rollout, now: m.now, styles: m.styles}
 		body = rv.Render(w, m.bodyHeight())
@@ -178,6 +180,8 @@ func (m *Model) viewHelp() (helpKeys, string) {
 		return m.keys.hostHelp(), "host"
 	case focusRollout:
 		return m.keys.rolloutHelp(), "rollout"
+	case focusDiag:
+		return m.keys.diagHelp(), "diagnosis"
 	default: // the table's
 	}
 	return m.keys.tableHelp(), "fleet"
