@@ -255,6 +255,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
 	default:
 		var cmd tea.Cmd
 		switch m.focus.top() {

@@ -21,6 +21,7 @@ const footerRows = 2
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion // clicks and the wheel (mouse.go)
 	v.WindowTitle = m.windowTitle()
 	return v
 }
