@@ -42,7 +42,7 @@ func paletteCommandsOf(specs []remote.ActionSpec) []paletteCommand {
 	return append(out,
 		paletteCommand{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true, ""},
 		paletteCommand{"reconnect", "HOST…", "dial again after a host-key or auth fix", true, ""},
-		paletteCommand{"filter", "TEXT", "filter the table (name phase: mode: state:)", false, ""},
+		paletteCommand{"filter", "TEXT", "filter the table (name or regexp, phase: mode: state:)", false, ""},
 		paletteCommand{"group", "[BY|off]", "group the table's rows (group, a label key; t)", false, ""},
 		paletteCommand{"follow", "", "follow the log on/off (host view)", false, ""},
 		paletteCommand{"wrap", "", "wrap log lines on/off", false, ""},
@@ -530,6 +530,9 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		m.showView(focusTable)
 		if !m.table.filter.active() {
 			return m.setStatus("filter cleared", false)
+		}
+		if n := m.table.filter.note; n != "" {
+			return m.setStatus(n, false)
 		}
 	case "group":
 		m.showView(focusTable)
