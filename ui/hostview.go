@@ -123,6 +123,39 @@ func layoutHost(hs *remote.HostState, w, h int) hostLayout {
 	return l
 }
 
+// diagBoxRows is the rows of the view that the diagnosis box takes, as
+// Render lays it out: [top, end); empty when there is no diagnosis.
+func (l hostLayout) diagBoxRows(hs *remote.HostState, w int) (top, end int) {
+	d := hs.Startup.Diag
+	if d == nil {
+		return 0, 0
+	}
+	top = 2 // title, info
+	if l.modes {
+		top += len(hs.Modes)
+	}
+	if l.action {
+		top++
+	}
+	if l.fullTimeline {
+		top += max(1, len(hs.Startup.Spans))
+	} else {
+		top++
+	}
+	if l.runsHead {
+		top += 1 + l.runs
+	}
+	summary, hint := 1, 1
+	if l.wrapDiag {
+		summary, hint = diagRows(d, w)
+	}
+	end = top + 2 + summary + min(l.evidence, len(d.Evidence))
+	if l.meta {
+		end += 1 + hint
+	}
+	return top, end
+}
+
 // hostView renders one host: its state, the phase timeline, the diagnosis,
 // GPU memory and the log pane. Like the table it is a plain struct.
 type hostView struct {

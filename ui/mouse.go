@@ -8,7 +8,8 @@ import (
 
 // The mouse, as k9s and lazygit have it: a click on a table row selects
 // it, a click on the selected row (so a double click too) opens it as
-// enter does; the wheel moves the table's cursor, and scrolls the
+// enter does; a click on the host view's diagnosis box opens the
+// diagnosis detail; the wheel moves the table's cursor, and scrolls the
 // journal, the diagnosis detail and the log of remote commands. Layers
 // that take text or ask a question (prompts, dialogs) ignore the mouse.
 // It holds no state of its own: a second click is a click on the row
@@ -21,10 +22,20 @@ const headerRows = 1
 func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.MouseClickMsg:
-		if msg.Button != tea.MouseLeft || m.focus.top() != focusTable {
+		if msg.Button != tea.MouseLeft {
 			return nil
 		}
-		return m.tableClick(msg.Y - headerRows)
+		switch m.focus.top() {
+		case focusTable:
+			return m.tableClick(msg.Y - headerRows)
+		case focusHost:
+			// A click on the diagnosis box opens it whole, as e does.
+			if m.host.onDiagBox(msg.Y-headerRows, m.hostState(m.host.name)) {
+				return m.openDiag()
+			}
+		default: // prompts, dialogs, overlays: keys only
+		}
+		return nil
 	case tea.MouseWheelMsg:
 		dir := 0
 		switch msg.Button {
@@ -101,4 +112,14 @@ func (t *tableModel) moveCursor(n int) {
 // following, as k does.
 func (v *hostModel) wheel(dir int, hs *remote.HostState) {
 	v.log.scroll(v.ring(), v.logHeight(hs), dir*wheelRows)
+}
+
+// onDiagBox reports whether row y of the view's body is on the
+// diagnosis box of hs, the shown host.
+func (v *hostModel) onDiagBox(y int, hs *remote.HostState) bool {
+	if hs == nil {
+		return false
+	}
+	top, end := layoutHost(hs, v.width, v.height).diagBoxRows(hs, v.width)
+	return y >= top && y < end
 }

@@ -96,3 +96,40 @@ func TestMouseClickScrolledTable(t *testing.T) {
 		t.Errorf("click on the first row of a scrolled table: cursor on %s, want gpu3\n%s", got, render(m))
 	}
 }
+
+// TestMouseClickOnDiagnosisBox: in gpu3's host view the diagnosis box's
+// rows open the detail; the rows above it do not.
+func TestMouseClickOnDiagnosisBox(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {60, 20}, {160, 48}} {
+		m, _ := newTestModel(t, size[0], size[1])
+		press(m, "j", "j", "enter")
+		ls := lines(render(m))
+		top, bottom := -1, -1
+		for i, l := range ls {
+			if strings.HasPrefix(l, "╭") && top < 0 {
+				top = i
+			}
+			if strings.HasPrefix(l, "╰") && bottom < 0 {
+				bottom = i
+			}
+		}
+		if top < 0 || bottom < 0 {
+			t.Fatalf("%v: no diagnosis box:\n%s", size, strings.Join(ls, "\n"))
+		}
+		click(m, top-1)
+		if m.focus.view() != focusHost {
+			t.Fatalf("%v: a click above the box (row %d) left the host view for %s", size, top-1, m.focus.view())
+		}
+		click(m, bottom+1)
+		if m.focus.view() != focusHost {
+			t.Fatalf("%v: a click below the box (row %d) left the host view for %s", size, bottom+1, m.focus.view())
+		}
+		for _, y := range []int{top, bottom} {
+			click(m, y)
+			if m.focus.view() != focusDiag || m.diag.host != "gpu3" {
+				t.Fatalf("%v: a click on the box's row %d: view %s, want gpu3's diagnosis", size, y, m.focus.view())
+			}
+			press(m, "esc")
+		}
+	}
+}
