@@ -209,7 +209,8 @@ func Specs() []ActionSpec {
 			Question: func(a Action, _, on string) string {
 				return fmt.Sprintf("Bench %s: %d requests, %d at a time?", on, a.Requests, a.Concurrency)
 			},
-			Key: &KeyEntry{"b", "bench (smoke load)"},
+			Key:     &KeyEntry{"b", "bench (smoke load)"},
+			Palette: &PaletteEntry{"bench", "HOST…", "a smoke load on serving hosts (changes nothing)"},
 		},
 		{
 			Kind: ActDaemonReload, Changes: true, Deadline: DeadlineSystemd, Reloads: true,
