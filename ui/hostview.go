@@ -219,6 +219,10 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if st.Engine != "" {
 		info += " · " + st.Engine
+		if st.EngineVersion != "" {
+			// The release whose startup strings read this log.
+			info += " " + st.EngineVersion
+		}
 	}
 	add(info)
 	if l.modes {
