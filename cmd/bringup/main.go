@@ -120,8 +120,8 @@ func run(ctx context.Context, e env, args []string) int {
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(ctx, e, args[1:])
 	}
-	fmt.Fprintf(e.stderr, "bringup: unknown command %q%s\n\n", args[0], didYouMean(args[0]))
-	usage(e.stderr)
+	// The suggestion alone: the whole usage would bury it.
+	fmt.Fprintf(e.stderr, "bringup: unknown command %q%s\nRun 'bringup --help' for usage.\n", args[0], didYouMean(args[0]))
 	return exitUsage
 }
 
@@ -144,7 +144,7 @@ func didYouMean(name string) string {
 	}
 	names = append(names, "help")
 	if s := cli.Suggest(name, names); s != "" {
-		return "; did you mean " + s + "?"
+		return " — did you mean " + s + "?"
 	}
 	return ""
 }
