@@ -58,7 +58,7 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
 	if len(st.Runs) < 2 {
 		explainTrail(w, st.Spans, lg.Timed)
-		explainVerdict(w, x.Outcome, st)
+		Verdict(w, x.Outcome, st)
 		return
 	}
 	last := st.Runs[len(st.Runs)-1]
@@ -82,7 +82,7 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	}
 	fmt.Fprintf(w, "run %d%s\n", last.N, runStart(last, lg.Timed))
 	explainTrail(w, st.Spans, lg.Timed)
-	explainVerdict(w, x.Outcome, st)
+	Verdict(w, x.Outcome, st)
 }
 
 // runStart is " · started <time>" where the log is timed.
@@ -162,7 +162,9 @@ func explainTrail(w io.Writer, spans []startup.Span, timed bool) {
 	}
 }
 
-func explainVerdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
+// Verdict prints a startup's verdict: served, undecided, or failed with
+// its cause, hint, evidence and fix (explain's last lines; logs' too).
+func Verdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
 	switch outcome {
 	case startup.OutcomeServed:
 		fmt.Fprintln(w, "SERVED: the engine said it is ready")
