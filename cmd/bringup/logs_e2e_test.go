@@ -25,7 +25,9 @@ func TestLogsFollowOnTestbed(t *testing.T) {
 	defer cancel(nil)
 	var out, errOut syncBuffer
 	codeCh := make(chan int, 1)
-	go func() { codeCh <- run(ctx, testEnv(&out, &errOut), []string{"logs", "-f", "--config", cfgPath, "gpu1"}) }()
+	go func() {
+		codeCh <- run(ctx, testEnv(&out, &errOut), []string{"logs", "-f", "--config", cfgPath, "gpu1"})
+	}()
 	time.Sleep(2 * time.Second) // connected and following: a line before the follow comes with its tail anyway
 	if o, err := tb.Run(t.Context(), "gpu1", "systemctl start sglang"); err != nil {
 		t.Fatalf("start: %v: %s", err, o)
