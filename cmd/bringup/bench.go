@@ -58,6 +58,6 @@ func runBench(ctx context.Context, e env, args []string) int {
 	if *demo && !fs.Changed("timeout") {
 		wait = demoBenchWait
 	}
-	return drive.Bench{Fleet: benched, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON,
+	return drive.Bench{Fleet: benched, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON, Terminal: cli.IsTerminal(e.stderr),
 		Load: remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr})
 }

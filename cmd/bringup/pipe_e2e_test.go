@@ -44,3 +44,27 @@ func TestTypoBinary(t *testing.T) {
 		t.Errorf("bringup wathc: %d lines, want at most 3", n)
 	}
 }
+
+// TestBenchIntoPipe: bench --demo with its output into pipes, as a script
+// or CI runs it: stderr holds one line per host at the end, with no
+// carriage return or escape (it used to hold every redraw of the bars:
+// 3.9 KB for one host), stdout the results; --json keeps stderr empty.
+func TestBenchIntoPipe(t *testing.T) {
+	e2e.Require(t) // builds and runs the binary
+	bin := buildBringup(t)
+	stdout, stderr, code := runBinary(t, bin, "bench", "--demo", "--speed", "600", "gpu1", "gpu2")
+	if code != 0 {
+		t.Fatalf("bench --demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 2 || strings.ContainsAny(stderr, "\r\x1b") || !strings.Contains(stderr, "gpu1     64/64 requests\n") || !strings.Contains(stderr, "gpu2     64/64 requests\n") {
+		t.Errorf("stderr into a pipe: %q, want one line per host, no redraws", stderr)
+	}
+	if strings.Count(stdout, "64 requests (64 ok, 0 errors)") != 2 {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	stdout, stderr, code = runBinary(t, bin, "bench", "--demo", "--speed", "600", "--json", "gpu1")
+	if code != 0 || stderr != "" || strings.Count(stdout, "\n") != 2 {
+		t.Errorf("bench --json: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+}
