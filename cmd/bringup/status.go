@@ -7,7 +7,6 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote"
 )
 
 func runStatus(ctx context.Context, e env, args []string) int {
@@ -33,15 +32,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	fl, stop := drive.Follow(ctx, e.stderr, "status", fleet)
 	hosts := fl.Snapshot(ctx, *timeout)
 	stop()
-	code, word := drive.Outcome(hosts), "serving"
-	switch {
-	case cli.WasInterrupted(ctx):
-		code, word = exitInterrupted, "interrupted"
-	case !remote.AllSettled(hosts):
-		code, word = exitTimeout, "timeout"
-	case code == exitFailed:
-		word = "failed"
-	}
+	code, word := drive.StatusOutcome(hosts, cli.WasInterrupted(ctx))
 	if *asJSON {
 		output.StatusJSON(e.stdout, hosts, word, code)
 	} else {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -101,4 +103,29 @@ func Outcome(hosts []remote.HostState) int {
 		}
 	}
 	return cli.ExitOK
+}
+
+// StatusOutcome is status's exit code and word for one look at hosts:
+// interrupted; failed where a host could not be reached (its connection
+// failed for good, or its dial was refused: no wait mends that); a
+// timeout where a host is still on its way; failed where one failed;
+// else serving.
+func StatusOutcome(hosts []remote.HostState, interrupted bool) (int, string) {
+	code, word := Outcome(hosts), "serving"
+	switch {
+	case interrupted:
+		code, word = cli.ExitInterrupted, "interrupted"
+	case slices.ContainsFunc(hosts, unreachable):
+		code, word = cli.ExitFailed, "failed"
+	case !remote.AllSettled(hosts):
+		code, word = cli.ExitTimeout, "timeout"
+	case code == cli.ExitFailed:
+		word = "failed"
+	}
+	return code, word
+}
+
+// unreachable says h's connection failed for good or its dial was refused.
+func unreachable(h remote.HostState) bool {
+	return h.Conn.State == event.ConnUnreachable || fleet.Refused(h.Conn)
 }
