@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -41,7 +42,31 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 	started := map[string]time.Time{}
 	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
-	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
+	// Text lines come out in host-time order, each held at most the
+	// settle window (timeOrder); a tick lets them out while hosts are
+	// quiet. JSON lines carry their times and latency, and go at once.
+	order := &timeOrder{window: fleet.DefaultSettle}
+	var tick time.Duration
+	if !opts.JSON {
+		tick = 250 * time.Millisecond
+	}
+	var line bytes.Buffer
+	print := func(at, seen time.Time, put func(io.Writer)) {
+		if opts.JSON {
+			put(w)
+			return
+		}
+		line.Reset()
+		put(&line)
+		if line.Len() > 0 {
+			order.add(at, seen, line.String())
+		}
+	}
+	err := fl.Until(ctx, tick, func(b remote.Batch) bool {
+		defer order.release(w, time.Now())
+		if len(b.Hosts) == 0 && len(b.Events) == 0 && len(b.Changes) == 0 {
+			return false // a tick
+		}
 		if len(b.Hosts) > 0 {
 			hosts = b.Hosts
 		}
@@ -52,7 +77,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			}
 		}
 		for _, ev := range b.Events {
-			output.Notice(w, ev, opts.JSON)
+			print(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,
@@ -68,16 +93,17 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
 				continue
 			}
-			output.Change(w, c, started[c.Host], opts.JSON)
+			print(c.Time, time.Now(), func(w io.Writer) { output.Change(w, c, started[c.Host], opts.JSON) })
 		}
 		return final
 	})
+	order.flush(w)
 	code, word, msg := runs.outcome(hosts), "serving", ""
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
 		code, word, msg = cli.ExitTimeout, "timeout", "timeout after "+opts.Timeout.String()
 		if !opts.JSON {
-			output.Timeout(w, opts.Timeout)
+			output.Timeout(w, opts.Timeout, order.after(time.Now()))
 		}
 	case cli.WasInterrupted(ctx):
 		code, word, msg = cli.ExitInterrupted, "interrupted", "interrupted"
