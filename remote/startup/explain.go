@@ -59,8 +59,9 @@ func NewExplainer(opts Options, keepChanges bool) *Explainer {
 	return &Explainer{tracker: NewTracker(opts), keepChanges: keepChanges}
 }
 
-// Add folds the log's next line.
-func (x *Explainer) Add(ev event.Event) {
+// Add folds the log's next line and returns what it changed (the
+// caller may note where each change came from: the line, its number).
+func (x *Explainer) Add(ev event.Event) []Change {
 	if !x.begun {
 		// The unit was running from the log's first line.
 		x.begun = true
@@ -70,7 +71,9 @@ func (x *Explainer) Add(ev event.Event) {
 	if x.version == "" && ev.Journal != nil {
 		x.version = EngineVersion(ev.Journal.Message)
 	}
-	x.keep(x.tracker.Apply(ev))
+	cs := x.tracker.Apply(ev)
+	x.keep(cs)
+	return cs
 }
 
 func (x *Explainer) keep(cs []Change) {
