@@ -51,7 +51,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		tick = 250 * time.Millisecond
 	}
 	var line bytes.Buffer
-	print := func(at, seen time.Time, put func(io.Writer)) {
+	show := func(at, seen time.Time, put func(io.Writer)) {
 		if opts.JSON {
 			put(w)
 			return
@@ -77,7 +77,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			}
 		}
 		for _, ev := range b.Events {
-			print(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
+			show(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,
@@ -93,7 +93,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
 				continue
 			}
-			print(c.Time, time.Now(), func(w io.Writer) { output.Change(w, c, started[c.Host], opts.JSON) })
+			show(c.Time, time.Now(), func(w io.Writer) { output.Change(w, c, started[c.Host], opts.JSON) })
 		}
 		return final
 	})
