@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"context"
+
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote/history"
 )
@@ -32,4 +34,9 @@ type Capabilities struct {
 	// counts as slower. A rollout compares against them.
 	PreviousRun func(host, unit string) (history.Record, bool)
 	SlowerBy    func() float64
+	// CaptureCheck runs the kernels' check commands a restart asks for
+	// (CheckPlan) on the hosts and judges them. It blocks for seconds:
+	// the console calls it only from a command of its own, never from
+	// Update.
+	CaptureCheck func(ctx context.Context, wants []CheckWant) SafetyEvidence
 }

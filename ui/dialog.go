@@ -51,6 +51,12 @@ type dialog struct {
 	// mode chooser.
 	undo bool
 
+	// checking are the capture checks a confirmation waits for (nil
+	// when none runs); checkNote says what they gave, or that they were
+	// skipped.
+	checking  []remote.CheckWant
+	checkNote string
+
 	// The preflight dialog: why the restart was refused, and the count
 	// typed to go on anyway. The cursor's last position (len(choices)) is
 	// the "go on anyway" row.
@@ -185,6 +191,12 @@ func (d *dialog) Render(w int, s Styles) string {
 			effect += ". " + d.note
 		}
 		lines = append(lines, wrapLines(effect, iw)...)
+		if d.checking != nil {
+			lines = append(lines, "", clip(d.checkingText(), iw))
+		} else if d.checkNote != "" {
+			lines = append(lines, "")
+			lines = append(lines, wrapLines(d.checkNote, iw)...)
+		}
 		lines = append(lines, d.renderTargets(iw)...)
 		lines = append(lines, "", s.Dim.Render(clip("[y/enter] confirm · [n/esc] cancel", iw)))
 	case dlgPreflight:

@@ -59,6 +59,15 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.setStatus("cancelled", false)
 	}
 	if d.kind == dlgConfirm {
+		if d.checking != nil {
+			if msg.String() == "s" {
+				d.skipCaptureCheck()
+				return nil
+			}
+			if key.Matches(msg, k.Confirm) && d.action.Kind == remote.ActRestart {
+				return m.setStatus("waiting for the capture check ([s] skips it, recorded; [esc] cancels)", true)
+			}
+		}
 		if key.Matches(msg, k.Confirm) {
 			m.closeDialog()
 			if d.rollbackTo != "" {
@@ -107,6 +116,7 @@ func (m *Model) choose() tea.Cmd {
 		m.openDialog(modeDialog(d.host, d.unit, k, modes).on(d.targets))
 		return nil
 	}
-	m.openDialog(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets))
-	return nil
+	cd := confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets)
+	m.openDialog(cd)
+	return m.startCaptureCheck(cd)
 }

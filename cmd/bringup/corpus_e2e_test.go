@@ -108,6 +108,11 @@ func TestCorpusOnTestbed(t *testing.T) {
 				if got.Cause != x.Cause || got.FailedIn != x.FailedIn || len(got.Evidence) == 0 || len(x.Evidence) == 0 || got.Evidence[0] != x.Evidence[0] {
 					t.Errorf("%s: watch says %s in %s (%q), explain %s in %s (%q) (%s)", l.Name, got.Cause, got.FailedIn, first(got.Evidence),
 						x.Cause, x.FailedIn, first(x.Evidence), l.Source)
+					t.Logf("the watch printed:\n%s\nand on stderr:\n%s", out, errOut)
+					jctx, jcancel := context.WithTimeout(t.Context(), 30*time.Second)
+					t.Logf("the host's journal of the unit since 10 s before this log's start:\n%s", w.sh(t, jctx, host,
+						`journalctl -u sglang --no-pager -o json --output-fields=MESSAGE,_PID,_SYSTEMD_INVOCATION_ID,INVOCATION_ID --since "@$(( $(cut -d. -f1 /var/lib/corpus/since | tr -d @) - 10 ))" | cut -c1-300`))
+					jcancel()
 				}
 				// What the journal holds, as a person would paste it:
 				// explain reads journalctl's own formats the same way.

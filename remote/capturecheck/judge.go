@@ -2,7 +2,8 @@
 // check command, run on a host before a restart) printed: a pass, or a
 // failure read through the same diagnosis as an engine's log, so a check
 // that dies of `.item()` during capture says graph-capture-host-sync with
-// PyTorch's own line. Running the command is the caller's; this is pure.
+// PyTorch's own line. Judge is pure; Run runs the checks through the
+// hosts' drivers (the IO is theirs) and judges what they printed.
 package capturecheck
 
 import (
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -21,12 +23,7 @@ import (
 const ExitCannotRun = 2
 
 // Result is what running a check command gave.
-type Result struct {
-	Output   string // stdout and stderr, as they came
-	Exit     int
-	TimedOut bool
-	Took     time.Duration
-}
+type Result = remote.CheckOutput
 
 // Judge turns a check's result into evidence on k's mode. Exit 0 is a
 // pass; ExitCannotRun counts neither way (recorded as skipped, with why);

@@ -16,6 +16,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/capturecheck"
 	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
@@ -50,30 +51,53 @@ func InOrder(hosts []string, states map[string]remote.HostState) []remote.HostSt
 }
 
 // preflight runs the one preflight planner over hosts as they will
-// start after changes; on a refusal it explains why (on w) and asks for
-// the override, or takes it from --force. It reports whether the
-// restarts must be forced, and whether to go on at all.
-func (s Streams) preflight(name string, w io.Writer, hosts []remote.HostState, cat kernels.Catalog, changes []remote.Action, force bool) (forced, ok bool) {
-	refused := remote.PreflightAll(hosts, cat, changes)
-	if len(refused) == 0 {
-		return false, true
+// start after changes, weighing ev (the checks'); on a refusal it
+// explains why (on w) and asks for the override, or takes it from
+// --force. It reports whether the restarts must be forced, and whether
+// to go on at all; refused says why not, naming who refused.
+func (s Streams) preflight(name string, w io.Writer, hosts []remote.HostState, cat kernels.Catalog, changes []remote.Action, ev remote.SafetyEvidence, force bool) (forced, ok bool, refused string) {
+	refusals := remote.PreflightAllWith(hosts, cat, changes, ev)
+	if len(refusals) == 0 {
+		return false, true, ""
 	}
-	output.Preflight(w, refused, len(hosts))
+	output.Preflight(w, refusals, len(hosts))
+	refused = "refused by the capture-safety preflight" + output.RefusedBy(refusals)
 	switch {
 	case force:
 		fmt.Fprintf(s.Err, "bringup %s: WARNING: --force: restarting against the preflight\n", name)
-		return true, true
+		return true, true, ""
 	case s.In == nil:
 		fmt.Fprintf(s.Err, "bringup %s: refused: no terminal to confirm on, and no --force --yes\n", name)
-		return false, false
+		return false, false, refused
 	}
 	fmt.Fprintf(s.Out, "Type the number of hosts (%d) to go on anyway: ", len(hosts))
 	line, _ := bufio.NewReader(s.In).ReadString('\n')
 	if !kernels.OverrideConfirmed(line, len(hosts)) {
 		fmt.Fprintln(s.Out, "Not confirmed: nothing changed.")
-		return false, false
+		return false, false, refused
 	}
-	return true, true
+	return true, true, ""
+}
+
+// captureChecks runs on the hosts the kernels' check commands that a
+// restart of hosts after changes asks for (remote.CheckPlan), before
+// anything changes, and says on w what each gave; with skip it runs none
+// and records that they were skipped. The evidence is the preflight's.
+func (s Streams) captureChecks(ctx context.Context, name string, w io.Writer, f *fleet.Fleet, hosts []remote.HostState, changes []remote.Action, skip bool) remote.SafetyEvidence {
+	wants := remote.CheckPlan(hosts, f.Kernels(), changes)
+	if len(wants) == 0 {
+		return nil
+	}
+	if skip {
+		fmt.Fprintf(s.Err, "bringup %s: WARNING: --skip-check: %d capture check(s) skipped; the restart is recorded as such\n", name, len(wants))
+		ev := remote.Skipped(wants, "skipped by --skip-check")
+		output.Checks(w, wants, ev)
+		return ev
+	}
+	fmt.Fprintf(w, "Capture check on %d host(s) before any restart (up to %s each)…\n", len(hosts), capturecheck.Deadline)
+	ev := f.CaptureCheck(ctx, wants)
+	output.Checks(w, wants, ev)
+	return ev
 }
 
 // proceed asks question unless --yes answered it; there is no going ahead

@@ -40,6 +40,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		defer cancel()
 	}
 	started := map[string]time.Time{}
+	engines := engineNotes{}
 	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
 	// Text lines come out in host-time order, each held at most the
@@ -78,6 +79,9 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		}
 		for _, ev := range b.Events {
 			show(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
+		}
+		if !opts.JSON {
+			engines.say(w, b)
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,

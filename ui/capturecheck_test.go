@@ -1,0 +1,150 @@
+package ui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+)
+
+// checkSource is a fake source whose hosts run the kernel's check: every
+// check gives the evidence of its mode in byMode.
+type checkSource struct {
+	*fakeSource
+	byMode map[string]kernels.Evidence
+	asked  []remote.CheckWant
+}
+
+func (c *checkSource) Capabilities() remote.Capabilities {
+	caps := c.fakeSource.Capabilities()
+	caps.CaptureCheck = func(_ context.Context, wants []remote.CheckWant) remote.SafetyEvidence {
+		c.asked = append(c.asked, wants...)
+		ev := remote.SafetyEvidence{}
+		for _, w := range wants {
+			ev[remote.HostKernel{Host: w.Host, Kernel: w.Kernel}] = []kernels.Evidence{c.byMode[w.Mode]}
+		}
+		return ev
+	}
+	return caps
+}
+
+// realCheckLine is the line PyTorch printed when the reference check
+// captured validate on an H100 (kernels/capturecheck/testdata).
+func realCheckLine(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join("..", "kernels", "capturecheck", "testdata", "capture-validate.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing") {
+			return l
+		}
+	}
+	t.Fatal("no capture error in the real output")
+	return ""
+}
+
+func newCheckModel(t *testing.T, byMode map[string]kernels.Evidence) (*Model, *checkSource) {
+	cat := kernels.DefaultCatalog()
+	cat.Kernels[0].Check = "python3 -m kdtree_ext.capture_check --mode {mode}"
+	src := &checkSource{fakeSource: newFake(), byMode: byMode}
+	m := New(src, Options{Title: "t", Kernels: cat, Now: func() time.Time { return now }, NoColor: true})
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	m.Update(batchMsg(fleetFixture()))
+	return m, src
+}
+
+// TestRestartKeyRunsTheCheck: r on gpu1 (kdtree-verify=on, declared
+// capture-safe) asks first, runs the check in a command of its own, and
+// turns into the preflight refusal when the check fails.
+func TestRestartKeyRunsTheCheck(t *testing.T) {
+	line := realCheckLine(t)
+	failed := kernels.Evidence{Source: kernels.SourceCheck, Took: 7 * time.Second, Detail: "graph-capture-host-sync: " + line}
+	m, src := newCheckModel(t, map[string]kernels.Evidence{"on": failed})
+	cmd := press(m, "r")
+	if m.dialog == nil || m.dialog.kind != dlgConfirm || cmd == nil {
+		t.Fatalf("r on gpu1: dialog %+v, command %v", m.dialog, cmd)
+	}
+	if out := render(m); !strings.Contains(out, "Capture check of kdtree-verify=on running on gpu1") {
+		t.Errorf("the confirmation does not say the check runs:\n%s", out)
+	}
+	press(m, "y")
+	if len(src.calls) != 0 || !strings.Contains(m.status, "waiting for the capture check") {
+		t.Fatalf("y while the check runs: calls %v, status %q", src.calls, m.status)
+	}
+	m.Update(cmd())
+	if len(src.asked) != 1 || src.asked[0].Host != "gpu1" || src.asked[0].Mode != "on" {
+		t.Errorf("checks asked: %+v", src.asked)
+	}
+	if m.dialog == nil || m.dialog.kind != dlgPreflight {
+		t.Fatalf("a failed check did not refuse the restart: %+v", m.dialog)
+	}
+	out := strings.Join(strings.Fields(render(m)), " ")
+	for _, want := range []string{"preflight refused", "refused by check", "says not: graph-capture-host-sync: torch.AcceleratorError", "set kdtree-verify to off, then restart"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("preflight dialog lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "set kdtree-verify to on") {
+		t.Errorf("the refused mode is offered as a safe one:\n%s", out)
+	}
+}
+
+func TestRestartKeyCheckPassesOrIsSkipped(t *testing.T) {
+	passed := kernels.Evidence{Source: kernels.SourceCheck, Safe: true, Took: 600 * time.Millisecond, Detail: "capture-check: PASS mode=on"}
+	m, src := newCheckModel(t, map[string]kernels.Evidence{"on": passed})
+	cmd := press(m, "r")
+	m.Update(cmd())
+	if out := strings.Join(strings.Fields(render(m)), " "); !strings.Contains(out, "gpu1: capture check of kdtree-verify=on passed in 600ms") {
+		t.Errorf("the confirmation does not say the check passed:\n%s", out)
+	}
+	drive(t, m, press(m, "y"))
+	if len(src.calls) != 1 || src.calls[0].a.Kind != remote.ActRestart || src.calls[0].a.SkipCheck {
+		t.Fatalf("calls after a passed check: %+v", src.calls)
+	}
+
+	m, src = newCheckModel(t, map[string]kernels.Evidence{"on": passed})
+	cmd = press(m, "r")
+	press(m, "s")
+	if out := render(m); !strings.Contains(out, "capture check skipped (recorded)") {
+		t.Errorf("s did not skip the check:\n%s", out)
+	}
+	drive(t, m, press(m, "y"))
+	m.Update(cmd()) // the check's late answer changes nothing
+	if len(src.calls) != 1 || !src.calls[0].a.SkipCheck || src.calls[0].a.String() != "restart (capture check skipped)" {
+		t.Fatalf("calls after a skipped check: %+v", src.calls)
+	}
+}
+
+// TestModeKeyShowsTheCheck: choosing a mode runs its check too; the
+// confirmation says a restart in it will be refused, and the mode change
+// itself does not wait.
+func TestModeKeyShowsTheCheck(t *testing.T) {
+	failed := kernels.Evidence{Source: kernels.SourceCheck, Took: 7 * time.Second, Detail: "graph-capture-host-sync: " + realCheckLine(t)}
+	m, _ := newCheckModel(t, map[string]kernels.Evidence{"validate": failed})
+	press(m, "m")
+	if m.dialog == nil || m.dialog.kind != dlgMode {
+		t.Fatalf("m did not open the mode chooser: %+v", m.dialog)
+	}
+	var cmd tea.Cmd
+	for i, c := range m.dialog.choices {
+		if c.value == "validate" {
+			cmd = press(m, string(rune('1'+i)))
+		}
+	}
+	if m.dialog == nil || m.dialog.kind != dlgConfirm || cmd == nil {
+		t.Fatalf("choosing validate: dialog %+v", m.dialog)
+	}
+	m.Update(cmd())
+	out := strings.Join(strings.Fields(render(m)), " ")
+	if !strings.Contains(out, "capture check of kdtree-verify=validate failed in 7s") || !strings.Contains(out, "refused by declared, check") {
+		t.Errorf("the mode confirmation lacks the check's verdict:\n%s", out)
+	}
+}
