@@ -81,7 +81,9 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			show(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
 		}
 		if !opts.JSON {
-			engines.say(w, b)
+			engines.say(b, func(at time.Time, text string) {
+				show(at, time.Now(), func(w io.Writer) { io.WriteString(w, text) })
+			})
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,
