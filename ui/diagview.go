@@ -232,7 +232,7 @@ func wrapWords(text string, w int) []string {
 			continue
 		}
 		if !empty {
-			out, line, empty = append(out, line), "", true
+			out, line = append(out, line), ""
 		}
 		for width(line)+width(word) > w { // longer than a row: cut it
 			head := ansi.Cut(word, 0, w-width(line))

@@ -11,7 +11,7 @@ import (
 // TestCaptureCheck: the stand-in prints the reference check's real
 // output, byte for byte, and exits as it did.
 func TestCaptureCheck(t *testing.T) {
-	real := func(name string) string {
+	gpuText := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "..", "kernels", "capturecheck", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -23,10 +23,10 @@ func TestCaptureCheck(t *testing.T) {
 		want         string
 		code         int
 	}{
-		{"validate", "", real("capture-validate.txt"), 1},
-		{"on", "", real("capture-on.txt"), 0},
-		{"off", "", real("capture-off.txt"), 0},
-		{"on", "validate,on", real("capture-validate.txt"), 1},
+		{"validate", "", gpuText("capture-validate.txt"), 1},
+		{"on", "", gpuText("capture-on.txt"), 0},
+		{"off", "", gpuText("capture-off.txt"), 0},
+		{"on", "validate,on", gpuText("capture-validate.txt"), 1},
 	}
 	for _, tt := range tests {
 		env := map[string]string{"INFERSIM_CHECK_SECONDS": "0", "INFERSIM_UNSAFE_MODES": tt.unsafe}

@@ -38,12 +38,12 @@ func TestRun(t *testing.T) {
 		cmd, _ := cat.Kernels[0].CheckCommand(mode)
 		return remote.CheckWant{Host: host, Kernel: "kdtree-verify", Mode: mode, Command: cmd, Env: []string{"KDTREE_MODE=" + mode}}
 	}
-	real := fakeRunner{t: t, byMode: map[string]remote.CheckOutput{
+	fromGPU := fakeRunner{t: t, byMode: map[string]remote.CheckOutput{
 		"validate": {Output: readCheck(t, "validate"), Exit: 1, Took: 7 * time.Second},
 		"on":       {Output: readCheck(t, "on"), Took: 6 * time.Second},
 	}}
 	runners := map[string]remote.CheckRunner{
-		"gpu1": real, "gpu2": real,
+		"gpu1": fromGPU, "gpu2": fromGPU,
 		"gpu4": fakeRunner{t: t, byMode: map[string]remote.CheckOutput{"on": {Took: time.Second}}, err: errors.New("ssh: connection refused")},
 	}
 	wants := []remote.CheckWant{want("gpu1", "validate"), want("gpu2", "on"), want("gpu3", "on"), want("gpu4", "on")}

@@ -41,10 +41,16 @@ func (f *fakeHost) Exec(_ context.Context, cmd string) ([]byte, []byte, int, err
 		var b bytes.Buffer
 		tw := tar.NewWriter(&b)
 		for name, body := range f.trees[d] {
-			tw.WriteHeader(&tar.Header{Name: "./" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-			tw.Write([]byte(body))
+			if err := tw.WriteHeader(&tar.Header{Name: "./" + name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+				return nil, nil, 0, err
+			}
+			if _, err := tw.Write([]byte(body)); err != nil {
+				return nil, nil, 0, err
+			}
 		}
-		tw.Close()
+		if err := tw.Close(); err != nil {
+			return nil, nil, 0, err
+		}
 		return b.Bytes(), nil, 0, nil
 	}
 	return nil, []byte("unexpected"), 1, nil

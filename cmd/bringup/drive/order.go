@@ -1,6 +1,7 @@
 package drive
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -65,7 +66,7 @@ func (o *timeOrder) flush(w io.Writer) { o.write(w, len(o.held)) }
 
 func (o *timeOrder) write(w io.Writer, n int) {
 	for _, h := range o.held[:n] {
-		io.WriteString(w, h.text)
+		fmt.Fprint(w, h.text)
 		if h.at.After(o.last) {
 			o.last = h.at
 		}

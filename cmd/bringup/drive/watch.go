@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -82,7 +83,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		}
 		if !opts.JSON {
 			engines.say(b, func(at time.Time, text string) {
-				show(at, time.Now(), func(w io.Writer) { io.WriteString(w, text) })
+				show(at, time.Now(), func(w io.Writer) { fmt.Fprint(w, text) })
 			})
 		}
 		// The batch that settles the last host may carry stats lines

@@ -245,7 +245,7 @@ func (r reader) follow(ctx context.Context, conn *sshx.Conn, unit, cursor string
 	for {
 		select {
 		case <-ctx.Done():
-			<-done
+			_ = <-done // interrupted: what the follow ended with no longer matters
 			return nil
 		case err := <-done:
 			if ctx.Err() != nil {

@@ -77,7 +77,7 @@ func (b *BenchBoard) Waiting(msg string) {
 // Close takes the waiting note off the line.
 func (b *BenchBoard) Close() {
 	if b.note {
-		io.WriteString(b.w, "\r\x1b[2K")
+		fmt.Fprint(b.w, "\r\x1b[2K")
 		b.note = false
 	}
 }
@@ -127,7 +127,7 @@ func (b *BenchBoard) draw() {
 		fmt.Fprintf(&s, "\r\x1b[2K%s\n", BenchBar(h, b.done[h], b.total[h]))
 	}
 	b.drawn = len(b.hosts)
-	io.WriteString(b.w, s.String())
+	fmt.Fprint(b.w, s.String())
 }
 
 // BenchBar is one host's bar: "gpu1     ███▌░░░░ 24/64".
