@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,16 +27,22 @@ type captureChecked struct {
 	ev    remote.SafetyEvidence
 }
 
-// startCaptureCheck runs the kernels' check commands that d's action asks
-// for (a restart, or a mode that the next restart starts in) on the
-// hosts, in a command of its own: the confirmation shows that they run,
-// waits for them before it restarts, and shows their verdict.
+// startCaptureCheck lints the kernel files and runs the kernels' check
+// commands that d's action asks for (a restart, or a mode that the next
+// restart starts in) on the hosts, in a command of its own: the
+// confirmation shows that they run, waits for them before it restarts,
+// and shows their verdict.
 func (m *Model) startCaptureCheck(d *dialog) tea.Cmd {
 	run := m.caps.CaptureCheck
 	if run == nil {
 		return nil
 	}
-	wants := remote.CheckPlan(m.statesOf(d.hostList()), m.opts.Kernels, d.restartActions())
+	weighs := m.caps.CaptureWeighs
+	if weighs == nil {
+		weighs = func(w remote.CheckWant) bool { return w.Command != "" }
+	}
+	wants := slices.DeleteFunc(remote.PreflightPlan(m.statesOf(d.hostList()), m.opts.Kernels, d.restartActions()),
+		func(w remote.CheckWant) bool { return !weighs(w) })
 	if len(wants) == 0 {
 		return nil
 	}
@@ -103,31 +110,40 @@ func sourcesText(ss []kernels.SafetySource) string {
 	return strings.Join(out, ", ")
 }
 
-// checksText says what the checks gave, in one line.
+// checksText says what the lint and the checks gave, in one line.
 func checksText(wants []remote.CheckWant, ev remote.SafetyEvidence) string {
 	var parts []string
 	for _, w := range wants {
 		for _, e := range ev[remote.HostKernel{Host: w.Host, Kernel: w.Kernel}] {
-			if e.Source != kernels.SourceCheck {
-				continue
+			what, verdict, took := "capture check", "failed", e.Took.Round(100*time.Millisecond)
+			if e.Source == kernels.SourceLint {
+				what, verdict, took = "lint", "found a host sync", e.Took.Round(time.Millisecond)
 			}
-			verdict := "failed"
 			switch {
 			case e.Skipped:
 				verdict = "did not run"
+			case e.Safe && e.Source == kernels.SourceLint:
+				verdict = "clean"
 			case e.Safe:
 				verdict = "passed"
 			}
-			parts = append(parts, fmt.Sprintf("%s: capture check of %s=%s %s in %s (%s)", w.Host, w.Kernel, w.Mode, verdict, e.Took.Round(100*time.Millisecond), e.Detail))
+			parts = append(parts, fmt.Sprintf("%s: %s of %s=%s %s in %s (%s)", w.Host, what, w.Kernel, w.Mode, verdict, took, e.Detail))
 		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-// checkingText is what a confirmation says while its checks run.
+// checkingText is what a confirmation says while its checks run (the
+// lint alone when no kernel has a check command).
 func (d *dialog) checkingText() string {
-	w := d.checking[0]
-	s := fmt.Sprintf("Capture check of %s=%s running on %s", w.Kernel, w.Mode, w.Host)
+	checked := remote.Checked(d.checking)
+	what, w := "Capture check", d.checking[0]
+	if len(checked) == 0 {
+		what = "Lint of the kernel files"
+	} else {
+		w = checked[0]
+	}
+	s := fmt.Sprintf("%s of %s=%s running on %s", what, w.Kernel, w.Mode, w.Host)
 	if len(d.checking) > 1 {
 		s += fmt.Sprintf(" and %d more", len(d.checking)-1)
 	}

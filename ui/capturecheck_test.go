@@ -148,3 +148,45 @@ func TestModeKeyShowsTheCheck(t *testing.T) {
 		t.Errorf("the mode confirmation lacks the check's verdict:\n%s", out)
 	}
 }
+
+// lintSource is a fake source whose fleet lints kernel files (no check
+// command in the catalog): every want gets the lint's evidence of its
+// mode in byMode.
+type lintSource struct{ *checkSource }
+
+func (l *lintSource) Capabilities() remote.Capabilities {
+	caps := l.checkSource.Capabilities()
+	caps.CaptureWeighs = func(remote.CheckWant) bool { return true }
+	return caps
+}
+
+// TestRestartKeyRunsTheLint: with no check command, r still weighs the
+// lint of the kernel files the unit loads, in the same background
+// command; a sync it finds in a mode declared safe refuses the restart:
+// refused by lint, with file:line and the function.
+func TestRestartKeyRunsTheLint(t *testing.T) {
+	found := kernels.Evidence{Source: kernels.SourceLint, Took: 3 * time.Millisecond,
+		Detail: "kdtree_verify/marshal.py:13 offsets.max().item() in pack (read from gpu1:/opt/kdtree/site)"}
+	cat := kernels.DefaultCatalog()
+	src := &lintSource{&checkSource{fakeSource: newFake(), byMode: map[string]kernels.Evidence{"on": found}}}
+	m := New(src, Options{Title: "t", Kernels: cat, Now: func() time.Time { return now }, NoColor: true})
+	m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	m.Update(batchMsg(fleetFixture()))
+	cmd := press(m, "r")
+	if cmd == nil || !strings.Contains(render(m), "Lint of the kernel files of kdtree-verify=on running on gpu1") {
+		t.Fatalf("r did not start the lint:\n%s", render(m))
+	}
+	m.Update(cmd())
+	if len(src.asked) != 1 || src.asked[0].Command != "" {
+		t.Errorf("asked: %+v", src.asked)
+	}
+	if m.dialog == nil || m.dialog.kind != dlgPreflight {
+		t.Fatalf("the lint's finding did not refuse the restart: %+v", m.dialog)
+	}
+	out := strings.Join(strings.Fields(render(m)), " ")
+	for _, want := range []string{"refused by lint: kdtree-verify=on is declared capture-safe", "kdtree_verify/marshal.py:13 offsets.max().item() in pack"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("preflight dialog lacks %q:\n%s", want, out)
+		}
+	}
+}
