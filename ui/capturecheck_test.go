@@ -309,3 +309,38 @@ func TestPreflightChoiceRunsTheCheck(t *testing.T) {
 		t.Errorf("the refusal after the check:\n%s", out)
 	}
 }
+
+// TestRestartKeyCheckOutOfMemory: a check that could not run for want of
+// GPU memory (the serving engine holds it) does not refuse: the
+// confirmation says it did not run and why, with PyTorch's line, and y
+// restarts.
+func TestRestartKeyCheckOutOfMemory(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "remote", "startup", "testdata", "gpu", "oom.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "torch.OutOfMemoryError: ") {
+			line = l
+		}
+	}
+	oom := kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Took: 2 * time.Second,
+		Detail: "the check could not run: the GPU ran out of memory (an engine serving on it holds its memory; check again while the unit is stopped, or --skip-check): gpu-oom: " + line}
+	m, src := newCheckModel(t, map[string]kernels.Evidence{"on": oom})
+	cmd := press(m, "r")
+	m.Update(cmd())
+	if m.dialog == nil || m.dialog.kind != dlgConfirm {
+		t.Fatalf("a check out of GPU memory refused the restart: %+v", m.dialog)
+	}
+	out := strings.Join(strings.Fields(render(m)), " ")
+	for _, want := range []string{"gpu1: capture check of kdtree-verify=on did not run in 2s", "the GPU ran out of memory", "torch.OutOfMemoryError: CUDA out of memory"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the confirmation lacks %q:\n%s", want, out)
+		}
+	}
+	drive(t, m, press(m, "y"))
+	if len(src.calls) != 1 || src.calls[0].a.Kind != remote.ActRestart {
+		t.Fatalf("calls: %+v", src.calls)
+	}
+}

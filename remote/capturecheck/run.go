@@ -2,7 +2,6 @@ package capturecheck
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -45,11 +44,11 @@ func runOne(ctx context.Context, cat kernels.Catalog, w remote.CheckWant, runner
 	k, _ := cat.Kernel(w.Kernel)
 	r, ok := runner(w.Host)
 	if !ok {
-		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Detail: "the check could not run: this host's connection runs no commands"}
+		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Detail: CannotRun + "this host's connection runs no commands"}
 	}
 	out, err := r.RunCheck(ctx, w.Command, w.Env, deadline)
 	if err != nil {
-		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Took: out.Took, Detail: fmt.Sprintf("the check could not run: %v", err)}
+		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Took: out.Took, Detail: CannotRun + err.Error()}
 	}
 	return Judge(k, w.Mode, out)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/capturecheck"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -74,14 +75,16 @@ func Checks(w io.Writer, wants []remote.CheckWant, ev remote.SafetyEvidence) {
 				}
 				fmt.Fprintf(w, "  %s: lint of %s=%s %s in %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, e.Took.Round(time.Millisecond), e.Detail)
 			case e.Source == kernels.SourceCheck:
-				verdict := fmt.Sprintf("FAILED in %s", took)
+				verdict, detail := fmt.Sprintf("FAILED in %s", took), e.Detail
 				switch {
+				case e.Skipped && strings.HasPrefix(detail, capturecheck.CannotRun):
+					verdict, detail = fmt.Sprintf("could not run (%s)", took), strings.TrimPrefix(detail, capturecheck.CannotRun)
 				case e.Skipped:
 					verdict = "skipped"
 				case e.Safe:
 					verdict = fmt.Sprintf("passed in %s", took)
 				}
-				fmt.Fprintf(w, "  %s: capture check of %s=%s %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, e.Detail)
+				fmt.Fprintf(w, "  %s: capture check of %s=%s %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, detail)
 			}
 		}
 	}

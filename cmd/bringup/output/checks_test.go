@@ -7,6 +7,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/capturecheck"
 )
 
 func TestChecksAndRefusal(t *testing.T) {
@@ -62,5 +63,18 @@ func TestChecksLint(t *testing.T) {
 	Preflight(&b, refused, 1)
 	if !bytes.Contains(b.Bytes(), []byte("  refused by: lint\n")) || !bytes.Contains(b.Bytes(), []byte("the lint says not: kdtree_verify/marshal.py:13 offsets.max().item() in pack")) {
 		t.Errorf("Preflight:\n%s", b.String())
+	}
+}
+
+// TestChecksCouldNotRun: a check that could not run (out of GPU memory on
+// a serving host) says so, apart from one a person skipped.
+func TestChecksCouldNotRun(t *testing.T) {
+	wants := []remote.CheckWant{{Host: "gpu1", Kernel: "kdtree-verify", Mode: "on"}}
+	ev := remote.SafetyEvidence{{Host: "gpu1", Kernel: "kdtree-verify"}: {{Source: kernels.SourceCheck, Skipped: true, Took: 2100 * time.Millisecond,
+		Detail: capturecheck.CannotRun + "the GPU ran out of memory (…): gpu-oom: …"}}}
+	var b bytes.Buffer
+	Checks(&b, wants, ev)
+	if want := "  gpu1: capture check of kdtree-verify=on could not run (2.1s): the GPU ran out of memory (…): gpu-oom: …\n"; b.String() != want {
+		t.Errorf("Checks:\n%s\nwant\n%s", b.String(), want)
 	}
 }
