@@ -24,11 +24,23 @@ type CheckRunner interface {
 	RunCheck(ctx context.Context, command string, env []string, deadline time.Duration) (CheckOutput, error)
 }
 
-// CheckWant is one check a restart's preflight asks for: kernel's mode
-// on host, with the environment the unit will start with.
+// KernelReader is a driver that can read, over its host's connection,
+// the Python files a unit with Environment env loads for kernel k (the
+// directory with sitecustomize.py on its PYTHONPATH, then k's
+// remote_dir: remote/live's hosts, through remote/kernelfiles) into dst,
+// a local directory, for the preflight's lint. where names what it read:
+// HOST:/dir,/dir.
+type KernelReader interface {
+	ReadKernelFiles(ctx context.Context, k kernels.Kernel, env []string, dst string) (where string, err error)
+}
+
+// CheckWant is one kernel mode a restart's preflight looks at beyond the
+// declaration: kernel's mode on host, with the environment the unit will
+// start with. The lint reads every want's kernel files; a want with a
+// Command is checked on the host too.
 type CheckWant struct {
 	Host, Kernel, Mode string
-	Command            string   // the catalog's check command, {mode} filled in
+	Command            string   // the catalog's check command, {mode} filled in; "" when it gives none
 	Env                []string // the unit's Environment after the actions
 }
 
@@ -39,25 +51,46 @@ type HostKernel struct{ Host, Kernel string }
 // kernels, beside the catalog's declaration.
 type SafetyEvidence map[HostKernel][]kernels.Evidence
 
-// CheckPlan is the checks a restart of each of hosts after actions asks
-// for, in the order of hosts and the catalog: every kernel with a check
-// command in a mode that loads it (not "off"), on a unit that starts with
-// CUDA graphs on (with graphs off no mode can fail at capture).
-func CheckPlan(hosts []HostState, cat kernels.Catalog, actions []Action) []CheckWant {
+// PreflightPlan is what the lint and the checks look at before a restart
+// of each of hosts after actions, in the order of hosts and the catalog:
+// every kernel in a mode that loads it (not "off"), on a unit that starts
+// with CUDA graphs on (with graphs off no mode can fail at capture); the
+// kernels with a check command have it filled in.
+func PreflightPlan(hosts []HostState, cat kernels.Catalog, actions []Action) []CheckWant {
 	var out []CheckWant
 	for _, h := range hosts {
 		env := withModes(cat, h.UnitState.Environment, actions)
 		for _, m := range cat.ModesIn(env) {
 			k, ok := cat.Kernel(m.Kernel)
-			if !ok || !m.Known || m.Mode == "off" {
+			if !ok || !m.Known || m.Mode == "off" || !kernels.Preflight(k, m.Mode, h.UnitState.ExecStart, h.Startup.Engine).GraphsOn {
 				continue
 			}
-			cmd, ok := k.CheckCommand(m.Mode)
-			if !ok || !kernels.Preflight(k, m.Mode, h.UnitState.ExecStart, h.Startup.Engine).GraphsOn {
-				continue
-			}
+			cmd, _ := k.CheckCommand(m.Mode)
 			out = append(out, CheckWant{Host: h.Name, Kernel: k.Name, Mode: m.Mode, Command: cmd, Env: slices.Clone(env)})
 		}
+	}
+	return out
+}
+
+// CheckPlan is the checks a restart of each of hosts after actions asks
+// for: PreflightPlan's wants with a check command.
+func CheckPlan(hosts []HostState, cat kernels.Catalog, actions []Action) []CheckWant {
+	return Checked(PreflightPlan(hosts, cat, actions))
+}
+
+// Checked is the wants with a check command.
+func Checked(wants []CheckWant) []CheckWant {
+	return slices.DeleteFunc(slices.Clone(wants), func(w CheckWant) bool { return w.Command == "" })
+}
+
+// Merge is ev with more's evidence after each host and kernel's own.
+func (ev SafetyEvidence) Merge(more SafetyEvidence) SafetyEvidence {
+	out := SafetyEvidence{}
+	for k, e := range ev {
+		out[k] = slices.Clone(e)
+	}
+	for k, e := range more {
+		out[k] = append(out[k], e...)
 	}
 	return out
 }

@@ -60,6 +60,48 @@ func TestCheckPlan(t *testing.T) {
 	}
 }
 
+// TestPreflightPlan: the lint looks at every kernel mode a restart
+// loads with CUDA graphs on, a check command or not; CheckPlan keeps the
+// ones with one.
+func TestPreflightPlan(t *testing.T) {
+	hosts := []HostState{
+		{Name: "gpu1", UnitState: event.Unit{ExecStart: graphsOn, Environment: []string{"KDTREE_MODE=on"}}},
+		{Name: "gpu2", UnitState: event.Unit{ExecStart: graphsOff, Environment: []string{"KDTREE_MODE=validate"}}},
+		{Name: "gpu3", UnitState: event.Unit{ExecStart: graphsOn, Environment: []string{"KDTREE_MODE=off"}}},
+	}
+	setValidate := []Action{{Kind: ActSetMode, Kernel: "kdtree-verify", Mode: "validate"}}
+	var got []string
+	for _, w := range PreflightPlan(hosts, kernels.DefaultCatalog(), setValidate) {
+		got = append(got, w.Host+" "+w.Kernel+"="+w.Mode+" "+w.Command)
+	}
+	if want := []string{"gpu1 kdtree-verify=validate ", "gpu3 kdtree-verify=validate "}; !slices.Equal(got, want) {
+		t.Errorf("PreflightPlan = %q, want %q", got, want)
+	}
+	if w := CheckPlan(hosts, kernels.DefaultCatalog(), setValidate); len(w) != 0 {
+		t.Errorf("CheckPlan without a check command = %+v", w)
+	}
+	if w := CheckPlan(hosts, checkedCatalog(false), setValidate); len(w) != 2 || w[0].Command == "" {
+		t.Errorf("CheckPlan with one = %+v", w)
+	}
+}
+
+func TestSafetyEvidenceMerge(t *testing.T) {
+	hk := HostKernel{"gpu1", "kdtree-verify"}
+	lint := SafetyEvidence{hk: {{Source: kernels.SourceLint, Safe: true}}}
+	check := SafetyEvidence{hk: {{Source: kernels.SourceCheck}}, {"gpu2", "kdtree-verify"}: {{Source: kernels.SourceCheck, Safe: true}}}
+	got := lint.Merge(check)
+	if len(got) != 2 || len(got[hk]) != 2 || got[hk][0].Source != kernels.SourceLint || got[hk][1].Source != kernels.SourceCheck {
+		t.Errorf("Merge = %+v", got)
+	}
+	if len(lint[hk]) != 1 {
+		t.Errorf("Merge changed its receiver: %+v", lint)
+	}
+	var none SafetyEvidence
+	if got := none.Merge(check); len(got) != 2 {
+		t.Errorf("nil.Merge = %+v", got)
+	}
+}
+
 // TestPreflightAllWith is the preflight's one decision: the declaration,
 // the lint and the check, and who refused.
 func TestPreflightAllWith(t *testing.T) {

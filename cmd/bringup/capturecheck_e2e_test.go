@@ -21,7 +21,9 @@ import (
 // `mode gpu1 kdtree-verify=validate --restart` is refused by it, naming
 // PyTorch's line, and the unit is not started again (its invocation,
 // start time and restart count unchanged; no drop-in written); `on`
-// passes the check and serves.
+// passes the check and serves. With the seed-shaped kernel on the host,
+// the lint of the files it loads refuses validate even with the check
+// skipped.
 func TestCaptureCheckOnTestbed(t *testing.T) {
 	tb := testbed.StartWith(t, testbed.Options{Hosts: 1})
 	cfg := checkedConfig(t, filepath.Join(tb.Inventory(), "config.yaml"))
@@ -90,6 +92,31 @@ func TestCaptureCheckOnTestbed(t *testing.T) {
 		if code != exitFailed || !strings.Contains(out, want) {
 			t.Errorf("lint gpu1 (seed kernel): exit %d, want %d and %q", code, exitFailed, want)
 		}
+	}
+
+	// The restart's preflight lints the same files: with the check
+	// skipped, the lint alone refuses validate, before any restart.
+	before = starts()
+	begin = time.Now()
+	code, out, errOut = w.bringup(ctx, "mode", "gpu1", "kdtree-verify=validate", "--restart", "--skip-check", "--yes", "--config", cfg)
+	took = time.Since(begin)
+	t.Logf("mode gpu1 kdtree-verify=validate --restart --skip-check (seed kernel): exit %d in %s\n%s%s", code, took.Round(time.Millisecond), out, errOut)
+	if code != exitUsage {
+		t.Fatalf("validate, check skipped: exit %d, want %d (refused by the lint)", code, exitUsage)
+	}
+	for _, want := range []string{
+		"gpu1: lint of kdtree-verify=validate FOUND A HOST SYNC in ",
+		"gpu1: capture check of kdtree-verify=validate skipped: skipped by --skip-check",
+		"gpu1: refused by the capture-safety preflight: kdtree-verify=validate is declared capture-safe, but the lint says not: kdtree_verify/marshal.py:13 offsets.max().item() in pack",
+		"(read from gpu1:" + testbed.KernelPythonPath + ")",
+		"  refused by: lint\n",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the lint's refusal lacks %q", want)
+		}
+	}
+	if after := starts(); after != before {
+		t.Errorf("gpu1's unit changed although the lint refused:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 

@@ -2,7 +2,6 @@ package capturecheck
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -15,12 +14,13 @@ import (
 // cache of torch's imports can take several times that.
 const Deadline = 60 * time.Second
 
-// Run runs each want on its host through runner (the host's driver, when
+// Run runs each want with a check command on its host through runner (the host's driver, when
 // it can run a check) at once, each under deadline, and judges the
 // outputs: the evidence per host and kernel. A host whose driver cannot
 // run checks, or whose run never began, gives evidence that counts
 // neither way (Skipped) and says why. It returns when every run has.
 func Run(ctx context.Context, cat kernels.Catalog, wants []remote.CheckWant, runner func(host string) (remote.CheckRunner, bool), deadline time.Duration) remote.SafetyEvidence {
+	wants = remote.Checked(wants)
 	ev := make([]kernels.Evidence, len(wants))
 	var wg sync.WaitGroup
 	for i, w := range wants {
@@ -44,11 +44,11 @@ func runOne(ctx context.Context, cat kernels.Catalog, w remote.CheckWant, runner
 	k, _ := cat.Kernel(w.Kernel)
 	r, ok := runner(w.Host)
 	if !ok {
-		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Detail: "the check could not run: this host's connection runs no commands"}
+		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Detail: CannotRun + "this host's connection runs no commands"}
 	}
 	out, err := r.RunCheck(ctx, w.Command, w.Env, deadline)
 	if err != nil {
-		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Took: out.Took, Detail: fmt.Sprintf("the check could not run: %v", err)}
+		return kernels.Evidence{Source: kernels.SourceCheck, Skipped: true, Took: out.Took, Detail: CannotRun + err.Error()}
 	}
 	return Judge(k, w.Mode, out)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote/sshx"
+	"github.com/bringup-dev/bringup/remote/systemd"
 )
 
 // Limits on what one fetch brings: a kernel's Python is small; a
@@ -34,16 +35,27 @@ type Execer interface {
 	Exec(ctx context.Context, cmd string) (stdout, stderr []byte, exitCode int, err error)
 }
 
-// Dirs are the host's directories to lint for kernel k under unit: the
-// first PYTHONPATH entry of the unit's Environment that holds a
-// sitecustomize.py, then k's remote_dir (when it is another).
-func Dirs(ctx context.Context, x Execer, unit string, k kernels.Kernel) ([]string, error) {
+// UnitEnvironment is unit's Environment on the host, read with
+// `systemctl show` (for a caller without the fleet's copy, which D-Bus
+// gives already unquoted): KEY=VALUE entries, systemd's quoting undone.
+func UnitEnvironment(ctx context.Context, x Execer, unit string) ([]string, error) {
 	out, errOut, code, err := x.Exec(ctx, "systemctl show -p Environment --value "+sshx.ShellQuote(unit))
 	if err != nil || code != 0 {
 		return nil, fmt.Errorf("read %s's Environment: %w", unit, cmdErr(err, code, errOut))
 	}
+	env, err := systemd.SplitList(string(out))
+	if err != nil {
+		return nil, fmt.Errorf("read %s's Environment: %w", unit, err)
+	}
+	return env, nil
+}
+
+// Dirs are the host's directories to lint for kernel k, for a unit whose
+// Environment is env (KEY=VALUE entries): the first PYTHONPATH entry that
+// holds a sitecustomize.py, then k's remote_dir (when it is another).
+func Dirs(ctx context.Context, x Execer, env []string, k kernels.Kernel) ([]string, error) {
 	var dirs []string
-	if entries := PythonPath(string(out)); len(entries) > 0 {
+	if entries := PythonPath(env); len(entries) > 0 {
 		var b strings.Builder
 		b.WriteString("for d in")
 		for _, d := range entries {
@@ -54,7 +66,7 @@ func Dirs(ctx context.Context, x Execer, unit string, k kernels.Kernel) ([]strin
 		if err != nil || code != 0 {
 			return nil, fmt.Errorf("look for sitecustomize.py on PYTHONPATH: %w", cmdErr(err, code, errOut))
 		}
-		if d := strings.TrimSpace(string(found)); d != "" {
+		if d := strings.TrimRight(string(found), "\n"); d != "" {
 			dirs = append(dirs, d)
 		}
 	}
@@ -62,18 +74,20 @@ func Dirs(ctx context.Context, x Execer, unit string, k kernels.Kernel) ([]strin
 		dirs = append(dirs, k.RemoteDir)
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("%s has no PYTHONPATH with a sitecustomize.py, and kernel %s no remote_dir", unit, k.Name)
+		return nil, fmt.Errorf("no PYTHONPATH entry with a sitecustomize.py, and kernel %s no remote_dir", k.Name)
 	}
 	return dirs, nil
 }
 
-// PythonPath is the PYTHONPATH entries of an Environment as `systemctl
-// show -p Environment --value` prints it (KEY=VALUE words; the last
-// assignment wins, as systemd's does).
-func PythonPath(env string) []string {
+// PythonPath is the PYTHONPATH entries of an Environment (KEY=VALUE
+// entries, as systemd hands them to the process: the last assignment
+// wins), split as Python splits it: on ':' only, so a directory with a
+// space is one entry. Relative and empty entries are left out: they name
+// the service's working directory, which is not known here.
+func PythonPath(env []string) []string {
 	var pp string
-	for _, w := range strings.Fields(env) {
-		if v, ok := strings.CutPrefix(strings.Trim(w, `"`), "PYTHONPATH="); ok {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
 			pp = v
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -27,17 +28,15 @@ func (f *fakeHost) Exec(_ context.Context, cmd string) ([]byte, []byte, int, err
 	case strings.HasPrefix(cmd, "systemctl show -p Environment --value "):
 		return []byte(f.env + "\n"), nil, 0, nil
 	case strings.HasPrefix(cmd, "for d in"):
-		for _, w := range strings.Fields(strings.TrimPrefix(cmd, "for d in")) {
-			if w == ";" || strings.HasPrefix(w, ";") {
-				break
-			}
-			if d := strings.Trim(w, "';"); f.site[d] {
-				return []byte(d + "\n"), nil, 0, nil
+		list, _, _ := strings.Cut(strings.TrimPrefix(cmd, "for d in"), "; do")
+		for _, q := range quoted.FindAllStringSubmatch(list, -1) {
+			if f.site[q[1]] {
+				return []byte(q[1] + "\n"), nil, 0, nil
 			}
 		}
 		return nil, nil, 0, nil
 	case strings.HasPrefix(cmd, "cd "):
-		d := strings.Trim(strings.Fields(cmd)[1], "'")
+		d := quoted.FindStringSubmatch(cmd)[1]
 		var b bytes.Buffer
 		tw := tar.NewWriter(&b)
 		for name, body := range f.trees[d] {
@@ -56,16 +55,40 @@ func (f *fakeHost) Exec(_ context.Context, cmd string) ([]byte, []byte, int, err
 	return nil, []byte("unexpected"), 1, nil
 }
 
+// quoted is a word sshx.ShellQuote quoted (the paths here have no quote
+// of their own).
+var quoted = regexp.MustCompile(`'([^']*)'`)
+
+// TestPythonPath: the unit's Environment entries come unquoted (D-Bus
+// gives them so; UnitEnvironment undoes systemctl show's quoting); the
+// value splits on ':' only, as Python's does, so a directory with a space
+// is one entry.
 func TestPythonPath(t *testing.T) {
-	for env, want := range map[string][]string{
-		"KDTREE_MODE=on PYTHONPATH=/opt/kdtree/site":      {"/opt/kdtree/site"},
-		"PYTHONPATH=/a:relative::/b PYTHONPATH=/c:/opt/x": {"/c", "/opt/x"},
-		`"PYTHONPATH=/opt/site" OTHER=1`:                  {"/opt/site"},
-		"KDTREE_MODE=on":                                  nil,
+	for _, c := range []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{"KDTREE_MODE=on", "PYTHONPATH=/opt/kdtree/site"}, []string{"/opt/kdtree/site"}},
+		{[]string{"PYTHONPATH=/a:relative::/b", "PYTHONPATH=/c:/opt/x"}, []string{"/c", "/opt/x"}},
+		{[]string{"PYTHONPATH=/opt/my kernels/site:/opt/x", "OTHER=a b"}, []string{"/opt/my kernels/site", "/opt/x"}},
+		{[]string{"NOT_PYTHONPATH=/opt/site", "KDTREE_MODE=on"}, nil},
 	} {
-		if got := PythonPath(env); !slices.Equal(got, want) {
-			t.Errorf("PythonPath(%q) = %q, want %q", env, got, want)
+		if got := PythonPath(c.env); !slices.Equal(got, c.want) {
+			t.Errorf("PythonPath(%q) = %q, want %q", c.env, got, c.want)
 		}
+	}
+}
+
+// TestUnitEnvironment: systemctl show quotes an entry with a space; it
+// comes back whole, and its PYTHONPATH entry is one directory.
+func TestUnitEnvironment(t *testing.T) {
+	h := &fakeHost{env: `KDTREE_MODE=on "PYTHONPATH=/opt/my kernels/site:/opt/x"`}
+	env, err := UnitEnvironment(context.Background(), h, "sglang.service")
+	if err != nil || !slices.Equal(env, []string{"KDTREE_MODE=on", "PYTHONPATH=/opt/my kernels/site:/opt/x"}) {
+		t.Fatalf("UnitEnvironment = %q, %v", env, err)
+	}
+	if got := PythonPath(env); !slices.Equal(got, []string{"/opt/my kernels/site", "/opt/x"}) {
+		t.Errorf("PythonPath = %q", got)
 	}
 }
 
@@ -75,14 +98,14 @@ func TestDirsAndFetch(t *testing.T) {
 	k := kernels.DefaultCatalog().Kernels[0]
 	k.RemoteDir = "/opt/kdtree/releases/v3"
 	h := &fakeHost{
-		env:  "KDTREE_MODE=validate PYTHONPATH=/opt/other:/opt/kdtree/site",
 		site: map[string]bool{"/opt/kdtree/site": true},
 		trees: map[string]map[string]string{
 			"/opt/kdtree/site":        {"sitecustomize.py": "import kdtree_verify\n", "../escape.py": "x", "notes.txt": "x"},
 			"/opt/kdtree/releases/v3": {"kdtree_verify/__init__.py": "def forward(x):\n    return x.max().item()\n", "sitecustomize.py": "shadowed\n"},
 		},
 	}
-	dirs, err := Dirs(context.Background(), h, "sglang.service", k)
+	env := []string{"KDTREE_MODE=validate", "PYTHONPATH=/opt/other:/opt/kdtree/site"}
+	dirs, err := Dirs(context.Background(), h, env, k)
 	if err != nil || !slices.Equal(dirs, []string{"/opt/kdtree/site", "/opt/kdtree/releases/v3"}) {
 		t.Fatalf("Dirs = %q, %v", dirs, err)
 	}
@@ -101,7 +124,27 @@ func TestDirsAndFetch(t *testing.T) {
 
 	h.site = nil
 	k.RemoteDir = ""
-	if _, err := Dirs(context.Background(), h, "sglang.service", k); err == nil {
+	if _, err := Dirs(context.Background(), h, env, k); err == nil {
 		t.Error("Dirs found something with no sitecustomize.py and no remote_dir")
+	}
+}
+
+// TestDirsWithSpace: a PYTHONPATH directory with a space is looked for
+// and read as one path.
+func TestDirsWithSpace(t *testing.T) {
+	k := kernels.DefaultCatalog().Kernels[0]
+	k.RemoteDir = ""
+	site := "/opt/my kernels/site"
+	h := &fakeHost{
+		site:  map[string]bool{site: true},
+		trees: map[string]map[string]string{site: {"sitecustomize.py": "import kdtree_verify\n"}},
+	}
+	dirs, err := Dirs(context.Background(), h, []string{"PYTHONPATH=/opt/x:" + site}, k)
+	if err != nil || !slices.Equal(dirs, []string{site}) {
+		t.Fatalf("Dirs = %q, %v (ran %q)", dirs, err, h.ran)
+	}
+	got, err := Fetch(context.Background(), h, dirs, t.TempDir())
+	if err != nil || !slices.Equal(got, []string{site + "/sitecustomize.py"}) {
+		t.Fatalf("Fetch = %q, %v", got, err)
 	}
 }

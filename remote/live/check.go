@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/kernelfiles"
 	"github.com/bringup-dev/bringup/remote/sshx"
 )
 
@@ -61,7 +63,41 @@ func (o *OnDemand) RunCheck(ctx context.Context, command string, env []string, d
 	return h.RunCheck(ctx, command, env, deadline)
 }
 
+// ReadKernelFiles reads, over the host's connection, the Python a unit
+// with Environment env loads for k (the directory with sitecustomize.py
+// on its PYTHONPATH, then k's remote_dir) into dst, for the preflight's
+// lint; its commands are reported as an action's are.
+func (h *Host) ReadKernelFiles(ctx context.Context, k kernels.Kernel, env []string, dst string) (string, error) {
+	emit := h.emitter()
+	if emit == nil {
+		emit = func(event.Event) bool { return true }
+	}
+	au := audited{h: h, emit: emit}
+	dirs, err := kernelfiles.Dirs(ctx, au, env, k)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", h.opts.Name, err)
+	}
+	where := h.opts.Name + ":" + strings.Join(dirs, ",")
+	if _, err := kernelfiles.Fetch(ctx, au, dirs, dst); err != nil {
+		return where, fmt.Errorf("%s: %w", h.opts.Name, err)
+	}
+	return where, nil
+}
+
+// ReadKernelFiles reads them over the host's on-demand connection,
+// opening it if it is not open.
+func (o *OnDemand) ReadKernelFiles(ctx context.Context, k kernels.Kernel, env []string, dst string) (string, error) {
+	h, release := o.acquire()
+	defer release()
+	if _, err := h.conn.Client(ctx); err != nil {
+		return "", fmt.Errorf("%s: read the kernel files over SSH: %w", o.opts.Name, err)
+	}
+	return h.ReadKernelFiles(ctx, k, env, dst)
+}
+
 var (
-	_ remote.CheckRunner = (*Host)(nil)
-	_ remote.CheckRunner = (*OnDemand)(nil)
+	_ remote.CheckRunner  = (*Host)(nil)
+	_ remote.CheckRunner  = (*OnDemand)(nil)
+	_ remote.KernelReader = (*Host)(nil)
+	_ remote.KernelReader = (*OnDemand)(nil)
 )

@@ -79,23 +79,33 @@ func (s Streams) preflight(name string, w io.Writer, hosts []remote.HostState, c
 	return true, true, ""
 }
 
-// captureChecks runs on the hosts the kernels' check commands that a
-// restart of hosts after changes asks for (remote.CheckPlan), before
-// anything changes, and says on w what each gave; with skip it runs none
-// and records that they were skipped. The evidence is the preflight's.
+// captureChecks weighs, before anything changes, what a restart of
+// hosts after changes loads beyond the declaration (remote.PreflightPlan):
+// the lint of the kernel files each unit will load, and the kernels'
+// check commands run on the hosts; it says on w what each gave. With skip
+// it runs no check and records that they were skipped (the lint, which
+// takes milliseconds and changes nothing, still runs). The evidence is
+// the preflight's.
 func (s Streams) captureChecks(ctx context.Context, name string, w io.Writer, f *fleet.Fleet, hosts []remote.HostState, changes []remote.Action, skip bool) remote.SafetyEvidence {
-	wants := remote.CheckPlan(hosts, f.Kernels(), changes)
+	wants := remote.PreflightPlan(hosts, f.Kernels(), changes)
 	if len(wants) == 0 {
 		return nil
 	}
-	if skip {
-		fmt.Fprintf(s.Err, "bringup %s: WARNING: --skip-check: %d capture check(s) skipped; the restart is recorded as such\n", name, len(wants))
-		ev := remote.Skipped(wants, "skipped by --skip-check")
-		output.Checks(w, wants, ev)
-		return ev
+	checked := remote.Checked(wants)
+	var ev remote.SafetyEvidence
+	switch {
+	case skip:
+		ev = f.LintKernels(ctx, wants)
+		if len(checked) > 0 {
+			fmt.Fprintf(s.Err, "bringup %s: WARNING: --skip-check: %d capture check(s) skipped; the restart is recorded as such\n", name, len(checked))
+			ev = ev.Merge(remote.Skipped(checked, "skipped by --skip-check"))
+		}
+	case len(checked) > 0:
+		fmt.Fprintf(w, "Capture check on %d host(s) before any restart (up to %s each)…\n", len(hosts), capturecheck.Deadline)
+		ev = f.CaptureCheck(ctx, wants)
+	default:
+		ev = f.LintKernels(ctx, wants)
 	}
-	fmt.Fprintf(w, "Capture check on %d host(s) before any restart (up to %s each)…\n", len(hosts), capturecheck.Deadline)
-	ev := f.CaptureCheck(ctx, wants)
 	output.Checks(w, wants, ev)
 	return ev
 }

@@ -55,7 +55,11 @@ func KernelTree(ctx context.Context, prompt io.Writer, cfgPath string, getenv fu
 	defer cancel()
 	h := rs[0]
 	err = sshx.WithConn(ctx, h.SSH, sshx.ConnOptions{Dial: h.Dial}, func(c *sshx.Conn) error {
-		dirs, err := kernelfiles.Dirs(ctx, c, h.Unit, k)
+		env, err := kernelfiles.UnitEnvironment(ctx, c, h.Unit)
+		if err != nil {
+			return err
+		}
+		dirs, err := kernelfiles.Dirs(ctx, c, env, k)
 		if err != nil {
 			return err
 		}

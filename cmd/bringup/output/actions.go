@@ -8,6 +8,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/capturecheck"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -56,22 +57,35 @@ func checkTook(ev []kernels.Evidence) string {
 	return ""
 }
 
-// Checks says what each capture check before a restart gave, a line a
-// check: passed, refused (the cause and PyTorch's line), or skipped.
+// Checks says what the lint and each capture check before a restart
+// gave, a line each: clean or the sync it found (file:line, the call,
+// the function); passed, refused (the cause and PyTorch's line), or
+// skipped.
 func Checks(w io.Writer, wants []remote.CheckWant, ev remote.SafetyEvidence) {
 	for _, cw := range wants {
 		for _, e := range ev[remote.HostKernel{Host: cw.Host, Kernel: cw.Kernel}] {
-			if e.Source != kernels.SourceCheck {
-				continue
-			}
-			verdict := fmt.Sprintf("FAILED in %s", e.Took.Round(100*time.Millisecond))
+			took := e.Took.Round(100 * time.Millisecond)
 			switch {
-			case e.Skipped:
-				verdict = "skipped"
-			case e.Safe:
-				verdict = fmt.Sprintf("passed in %s", e.Took.Round(100*time.Millisecond))
+			case e.Source == kernels.SourceLint && e.Skipped:
+				fmt.Fprintf(w, "  %s: lint of %s=%s did not run: %s\n", cw.Host, cw.Kernel, cw.Mode, strings.TrimPrefix(e.Detail, "the lint could not run: "))
+			case e.Source == kernels.SourceLint:
+				verdict := "FOUND A HOST SYNC"
+				if e.Safe {
+					verdict = "clean"
+				}
+				fmt.Fprintf(w, "  %s: lint of %s=%s %s in %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, e.Took.Round(time.Millisecond), e.Detail)
+			case e.Source == kernels.SourceCheck:
+				verdict, detail := fmt.Sprintf("FAILED in %s", took), e.Detail
+				switch {
+				case e.Skipped && strings.HasPrefix(detail, capturecheck.CannotRun):
+					verdict, detail = fmt.Sprintf("could not run (%s)", took), strings.TrimPrefix(detail, capturecheck.CannotRun)
+				case e.Skipped:
+					verdict = "skipped"
+				case e.Safe:
+					verdict = fmt.Sprintf("passed in %s", took)
+				}
+				fmt.Fprintf(w, "  %s: capture check of %s=%s %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, detail)
 			}
-			fmt.Fprintf(w, "  %s: capture check of %s=%s %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, e.Detail)
 		}
 	}
 }
