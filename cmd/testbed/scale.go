@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -27,7 +30,7 @@ import (
 type scaleResult struct {
 	Hosts     int     `json:"hosts"`
 	Failing   int     `json:"failing"`
-	Entries   int     `json:"entries_per_run"`
+	Entries   int     `json:"entries_stored"` // before the console opens
 	LoadStart float64 `json:"load_start"`
 	LoadEnd   float64 `json:"load_end"`
 	// InsertS is the backlog's insert into the store (first run).
@@ -35,8 +38,10 @@ type scaleResult struct {
 	// TableS is a fresh console's start to every host's final state
 	// (serving, or failed with its settled cause) from the backlog.
 	TableS float64 `json:"table_s"`
-	// TableCPUS is this process's CPU time over TableS.
-	TableCPUS float64 `json:"table_cpu_s"`
+	// TableCPUS is this process's CPU time over TableS; TableReadMiB what
+	// the console read from the store by then.
+	TableCPUS    float64 `json:"table_cpu_s"`
+	TableReadMiB float64 `json:"table_read_mib"`
 	// Steady: quiet window, every host in its final state.
 	SteadyS      float64 `json:"steady_window_s"`
 	SteadyCPUPct float64 `json:"steady_cpu_pct"`
@@ -86,10 +91,23 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	window := fs.Duration("window", 60*time.Second, "the second run's starts are spread over this")
 	keep := fs.String("dir", "", "store data directory (default a temporary one, removed)")
 	out := fs.String("o", "", "write the JSON summary here")
+	limit := fs.Duration("limit", 3*time.Minute, "how long a run may take to a full table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "scale: "+format+"\n", a...) }
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	r := scaleResult{Hosts: *n, LoadStart: scalerig.LoadAvg()}
 	logs, err := corpus.ReadAll(corpus.Dir())
 	if err != nil {
@@ -113,14 +131,31 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer store.Stop()
 	logf("victoria-logs at %s, pid %d", store.URL, store.PID())
 
-	// The first run: every host's startup in the last minutes, history
-	// by the time the console opens.
+	// The store's history when the console opens: every host started
+	// 100 minutes ago (run 0) and, all but one host in a hundred, again
+	// 10 minutes ago (run 1), each start spread over 5 minutes; the
+	// hundredth host is still in its old run. A full table needs each
+	// host's current run, not all of it.
 	now := time.Now()
-	first, err := scalerig.Plan(logs, scalerig.PlanOptions{Hosts: *n, First: now.Add(-10 * time.Minute), Stagger: 5 * time.Minute / time.Duration(*n)})
+	old, err := scalerig.Plan(logs, scalerig.PlanOptions{Hosts: *n, First: now.Add(-100 * time.Minute), Stagger: 5 * time.Minute / time.Duration(*n)})
 	if err != nil {
 		return err
 	}
-	entries := scalerig.All(first)
+	recent, err := scalerig.Plan(logs, scalerig.PlanOptions{Hosts: *n, First: now.Add(-10 * time.Minute), Stagger: 5 * time.Minute / time.Duration(*n), Run: 1})
+	if err != nil {
+		return err
+	}
+	first := make([]scalerig.Host, *n)
+	hist := slices.Clone(old)
+	for i := range first {
+		first[i] = recent[i]
+		if i%100 == 99 {
+			first[i] = old[i]
+			continue
+		}
+		hist = append(hist, recent[i])
+	}
+	entries := scalerig.All(hist)
 	r.Entries = len(entries)
 	for _, h := range first {
 		if h.Fail {
@@ -137,7 +172,8 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The console: the store fleet as `bringup` builds it for source
 	// victorialogs, and the console model on it at 200×60, its output
 	// discarded, every frame and key timed.
-	src, err := vlogs.New(vlogs.Options{URL: store.URL, Unit: scalerig.Unit})
+	read := &countingTransport{base: http.DefaultTransport}
+	src, err := vlogs.New(vlogs.Options{URL: store.URL, Unit: scalerig.Unit, Client: &http.Client{Transport: read}})
 	if err != nil {
 		return err
 	}
@@ -167,13 +203,14 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		wg.Wait()
 	}()
 
-	if err := w.waitAll(ctx, 5*time.Minute); err != nil {
+	if err := w.waitAll(ctx, *limit, logf); err != nil {
 		return fmt.Errorf("first run: %w", err)
 	}
 	r.TableS = time.Since(t0).Seconds()
 	cpu1, _ := scalerig.ProcCPU(0)
 	r.TableCPUS = (cpu1 - cpu0).Seconds()
-	logf("full table: %.2f s (%.2f s of CPU)", r.TableS, r.TableCPUS)
+	r.TableReadMiB = float64(read.n.Load()) / (1 << 20)
+	logf("full table: %.2f s (%.2f s of CPU), %.1f MiB read from the store", r.TableS, r.TableCPUS, r.TableReadMiB)
 
 	// Quiet: CPU and RSS, and the console's frames and keys.
 	time.Sleep(3 * time.Second)
@@ -209,7 +246,7 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The second run: every unit started again over the window, fed as
 	// its time comes, the console open.
 	start := time.Now().Add(2 * time.Second)
-	second, err := scalerig.Plan(logs, scalerig.PlanOptions{Hosts: *n, First: start, Stagger: *window / time.Duration(*n), Run: 1})
+	second, err := scalerig.Plan(logs, scalerig.PlanOptions{Hosts: *n, First: start, Stagger: *window / time.Duration(*n), Run: 2})
 	if err != nil {
 		return err
 	}
@@ -220,7 +257,7 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	t0 = time.Now()
 	feedErr := make(chan error, 1)
 	go func() { feedErr <- scalerig.Live(fctx, store, scalerig.All(second), 250*time.Millisecond, time.Now) }()
-	if err := w.waitAll(ctx, *window+3*time.Minute); err != nil {
+	if err := w.waitAll(ctx, *window+*limit, logf); err != nil {
 		return fmt.Errorf("second run: %w", err)
 	}
 	if err := <-feedErr; err != nil {
@@ -244,4 +281,29 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, string(b))
 	return err
+}
+
+// countingTransport counts the response bytes the console reads.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.n}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }

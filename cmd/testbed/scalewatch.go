@@ -105,20 +105,30 @@ func (w *watcher) see(b remote.Batch, at time.Time) {
 	}
 }
 
-// waitAll waits for every host's final state.
-func (w *watcher) waitAll(ctx context.Context, limit time.Duration) error {
+// waitAll waits for every host's final state, saying how far it is
+// every 10 s through logf.
+func (w *watcher) waitAll(ctx context.Context, limit time.Duration, logf func(string, ...any)) error {
 	w.mu.Lock()
 	all := w.all
 	w.mu.Unlock()
-	select {
-	case <-all:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(limit):
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return fmt.Errorf("%d of %d hosts in their final state after %s", len(w.done), len(w.want), limit)
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	deadline := time.After(limit)
+	for {
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-progress.C:
+			w.mu.Lock()
+			logf("%d of %d hosts in their final state, %d batches", len(w.done), len(w.want), w.batches.Load())
+			w.mu.Unlock()
+		case <-deadline:
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return fmt.Errorf("%d of %d hosts in their final state after %s", len(w.done), len(w.want), limit)
+		}
 	}
 }
 
