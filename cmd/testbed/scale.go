@@ -42,6 +42,12 @@ type scaleResult struct {
 	// the console read from the store by then.
 	TableCPUS    float64 `json:"table_cpu_s"`
 	TableReadMiB float64 `json:"table_read_mib"`
+	// TableVLCPUS is victoria-logs' CPU time over TableS; TableQueries
+	// the plain queries (catch-up pages, the starts, sweeps) by then and
+	// TableQueryS their time from request to the response's end.
+	TableVLCPUS  float64 `json:"table_victorialogs_cpu_s"`
+	TableQueries int     `json:"table_queries"`
+	TableQueryS  float64 `json:"table_query_s"`
 	// Steady: quiet window, every host in its final state.
 	SteadyS      float64 `json:"steady_window_s"`
 	SteadyCPUPct float64 `json:"steady_cpu_pct"`
@@ -60,9 +66,11 @@ type scaleResult struct {
 	Cause       Dist    `json:"time_to_cause_ms"`
 	CausesSeen  int     `json:"causes_seen"`
 	CausesRight int     `json:"causes_right"`
-	LiveFrame   Dist    `json:"live_frame_ms"`
-	LiveCPUPct  float64 `json:"live_cpu_pct"`
-	LiveRSSMiB  float64 `json:"live_rss_mib"`
+	// CauseMisses are the logs whose settled cause was not the corpus's.
+	CauseMisses map[string]string `json:"cause_misses,omitempty"`
+	LiveFrame   Dist              `json:"live_frame_ms"`
+	LiveCPUPct  float64           `json:"live_cpu_pct"`
+	LiveRSSMiB  float64           `json:"live_rss_mib"`
 }
 
 // Dist is p50/p99/max in milliseconds and the count.
@@ -183,6 +191,7 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	debug.FreeOSMemory()
 	cpu0, _ := scalerig.ProcCPU(0)
+	vlTable0, _ := scalerig.ProcCPU(store.PID())
 	t0 = time.Now()
 	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()}})
 	if err != nil {
@@ -210,7 +219,11 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpu1, _ := scalerig.ProcCPU(0)
 	r.TableCPUS = (cpu1 - cpu0).Seconds()
 	r.TableReadMiB = float64(read.n.Load()) / (1 << 20)
-	logf("full table: %.2f s (%.2f s of CPU), %.1f MiB read from the store", r.TableS, r.TableCPUS, r.TableReadMiB)
+	vlTable1, _ := scalerig.ProcCPU(store.PID())
+	r.TableVLCPUS = (vlTable1 - vlTable0).Seconds()
+	r.TableQueries, r.TableQueryS = read.queries()
+	logf("full table: %.2f s (%.2f s of CPU; victoria-logs %.2f s), %.1f MiB read from the store; %d queries answered in %.2f s",
+		r.TableS, r.TableCPUS, r.TableVLCPUS, r.TableReadMiB, r.TableQueries, r.TableQueryS)
 
 	// Quiet: CPU and RSS, and the console's frames and keys.
 	time.Sleep(3 * time.Second)
@@ -268,7 +281,7 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r.LiveCPUPct = 100 * (cpu1 - cpu0).Seconds() / wall.Seconds()
 	r.LiveRSSMiB, _ = scalerig.ProcRSSMiB(0)
 	r.LiveFrame, _ = tm.dists()
-	r.Cause, r.CausesSeen, r.CausesRight = w.causes()
+	r.Cause, r.CausesSeen, r.CausesRight, r.CauseMisses = w.causes()
 	r.LoadEnd = scalerig.LoadAvg()
 	logf("second run over %s: time to cause p50/p99/max %.0f/%.0f/%.0f ms (%d failures, %d with the corpus's cause); console %.2f %% of a core while it ran, RSS %.1f MiB; frame p50/p99 %.2f/%.2f ms",
 		*window, r.Cause.P50, r.Cause.P99, r.Cause.Max, r.CausesSeen, r.CausesRight, r.LiveCPUPct, r.LiveRSSMiB, r.LiveFrame.P50, r.LiveFrame.P99)
@@ -287,19 +300,49 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 type countingTransport struct {
 	base http.RoundTripper
 	n    atomic.Int64
+	mu   sync.Mutex
+	nq   int
+	tq   time.Duration
 }
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t0 := time.Now()
 	resp, err := c.base.RoundTrip(req)
 	if err == nil {
 		resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.n}
+		if req.URL.Path == "/select/logsql/query" {
+			resp.Body.(*countingBody).done = func() { c.query(time.Since(t0)) }
+		}
 	}
 	return resp, err
 }
 
+func (c *countingTransport) query(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nq++
+	c.tq += d
+}
+
+// queries are the plain queries answered so far and their total time.
+func (c *countingTransport) queries() (int, float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nq, c.tq.Seconds()
+}
+
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	n    *atomic.Int64
+	done func()
+	once sync.Once
+}
+
+func (b *countingBody) Close() error {
+	if b.done != nil {
+		b.once.Do(b.done)
+	}
+	return b.ReadCloser.Close()
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {

@@ -148,13 +148,14 @@ func (w *watcher) waitAll(ctx context.Context, limit time.Duration, logf func(st
 }
 
 // causes are the failed hosts' times to cause (their settled cause's
-// batch less the failure's journal timestamp), how many, and how many
-// named the corpus log's cause.
-func (w *watcher) causes() (Dist, int, int) {
+// batch less the failure's journal timestamp), how many, how many named
+// the corpus log's cause, and for the logs that did not, "want → got".
+func (w *watcher) causes() (Dist, int, int, map[string]string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var ds []time.Duration
 	right := 0
+	misses := map[string]string{}
 	for name, h := range w.want {
 		if !h.Fail {
 			continue
@@ -166,9 +167,11 @@ func (w *watcher) causes() (Dist, int, int) {
 		ds = append(ds, at.Sub(h.FailedAt))
 		if w.diag[name] == h.Cause {
 			right++
+		} else {
+			misses[h.Log] = h.Cause + " → " + w.diag[name]
 		}
 	}
-	return distOf(ds), len(ds), right
+	return distOf(ds), len(ds), right, misses
 }
 
 // timedModel times the console model: every frame (View) and every key's
