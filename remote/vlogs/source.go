@@ -484,6 +484,14 @@ func hostChunks(names []string) [][]string {
 	return out
 }
 
+// rowFields are the fields a plain query asks for: what ParseRow and
+// journal.Entry read (the SSH follower's --output-fields) and the row's
+// identity. A journald row in the store holds about three times as much
+// (_CMDLINE, _EXE, CODE_FILE…), which the console would read and parse
+// only to drop.
+var rowFields = "_time, _msg, _HOSTNAME, _stream_id, __CURSOR, __SEQNUM, __MONOTONIC_TIMESTAMP, _BOOT_ID, " +
+	strings.ReplaceAll(journal.OutputFields, ",", ", ")
+
 // pageSpan is how far apart the starts of one catch-up page's hosts may
 // be: a page is read from its earliest start, so a host whose run began
 // long before the others' gets a page of its own.
@@ -532,8 +540,8 @@ func (s *Source) catchUp(ctx context.Context, st *stream, until time.Time) error
 		if !from.Before(until) {
 			continue
 		}
-		q := fmt.Sprintf("%s %s _time:[%s, %s] | sort by (_time)", s.unitFilter(), hostFilterOf(chunk),
-			from.UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339Nano))
+		q := fmt.Sprintf("%s %s _time:[%s, %s] | fields %s | sort by (_time)", s.unitFilter(), hostFilterOf(chunk),
+			from.UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339Nano), rowFields)
 		var rows []Row
 		err := s.query(ctx, q, func(line []byte) error {
 			if r, err := ParseRow(line, s.opts.MaxLine); err == nil && page[r.Hostname] {
@@ -742,8 +750,8 @@ func (s *Source) sweep(ctx context.Context, st *stream) {
 		// Behind the tail's frontier only: what is newer, the tail sends
 		// in order, and a sweep ahead of it would put its rows out of
 		// order.
-		q := fmt.Sprintf("%s %s _time:[%s, %s] | sort by (_time)", s.unitFilter(), s.hostFilter(),
-			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano))
+		q := fmt.Sprintf("%s %s _time:[%s, %s] | fields %s | sort by (_time)", s.unitFilter(), s.hostFilter(),
+			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano), rowFields)
 		var rows []Row
 		err := s.query(ctx, q, func(line []byte) error {
 			if st.seenLine(line) {
