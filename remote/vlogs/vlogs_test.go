@@ -153,7 +153,7 @@ type store struct {
 	// skip leaves these rows out of every tail response, as VictoriaLogs'
 	// tail does with a row that became searchable after a later one of
 	// its stream; a sweep's query returns them.
-	skip     map[int]bool
+	skip map[int]bool
 	// catchUp, when set, is how many rows a query before the first tail
 	// returns (a catch-up page made while the rest had not reached the
 	// store yet).
