@@ -175,11 +175,11 @@ func (t *configTree) readFile(path, base string, depth int, mustExist, checkPerm
 		l := cfgLine{key: key, rest: rest, args: args, file: path, line: n}
 		if key == "include" {
 			if len(args) == 0 {
-				l.err = errors.New("Include without a file")
+				l.err = errors.New("ssh_config: Include without a file")
 			}
 			for _, a := range args {
 				if strings.ContainsAny(a, "%$") {
-					l.err = fmt.Errorf("Include %q: tokens and environment variables are not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", a)
+					l.err = fmt.Errorf("ssh_config Include %q: tokens and environment variables are not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", a)
 					break
 				}
 				pat := expandTilde(a, t.opts.Home)
@@ -188,7 +188,7 @@ func (t *configTree) readFile(path, base string, depth int, mustExist, checkPerm
 				}
 				matches, err := filepath.Glob(pat)
 				if err != nil {
-					l.err = fmt.Errorf("Include %q: %v", a, err)
+					l.err = fmt.Errorf("ssh_config Include %q: %w", a, err)
 					break
 				}
 				for _, m := range matches { // Glob sorts: lexical order, as ssh
@@ -277,7 +277,7 @@ func (p *parser) evalFile(f *cfgFile, neverMatch bool) error {
 // already make it false.
 func (p *parser) match(args []string) (bool, error) {
 	if len(args) == 0 {
-		return false, errors.New("Match without criteria")
+		return false, errors.New("ssh_config: Match without criteria")
 	}
 	result := true
 	var unsupported string
@@ -288,14 +288,14 @@ func (p *parser) match(args []string) (bool, error) {
 		switch attr {
 		case "all":
 			if i > 0 || len(args) > 1 {
-				return false, errors.New("Match all cannot be combined with other criteria")
+				return false, errors.New("ssh_config: Match all cannot be combined with other criteria")
 			}
 			return !negate, nil
 		case "canonical", "final":
-			return false, fmt.Errorf("Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", attr)
+			return false, fmt.Errorf("ssh_config: Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", attr)
 		}
 		if i+1 >= len(args) {
-			return false, fmt.Errorf("Match %s without a pattern", attr)
+			return false, fmt.Errorf("ssh_config: Match %s without a pattern", attr)
 		}
 		i++
 		arg := args[i]
@@ -324,7 +324,7 @@ func (p *parser) match(args []string) (bool, error) {
 		}
 	}
 	if result && unsupported != "" {
-		return false, fmt.Errorf("Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", unsupported)
+		return false, fmt.Errorf("ssh_config: Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", unsupported)
 	}
 	return result, nil
 }
