@@ -146,6 +146,7 @@ func New(src Source, opts Options) *Model {
 	}
 	m.host = newHostModel(m.keys, &m.logs, m.bodyHeight())
 	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
+	m.table.declared = opts.Deployments
 	m.setStyles(true)
 	return m
 }

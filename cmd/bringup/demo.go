@@ -176,7 +176,7 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		// The header says where the journals and unit states come from.
 		title += " · " + t
 	}
-	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
+	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels, Deployments: ff.cfg.Deployments,
 		Signals: console.Signals(ff.cfg.Notify, *quiet)})
 }
 

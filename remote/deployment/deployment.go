@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bringup-dev/bringup/remote"
 )
 
 // The kinds of deployment, from the launcher's flags.
@@ -437,4 +439,17 @@ func Of(deps []Deployment, host string) (Deployment, Node, bool) {
 		}
 	}
 	return Deployment{}, Node{}, false
+}
+
+// FromStates is the deployments of a fleet: the declared ones, then those
+// the units' command lines (each host's UnitState.ExecStart, as the
+// fleet last read it) say. A host is known to its peers by its name.
+func FromStates(declared []Declared, hosts []remote.HostState) []Deployment {
+	units := make([]Unit, 0, len(hosts))
+	for _, h := range hosts {
+		if h.UnitState.ExecStart != "" {
+			units = append(units, Unit{Host: h.Name, Addrs: []string{h.Name}, ExecStart: h.UnitState.ExecStart})
+		}
+	}
+	return Merge(declared, Infer(units))
 }

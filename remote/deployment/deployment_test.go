@@ -3,6 +3,9 @@ package deployment
 import (
 	"reflect"
 	"testing"
+
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // Real command lines, each from the public page its comment names.
@@ -265,5 +268,23 @@ func TestOf(t *testing.T) {
 	}
 	if got := deps[0].Hosts(); !reflect.DeepEqual(got, []string{"gpu0", "gpu1"}) {
 		t.Errorf("Hosts = %v", got)
+	}
+}
+
+func TestFromStates(t *testing.T) {
+	hosts := []remote.HostState{
+		{Name: "gpu0", UnitState: event.Unit{ExecStart: sglang550Rank0}},
+		{Name: "gpu1", UnitState: event.Unit{ExecStart: sglang550Rank1}},
+		{Name: "solo", UnitState: event.Unit{ExecStart: sglangOneNode}},
+		{Name: "new"},
+		{Name: "a"}, {Name: "b"},
+	}
+	got := FromStates([]Declared{{Name: "pair", Hosts: []string{"a", "b"}}}, hosts)
+	want := []Deployment{
+		{Name: "pair", Kind: KindDeclared, Size: 2, Nodes: []Node{{"a", 0}, {"b", 1}}},
+		{Name: "172.16.5.82:20000", Kind: KindSGLang, Rendezvous: "172.16.5.82:20000", Size: 2, Nodes: []Node{{"gpu0", 0}, {"gpu1", 1}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FromStates =\n%+v\nwant\n%+v", got, want)
 	}
 }
