@@ -108,6 +108,7 @@ func TestCorpusOnTestbed(t *testing.T) {
 				if got.Cause != x.Cause || got.FailedIn != x.FailedIn || len(got.Evidence) == 0 || len(x.Evidence) == 0 || got.Evidence[0] != x.Evidence[0] {
 					t.Errorf("%s: watch says %s in %s (%q), explain %s in %s (%q) (%s)", l.Name, got.Cause, got.FailedIn, first(got.Evidence),
 						x.Cause, x.FailedIn, first(x.Evidence), l.Source)
+					t.Logf("the watch printed:\n%s\nand on stderr:\n%s", out, errOut)
 				}
 				// What the journal holds, as a person would paste it:
 				// explain reads journalctl's own formats the same way.

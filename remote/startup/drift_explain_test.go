@@ -134,7 +134,27 @@ func TestEngineVersion(t *testing.T) {
 		{0, "(APIServer pid=1) INFO 09-11 23:46:30 [api_utils.py:325] vLLM server version 0.27.1, serving model Qwen/Qwen3-8B"},
 		{time.Second, "(EngineCore pid=2) INFO 09-11 23:46:31 [core.py:123] Initializing a V1 LLM engine (v0.26.0) with config: model='m'"},
 	})
-	if x.EngineVersion != "0.27.1" {
-		t.Errorf("Explain's engine version = %q, want the first stated, 0.27.1", x.EngineVersion)
+	if x.Startup.EngineVersion != "0.27.1" {
+		t.Errorf("Explain's engine version = %q, want the first stated, 0.27.1", x.Startup.EngineVersion)
+	}
+}
+
+// TestEngineVersionPerRun: the tracker's engine version is the current
+// run's first stated one; a run that states none keeps the last earlier
+// run's (a restart after an upgrade states the new release).
+func TestEngineVersionPerRun(t *testing.T) {
+	at := time.Date(2026, 9, 11, 23, 46, 30, 0, time.UTC)
+	tr := NewTracker(Options{Engine: "vllm"})
+	for i, l := range []struct{ inv, msg, want string }{
+		{"run1", "(APIServer pid=1) INFO 09-11 23:46:30 [api_utils.py:325] vLLM server version 0.26.0, serving model Qwen/Qwen3-8B", "0.26.0"},
+		{"run1", "(EngineCore pid=2) INFO 09-11 23:46:31 [core.py:123] Initializing a V1 LLM engine (v0.27.1) with config: model='m'", "0.26.0"},
+		{"run2", "(APIServer pid=1) INFO 09-11 23:50:30 [api_utils.py:325] vLLM server version 0.27.1, serving model Qwen/Qwen3-8B", "0.27.1"},
+		{"run3", "(APIServer pid=1) INFO 09-11 23:55:30 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000", "0.27.1"},
+	} {
+		tr.Apply(event.Event{Kind: event.KindJournal, Time: at.Add(time.Duration(i) * time.Minute),
+			Journal: &event.Journal{Message: l.msg, InvocationID: l.inv, PID: 100 + i}})
+		if got := tr.State().EngineVersion; got != l.want {
+			t.Errorf("after line %d (%s): engine version %q, want %q", i+1, l.inv, got, l.want)
+		}
 	}
 }

@@ -21,9 +21,6 @@ type Explanation struct {
 	Outcome Outcome  `json:"outcome"`
 	Startup Startup  `json:"startup"`
 	Changes []Change `json:"changes"`
-	// EngineVersion is the release the log says the engine is, the first
-	// such line's; "" when no line says.
-	EngineVersion string `json:"engine_version,omitempty"`
 }
 
 // Explain folds a saved log — its lines as journal events, in order —
@@ -49,7 +46,6 @@ type Explainer struct {
 	changes     []Change
 	begun       bool
 	last        time.Time
-	version     string
 }
 
 // NewExplainer starts the fold of a saved log. keepChanges keeps every
@@ -67,9 +63,6 @@ func (x *Explainer) Add(ev event.Event) {
 		x.keep(x.tracker.Apply(event.Event{Kind: event.KindUnit, Time: ev.Time, Unit: &event.Unit{ActiveState: "active", SubState: "running"}}))
 	}
 	x.last = ev.Time
-	if x.version == "" && ev.Journal != nil {
-		x.version = EngineVersion(ev.Journal.Message)
-	}
 	x.keep(x.tracker.Apply(ev))
 }
 
@@ -86,7 +79,7 @@ func (x *Explainer) Finish() Explanation {
 	}
 	x.keep(x.tracker.End(x.last))
 	st := x.tracker.State()
-	out := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: x.changes, EngineVersion: x.version}
+	out := Explanation{Outcome: OutcomeUndecided, Startup: st, Changes: x.changes}
 	// The verdict is the last run's: a run that failed is failed while
 	// systemd schedules its restart too.
 	end := st.Phase

@@ -104,6 +104,10 @@ type Tracker struct {
 	// engine prints only when it gives up, the main process's exit): a
 	// line after it, however late it arrives, is not how far it got.
 	trailClosed bool
+	// exitedAt is when systemd said the main process exited with a
+	// failure: lines of the run journald reads within exitDrain of it
+	// were printed before it (see applyPhase).
+	exitedAt time.Time
 	// statsSaid is the host time of the last ChangeStats.
 	statsSaid time.Time
 	// dp are the data-parallel ranks' latest stats samples, by DP rank
@@ -126,6 +130,8 @@ type Tracker struct {
 	loop       CrashLoop
 	loopEnd    time.Time // when the loop's latest failed run failed
 	startLimit bool
+	// versionSaid: a line of the current run stated the engine's release.
+	versionSaid bool
 }
 
 // lateJoin is how far after the main process's start the first journal
@@ -362,6 +368,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.stampRun(*out) // what was said so far is of the run that ends
 	t.retireRun()
 	t.served, t.runPID, t.startLimit = false, 0, false
+	t.versionSaid = false
 	if !t.st.StartedAt.IsZero() || t.st.InvocationID != "" {
 		if t.st.InvocationID != "" {
 			t.retired = append(t.retired, t.st.InvocationID)
@@ -380,7 +387,7 @@ func (t *Tracker) newInvocation(id string, at time.Time, out *[]Change) {
 	t.ledger = failureLedger{}
 	t.execStart, t.firstLine = time.Time{}, time.Time{}
 	t.lines.reset()
-	t.stopping, t.trailClosed = false, false
+	t.stopping, t.trailClosed, t.exitedAt = false, false, time.Time{}
 	t.statsSaid = time.Time{}
 	t.dp = t.dp[:0]
 	t.modes = t.envModes
@@ -551,6 +558,11 @@ func (t *Tracker) applyJournal(j *event.Journal, at time.Time, out *[]Change) {
 	t.lines.seq++
 	if t.st.Engine == "" {
 		t.detect(msg, hit)
+	}
+	if !t.versionSaid {
+		if v := EngineVersion(msg); v != "" {
+			t.st.EngineVersion, t.versionSaid = v, true
+		}
 	}
 	kind, framePhase, _ := t.lines.tb.feed(msg, hasHit(hit, t.set.tbID) || hasHit(hit, t.set.faultID), hasHit(hit, t.set.frameID))
 	switch kind {
@@ -821,7 +833,7 @@ func (t *Tracker) applyKind(kind ruleKind, own bool, msg string, at time.Time, h
 // phase (another rank, a second draft model) counts for nothing.
 func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]Change) bool {
 	cur := t.path.under
-	if t.ledger.failed && r.Phase != "" && (!at.After(t.ledger.failAt) || !t.st.LogEnded) && !t.trailClosed {
+	if t.ledger.failed && r.Phase != "" && (!at.After(t.ledger.failAt) || !t.st.LogEnded || t.draining(at)) && !t.trailClosed {
 		// A line of the run printed before it failed and delivered after
 		// systemd said so (the journal can trail D-Bus): it still tells
 		// how far the startup got. Until the journal has shown the run's
@@ -884,6 +896,20 @@ func (t *Tracker) applyPhase(r *compiledPhase, msg string, at time.Time, out *[]
 		t.path.progress = p
 	}
 	return true
+}
+
+// exitDrain is how long after systemd's word that the main process
+// exited a line of the run may still be one it printed before: journald
+// reads a unit's stdout stream apart from PID 1's messages, and a process
+// that printed its whole log and exited at once had its exit logged
+// first (seen on test hosts: a 40-line log's init line read after the
+// "Main process exited" line, within milliseconds).
+const exitDrain = time.Second
+
+// draining reports whether a line stamped at arrived while journald may
+// still have been reading what the exited main process printed.
+func (t *Tracker) draining(at time.Time) bool {
+	return !t.exitedAt.IsZero() && !at.After(t.exitedAt.Add(exitDrain))
 }
 
 // lateSpan adds the phase of a line that arrived after the failure to the
@@ -965,7 +991,7 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.ledger.addExit(msg)
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
-			t.trailClosed = true
+			t.exitedAt = at
 			t.fail(at, out)
 		}
 	case sysResult, sysFailedStart:

@@ -123,6 +123,11 @@ type Startup struct {
 	Progress Progress   `json:"progress"`
 	Diag     *Diagnosis `json:"diagnosis,omitempty"`
 	Engine   string     `json:"engine,omitempty"` // "sglang", "vllm" or "" while unknown
+	// EngineVersion is the release the log says the engine is: the first
+	// line of the current run that states one, else the last earlier
+	// run's (a restart after an upgrade states the new one); "" when no
+	// line said.
+	EngineVersion string `json:"engine_version,omitempty"`
 
 	// LogEnded says the journal holds systemd's record of the run's end
 	// (the main process exited, the unit's result): every line the

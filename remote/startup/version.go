@@ -1,6 +1,9 @@
 package startup
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // versionPatterns are the lines in which an engine states its own release,
 // each with the version as its first group: vLLM's "vLLM API server
@@ -17,8 +20,22 @@ var versionPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`/sglang:v(\d+\.\d+\.\d+(?:\.post\d+)?)`),
 }
 
+// versionHints are substrings one of which every versionPatterns match
+// holds: the tracker asks of every line, and most lines hold none.
+var versionHints = []string{"version", "LLM engine (v", "sglang: ", "/sglang:v"}
+
 // EngineVersion returns the engine release a log line states, or "".
 func EngineVersion(line string) string {
+	hinted := false
+	for _, h := range versionHints {
+		if strings.Contains(line, h) {
+			hinted = true
+			break
+		}
+	}
+	if !hinted {
+		return ""
+	}
 	for _, re := range versionPatterns {
 		if m := re.FindStringSubmatch(line); m != nil {
 			return m[1]

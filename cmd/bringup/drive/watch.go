@@ -37,6 +37,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		defer cancel()
 	}
 	started := map[string]time.Time{}
+	engines := engineNotes{}
 	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
 	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
@@ -51,6 +52,9 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		}
 		for _, ev := range b.Events {
 			output.Notice(w, ev, opts.JSON)
+		}
+		if !opts.JSON {
+			engines.say(w, b)
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,

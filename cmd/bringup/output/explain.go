@@ -23,7 +23,7 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 	}
 	timed, lines := lg.Timed, lg.Lines
 	l := Line{Kind: "summary", Command: "explain", Outcome: string(x.Outcome), Exit: &exit,
-		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, EngineVersion: x.EngineVersion, Phase: string(st.Phase), Run: st.Run}
+		Format: string(lg.Format), Timed: &timed, Lines: &lines, Engine: st.Engine, EngineVersion: x.Startup.EngineVersion, Phase: string(st.Phase), Run: st.Run}
 	if len(st.Runs) > 1 {
 		// The trail and diagnosis are the last run's; runs holds each.
 		for _, r := range st.Runs {
@@ -52,8 +52,8 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	if engine == "" {
 		engine = "engine unknown"
 	}
-	if x.EngineVersion != "" {
-		engine += " " + sanitize.String(x.EngineVersion)
+	if x.Startup.EngineVersion != "" {
+		engine += " " + sanitize.String(x.Startup.EngineVersion)
 	}
 	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
 	if len(st.Runs) < 2 {

@@ -18,8 +18,8 @@ func TestExplainEngineVersion(t *testing.T) {
 		{"0.27.1", "x.log · vllm 0.27.1 · 2 lines", `"engine":"vllm","engine_version":"0.27.1"`},
 		{"", "x.log · vllm · 2 lines", `"engine":"vllm"}`},
 	} {
-		x := startup.Explanation{Outcome: startup.OutcomeUndecided, EngineVersion: tc.version,
-			Startup: startup.Startup{Engine: "vllm", Phase: startup.Init}}
+		x := startup.Explanation{Outcome: startup.OutcomeUndecided,
+			Startup: startup.Startup{Engine: "vllm", EngineVersion: tc.version, Phase: startup.Init}}
 		var txt bytes.Buffer
 		Explain(&txt, "x.log", x, lg)
 		if !strings.HasPrefix(txt.String(), tc.head) {

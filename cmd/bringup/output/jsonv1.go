@@ -231,6 +231,9 @@ type HostOutcome struct {
 	Failed  []string `json:"failed,omitempty"`     // doctor: the checks that failed
 	Phase   string   `json:"phase,omitempty"`      // actions, watch, rollout: the followed startup's last phase
 	ConnErr string   `json:"conn_error,omitempty"` // watch, status: why the host is not reached at the end
+	// watch, status: the engine and the release its log states, when known
+	Engine        string `json:"engine,omitempty"`
+	EngineVersion string `json:"engine_version,omitempty"`
 	// rollout: the host's stage is its outcome; the mode a rollback puts
 	// back, why it failed, and its decode rate after against before
 	PrevMode string   `json:"prev_mode,omitempty"`
@@ -266,7 +269,7 @@ func Schema() []Kind {
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
 		{"status", "status: one host's state", []string{"host", "restarts"},
 			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
-				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix"}},
+				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "engine", "engine_version", "run", "runs"}},
 		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
 		{"step", "rollout: an action it issued (outcome issued or refused) and its end (done or failed)", []string{"host", "action", "outcome"}, []string{"id", "latency", "err"}},
 		{"stage", "rollout: a host's lane changed stage (outcome: the stage, once final)", []string{"host", "stage"}, []string{"phase", "action", "elapsed", "outcome", "err", "conn_error"}},

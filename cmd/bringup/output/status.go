@@ -17,7 +17,12 @@ func StatusOf(h remote.HostState) Line {
 	s := Line{
 		Kind: "status", Host: h.Name, Conn: string(h.Conn.State), ConnErr: h.Conn.Err, Unit: h.Unit,
 		Phase: string(h.Startup.Phase), Restarts: &restarts, StatePath: h.UnitState.Path, KernelHashes: h.KernelHashes,
-		Since: JSONTime(h.Startup.PhaseSince),
+		Since: JSONTime(h.Startup.PhaseSince), Run: h.Startup.Run, Engine: h.Startup.Engine, EngineVersion: h.Startup.EngineVersion,
+	}
+	if len(h.Startup.Runs) > 1 {
+		for _, r := range h.Startup.Runs {
+			s.Runs = append(s.Runs, RunOf(r))
+		}
 	}
 	if h.UnitState.ActiveState != "" {
 		s.State = h.UnitState.State()

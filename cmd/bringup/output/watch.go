@@ -38,7 +38,7 @@ func Ended(w io.Writer, why string, asJSON bool) {
 func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome string, exit int, err string) {
 	var hs []HostOutcome
 	for _, h := range hosts {
-		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase)}
+		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase), Engine: h.Startup.Engine, EngineVersion: h.Startup.EngineVersion}
 		if h.Conn.State != event.ConnUp {
 			o.ConnErr = h.Conn.Err // a host not reached at the end says why, not only "unknown"
 		}

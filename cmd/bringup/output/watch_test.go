@@ -158,3 +158,27 @@ func TestChangeUnknownSaysWhy(t *testing.T) {
 		t.Errorf("JSON %s: %v", js.String(), err)
 	}
 }
+
+// TestStatusRuns: status --json names the unit's current run, and lists
+// the runs when systemd started the unit more than once.
+func TestStatusRuns(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	hs := remote.HostState{Name: "gpu3"}
+	hs.Startup.Phase, hs.Startup.Run = startup.Init, 3
+	for n := 1; n <= 3; n++ {
+		r := startup.Run{N: n, Start: at.Add(time.Duration(n) * time.Minute), Outcome: startup.Failed, Reached: startup.Init}
+		if n == 3 {
+			r.Outcome = startup.Init
+		}
+		hs.Startup.Runs = append(hs.Startup.Runs, r)
+	}
+	s := StatusOf(hs)
+	if s.Run != 3 || len(s.Runs) != 3 || s.Runs[0].Outcome != "failed" || s.Runs[2].Outcome != "init" {
+		t.Errorf("status line run %d, runs %+v; want run 3 and three runs, two failed", s.Run, s.Runs)
+	}
+	one := remote.HostState{Name: "gpu1"}
+	one.Startup.Run, one.Startup.Runs = 1, []startup.Run{{N: 1, Outcome: startup.Serving}}
+	if s := StatusOf(one); s.Run != 1 || s.Runs != nil {
+		t.Errorf("one run: run %d, runs %+v; want run 1 and no list", s.Run, s.Runs)
+	}
+}
