@@ -82,7 +82,7 @@ func (t *fleetTable) deploymentText(d deployment.Deployment) string {
 			states[n.Host] = t.hosts[i]
 		}
 	}
-	v := deployment.Judge(d, states, nil)
+	v := deployment.Judge(d, states, deployment.Offsets(states))
 	k := t.styles.table.phaseInk(t.styles, v.Phase)
 	var b strings.Builder
 	b.WriteString(k.pre + v.Outcome + k.post)

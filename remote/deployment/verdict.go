@@ -115,6 +115,18 @@ func Judge(d Deployment, states map[string]remote.HostState, offsets map[string]
 	return v
 }
 
+// Offsets are the clock offsets the hosts' connections measured
+// (HostState.Clock), as Judge takes them; a host not measured has none.
+func Offsets(states map[string]remote.HostState) map[string]time.Duration {
+	out := make(map[string]time.Duration, len(states))
+	for h, s := range states {
+		if s.Clock.Offset != 0 {
+			out[h] = s.Clock.Offset
+		}
+	}
+	return out
+}
+
 // before orders two failed nodes: the earlier failure, then the one that
 // is no peer's symptom, then the lower rank.
 func before(a, b NodeVerdict) bool {

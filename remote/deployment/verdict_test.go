@@ -9,6 +9,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/logfile"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -164,6 +165,17 @@ func TestJudgeBlamesTheNodeThatFailedFirst(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			v := Judge(c.dep, c.states(t), c.offsets)
+			// The same offsets, measured by the hosts' connections and
+			// carried in their states, as the console hands them over.
+			carried := c.states(t)
+			for h, off := range c.offsets {
+				s := carried[h]
+				s.Clock = event.Clock{Offset: off, RTT: 20 * time.Millisecond}
+				carried[h] = s
+			}
+			if vc := Judge(c.dep, carried, Offsets(carried)); vc.First != v.First {
+				t.Errorf("with the offsets carried in the states: node %d first, want %d", vc.First, v.First)
+			}
 			if v.Outcome != OutcomeFailed || v.Phase != startup.Failed {
 				t.Fatalf("outcome %s, phase %s; want failed", v.Outcome, v.Phase)
 			}
