@@ -145,6 +145,7 @@ func New(src Source, opts Options) *Model {
 		}
 	}
 	m.host = newHostModel(m.keys, &m.logs, m.bodyHeight())
+	m.host.lanesOf = m.table.lanesOf
 	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
 	m.table.declared = opts.Deployments
 	m.setStyles(true)

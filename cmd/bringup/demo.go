@@ -41,7 +41,7 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*fleet.Fleet, sim.Cl
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop|multinode] [--read-only] [--record FILE] [--quiet]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
