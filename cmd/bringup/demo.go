@@ -116,7 +116,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		watched = f
 	}
 	fl, stop := drive.Follow(ctx, e.stderr, "watch", watched)
-	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts})
+	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts, Deployments: ff.cfg.DeclaredDeployments()})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code

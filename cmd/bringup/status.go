@@ -38,7 +38,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 		word = "failed"
 	}
 	if *asJSON {
-		output.StatusJSON(e.stdout, hosts, word, code)
+		output.StatusJSON(e.stdout, hosts, ff.cfg.DeclaredDeployments(), word, code)
 	} else {
 		output.StatusTable(e.stdout, hosts)
 	}

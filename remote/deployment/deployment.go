@@ -441,15 +441,25 @@ func Of(deps []Deployment, host string) (Deployment, Node, bool) {
 	return Deployment{}, Node{}, false
 }
 
-// FromStates is the deployments of a fleet: the declared ones, then those
-// the units' command lines (each host's UnitState.ExecStart, as the
-// fleet last read it) say. A host is known to its peers by its name.
+// FromStates is the deployments of a fleet: the declared ones that hold
+// a watched host (a fleet cut to some hosts with -H leaves the others
+// out), then those the units' command lines (each host's
+// UnitState.ExecStart, as the fleet last read it) say. A host is known
+// to its peers by its name.
 func FromStates(declared []Declared, hosts []remote.HostState) []Deployment {
 	units := make([]Unit, 0, len(hosts))
+	watched := make(map[string]bool, len(hosts))
 	for _, h := range hosts {
+		watched[h.Name] = true
 		if h.UnitState.ExecStart != "" {
 			units = append(units, Unit{Host: h.Name, Addrs: []string{h.Name}, ExecStart: h.UnitState.ExecStart})
 		}
 	}
-	return Merge(declared, Infer(units))
+	var kept []Declared
+	for _, d := range declared {
+		if slices.ContainsFunc(d.Hosts, func(h string) bool { return watched[h] }) {
+			kept = append(kept, d)
+		}
+	}
+	return Merge(kept, Infer(units))
 }

@@ -279,7 +279,9 @@ func TestFromStates(t *testing.T) {
 		{Name: "new"},
 		{Name: "a"}, {Name: "b"},
 	}
-	got := FromStates([]Declared{{Name: "pair", Hosts: []string{"a", "b"}}}, hosts)
+	// "elsewhere" holds none of the watched hosts (-H picked others): it
+	// is left out rather than shown as two unknown nodes.
+	got := FromStates([]Declared{{Name: "pair", Hosts: []string{"a", "b"}}, {Name: "elsewhere", Hosts: []string{"x", "y"}}}, hosts)
 	want := []Deployment{
 		{Name: "pair", Kind: KindDeclared, Size: 2, Nodes: []Node{{"a", 0}, {"b", 1}}},
 		{Name: "172.16.5.82:20000", Kind: KindSGLang, Rendezvous: "172.16.5.82:20000", Size: 2, Nodes: []Node{{"gpu0", 0}, {"gpu1", 1}}},

@@ -304,6 +304,15 @@ func FromFlags(hosts, unit string) (*Config, error) {
 	return c, nil
 }
 
+// DeclaredDeployments are the deployments: section's; none without a
+// config (a demo, a replay).
+func (c *Config) DeclaredDeployments() []deployment.Declared {
+	if c == nil {
+		return nil
+	}
+	return c.Deployments
+}
+
 // GroupsOf keeps, of each group, the members among hosts, and drops the
 // groups left empty.
 func (c *Config) GroupsOf(hosts []Host) map[string][]string {
