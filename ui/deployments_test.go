@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/deployment"
@@ -73,5 +75,85 @@ func TestDeclaredDeploymentRow(t *testing.T) {
 	row := strings.Split(tm.View(200, 20, t0, nil), "\n")[1]
 	if want := "kimi  2 nodes    starting weights · node 0 b weights · node 1 a graph-capture"; !strings.Contains(row, want) {
 		t.Errorf("row %q lacks %q", row, want)
+	}
+}
+
+// feedSteps runs cmd and feeds what it says to m, then the commands m
+// answers with, until none is left; commands that wait (a status line's
+// expiry) are left.
+func feedSteps(m *Model, cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	got := make(chan tea.Msg, 1)
+	go func() { got <- cmd() }()
+	var msg tea.Msg
+	select {
+	case msg = <-got:
+	case <-time.After(200 * time.Millisecond):
+		return
+	}
+	if b, ok := msg.(tea.BatchMsg); ok {
+		for _, c := range b {
+			feedSteps(m, c)
+		}
+		return
+	}
+	if msg == nil {
+		return
+	}
+	if _, ok := msg.(stepIssued); !ok {
+		return
+	}
+	_, next := m.Update(msg)
+	feedSteps(m, next)
+}
+
+// TestDeploymentRestartFromTheConsole: r on a deployment's row asks once
+// for the whole deployment, saying how it goes, then stops both nodes and
+// starts node 0 and, once started, node 1.
+func TestDeploymentRestartFromTheConsole(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	src := newFake()
+	m := New(src, Options{Title: "t", Kernels: kernels.DefaultCatalog(), Now: func() time.Time { return t0 }, NoColor: true})
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 30})
+	hosts := deploymentFleet(t0)
+	m.Update(batchMsg(remote.Batch{Hosts: hosts}))
+	press(m, "r")
+	if out := render(m); !strings.Contains(out, "172.16.5.82:20000") || !strings.Contains(out, "as a whole: stop gpu0, stop gpu1; then restart gpu0; then restart gpu1") {
+		t.Fatalf("the confirmation does not say how the deployment restarts:\n%s", out)
+	}
+	feedSteps(m, press(m, "y"))
+	calls := func() string {
+		var out []string
+		for _, c := range src.calls {
+			out = append(out, c.host+":"+string(c.a.Kind))
+		}
+		return strings.Join(out, " ")
+	}
+	if got := calls(); got != "gpu0:stop gpu1:stop" && got != "gpu1:stop gpu0:stop" {
+		t.Fatalf("first issued %q, want both nodes stopped", got)
+	}
+	end := func(id int) {
+		c := src.calls[id-1]
+		_, cmd := m.Update(batchMsg(remote.Batch{Hosts: hosts, Events: []event.Event{{Host: c.host, Kind: event.KindAction, Time: t0,
+			Action: &event.ActionResult{ID: id, Name: string(c.a.Kind), Stage: event.ActionDone}}}}))
+		feedSteps(m, cmd)
+	}
+	end(1)
+	if n := len(src.calls); n != 2 {
+		t.Fatalf("one node stopped: %q issued, want nothing more", calls())
+	}
+	end(2)
+	if got := calls(); !strings.HasSuffix(got, " gpu0:restart") {
+		t.Fatalf("both stopped: issued %q, want node 0's restart next", got)
+	}
+	end(3)
+	if got := calls(); !strings.HasSuffix(got, " gpu0:restart gpu1:restart") {
+		t.Fatalf("node 0 started: issued %q, want node 1's restart next", got)
+	}
+	end(4)
+	if len(m.plans.list) != 0 {
+		t.Errorf("%d plans left after every step ended", len(m.plans.list))
 	}
 }

@@ -44,7 +44,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, "", "", true)
 		}
-		return doOn(m.src, d.hostList(), remote.Action{Kind: remote.ActRestart, Force: true})
+		return m.doPlanned(d.hostList(), remote.Action{Kind: remote.ActRestart, Force: true})
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 			if d.action.Kind == remote.ActBench {
 				return m.beginBench(d.hostList(), d.action)
 			}
-			return doOn(m.src, d.hostList(), d.action)
+			return m.doPlanned(d.hostList(), d.action)
 		}
 		return nil
 	}
@@ -107,6 +107,6 @@ func (m *Model) choose() tea.Cmd {
 		m.openDialog(modeDialog(d.host, d.unit, k, modes).on(d.targets))
 		return nil
 	}
-	m.openDialog(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets))
+	m.openDialog(m.notePlan(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets), d.targets))
 	return nil
 }

@@ -95,6 +95,8 @@ type Model struct {
 	// followRestart holds the hosts restarted from here whose new
 	// invocation the open host view should follow from its first line.
 	followRestart map[string]bool
+	// plans are the actions on deployments under way, step by step.
+	plans plans
 	// rollout is the rollout started here, running or settled; nil
 	// before R.
 	rollout *rolloutRun
@@ -235,6 +237,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionIssued:
 		return m, m.issued(msg)
+	case stepIssued:
+		return m, m.stepAnswered(msg)
 	case benchCancelled:
 		if len(msg.errs) > 0 {
 			return m, m.setStatus("stop: "+errors.Join(msg.errs...).Error(), true)

@@ -86,7 +86,7 @@ func act(ctx context.Context, e env, c action.Command, args []string, in io.Read
 		actions = append(actions, remote.Action{Kind: remote.ActRestart})
 	}
 	return drive.Act{Name: c.Name, Fleet: s.fleet, Hosts: s.hosts, Actions: actions, Restart: o.Restart, Force: o.Force,
-		Yes: *yes, JSON: *asJSON, Timeout: *timeout}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in})
+		Yes: *yes, JSON: *asJSON, Timeout: *timeout, Deployments: ff.cfg.DeclaredDeployments()}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in})
 }
 
 // actFleet is the fleet a changing command acts through and what it acts on.

@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/deployment"
+	"github.com/bringup-dev/bringup/remote/event"
+	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -56,5 +60,70 @@ func TestMultinodeScenario(t *testing.T) {
 	// scenario shows the correction at work.
 	if raw := deployment.Judge(deps[1], states, nil); raw.First != 0 {
 		t.Errorf("by the raw stamps node %d is first, want 0 (gpu3's clock is behind)", raw.First)
+	}
+}
+
+// orderReport records the actions' outcomes in order as "host kind stage".
+type orderReport struct{ got []string }
+
+func (r *orderReport) Refused(host string, a remote.Action, err error) {
+	r.got = append(r.got, host+" "+string(a.Kind)+" refused")
+}
+func (r *orderReport) Action(ev event.Event) {
+	r.got = append(r.got, ev.Host+" "+ev.Action.Name+" "+string(ev.Action.Stage))
+}
+func (r *orderReport) Change(remote.HostChange, time.Time) {}
+func (r *orderReport) Ended(remote.HostState)              {}
+
+// TestMultinodeRestartInRankOrder: a restart of the serving deployment
+// stops both nodes, then starts node 0 and, once it is started, node 1;
+// both are followed until the head serves.
+func TestMultinodeRestartInRankOrder(t *testing.T) {
+	cat := kernels.DefaultCatalog()
+	hosts, clock, err := NewHosts("multinode", Options{Speed: 300, Kernels: cat, Tick: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]fleet.HostSpec, len(hosts))
+	for i, h := range hosts {
+		specs[i] = fleet.HostSpec{Driver: h, Unit: h.Unit(), Engine: h.Engine()}
+	}
+	f, err := fleet.New(specs, fleet.Options{Kernels: cat, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fl := fleet.Follow(ctx, f)
+	defer func() { _ = fl.Stop(0) }()
+	pair := []string{"gpu1", "gpu2"}
+	states, err := fl.AwaitUnits(ctx, pair, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := []remote.HostState{states["gpu1"], states["gpu2"]}
+	steps, err := deployment.Steps(deployment.FromStates(nil, list), pair, []remote.Action{{Kind: remote.ActRestart}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep orderReport
+	done := fl.ApplySteps(ctx, pair, steps, states, &rep)
+	for _, d := range done {
+		if !d.Finished || d.Failed {
+			t.Errorf("%s: finished %v failed %v in %s; want finished", d.Host, d.Finished, d.Failed, d.Phase)
+		}
+	}
+	at := func(line string) int {
+		for i, l := range rep.got {
+			if l == line {
+				return i
+			}
+		}
+		t.Fatalf("no %q in %q", line, rep.got)
+		return -1
+	}
+	if !(at("gpu1 stop done") < at("gpu1 restart started") && at("gpu2 stop done") < at("gpu1 restart started") &&
+		at("gpu1 restart done") < at("gpu2 restart started")) {
+		t.Errorf("order %q: want both stopped, then gpu1 started, then gpu2", rep.got)
 	}
 }

@@ -1,6 +1,10 @@
 package output
 
 import (
+	"fmt"
+	"io"
+	"strings"
+
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/deployment"
 )
@@ -56,4 +60,32 @@ func (d Deployments) Outcomes(hosts []remote.HostState) []DeploymentOutcome {
 		out = append(out, o)
 	}
 	return out
+}
+
+// StepsPlan prints, under Plan, the order a plan's deployments are acted
+// on in: a line per deployment, its stages in order, the hosts of each.
+func StepsPlan(w io.Writer, steps []remote.Step) {
+	var groups []string
+	stages := map[string][][]string{}
+	for _, s := range steps {
+		if s.Group == "" {
+			continue
+		}
+		if _, seen := stages[s.Group]; !seen {
+			groups = append(groups, s.Group)
+		}
+		for len(stages[s.Group]) <= s.Stage {
+			stages[s.Group] = append(stages[s.Group], nil)
+		}
+		stages[s.Group][s.Stage] = append(stages[s.Group][s.Stage], s.Action.String()+" "+s.Host)
+	}
+	for _, g := range groups {
+		var parts []string
+		for _, st := range stages[g] {
+			if len(st) > 0 {
+				parts = append(parts, strings.Join(st, ", "))
+			}
+		}
+		fmt.Fprintf(w, "  deployment %s, as a whole: %s\n", g, strings.Join(parts, "; then "))
+	}
 }
