@@ -234,6 +234,10 @@ type Script struct {
 	// (serving, or hung); ExitCode is its status then.
 	Exit     time.Duration
 	ExitCode int
+	// Died is when the ranks died (their exception, the watchdog's
+	// abort), before the main process exits; Never if they do not. A
+	// peer node loses its links to them then.
+	Died time.Duration
 	// shardAt[i] is when shard i+1 finished loading.
 	shardAt []time.Duration
 	// weightsGiB is what the loaded weights take per GPU when all shards are in.
@@ -312,6 +316,7 @@ func (s *Script) peerLost(b *builder, at time.Duration) {
 	p := s.Params
 	host, port := storeAddr(p.DistInitAddr)
 	end := at
+	s.Died = at
 	for r := 0; r < p.TP; r++ {
 		rank := fmt.Sprint(p.NodeRank*p.TP + r)
 		local := 43500 + 10*r
@@ -324,6 +329,32 @@ func (s *Script) peerLost(b *builder, at time.Duration) {
 	b.main(end+300*time.Millisecond, "Received sigquit from a child process. It usually means the child failed.")
 	s.Exit = end + 800*time.Millisecond
 	s.ExitCode = 1
+}
+
+// PeerLost is what a node of a multi-node deployment writes once a peer
+// is gone, from the moment it starts waiting for it: in distributed
+// init (init true) its ranks' store sockets time out after PeerWait
+// (c10d's lines of sglang issue 7478); past it, a collective the peer
+// never joins times out and the NCCL watchdog takes the process down
+// after PeerWait (its lines, as sglang issue 3368 shows them). The lines'
+// At count from the start of the wait; the process exits at exit with
+// status 1.
+func PeerLost(p Params, init bool) (lines []Line, exit time.Duration) {
+	p = p.withDefaults()
+	s := &Script{Params: p}
+	b := &builder{p: p}
+	if init {
+		s.peerLost(b, p.PeerWait)
+		return b.lines, s.Exit
+	}
+	at := p.PeerWait
+	glog, bare := ncclWatchdog(int(p.PeerWait / time.Millisecond))
+	for i, l := range glog {
+		b.add(at+time.Duration(i)*time.Millisecond, PrefixGlog, "", l)
+	}
+	end := b.bare(at+5*time.Millisecond, bare...)
+	b.main(end+200*time.Millisecond, fmt.Sprintf("Child process unexpectedly failed with an exit code 134. pid=%d", p.PID+4))
+	return b.lines, end + 700*time.Millisecond
 }
 
 // storeAddr splits a --dist-init-addr; the store listens on its port.
@@ -342,6 +373,7 @@ func storeAddr(addr string) (string, int) {
 // die logs a scheduler exception with its traceback, the main process's
 // sigquit line, and exits with status 1.
 func (s *Script) die(b *builder, at time.Duration, tb []string) {
+	s.Died = at
 	b.rank0(at, "Scheduler hit an exception: "+tb[0])
 	end := b.bare(at+time.Millisecond, tb[1:]...)
 	b.main(end+300*time.Millisecond, "Received sigquit from a child process. It usually means the child failed.")
@@ -356,7 +388,7 @@ func New(p Params) *Script {
 		p.Failure = FailCapture
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5e1a))
-	s := &Script{Params: p, Exit: Never, weightsGiB: weightsUsage}
+	s := &Script{Params: p, Exit: Never, Died: Never, weightsGiB: weightsUsage}
 	s.Marks = Marks{Never, Never, Never, Never, Never, Never, Never, Never, Never, Never}
 	b := &builder{p: p}
 	defer func() {
@@ -418,6 +450,7 @@ func New(p Params) *Script {
 		case FailNCCL:
 			at := t + p.NCCLTimeout
 			glog, bare := ncclWatchdog(int(p.NCCLTimeout / time.Millisecond))
+			s.Died = at
 			for i, l := range glog {
 				b.add(at+time.Duration(i)*time.Millisecond, PrefixGlog, "", l)
 			}
