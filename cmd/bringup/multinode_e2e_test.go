@@ -21,7 +21,7 @@ import (
 // relay forwards TCP connections from listen (an address of this
 // machine's end of a host's link) to target until the test ends: the
 // test hosts reach only this machine, so a node meets its deployment's
-// head through it, under the head's own name (/etc/hosts).
+// head through it.
 func relay(t *testing.T, listen, target string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", listen)
@@ -75,10 +75,14 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 		ln.Close()
 	}
 	heads := [2]string{"gpu1", "gpu3"}
+	// Each pair meets at its node 1's end of the link (known once the
+	// hosts are up: the placeholder is replaced then), relayed to its
+	// head: rank 0 only listens on the port, node 1 dials the address.
+	const placeholder = "RENDEZVOUS"
 	tb := testbed.StartWith(t, testbed.Options{Hosts: 4, Host: func(i int) testbed.HostOptions {
 		pair := i / 2
 		o := testbed.HostOptions{KernelMode: "on",
-			Args: []string{"--nnodes", "2", "--node-rank", fmt.Sprint(i % 2), "--dist-init-addr", fmt.Sprintf("%s:%d", heads[pair], ports[pair])},
+			Args: []string{"--nnodes", "2", "--node-rank", fmt.Sprint(i % 2), "--dist-init-addr", fmt.Sprintf("%s:%d", placeholder, ports[pair])},
 			Env: map[string]string{"INFERSIM_INIT_SECONDS": "4", "INFERSIM_WEIGHTS_SECONDS": "4", "INFERSIM_CAPTURE_SECONDS": "2",
 				"INFERSIM_PEER_WAIT_SECONDS": "2", "INFERSIM_RENDEZVOUS_SECONDS": "90"}}
 		if i == 3 {
@@ -97,6 +101,7 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 	// Node 1 of each pair reaches its head through this machine.
+	deps := [2]string{}
 	for pair, head := range heads {
 		h, err := tb.Host(head)
 		if err != nil {
@@ -106,11 +111,18 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		relay(t, net.JoinHostPort(node.RootAddr, fmt.Sprint(ports[pair])), net.JoinHostPort(h.Addr, fmt.Sprint(ports[pair])))
-		sh(node.Name, fmt.Sprintf("echo '%s %s' >> /etc/hosts", node.RootAddr, head))
+		deps[pair] = net.JoinHostPort(node.RootAddr, fmt.Sprint(ports[pair]))
+		relay(t, deps[pair], net.JoinHostPort(h.Addr, fmt.Sprint(ports[pair])))
+		for _, n := range []string{head, node.Name} {
+			// The unit file is the testbed's (bind-mounted): a drop-in
+			// gives the command line its address.
+			sh(n, fmt.Sprintf("mkdir -p /etc/systemd/system/sglang.service.d && "+
+				"{ echo '[Service]'; echo 'ExecStart='; grep '^ExecStart=' /etc/systemd/system/sglang.service | sed 's/%s/%s/'; } "+
+				"> /etc/systemd/system/sglang.service.d/10-rendezvous.conf && systemctl daemon-reload", placeholder, node.RootAddr))
+		}
 	}
 	cfg := filepath.Join(tb.Inventory(), "config.yaml")
-	failedDep := fmt.Sprintf("gpu3:%d", ports[1])
+	failedDep := deps[1]
 
 	t.Run("watch", func(t *testing.T) {
 		var out, errOut syncBuffer
@@ -143,7 +155,7 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 				named[ln.Host] = ln.Deployment
 			}
 		}
-		if named["gpu3"] != failedDep || named["gpu4"] != failedDep || named["gpu1"] != fmt.Sprintf("gpu1:%d", ports[0]) {
+		if named["gpu3"] != failedDep || named["gpu4"] != failedDep || named["gpu1"] != deps[0] {
 			t.Errorf("deployments named on host lines: %v", named)
 		}
 		var sum output.Line
@@ -158,7 +170,7 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 		if f.Outcome != "failed" || f.Blamed != "gpu4" || f.BlamedRank == nil || *f.BlamedRank != 1 || f.Cause != "nccl-error" {
 			t.Errorf("failed deployment %+v, want gpu4 (node 1) blamed for nccl-error\n%s", f, lines[len(lines)-1])
 		}
-		if s := got[fmt.Sprintf("gpu1:%d", ports[0])]; s.Outcome != "serving" {
+		if s := got[deps[0]]; s.Outcome != "serving" {
 			t.Errorf("the other deployment %+v, want serving", s)
 		}
 	})
@@ -167,13 +179,13 @@ func TestMultiNodeOnTestbed(t *testing.T) {
 		bin := buildBringup(t)
 		p := startTmux(t, 200, 40, fmt.Sprintf("sleep 1; exec env HOME=%s %s --config %s", t.TempDir(), bin, cfg))
 		s := p.waitFor("the failed deployment's row", regexp.MustCompile(regexp.QuoteMeta(failedDep)+`.*failed · node 0 gpu3 peer lost · node 1 gpu4 failed first: nccl-error`), time.Minute)
-		if !regexp.MustCompile(fmt.Sprintf(`gpu1:%d .*serving`, ports[0])).MatchString(s) {
+		if !regexp.MustCompile(regexp.QuoteMeta(deps[0]) + ` .*serving`).MatchString(s) {
 			t.Errorf("the other deployment's row does not serve:\n%s", s)
 		}
 	})
 
 	t.Run("restart", func(t *testing.T) {
-		sh("gpu4", "sed -i '/INFERSIM_FAIL/d' /etc/systemd/system/sglang.service && systemctl daemon-reload")
+		sh("gpu4", "printf '[Service]\\nEnvironment=INFERSIM_FAIL=\\n' > /etc/systemd/system/sglang.service.d/20-fixed.conf && systemctl daemon-reload")
 		var out, errOut syncBuffer
 		code := run(ctx, env{stdout: &out, stderr: &errOut, getenv: testEnv(nil, nil).getenv},
 			[]string{"restart", "--yes", "--timeout", "4m", "--config", cfg, "gpu3", "gpu4"})
