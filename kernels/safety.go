@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -57,6 +58,8 @@ func PreflightWith(k Kernel, mode, execStart, engine string, ev []Evidence) Pref
 		return res
 	}
 	res.OK = false
+	// The mode refused is no safe mode to offer, whatever it declares.
+	res.SafeModes = slices.DeleteFunc(slices.Clone(res.SafeModes), func(s string) bool { return s == mode })
 	if m.CaptureSafe { // declared safe; the lint or the check found otherwise
 		who := "the " + string(first.Source)
 		if first.Source == SourceCheck && first.Took > 0 {

@@ -27,6 +27,9 @@ type Action struct {
 	// Force restarts even though the capture-safety preflight refuses:
 	// the person typed the host count to confirm.
 	Force bool `json:"force,omitempty"`
+	// SkipCheck: the restart goes ahead without the kernels' capture
+	// checks (--skip-check); its audit line says so.
+	SkipCheck bool `json:"skip_check,omitempty"`
 	// Requests, Concurrency and MaxTokens shape an ActBench load (0: the
 	// bench package's defaults): exactly Requests, at most Concurrency at
 	// a time.
@@ -72,6 +75,12 @@ type PreflightError struct {
 	Mode      string
 	Reason    string
 	SafeModes []string
+	// RefusedBy names who refused: the catalog's declaration, the lint,
+	// the check on the host (kernels.PreflightWith).
+	RefusedBy []kernels.SafetySource
+	// Evidence is what was weighed beside the declaration: the check's
+	// cause and line and how long it took, a skipped check.
+	Evidence []kernels.Evidence
 }
 
 func (e *PreflightError) Error() string {
@@ -84,21 +93,30 @@ func (e *PreflightError) Error() string {
 // again before acting. engine is sglang, vllm, or auto/"": then the engine
 // h's logs showed, else the one ExecStart names.
 func Preflight(h HostState, cat kernels.Catalog, engine string) *PreflightError {
+	return preflightWith(h, cat, engine, nil)
+}
+
+// preflightWith is Preflight weighing what the lint and the checks said
+// of h's kernels: a mode declared capture-safe is refused when either
+// says otherwise.
+func preflightWith(h HostState, cat kernels.Catalog, engine string, ev SafetyEvidence) *PreflightError {
 	if engine == "" || engine == kernels.EngineAuto {
 		// What the logs showed beats a guess from ExecStart (a wrapper
 		// script names no engine); "" still leaves that guess to kernels.
 		engine = h.Startup.Engine
 	}
 	for _, m := range cat.ModesIn(h.UnitState.Environment) {
-		if m.CaptureSafe {
+		seen := ev[HostKernel{h.Name, m.Kernel}]
+		if m.CaptureSafe && len(seen) == 0 {
 			continue
 		}
 		k, ok := cat.Kernel(m.Kernel)
 		if !ok {
 			continue
 		}
-		if r := kernels.Preflight(k, m.Mode, h.UnitState.ExecStart, engine); !r.OK {
-			return &PreflightError{Host: h.Name, Kernel: k.Name, Mode: m.Mode, Reason: r.Reason, SafeModes: r.SafeModes}
+		if r := kernels.PreflightWith(k, m.Mode, h.UnitState.ExecStart, engine, seen); !r.OK {
+			return &PreflightError{Host: h.Name, Kernel: k.Name, Mode: m.Mode, Reason: r.Reason, SafeModes: r.SafeModes,
+				RefusedBy: r.RefusedBy, Evidence: seen}
 		}
 	}
 	return nil
@@ -128,10 +146,17 @@ type Driver interface {
 // to the unit's Environment the way their drop-ins apply them. Refusals
 // come in the order of hosts.
 func PreflightAll(hosts []HostState, cat kernels.Catalog, actions []Action) []*PreflightError {
+	return PreflightAllWith(hosts, cat, actions, nil)
+}
+
+// PreflightAllWith is PreflightAll weighing ev, what the lint and the
+// checks on the hosts said (CheckPlan's wants, judged): the one decision
+// of a restart's preflight, pure.
+func PreflightAllWith(hosts []HostState, cat kernels.Catalog, actions []Action, ev SafetyEvidence) []*PreflightError {
 	var out []*PreflightError
 	for _, h := range hosts {
 		h.UnitState.Environment = withModes(cat, h.UnitState.Environment, actions)
-		if pe := Preflight(h, cat, kernels.EngineAuto); pe != nil {
+		if pe := preflightWith(h, cat, kernels.EngineAuto, ev); pe != nil {
 			out = append(out, pe)
 		}
 	}

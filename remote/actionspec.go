@@ -127,8 +127,13 @@ func Specs() []ActionSpec {
 		{
 			Kind: ActRestart, Changes: true, Deadline: DeadlineSystemd, Follows: true, Across: AcrossRanked,
 			Label: func(a Action) string {
-				if a.Force {
+				switch {
+				case a.Force && a.SkipCheck:
+					return "restart (preflight overridden, capture check skipped)"
+				case a.Force:
 					return "restart (preflight overridden)"
+				case a.SkipCheck:
+					return "restart (capture check skipped)"
 				}
 				return ""
 			},
@@ -224,7 +229,8 @@ func Specs() []ActionSpec {
 			Question: func(a Action, _, on string) string {
 				return fmt.Sprintf("Bench %s: %d requests, %d at a time?", on, a.Requests, a.Concurrency)
 			},
-			Key: &KeyEntry{"b", "bench (smoke load)"},
+			Key:     &KeyEntry{"b", "bench (smoke load)"},
+			Palette: &PaletteEntry{"bench", "HOST…", "a smoke load on serving hosts (changes nothing)"},
 		},
 		{
 			Kind: ActDaemonReload, Changes: true, Deadline: DeadlineSystemd, Reloads: true,

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"context"
+
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote/history"
 )
@@ -32,4 +34,15 @@ type Capabilities struct {
 	// counts as slower. A rollout compares against them.
 	PreviousRun func(host, unit string) (history.Record, bool)
 	SlowerBy    func() float64
+	// CaptureCheck lints the kernel files a restart loads and runs the
+	// kernels' check commands it asks for (PreflightPlan) on the hosts,
+	// and judges them. It blocks for seconds:
+	// the console calls it only from a command of its own, never from
+	// Update.
+	CaptureCheck func(ctx context.Context, wants []CheckWant) SafetyEvidence
+	// CaptureWeighs reports whether CaptureCheck has anything to say of
+	// w (PreflightPlan's): a check command to run, or kernel files the
+	// lint can read (the local tree is here, or the host's driver reads
+	// them). nil: only the wants with a check command.
+	CaptureWeighs func(w CheckWant) bool
 }

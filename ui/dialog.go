@@ -51,6 +51,19 @@ type dialog struct {
 	// mode chooser.
 	undo bool
 
+	// checking are the capture checks a confirmation waits for (nil
+	// when none runs); checkNote says what they gave, or that they were
+	// skipped.
+	checking  []remote.CheckWant
+	checkNote string
+	// checkSeq counts the checks begun, so that only the latest one's
+	// answer is taken; checkSkipped: a person skipped them (s).
+	checkSeq     int
+	checkSkipped bool
+	// thenRestart: the confirmation of the preflight dialog's "set X to
+	// M, then restart": action is the mode change, a restart follows.
+	thenRestart bool
+
 	// The preflight dialog: why the restart was refused, and the count
 	// typed to go on anyway. The cursor's last position (len(choices)) is
 	// the "go on anyway" row.
@@ -127,6 +140,9 @@ func (d *dialog) question() string {
 	if d.rollbackTo != "" {
 		return fmt.Sprintf("Roll %s back to %s=%s?", d.host, a.Kernel, d.rollbackTo)
 	}
+	if d.thenRestart {
+		return fmt.Sprintf("Set %s to %s on %s, then restart %s?", a.Kernel, a.Mode, on, d.unit)
+	}
 	return a.Question(d.unit, on)
 }
 
@@ -181,16 +197,20 @@ func (d *dialog) Render(w int, s Styles) string {
 		if d.rollbackTo != "" {
 			effect = fmt.Sprintf("put back %s's drop-in for %s as it was before the rollout (mode %s), then restart it if it was running; a redeploy is not undone", d.kernel, d.unit, d.rollbackTo)
 		}
+		if d.thenRestart {
+			effect += "; then restart " + d.unit
+		}
 		if d.note != "" {
 			effect += ". " + d.note
 		}
 		lines = append(lines, wrapLines(effect, iw)...)
+		lines = append(lines, d.checkLines(iw)...)
 		lines = append(lines, d.renderTargets(iw)...)
 		lines = append(lines, "", s.Dim.Render(clip("[y/enter] confirm · [n/esc] cancel", iw)))
 	case dlgPreflight:
 		lines = append(lines, d.renderPreflight(iw, s)...)
 	case dlgRollout:
-		lines = append(lines, d.rollout.render(iw, s)...)
+		lines = append(lines, d.rollout.render(iw, s, d.checkLines(iw))...)
 	}
 	return frame(lines, bw, s.DialogBorder)
 }

@@ -31,11 +31,10 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		d.move(1)
 	case s == "enter" && d.cursor < len(d.choices):
 		mode := d.choices[d.cursor].value
-		m.closeDialog()
 		if d.rollout != nil {
-			return m.beginRollout(d.rollout, d.kernel, mode, false)
+			return m.rolloutInMode(d.rollout, d.kernel, mode)
 		}
-		return restartIn(m.src, d, mode)
+		return m.restartInMode(d, mode)
 	case s == "enter":
 		if !kernels.OverrideConfirmed(d.typed, d.hosts) {
 			return m.setStatus(fmt.Sprintf("type %d, the number of hosts, to go on anyway", d.hosts), true)
@@ -59,6 +58,15 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.setStatus("cancelled", false)
 	}
 	if d.kind == dlgConfirm {
+		if d.checking != nil {
+			if msg.String() == "s" {
+				d.skipCaptureCheck()
+				return nil
+			}
+			if key.Matches(msg, k.Confirm) && d.restarts() {
+				return m.setStatus("waiting for the capture check ([s] skips it, recorded; [esc] cancels)", true)
+			}
+		}
 		if key.Matches(msg, k.Confirm) {
 			m.closeDialog()
 			if d.rollbackTo != "" {
@@ -66,6 +74,9 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 			}
 			if d.action.Kind == remote.ActBench {
 				return m.beginBench(d.hostList(), d.action)
+			}
+			if d.thenRestart {
+				return restartIn(m.src, d, d.action.Mode)
 			}
 			return m.doPlanned(d.hostList(), d.action)
 		}
@@ -83,6 +94,21 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.choose()
 	}
 	return nil
+}
+
+// restartInMode answers the preflight dialog p with a safe mode: its
+// confirmation weighs the restart in it (the lint and the checks, in the
+// background) and shows their verdict before the person confirms; with
+// nothing to weigh it sets the mode and restarts at once.
+func (m *Model) restartInMode(p *dialog, mode string) tea.Cmd {
+	c := confirmDialog(p.host, p.unit, remote.Action{Kind: remote.ActSetMode, Kernel: p.kernel, Mode: mode}).on(p.targets)
+	c.thenRestart, c.refused = true, p.refused
+	if cmd := m.startCaptureCheck(c); cmd != nil {
+		m.openDialog(c)
+		return cmd
+	}
+	m.closeDialog()
+	return restartIn(m.src, p, mode)
 }
 
 // choose takes the chooser's cursor item: a kernel leads to its modes, a
@@ -107,6 +133,7 @@ func (m *Model) choose() tea.Cmd {
 		m.openDialog(modeDialog(d.host, d.unit, k, modes).on(d.targets))
 		return nil
 	}
-	m.openDialog(m.notePlan(confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets), d.targets))
-	return nil
+	cd := confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets)
+	m.openDialog(m.notePlan(cd, d.targets))
+	return m.startCaptureCheck(cd)
 }

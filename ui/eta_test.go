@@ -68,11 +68,13 @@ func TestTableShowsMemoryEstimateWhenLogsAreQuiet(t *testing.T) {
 
 func TestETAShownWhereItFits(t *testing.T) {
 	// gpu2: weights for 8m14s of a 9m median, 41/65 shards by the log
-	// count: 4m49s left, then 2m25s of later phases: ~8m.
+	// count: 4m49s left, then 2m25s of later phases: ~8m. At 80 columns
+	// the diagnosis keeps its share of the row and the ETA column goes
+	// (the host view gives it).
 	for _, tc := range []struct {
 		w, h   int
 		column bool
-	}{{160, 48, true}, {80, 24, true}, {60, 20, false}} {
+	}{{160, 48, true}, {120, 40, true}, {80, 24, false}, {60, 20, false}} {
 		m, _ := newTestModel(t, tc.w, tc.h)
 		out := render(m)
 		if got := strings.Contains(lines(out)[1], "ETA"); got != tc.column {

@@ -20,6 +20,11 @@ const (
 	focusActions     // the log of remote commands (@)
 	focusCommands    // the palette's commands (:help)
 	focusBench       // a smoke load's progress (m.bench): esc or ctrl+c stops it
+
+	// focusDiag is the diagnosis detail (m.diag): a view of its own, over
+	// the table or the host view it was opened from, so that an action's
+	// dialog can open over it.
+	focusDiag
 )
 
 func (f focus) String() string {
@@ -48,12 +53,14 @@ func (f focus) String() string {
 		return "commands"
 	case focusBench:
 		return "bench"
+	case focusDiag:
+		return "diagnosis"
 	}
 	return "focus?"
 }
 
 // isView reports whether f is a view rather than a layer over one.
-func (f focus) isView() bool { return f <= focusHost }
+func (f focus) isView() bool { return f <= focusHost || f == focusDiag }
 
 // isDialog reports whether f is a modal that m.dialog holds.
 func (f focus) isDialog() bool { return f == focusDialog || f == focusRolloutForm }
@@ -121,11 +128,11 @@ func (m *Model) showView(v focus) {
 		m.focus = focusStack{focusTable}
 	case focusRollout:
 		m.focus = focusStack{focusTable, focusRollout}
-	case focusHost:
-		if m.focus.top() == focusHost {
+	case focusHost, focusDiag:
+		if m.focus.top() == v {
 			m.focus.pop()
 		}
-		m.focus.push(focusHost)
+		m.focus.push(v)
 	default: // not a view: prompts and overlays are pushed, not shown
 	}
 }

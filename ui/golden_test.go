@@ -18,6 +18,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{"table", nil, nil},
 		{"host-gpu3", []string{"j", "j", "enter"}, nil},
+		{"diag-gpu3", []string{"j", "j", "enter", "e"}, nil},
 		{"help-table", []string{"?"}, nil},
 		{"help-host", []string{"j", "j", "enter", "?"}, nil},
 		{"mode-chooser", []string{"j", "j", "m"}, nil},

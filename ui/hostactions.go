@@ -171,8 +171,9 @@ func (m *Model) confirmModeOn(hosts []string, kernel, mode string) tea.Cmd {
 		return m.setStatus(why, true)
 	}
 	host, unit, _ := m.target(hosts)
-	m.openDialog(confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts))
-	return nil
+	d := confirmDialog(host, unit, remote.Action{Kind: remote.ActSetMode, Kernel: kernel, Mode: mode}).on(hosts)
+	m.openDialog(d)
+	return m.startCaptureCheck(d)
 }
 
 // startRestartOn runs the capture-safety preflight on the snapshot before
@@ -202,7 +203,7 @@ func (m *Model) startRestartOn(hosts []string) tea.Cmd {
 	d := confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
 	d.note = m.startupNote(hosts)
 	m.openDialog(m.notePlan(d, hosts))
-	return nil
+	return m.startCaptureCheck(d)
 }
 
 // startupNote says how long hosts usually take from a restart to serving,

@@ -21,6 +21,7 @@ import (
 type hostModel struct {
 	keys   KeyMap
 	logs   *logStore // every host's log; the root model appends to it
+	width  int       // cells of the view's body
 	height int       // rows of the view's body
 
 	name        string  // the host shown
@@ -51,7 +52,7 @@ func newHostModel(keys KeyMap, logs *logStore, height int) hostModel {
 	in.Prompt = "/"
 	in.Placeholder = "filter logs"
 	in.CharLimit = 200
-	return hostModel{keys: keys, logs: logs, height: height, log: newLogView(), filterInput: in}
+	return hostModel{keys: keys, logs: logs, width: 80, height: height, log: newLogView(), filterInput: in}
 }
 
 // ring is the shown host's log.
@@ -73,7 +74,7 @@ func (v *hostModel) logHeight(hs *remote.HostState) int {
 	if hs == nil {
 		return 1
 	}
-	return max(1, layoutHost(hs, v.lanes().rows(), v.height).logH)
+	return max(1, layoutHost(hs, v.width, v.lanes().rows(), v.height).logH)
 }
 
 // Update answers a key of the view's own (scrolling and searching the
@@ -83,7 +84,7 @@ func (v *hostModel) logHeight(hs *remote.HostState) int {
 func (v *hostModel) Update(msg tea.Msg, hs *remote.HostState) reply {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		v.height = msg.Height
+		v.width, v.height = msg.Width, msg.Height
 		v.filterInput.SetWidth(max(10, msg.Width-20))
 		return reply{}
 	case tea.KeyPressMsg:

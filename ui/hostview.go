@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
@@ -17,12 +19,16 @@ type hostLayout struct {
 	fullTimeline bool
 	evidence     int  // evidence lines shown in the diagnosis box
 	meta         bool // the cause/phase/time line and the hint
-	gpu          bool
-	stats        bool // the serving line: decode rate and the engine's latest sample
-	ab           bool // the decode rate by kernel modes, from the history
-	bench        bool // the latest smoke load's result
-	modes        bool // a row per kernel: on disk, started with, pending
-	action       bool // the action under way, with its progress bar
+	// wrapDiag wraps the summary and the hint over as many rows as they
+	// need; without it each takes one row, cut at a word (e shows them
+	// whole).
+	wrapDiag bool
+	gpu      bool
+	stats    bool // the serving line: decode rate and the engine's latest sample
+	ab       bool // the decode rate by kernel modes, from the history
+	bench    bool // the latest smoke load's result
+	modes    bool // a row per kernel: on disk, started with, pending
+	action   bool // the action under way, with its progress bar
 	// runs is how many of the unit's latest runs are listed under a
 	// heading, shown while the unit is in a crash loop.
 	runs     int
@@ -40,10 +46,13 @@ const minLogRows = 5
 
 // layoutHost fits the sections into h rows, giving up detail in the order
 // that hurts least: evidence beyond two lines, the full timeline, the GPU
-// row, the diagnosis's meta lines, the rest of the evidence.
-func layoutHost(hs *remote.HostState, lanes, h int) hostLayout {
+// row, the mode rows, the summary's and hint's wrapped rows, the
+// diagnosis's meta lines, the rest of the evidence. w is the view's width,
+// which the wrapped rows depend on; lanes the rows of the deployment's
+// lanes (0: none).
+func layoutHost(hs *remote.HostState, w, lanes, h int) hostLayout {
 	_, stats := servingStats(hs)
-	l := hostLayout{fullTimeline: true, meta: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), bench: hs.Bench != nil, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
+	l := hostLayout{fullTimeline: true, meta: true, wrapDiag: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), bench: hs.Bench != nil, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
 	if d != nil {
 		l.evidence = len(d.Evidence)
@@ -66,9 +75,13 @@ func layoutHost(hs *remote.HostState, lanes, h int) hostLayout {
 			n++
 		}
 		if d != nil {
-			n += 3 + l.evidence // border ×2, summary
+			summary, hint := 1, 1
+			if l.wrapDiag {
+				summary, hint = diagRows(d, w)
+			}
+			n += 2 + summary + l.evidence // border ×2
 			if l.meta {
-				n += 2
+				n += 1 + hint
 			}
 		}
 		if l.gpu {
@@ -96,8 +109,9 @@ func layoutHost(hs *remote.HostState, lanes, h int) hostLayout {
 		func() bool { l.runs = min(l.runs, 2); return true },
 		func() bool { l.fullTimeline = false; return true },
 		func() bool { l.gpu = false; return true },
-		func() bool { l.lanes = 0; return true },
 		func() bool { l.modes = false; return true },
+		func() bool { l.wrapDiag = false; return true },
+		func() bool { l.lanes = 0; return true },
 		func() bool { l.bench = false; return true },
 		func() bool { l.ab = false; return true },
 		func() bool { l.stats = false; return true },
@@ -113,6 +127,40 @@ func layoutHost(hs *remote.HostState, lanes, h int) hostLayout {
 	}
 	l.logH = max(0, h-used())
 	return l
+}
+
+// diagBoxRows is the rows of the view that the diagnosis box takes, as
+// Render lays it out: [top, end); empty when there is no diagnosis.
+func (l hostLayout) diagBoxRows(hs *remote.HostState, w int) (top, end int) {
+	d := hs.Startup.Diag
+	if d == nil {
+		return 0, 0
+	}
+	top = 2 // title, info
+	if l.modes {
+		top += len(hs.Modes)
+	}
+	if l.action {
+		top++
+	}
+	top += l.lanes
+	if l.fullTimeline {
+		top += max(1, len(hs.Startup.Spans))
+	} else {
+		top++
+	}
+	if l.runsHead {
+		top += 1 + l.runs
+	}
+	summary, hint := 1, 1
+	if l.wrapDiag {
+		summary, hint = diagRows(d, w)
+	}
+	end = top + 2 + summary + min(l.evidence, len(d.Evidence))
+	if l.meta {
+		end += 1 + hint
+	}
+	return top, end
 }
 
 // hostView renders one host: its state, the phase timeline, the diagnosis,
@@ -136,7 +184,7 @@ func (v *hostView) Render(w, h int) string {
 	s := v.styles
 	hs := v.hs
 	st := hs.Startup
-	l := layoutHost(hs, v.lanes.rows(), h)
+	l := layoutHost(hs, w, v.lanes.rows(), h)
 	var out []string
 	add := func(line string) { out = append(out, clip(line, w)) }
 
@@ -180,6 +228,10 @@ func (v *hostView) Render(w, h int) string {
 	}
 	if st.Engine != "" {
 		info += " · " + st.Engine
+		if st.EngineVersion != "" {
+			// The release whose startup strings read this log.
+			info += " " + st.EngineVersion
+		}
 	}
 	add(info)
 	if l.modes {
@@ -365,7 +417,16 @@ func (v *hostView) diagBox(w int, l hostLayout) string {
 	s := v.styles
 	d := v.hs.Startup.Diag
 	iw := max(1, w-4)
-	lines := []string{s.DiagSummary.Render(clip("✗ "+d.Summary, iw))}
+	rows := func(text string) []string {
+		if l.wrapDiag {
+			return wrapWords(text, iw)
+		}
+		return []string{clipWords(text, iw)}
+	}
+	var lines []string
+	for _, r := range rows("✗ " + d.Summary) {
+		lines = append(lines, s.DiagSummary.Render(r))
+	}
 	if l.meta {
 		meta := "cause " + d.Cause
 		if d.Phase != "" {
@@ -377,7 +438,10 @@ func (v *hostView) diagBox(w int, l hostLayout) string {
 		if d.KernelMode != "" {
 			meta += " · mode " + d.KernelMode
 		}
-		lines = append(lines, s.Dim.Render(clip(meta, iw)), s.DiagHint.Render(clip("hint: "+hintText(d), iw)))
+		lines = append(lines, s.Dim.Render(clip(meta, iw)))
+		for _, r := range rows("hint: " + hintText(d)) {
+			lines = append(lines, s.DiagHint.Render(r))
+		}
 	}
 	for i, e := range d.Evidence[:min(l.evidence, len(d.Evidence))] {
 		st := s.Evidence
@@ -387,6 +451,26 @@ func (v *hostView) diagBox(w int, l hostLayout) string {
 		lines = append(lines, st.Render(clip("│ "+precut(e, iw), iw)))
 	}
 	return frame(lines, w, s.DiagBorder)
+}
+
+// diagRows is how many rows the diagnosis box's summary and hint take
+// wrapped to the box in a view w wide.
+func diagRows(d *startup.Diagnosis, w int) (summary, hint int) {
+	iw := max(1, w-4)
+	return len(wrapWords("✗ "+d.Summary, iw)), len(wrapWords("hint: "+hintText(d), iw))
+}
+
+// clipWords cuts plain text to w cells at a space where one is near the
+// end, so that no word is cut in two, and marks the cut with "…".
+func clipWords(text string, w int) string {
+	if width(text) <= w {
+		return text
+	}
+	cut := ansi.Truncate(text, max(0, w-1), "")
+	if i := strings.LastIndexByte(cut, ' '); i > 0 && width(cut[:i]) >= w*2/3 {
+		cut = cut[:i]
+	}
+	return cut + "…"
 }
 
 // gpuRow is memory use over the recent samples and the newest utilisation.

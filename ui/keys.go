@@ -28,6 +28,8 @@ type KeyMap struct {
 	Actions               key.Binding // the log of remote commands
 	Reconnect             key.Binding // dial a host stopped on a host-key or auth failure again
 	CopyFix, CopyEvidence key.Binding // the selected host's fix command, its evidence, to the clipboard
+	// Explain opens the selected host's diagnosis whole (d is redeploy's).
+	Explain key.Binding
 	// StopBench stops the smoke load under way (its overlay).
 	StopBench key.Binding
 
@@ -78,6 +80,7 @@ func DefaultKeyMap() KeyMap {
 
 		CopyFix:      b([]string{"y"}, "y", "copy fix command"),
 		CopyEvidence: b([]string{"Y"}, "Y", "copy evidence"),
+		Explain:      b([]string{"e"}, "e", "explain diagnosis"),
 
 		Rollback: b([]string{"b"}, "b", "roll back halted host"),
 		Abort:    b([]string{"a"}, "a", "abort rollout"),
@@ -202,7 +205,7 @@ func (k KeyMap) tableHelp() helpKeys {
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.First, k.PageDown, k.Sort, k.NextFailed, k.Open},
 			{k.Group, k.Expand, k.Collapse, k.Select, k.MarkAll, k.HostFilter, k.Palette},
-			{k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
+			{k.Explain, k.CopyFix, k.CopyEvidence, k.Help, k.Quit},
 			append(k.changingHelp(), k.Rollout, k.act(remote.ActBench), k.Actions, k.Reconnect),
 		},
 	}
@@ -211,11 +214,23 @@ func (k KeyMap) tableHelp() helpKeys {
 // hostHelp is the help in the host view.
 func (k KeyMap) hostHelp() helpKeys {
 	return helpKeys{
-		short: []key.Binding{k.Help, k.Back, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.act(remote.ActSetMode), k.act(remote.ActRestart)},
+		short: []key.Binding{k.Help, k.Back, k.Explain, k.Filter, k.NextMatch, k.Follow, k.Wrap, k.act(remote.ActSetMode), k.act(remote.ActRestart)},
 		full: [][]key.Binding{
-			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Explain},
 			{k.Filter, k.NextMatch, k.PrevMatch, k.Follow, k.Wrap, k.Fold, k.CopyFix, k.CopyEvidence, k.Back},
 			append(k.changingHelp(), k.act(remote.ActBench), k.Actions, k.Reconnect, k.Palette, k.Help, k.Quit),
+		},
+	}
+}
+
+// diagHelp is the help in the diagnosis detail.
+func (k KeyMap) diagHelp() helpKeys {
+	return helpKeys{
+		short: []key.Binding{k.Help, k.Back, k.Up, k.Down, k.CopyFix, k.CopyEvidence, k.act(remote.ActSetMode), k.act(remote.ActRestart)},
+		full: [][]key.Binding{
+			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Back},
+			{k.CopyFix, k.CopyEvidence, k.Palette, k.Help, k.Quit},
+			k.changingHelp(),
 		},
 	}
 }

@@ -77,6 +77,7 @@ type Model struct {
 	// layers that open over them.
 	table          tableModel
 	host           hostModel
+	diag           diagModel  // the diagnosis detail (e)
 	focus          focusStack // what has the keys, over what
 	commandPalette cmdPalette // the `:` command palette
 	dialog         *dialog    // the dialog focusDialog or focusRolloutForm shows
@@ -146,6 +147,7 @@ func New(src Source, opts Options) *Model {
 			m.opts.Kernels = caps.Kernels()
 		}
 	}
+	m.diag = diagModel{keys: m.keys, width: m.width, height: m.bodyHeight()}
 	m.host = newHostModel(m.keys, &m.logs, m.bodyHeight())
 	m.host.lanesOf = m.table.lanesOf
 	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
@@ -189,10 +191,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // viewed is the host whose view is shown, "" when none is.
 func (m *Model) viewed() string {
-	if m.focus.view() != focusHost {
-		return ""
+	switch m.focus.view() {
+	case focusHost:
+		return m.host.name
+	case focusDiag:
+		return m.diag.host
+	default: // the table, the rollout: no one host's view
 	}
-	return m.host.name
+	return ""
 }
 
 // tellView tells the source the open host view when it changed.
@@ -216,6 +222,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		body := tea.WindowSizeMsg{Width: m.width, Height: m.bodyHeight()}
 		m.table.Update(body)
 		m.host.Update(body, nil)
+		m.diag.Update(body, nil, m.styles)
 		m.commandPalette.input.SetWidth(max(10, m.width-4))
 	case tea.BackgroundColorMsg:
 		m.setStyles(msg.IsDark())
@@ -239,6 +246,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.issued(msg)
 	case stepIssued:
 		return m, m.stepAnswered(msg)
+	case captureChecked:
+		return m, m.captureCheckDone(msg)
 	case benchCancelled:
 		if len(msg.errs) > 0 {
 			return m, m.setStatus("stop: "+errors.Join(msg.errs...).Error(), true)
@@ -254,6 +263,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
 	default:
 		var cmd tea.Cmd
 		switch m.focus.top() {
@@ -289,6 +300,8 @@ func (m *Model) selectedName() string {
 	switch m.focus.view() {
 	case focusHost:
 		return m.host.name
+	case focusDiag:
+		return m.diag.host
 	case focusRollout:
 		if lanes := m.rollout.r.Lanes(); m.rollout.cursor < len(lanes) {
 			return lanes[m.rollout.cursor].Host
@@ -332,6 +345,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.viewKey(msg, m.rolloutKey)
 	case focusHost:
 		return m.viewKey(msg, m.hostKey)
+	case focusDiag:
+		return m.viewKey(msg, m.diagKey)
 	default:
 		return m.viewKey(msg, m.tableKey)
 	}
@@ -424,6 +439,8 @@ func (m *Model) tableKey(msg tea.KeyPressMsg) tea.Cmd {
 		if n := m.selectedName(); n != "" {
 			m.openHost(n)
 		}
+	case key.Matches(msg, k.Explain):
+		return m.openDiag()
 	case key.Matches(msg, k.CopyFix):
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):
@@ -450,6 +467,8 @@ func (m *Model) hostKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.take(r)
 	}
 	switch {
+	case key.Matches(msg, k.Explain, k.Open):
+		return m.openDiag()
 	case key.Matches(msg, k.CopyFix):
 		return m.copyFix()
 	case key.Matches(msg, k.CopyEvidence):

@@ -42,7 +42,7 @@ func paletteCommandsOf(specs []remote.ActionSpec) []paletteCommand {
 	return append(out,
 		paletteCommand{"rollout", "HOST… [KERNEL=MODE]", "a gated rollout, host by host", true, ""},
 		paletteCommand{"reconnect", "HOST…", "dial again after a host-key or auth fix", true, ""},
-		paletteCommand{"filter", "TEXT", "filter the table (name phase: mode: state:)", false, ""},
+		paletteCommand{"filter", "TEXT", "filter the table (name or regexp, phase: mode: state:)", false, ""},
 		paletteCommand{"group", "[BY|off]", "group the table's rows (group, a label key; t)", false, ""},
 		paletteCommand{"follow", "", "follow the log on/off (host view)", false, ""},
 		paletteCommand{"wrap", "", "wrap log lines on/off", false, ""},
@@ -364,6 +364,9 @@ type cmdPalette struct {
 	base  string // the line without the word being completed
 	cands []string
 	cur   int // the candidate in the line; -1 before the first tab
+	// stale says the line is one that failed: a key that edits (backspace,
+	// the arrows) fixes it, a character typed replaces it.
+	stale bool
 }
 
 func newCmdPalette() cmdPalette {
@@ -390,7 +393,7 @@ func (m *Model) openPalette() tea.Cmd {
 	p := &m.commandPalette
 	m.focus.push(focusPalette)
 	p.input.SetValue("")
-	p.pos, p.draft = len(p.hist), ""
+	p.pos, p.draft, p.stale = len(p.hist), "", false
 	p.endCycle()
 	return p.input.Focus()
 }
@@ -408,12 +411,20 @@ func (p *cmdPalette) endCycle() { p.base, p.cands, p.cur = "", nil, -1 }
 // up and down walk the history, enter runs, esc closes.
 func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 	p := &m.commandPalette
+	stale := p.stale
+	p.stale = false
 	switch msg.String() {
 	case "esc":
 		m.closePalette()
 		return nil
 	case "enter":
 		return m.runPaletteLine()
+	case ":":
+		if p.input.Value() == "" || stale {
+			// The prompt is a colon already: `::bench` would be no command.
+			p.input.SetValue("")
+			return nil
+		}
 	case "tab":
 		m.complete(1)
 		return nil
@@ -428,6 +439,11 @@ func (m *Model) paletteKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	p.endCycle()
+	if stale && msg.Text != "" {
+		// The line that failed is still there to be fixed (backspace,
+		// arrows); typing starts a new one, as over a selection.
+		p.input.SetValue("")
+	}
 	var cmd tea.Cmd
 	p.input, cmd = p.input.Update(msg)
 	return cmd
@@ -491,7 +507,8 @@ func (p *cmdPalette) remember(line string) {
 }
 
 // runPaletteLine runs the line. A line that does not parse stays in the
-// prompt, with why in the status line.
+// prompt to be fixed, with why in the status line, until a character
+// typed starts a new one.
 func (m *Model) runPaletteLine() tea.Cmd {
 	p := &m.commandPalette
 	line := strings.TrimSpace(p.input.Value())
@@ -503,6 +520,7 @@ func (m *Model) runPaletteLine() tea.Cmd {
 	call, err := parsePalette(line, m.paletteEnv())
 	if err != nil {
 		p.endCycle()
+		p.stale = true
 		return m.setStatus(err.Error(), true)
 	}
 	m.closePalette()
@@ -530,6 +548,9 @@ func (m *Model) runPalette(c paletteCall) tea.Cmd {
 		m.showView(focusTable)
 		if !m.table.filter.active() {
 			return m.setStatus("filter cleared", false)
+		}
+		if n := m.table.filter.note; n != "" {
+			return m.setStatus(n, false)
 		}
 	case "group":
 		m.showView(focusTable)

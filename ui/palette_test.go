@@ -62,7 +62,7 @@ func TestParsePalette(t *testing.T) {
 		{line: "quit", want: paletteCall{cmd: "quit"}},
 
 		{line: "", err: "no command: host, restart,"},
-		{line: "restrat gpu3", err: `unknown command "restrat": host, restart, stop, reset-failed, redeploy, mode, undo, rollout, reconnect, filter, group, follow, wrap, help, quit`},
+		{line: "restrat gpu3", err: `unknown command "restrat": host, restart, stop, reset-failed, redeploy, mode, undo, bench, rollout, reconnect, filter, group, follow, wrap, help, quit`},
 		{line: "restart gpu9", err: `unknown host "gpu9": gpu1, gpu2, gpu3, gpu4`},
 		{line: "restart", err: "restart: name the hosts (restart HOST…): a host, a group, marked or all"},
 		{line: "host", err: "host: name one host: gpu1, gpu2, gpu3, gpu4"},
@@ -603,6 +603,27 @@ func TestSeveralHostsDialogsFitAFleetOf64(t *testing.T) {
 		}
 		if len(src.calls) != 0 {
 			t.Fatal("Do called before a confirmation")
+		}
+	}
+}
+
+// TestPaletteErrorThenNewLine: after an error the line stays to be
+// fixed, but typing a new command (with or without its colon) starts a
+// new line: `:foo` then `:bench gpu1` runs bench, not `foo:bench gpu1`.
+func TestPaletteErrorThenNewLine(t *testing.T) {
+	for _, next := range []string{":bench gpu1", "bench gpu1"} {
+		m, _ := newTestModel(t, 80, 24)
+		runLine(m, "foo")
+		if !m.statusErr || m.commandPalette.input.Value() != "foo" {
+			t.Fatalf(":foo: status %q, line %q", m.status, m.commandPalette.input.Value())
+		}
+		press(m, typed(next)...)
+		if got := m.commandPalette.input.Value(); got != "bench gpu1" {
+			t.Fatalf("typed %q after the error: line %q, want %q", next, got, "bench gpu1")
+		}
+		press(m, "enter")
+		if m.dialog == nil || m.dialog.action.Kind != remote.ActBench || m.dialog.host != "gpu1" {
+			t.Fatalf(":bench gpu1: dialog %+v, status %q; want the bench confirmation", m.dialog, m.status)
 		}
 	}
 }

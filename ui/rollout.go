@@ -80,14 +80,20 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 // rolloutFormKey edits the rollout dialog; enter runs the preflight for
 // the target mode on every host, then asks to confirm.
 func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
-	k, f := m.keys, m.dialog.rollout
+	k, d := m.keys, m.dialog
+	f := d.rollout
 	if f.confirming {
 		switch {
+		case d.checking != nil && msg.String() == "s":
+			d.skipCaptureCheck()
+		case d.checking != nil && key.Matches(msg, k.Confirm):
+			return m.setStatus("waiting for the capture check ([s] skips it, recorded; [esc] back)", true)
 		case key.Matches(msg, k.Confirm):
 			m.closeDialog()
 			return m.beginRollout(f, "", "", false)
 		case key.Matches(msg, k.Cancel):
 			f.confirming = false
+			d.checking, d.checkNote = nil, ""
 		}
 		return nil
 	}
@@ -111,8 +117,31 @@ func (m *Model) rolloutFormKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		f.confirming = true
+		return m.startCaptureCheck(d)
 	}
 	return nil
+}
+
+// rolloutInMode answers the rollout's preflight dialog with a safe mode:
+// the form's mode becomes kernel=mode and its confirmation weighs it (the
+// lint and the checks, in the background) before the person starts it;
+// with nothing to weigh it starts at once.
+func (m *Model) rolloutInMode(f *rolloutForm, kernel, mode string) tea.Cmd {
+	i := slices.Index(f.modes, kernel+"="+mode)
+	if i < 0 {
+		m.closeDialog()
+		return m.beginRollout(f, kernel, mode, false)
+	}
+	f.mode = i
+	d := &dialog{kind: dlgRollout, host: strings.Join(f.hosts, ", "), unit: f.unit, rollout: f}
+	cmd := m.startCaptureCheck(d)
+	if cmd == nil {
+		m.closeDialog()
+		return m.beginRollout(f, kernel, mode, false)
+	}
+	f.confirming = true
+	m.openDialog(d)
+	return cmd
 }
 
 // rolloutPreflight checks every host of p against the capture-safety
@@ -133,7 +162,7 @@ func (m *Model) beginRollout(f *rolloutForm, kernel, mode string, force bool) te
 	if kernel != "" {
 		p.Mode = &rollout.ModeChange{Kernel: kernel, Mode: mode}
 	}
-	p.Force = force
+	p.Force, p.SkipCheck = force, f.skipCheck
 	p.Now = m.opts.Now
 	p.Before, p.SlowerBy = m.previousRates(p.Hosts)
 	r, err := rollout.New(p, m.opts.Kernels)

@@ -21,6 +21,7 @@ type rolloutForm struct {
 	batch            int // 1..len(hosts)
 	field            int // the row the cursor is on: 0 mode, 1 redeploy, 2 batch
 	confirming       bool
+	skipCheck        bool   // the capture checks were skipped (s): the restarts say so
 	filter           string // the table's filter the hosts were taken under, if any
 }
 
@@ -65,14 +66,16 @@ func (f *rolloutForm) change(n int) {
 	}
 }
 
-// render draws the form, or its confirmation.
-func (f *rolloutForm) render(iw int, s Styles) []string {
+// render draws the form, or its confirmation with check (what the lint
+// and the capture checks gave, or that they run).
+func (f *rolloutForm) render(iw int, s Styles, check []string) []string {
 	p := f.plan()
 	lines := []string{s.DialogTitle.Render(clip(fmt.Sprintf("Rollout to %d %s", len(f.hosts), plural(len(f.hosts), "host", "hosts")), iw)), ""}
 	if f.confirming {
 		lines = append(lines, s.DialogTitle.Render(clip("Start the rollout?", iw)))
 		lines = append(lines, wrapLines(p.String()+"; halt on the first failure.", iw)...)
 		lines = append(lines, wrapLines(fmt.Sprintf("Each %s restarts: it stops serving until its new run is up.", f.unit), iw)...)
+		lines = append(lines, check...)
 		return append(lines, "", s.Dim.Render(clip("[y/enter] start · [esc] back", iw)))
 	}
 	mode := "no mode change"

@@ -147,10 +147,10 @@ func restartIn(src Source, d *dialog, mode string) tea.Cmd {
 		if slices.Contains(refused, h) {
 			cmds = append(cmds, doActions(src, h,
 				remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: mode},
-				remote.Action{Kind: remote.ActRestart}))
+				remote.Action{Kind: remote.ActRestart, SkipCheck: d.checkSkipped}))
 			continue
 		}
-		cmds = append(cmds, doAction(src, h, remote.Action{Kind: remote.ActRestart}))
+		cmds = append(cmds, doAction(src, h, remote.Action{Kind: remote.ActRestart, SkipCheck: d.checkSkipped}))
 	}
 	return tea.Batch(cmds...)
 }

@@ -41,13 +41,21 @@ type fleetTable struct {
 const (
 	gutterW = 3 // cursor, mark, space
 	minDiag = 12
+	// diagShare is the percent of the width the diagnosis keeps before
+	// another column joins the table: 24 cells at 80 columns, 36 at 120,
+	// 48 at 160 (at 60 the narrowest layout leaves it 14).
+	diagShare = 30
 )
 
-// columns picks the widest layout that leaves the diagnosis room: all
-// columns from ~100 cells; no GPU, no unit at 80; at 60 only host, phase,
-// time in phase, a short progress and a short diagnosis. When some host
-// has a startup history, an ETA column comes before the unit and GPU
-// columns in what is kept (it fits at 80, not at 60).
+// columns picks the richest layout that leaves the diagnosis its share
+// of the width (diagShare): as the pane widens the diagnosis grows first,
+// and a column joins only once the diagnosis keeps its share beside it.
+// What goes first as the pane narrows: the GPU memory, the unit (the
+// phase names a unit the host does not have), the ETA, the long progress,
+// then the time in phase; the mode (the clue to a failure
+// such as a capture-unsafe kernel mode) stays down to 60 columns and
+// below. When some host has a startup history, an ETA column comes before
+// the unit and GPU columns in what is kept.
 func (t *fleetTable) columns(w int) []column {
 	hostW := 4
 	for _, h := range t.hosts {
@@ -80,14 +88,15 @@ func (t *fleetTable) columns(w int) []column {
 		{host, unit, phase, since, prog, mode, gpu, diag},
 		{host, unit, phase, since, prog, mode, diag},
 		{host, phase, since, prog, mode, diag},
-		{host, phase, since, progShort, diag},
-		{host, phase, since, diag},
+		{host, phase, since, progShort, mode, diag},
+		{host, phase, progShort, mode, diag},
 	}...)
 	if t.anyStats() {
 		layouts = withTPS(layouts, tps, progShort)
 	}
+	want := max(minDiag, w*diagShare/100)
 	for _, cols := range layouts {
-		if fixedWidth(cols)+minDiag <= w {
+		if fixedWidth(cols)+want <= w {
 			return cols
 		}
 	}
@@ -260,6 +269,11 @@ func cellUnit(_ *fleetTable, h *remote.HostState) string { return unitText(h) }
 func cellPhase(_ *fleetTable, h *remote.HostState) string {
 	if l := h.Startup.Loop; l != nil {
 		return loopPhase(l)
+	}
+	if !h.UnitState.Loaded() {
+		// No such unit: not a stopped one, whether or not the unit
+		// column is there to say so.
+		return h.UnitState.LoadState
 	}
 	if h.Startup.Phase == "" {
 		return "—"

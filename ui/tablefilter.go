@@ -1,7 +1,10 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -13,14 +16,18 @@ import (
 )
 
 // hostFilter is the fleet table's filter, as k9s has it: words separated
-// by spaces that must all match. A bare word matches host names (a
-// substring, in any case); phase:P matches the startup phase (a phase's
+// by spaces that must all match. A bare word matches host names: a
+// regular expression found anywhere in the name, in any case (gpu[12]),
+// or when it is no regular expression, a substring (the filter says so); phase:P matches the startup phase (a phase's
 // name, or the start of one: phase:graph), mode:M a kernel mode in force
 // on disk (M, or KERNEL=M), state:S the unit's active or sub state, or
 // the connection's state (state:failed, state:unreachable).
 type hostFilter struct {
 	text  string // as typed, trimmed
 	terms []filterTerm
+	// note says which words were no regular expression and are matched
+	// as text; "" when none.
+	note string
 }
 
 // filterTerm is one word of a filter.
@@ -28,6 +35,7 @@ type filterTerm struct {
 	key    string // "" (a host name), "phase", "mode" or "state"
 	value  string // lower case
 	phases []startup.Phase
+	name   *regexp.Regexp // a host name word as a regular expression; nil: a substring
 }
 
 // filterKeys are the keys a filter word may have, in the order help and
@@ -67,6 +75,14 @@ func parseHostFilter(text string, names []string, cat kernels.Catalog) (hostFilt
 		t, err := parseFilterTerm(w, names, cat)
 		if err != nil {
 			return hostFilter{}, err
+		}
+		if t.key == "" {
+			re, err := regexp.Compile("(?i)" + w)
+			if err == nil {
+				t.name = re
+			} else if f.note == "" {
+				f.note = fmt.Sprintf("%q is no regular expression (%s): matched as text", w, regexpWhy(err))
+			}
 		}
 		f.terms = append(f.terms, t)
 	}
@@ -132,6 +148,16 @@ func checkFilterMode(value string, cat kernels.Catalog) error {
 	return fmt.Errorf("unknown mode %q: %s", value, strings.Join(names, ", "))
 }
 
+// regexpWhy is a regexp error's reason without the expression, which
+// the note names already: "missing closing ]".
+func regexpWhy(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return string(se.Code)
+	}
+	return err.Error()
+}
+
 func joinPhases(ps []startup.Phase) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
@@ -156,6 +182,9 @@ func (f hostFilter) match(h *remote.HostState) bool {
 func (t filterTerm) match(h *remote.HostState) bool {
 	switch t.key {
 	case "":
+		if t.name != nil {
+			return t.name.MatchString(h.Name)
+		}
 		return strings.Contains(strings.ToLower(h.Name), t.value)
 	case "phase":
 		// A crash-looping host is failed, whatever run it is in.
@@ -258,7 +287,7 @@ func (t *tableModel) setFilter(text string) error {
 // openFilter answers / on the table: the prompt, holding the filter in
 // force. The console puts the prompt's layer over the table.
 func (t *tableModel) openFilter() tea.Cmd {
-	t.filterErr = ""
+	t.filterErr, t.filterNote = "", t.filter.note
 	t.filterInput.SetValue(t.filter.text)
 	t.filterInput.CursorEnd()
 	return t.filterInput.Focus()
@@ -285,7 +314,7 @@ func (t *tableModel) UpdateFilter(msg tea.Msg) reply {
 			if !t.filter.active() {
 				return reply{status: "filter cleared", closed: true}
 			}
-			return reply{closed: true}
+			return reply{status: t.filter.note, closed: true}
 		}
 	}
 	return reply{cmd: t.editFilter(msg)}
@@ -300,11 +329,12 @@ func (t *tableModel) editFilter(msg tea.Msg) tea.Cmd {
 	if err := t.setFilter(t.filterInput.Value()); err != nil {
 		t.filterErr = err.Error()
 	}
+	t.filterNote = t.filter.note
 	return cmd
 }
 
 func (t *tableModel) closeFilter() {
-	t.filterErr = ""
+	t.filterErr, t.filterNote = "", ""
 	t.filterInput.Blur()
 }
 
@@ -328,8 +358,10 @@ func (t *tableModel) filterPromptView(w int, status string) string {
 		top = s.StatusErr.Render(clip(t.filterErr, w))
 	case status != "":
 		top = status
+	case t.filterNote != "":
+		top = s.Warn.Render(clip(t.filterNote, w))
 	default:
-		top = s.Dim.Render(clip("words: a name, phase:failed, mode:validate, state:failed · enter keeps · esc clears", w))
+		top = s.Dim.Render(clip("words: a name or regexp, phase:failed, mode:validate, state:failed · enter keeps · esc clears", w))
 	}
 	return top + "\n" + clip(t.filterInput.View(), w)
 }

@@ -38,6 +38,11 @@ func TestHostFilterTerms(t *testing.T) {
 		{"mode:on phase:weights", []string{"gpu2"}, ""},
 		{"mode:on phase:failed", nil, ""},
 		{"gpu9:2222", nil, ""}, // a host name with a colon in it
+		{"gpu[12]", []string{"gpu1", "gpu2"}, ""},
+		{"GPU[34]$", []string{"gpu3", "gpu4"}, ""},
+		{"^gpu(1|4)", []string{"gpu1", "gpu4"}, ""},
+		{"gpu[12] phase:weights", []string{"gpu2"}, ""},
+		{"gpu[", nil, ""}, // no regexp: matched as text, which no name holds
 		{"phase:nope", nil, `unknown phase "nope": stopped, starting, init, weights, kv-cache, graph-capture, http, warmup, serving, failed, restarting, stuck, unknown`},
 		{"phase:", nil, `unknown phase ""`},
 		{"mode:fast", nil, `unknown mode "fast": off, validate, on`},
@@ -208,5 +213,38 @@ func TestHostFilterCrashLoopIsFailed(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"gpu2", "gpu3"}) {
 		t.Errorf("phase:failed shows %q, want gpu2 (its loop) and gpu3", got)
+	}
+}
+
+// TestHostFilterRegexpFallsBack: a word that is no regular expression
+// is matched as a substring, and the filter says so; one that is says
+// nothing.
+func TestHostFilterRegexpFallsBack(t *testing.T) {
+	names := []string{"gpu1", "gpu[2]"}
+	f, err := parseHostFilter("gpu[", names, kernels.DefaultCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"gpu[" is no regular expression (missing closing ]): matched as text`; f.note != want {
+		t.Errorf("note %q, want %q", f.note, want)
+	}
+	h := remote.HostState{Name: "gpu[2]"}
+	if !f.match(&h) {
+		t.Errorf("gpu[ does not match %q as text", h.Name)
+	}
+	if f, _ := parseHostFilter("gpu[12]", names, kernels.DefaultCatalog()); f.note != "" {
+		t.Errorf("a valid regexp has a note: %q", f.note)
+	}
+	// The prompt's line says it while typing.
+	m, _ := newTestModel(t, 80, 24)
+	press(m, append([]string{"/"}, typed("gpu[")...)...)
+	if foot := lines(render(m))[22]; !strings.Contains(foot, "no regular expression") {
+		t.Errorf("filter line while typing gpu[: %q", foot)
+	}
+	press(m, "esc", "/")
+	press(m, typed("gpu[12]")...)
+	press(m, "enter")
+	if got := m.table.shown(); !slices.Equal(got, []string{"gpu1", "gpu2"}) {
+		t.Errorf("/gpu[12] shows %v, want gpu1 and gpu2", got)
 	}
 }

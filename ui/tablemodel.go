@@ -32,6 +32,7 @@ type tableModel struct {
 	filter      hostFilter
 	filterInput textinput.Model
 	filterErr   string
+	filterNote  string // a word of the text typed is matched as text, not as a regexp
 	rows        []int
 	sort        tableSort // the rows' order (s cycles it)
 
@@ -61,7 +62,7 @@ type tableModel struct {
 func newTableModel(keys KeyMap, catalog kernels.Catalog, groupings []grouping, height int) tableModel {
 	in := textinput.New()
 	in.Prompt = "/"
-	in.Placeholder = "filter hosts: name phase:failed mode:validate state:failed"
+	in.Placeholder = "filter hosts: name or regexp, phase:failed mode:validate state:failed"
 	in.CharLimit = 200
 	return tableModel{
 		keys:        keys,

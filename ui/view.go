@@ -21,6 +21,7 @@ const footerRows = 2
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion // clicks and the wheel (mouse.go)
 	v.WindowTitle = m.windowTitle()
 	return v
 }
@@ -35,6 +36,8 @@ func (m *Model) render() string {
 	switch v := m.focus.view(); {
 	case v == focusHost && hs != nil:
 		body = m.host.View(w, m.bodyHeight(), hs, m.now, m.styles, m.localHashes, m.focus.top() == focusLogFilter)
+	case v == focusDiag:
+		body = m.diag.View(w, m.bodyHeight(), m.hostState(m.diag.host), m.styles)
 	case v == focusRollout:
 		rv := rolloutView{ro: m.rollout, now: m.now, styles: m.styles}
 		body = rv.Render(w, m.bodyHeight())
@@ -178,6 +181,8 @@ func (m *Model) viewHelp() (helpKeys, string) {
 		return m.keys.hostHelp(), "host"
 	case focusRollout:
 		return m.keys.rolloutHelp(), "rollout"
+	case focusDiag:
+		return m.keys.diagHelp(), "diagnosis"
 	default: // the table's
 	}
 	return m.keys.tableHelp(), "fleet"
@@ -218,7 +223,9 @@ func (m *Model) renderTable(w, h int) string {
 	return out + "\n\n" + m.styles.Rule.Render(clip(title, w)+strings.Repeat("─", max(0, w-ansi.StringWidth(title)))) + "\n" + tail
 }
 
-// helpBox is the full help for the current view, from the key map.
+// helpBox is the full help for the current view, from the key map, and
+// a legend of the marks the view's rows carry. When the rows are short,
+// the blank lines go first, then the legend's last rows.
 func (m *Model) helpBox(w, h int) string {
 	hk, what := m.viewHelp()
 	hk = m.replayHelp(hk)
@@ -231,9 +238,48 @@ func (m *Model) helpBox(w, h int) string {
 	for k := len(groups) - 1; k >= 1 && width(strings.Split(table, "\n")[0]) > w-4; k-- {
 		table = hm.FullHelpView(regroup(groups, k))
 	}
-	body := m.styles.DialogTitle.Render("keys · "+what) + "\n\n" + table +
-		"\n\n" + m.styles.Dim.Render("? or esc to close · :help lists the commands")
-	return m.box(body, w, h)
+	tableRows := strings.Split(table, "\n")
+	legend := legendRows(what, max(40, width(tableRows[0])))
+	title := m.styles.DialogTitle.Render("keys · " + what)
+	foot := m.styles.Dim.Render("? or esc to close · :help lists the commands")
+	room := h - 2 // the box's borders
+	blank := []string{""}
+	if 1+len(tableRows)+len(legend)+1+3 > room {
+		blank = nil
+	}
+	legend = legend[:max(0, min(len(legend), room-2-len(tableRows)-3*len(blank)))]
+	body := append([]string{title}, blank...)
+	body = append(body, tableRows...)
+	if len(legend) > 0 {
+		body = append(body, blank...)
+		for _, l := range legend {
+			body = append(body, m.styles.Dim.Render(l))
+		}
+	}
+	body = append(append(body, blank...), foot)
+	return m.box(strings.Join(body, "\n"), w, h)
+}
+
+// legendRows are the marks the view's rows carry, most telling first,
+// as many to a row of w cells as fit.
+func legendRows(view string, w int) []string {
+	var items []string
+	if view == "fleet" || view == "host" || view == "diagnosis" {
+		items = append(items, "validate! mode not capture-safe", "on↻ restart pending (mode changed on disk)", "on? mode not in the catalog")
+	}
+	if view == "fleet" {
+		items = append(items, "› cursor", "● marked", "~ an estimate (ETA, memory)")
+	}
+	items = append(items, "mouse: click selects, click again opens, wheel scrolls")
+	var rows []string
+	for _, it := range items {
+		if n := len(rows); n > 0 && width(rows[n-1])+3+width(it) <= w {
+			rows[n-1] += " · " + it
+			continue
+		}
+		rows = append(rows, wrapWords(it, w)...)
+	}
+	return rows
 }
 
 // regroup spreads the bindings of groups over k columns, in order.

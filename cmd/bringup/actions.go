@@ -13,7 +13,6 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
-	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
@@ -65,6 +64,7 @@ func act(ctx context.Context, e env, c action.Command, args []string, in io.Read
 	}
 	if c.Restarts || c.RestartFlag {
 		fs.BoolVar(&o.Force, "force", false, "restart even if the capture-safety preflight refuses (needs --yes)")
+		fs.BoolVar(&o.SkipCheck, "skip-check", false, "run no capture check on the hosts before the restart (recorded, and said)")
 	}
 	if code, stop := cli.ParseArgs(fs, args); stop {
 		return code
@@ -78,14 +78,11 @@ func act(ctx context.Context, e env, c action.Command, args []string, in io.Read
 		return e.fail(c.Name, "%v", err)
 	}
 	defer s.close()
-	actions, err := c.Build(s.fleet.Kernels(), s.extra, o)
+	actions, err := c.Actions(s.fleet.Kernels(), s.extra, o)
 	if err != nil {
 		return e.fail(c.Name, "%v", err)
 	}
-	if o.Restart {
-		actions = append(actions, remote.Action{Kind: remote.ActRestart})
-	}
-	return drive.Act{Name: c.Name, Fleet: s.fleet, Hosts: s.hosts, Actions: actions, Restart: o.Restart, Force: o.Force,
+	return drive.Act{Name: c.Name, Fleet: s.fleet, Hosts: s.hosts, Actions: actions, Restart: o.Restart, Force: o.Force, SkipCheck: o.SkipCheck,
 		Yes: *yes, JSON: *asJSON, Timeout: *timeout, Deployments: ff.cfg.DeclaredDeployments()}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in})
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/drive"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
-	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
 // exitBenchRefused is bench's exit code when a host was refused (not
@@ -44,31 +43,21 @@ func runBench(ctx context.Context, e env, args []string) int {
 		return e.fail("bench", "--requests, --concurrency and --max-tokens must be greater than 0")
 	}
 	ff.ReadOnly = true // a load changes no host (the fleet's door lets ActBench through)
-	var (
-		benched *fleet.Fleet
-		names   []string // --demo: the hosts named, all when none
-	)
+	benched, closeKeys, err := sf.openFleet(ctx, e, &ff, *demo, fs.Args())
+	if err != nil {
+		return e.interruptedOr(ctx, "bench", "%v", err)
+	}
+	defer closeKeys()
+	var names []string // --demo: the hosts named, all when none
 	if *demo {
-		f, _, err := sf.simFleet(true, nil)
-		if err != nil {
+		if names, err = action.SimHosts(benched.Hosts(), fs.Args(), fs.NArg() == 0); err != nil {
 			return e.fail("bench", "%v", err)
 		}
-		if names, err = action.SimHosts(f.Hosts(), fs.Args(), fs.NArg() == 0); err != nil {
-			return e.fail("bench", "%v", err)
-		}
-		benched = f
-	} else {
-		f, closeKeys, err := openLiveFleet(ctx, e, &ff, fs.Args(), nil)
-		if err != nil {
-			return e.interruptedOr(ctx, "bench", "%v", err)
-		}
-		defer closeKeys()
-		benched = f
 	}
 	wait := *timeout
 	if *demo && !fs.Changed("timeout") {
 		wait = demoBenchWait
 	}
-	return drive.Bench{Fleet: benched, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON,
+	return drive.Bench{Fleet: benched, Demo: *demo, Hosts: names, Wait: wait, JSON: *asJSON, Terminal: cli.IsTerminal(e.stderr),
 		Load: remote.Action{Kind: remote.ActBench, Requests: *n, Concurrency: *c, MaxTokens: *maxTokens}}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr})
 }

@@ -25,7 +25,7 @@ func runCompletion(_ context.Context, e env, args []string) int {
 }
 
 // runComplete is `bringup __complete WORD...`: the candidates for the last
-// word, one a line. It prints nothing it cannot work out (the shell then
+// word, one a line, each with its description after a tab. It prints nothing it cannot work out (the shell then
 // completes file names).
 func runComplete(ctx context.Context, e env, args []string) int {
 	for _, c := range completeWords(ctx, e, args) {
@@ -37,15 +37,15 @@ func runComplete(ctx context.Context, e env, args []string) int {
 // completeWords is the candidates for the last of words (the command
 // line after "bringup", up to the cursor), from this binary's commands,
 // their --help and the config in force.
-func completeWords(ctx context.Context, e env, words []string) []string {
-	var names []string
+func completeWords(ctx context.Context, e env, words []string) []complete.Candidate {
+	var cmds []complete.Command
 	for _, c := range commands() {
 		if c.name != "" && c.run != nil {
-			names = append(names, c.name)
+			cmds = append(cmds, complete.Command{Name: c.name, Summary: c.summary})
 		}
 	}
 	return complete.Words(complete.Binary{
-		Commands: names,
+		Commands: cmds,
 		Help: func(name string) string {
 			var help bytes.Buffer
 			quiet := env{stdout: &help, stderr: &bytes.Buffer{}, getenv: e.getenv}
@@ -56,6 +56,6 @@ func completeWords(ctx context.Context, e env, words []string) []string {
 			}
 			return help.String()
 		},
-		Hosts: func(words []string) []string { return complete.HostNames(e.getenv, words) },
+		Hosts: func(words []string) []complete.Candidate { return complete.HostNames(e.getenv, words) },
 	}, words)
 }

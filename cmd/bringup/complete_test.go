@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bringup-dev/bringup/remote/testkit/e2e"
 )
@@ -53,7 +55,11 @@ func TestCompleteWords(t *testing.T) {
 			}
 			return ""
 		}
-		if got := strings.Join(completeWords(context.Background(), e, tc.words), " "); got != tc.want {
+		var words []string
+		for _, c := range completeWords(context.Background(), e, tc.words) {
+			words = append(words, c.Word)
+		}
+		if got := strings.Join(words, " "); got != tc.want {
 			t.Errorf("%q: %q, want %q", tc.words, got, tc.want)
 		}
 		if out.String() != "" {
@@ -96,7 +102,32 @@ func TestCompletionScripts(t *testing.T) {
 	// fish can be asked what it would complete.
 	cmd := exec.Command("fish", "-c", "bringup completion fish | source; complete -C 'bringup wa'; complete -C 'bringup watch --ti'")
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "watch\n") || !strings.Contains(string(out), "--timeout") {
-		t.Errorf("fish completes %q (%v), want watch and --timeout", out, err)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "watch\tprint phase changes") || !strings.Contains(string(out), "--timeout\tgive up after D") {
+		t.Errorf("fish completes %q (%v), want watch and --timeout, each with its description", out, err)
+	}
+}
+
+// TestCompletionInTmux types `bringup wa<TAB>` into bash and zsh as a
+// person would: the word is completed with the space after it (both
+// scripts once asked for none), and a second TAB on `bringup re` lists
+// the commands with their descriptions.
+func TestCompletionInTmux(t *testing.T) {
+	e2e.Require(t, e2e.Command("tmux"), e2e.Command("bash"), e2e.Command("zsh"))
+	bin := buildBringup(t)
+	path := filepath.Dir(bin) + ":" + os.Getenv("PATH")
+	for _, sh := range []struct{ name, start, setup, listed string }{
+		{"bash", "bash --norc --noprofile", "source <(bringup completion bash)", "restart       (restart the unit)"},
+		{"zsh", "zsh -f", "autoload -U compinit && compinit -u && source <(bringup completion zsh)", "restart       -- restart the unit"},
+	} {
+		t.Run(sh.name, func(t *testing.T) {
+			p := startTmux(t, 120, 20, "PS1='$ ' PROMPT='$ ' HOME="+t.TempDir()+" PATH="+path+" exec "+sh.start)
+			p.keys(sh.setup, "Enter")
+			p.keys("bringup wa", "Tab")
+			time.Sleep(500 * time.Millisecond)
+			p.keys("X")
+			p.waitFor("bringup watch X", regexp.MustCompile(`(?m)bringup watch X\s*$`), 10*time.Second)
+			p.keys("C-u", "bringup re", "Tab", "Tab")
+			p.waitFor("the listed commands", regexp.MustCompile(regexp.QuoteMeta(sh.listed)), 10*time.Second)
+		})
 	}
 }

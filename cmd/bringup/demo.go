@@ -40,6 +40,15 @@ func (s simFlags) simFleet(readOnly bool, rec *recordFlag) (*fleet.Fleet, sim.Cl
 	return f, clock, err
 }
 
+// openFleet is the simulated fleet with demo, else ff's (the func releases its keys).
+func (s simFlags) openFleet(ctx context.Context, e env, ff *fleetFlags, demo bool, names []string) (*fleet.Fleet, func(), error) {
+	if demo {
+		f, _, err := s.simFleet(true, nil)
+		return f, func() {}, err
+	}
+	return openLiveFleet(ctx, e, ff, names, nil)
+}
+
 func runDemo(ctx context.Context, e env, args []string) int {
 	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop|multinode] [--read-only] [--record FILE] [--quiet]")
 	var s simFlags

@@ -65,6 +65,7 @@ func runExplain(ctx context.Context, e env, args []string) int {
 		x       startup.Explanation
 		sum     logfile.Summary
 		logName string
+		notes   *output.ExplainNotes
 	}
 	r, err := cli.Until(ctx, func() (explained, error) {
 		in, logName := e.stdin, "stdin"
@@ -76,12 +77,12 @@ func runExplain(ctx context.Context, e env, args []string) int {
 			defer f.Close()
 			in, logName = f, name
 		}
-		x := startup.NewExplainer(opts, *asJSON)
-		sum, err := logfile.Scan(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()}, func(ev event.Event) error {
-			x.Add(ev)
+		x, notes := startup.NewExplainer(opts, *asJSON), output.NewExplainNotes()
+		sum, err := logfile.ScanLines(in, logName, logfile.Options{Host: "log", Year: time.Now().Year()}, func(ev event.Event, l logfile.Line) error {
+			notes.See(ev, l, x.Add(ev))
 			return nil
 		})
-		return explained{x: x.Finish(), sum: sum, logName: logName}, err
+		return explained{x: x.Finish(), sum: sum, logName: logName, notes: notes}, err
 	})
 	if err != nil {
 		return e.interruptedOr(ctx, "explain", "%v", err)
@@ -99,9 +100,9 @@ func runExplain(ctx context.Context, e env, args []string) int {
 		code = explainUndecided
 	}
 	if *asJSON {
-		output.ExplainJSON(e.stdout, r.x, r.sum, code)
+		output.ExplainJSON(e.stdout, r.x, r.sum, code, r.notes)
 	} else {
-		output.Explain(e.stdout, r.logName, r.x, r.sum)
+		output.Explain(e.stdout, r.logName, r.x, r.sum, r.notes)
 	}
 	return code
 }

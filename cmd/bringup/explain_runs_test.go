@@ -90,7 +90,7 @@ func TestExplainSeveralRuns(t *testing.T) {
 			"  run 1   2026-12-01 22:31:33  served after 37s",
 			"SERVED, then stopped\n",
 			"FAILED in graph-capture: ",
-			"  evidence:\n    torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing",
+			"  evidence:\n    line 109: torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing", // where it is in the paste
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

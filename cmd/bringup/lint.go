@@ -1,12 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"os"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/config"
+	"github.com/bringup-dev/bringup/cmd/bringup/livefleet"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/kernels/capturelint"
 )
@@ -15,8 +14,8 @@ import (
 // capture forbids, says which modes reach each, and sets the catalog's
 // declared capture safety beside it: exit 1 when a mode declared safe is
 // reached by a sync (without a kernel: when any sync is found).
-func runLint(_ context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "lint", "bringup lint [--json] [--kernel NAME] [--config F] [DIR]")
+func runLint(ctx context.Context, e env, args []string) int {
+	fs := cli.NewFlags(e.stdout, e.stderr, "lint", "bringup lint [--json] [--kernel NAME] [--config F] [DIR|HOST]")
 	asJSON := fs.Bool("json", false, "print the findings and the verdicts as one JSON object")
 	name := fs.String("kernel", "", "the catalog's `KERNEL` whose modes to resolve (default: the catalog's only one)")
 	cfgPath := fs.String("config", "", "the config `FILE` whose kernel catalog to use")
@@ -34,11 +33,14 @@ func runLint(_ context.Context, e env, args []string) int {
 	if err != nil {
 		return e.fail("lint", "%v", err)
 	}
-	res := output.LintResult{Dir: cmp.Or(fs.Arg(0), k.LocalDir), Kernel: k.Name}
-	if res.Dir == "" {
-		return e.fail("lint", "name the kernel's DIR (the catalog gives no local_dir)")
+	res := output.LintResult{Kernel: k.Name}
+	tree, where, release, err := livefleet.KernelTree(ctx, e.stderr, *cfgPath, e.getenv, fs.Arg(0), k) // a DIR, or a HOST's files over SSH
+	if err != nil {
+		return e.fail("lint", "%v", err)
 	}
-	lint, err := capturelint.LintTree(os.DirFS(res.Dir), k)
+	defer release()
+	res.Dir = where
+	lint, err := capturelint.LintTree(tree, k)
 	if err != nil {
 		return e.fail("lint", "%s: %v", res.Dir, err)
 	}

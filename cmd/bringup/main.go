@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/logs"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
 
@@ -67,12 +68,15 @@ func commands() []command {
 		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"bench", "bringup bench [-n N] [--concurrency C] [--max-tokens T] [--json] [--demo] [-H hosts | --config F] [HOST|GROUP...]", "a bounded smoke load on each serving host's /v1/completions over its SSH tunnel (--demo: the simulated hosts'): req/s, output tok/s, TTFT and latency p50/p99, errors; exit 0 clean, 1 errors, 3 a host refused (not serving)", runBench},
+		{"logs", logs.Usage, "the unit's journal with phase marks, then the diagnosis; -f follows, with the diagnosis each time a run settles", func(ctx context.Context, e env, args []string) int {
+			return logs.Command(ctx, logs.Streams{Out: e.stdout, Err: e.stderr, Getenv: e.getenv}, args)
+		}},
 		{"doctor", "bringup doctor [--json] [-H hosts | --config F] [--trust HOST] [HOST|GROUP...]", "check each host (ssh, host key, auth, sudo, systemd, journald, unit, nvidia-smi) and say how to fix what fails", runDoctor},
 	}, actionCommands(), []command{
 		{"rollout", "bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--rollback-on-failure] [--json] [HOST|GROUP...]  (or --demo)", "set the mode / redeploy, then restart host by host, waiting for serving; halt on the first failure, offer rollback; exit 0 serving, 1 halted, 2 timeout, 3 refused, 4 aborted",
 			func(ctx context.Context, e env, args []string) int { return rolloutCmd(ctx, e, args, stdinTerminal()) }},
 		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
-		{"lint", "bringup lint [--json] [--kernel NAME] [--config F] [DIR]", "find host syncs and capture-illegal calls in a kernel's Python, the modes that reach each, and check the catalog's declared capture safety; exit 1 when a declared-safe mode syncs", runLint},
+		{"lint", "bringup lint [--json] [--kernel NAME] [--config F] [DIR|HOST]", "find host syncs and capture-illegal calls in a kernel's Python (a DIR, or a HOST's files over SSH), the modes that reach each, and check the catalog's declared capture safety; exit 1 when a declared-safe mode syncs", runLint},
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...", "write a starter config: each host's inference unit and engine, found over SSH", runInit},
 		{"version", "bringup version  (or --version, -v)", "print the version", runVersion},
@@ -99,6 +103,8 @@ func run(ctx context.Context, e env, args []string) int {
 	switch args[0] {
 	case "-v", "--version":
 		return runVersion(ctx, e, args[1:])
+	case "__complete": // the completion scripts' helper, not listed
+		return runComplete(ctx, e, args[1:])
 	case "-h", "--help", "-help", "help":
 		if len(args) > 2 {
 			fmt.Fprintf(e.stderr, "bringup help: one command at a time (got %s)\n", strings.Join(args[1:], " "))
@@ -114,14 +120,11 @@ func run(ctx context.Context, e env, args []string) int {
 		usage(e.stdout)
 		return exitServing
 	}
-	if args[0] == "__complete" { // the completion scripts' helper, not listed
-		return runComplete(ctx, e, args[1:])
-	}
 	if c, ok := lookupCommand(args[0]); ok {
 		return c.run(ctx, e, args[1:])
 	}
-	fmt.Fprintf(e.stderr, "bringup: unknown command %q%s\n\n", args[0], didYouMean(args[0]))
-	usage(e.stderr)
+	// The suggestion alone: the whole usage would bury it.
+	fmt.Fprintf(e.stderr, "bringup: unknown command %q%s\nRun 'bringup --help' for usage.\n", args[0], didYouMean(args[0]))
 	return exitUsage
 }
 
@@ -144,27 +147,22 @@ func didYouMean(name string) string {
 	}
 	names = append(names, "help")
 	if s := cli.Suggest(name, names); s != "" {
-		return "; did you mean " + s + "?"
+		return " — did you mean " + s + "?"
 	}
 	return ""
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "bringup — bring up LLM inference services on GPU hosts and see why they fail.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage:")
+	fmt.Fprint(w, "bringup — bring up LLM inference services on GPU hosts and see why they fail.\n\nUsage:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %s\n      %s\n", c.usage, c.summary)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags take GNU form (--json, -H gpu1,gpu2), before or after host names; -- ends them.")
-	fmt.Fprintln(w, "Where a setting comes from: flags, then the environment (BRINGUP_CONFIG), then the config file.")
-	fmt.Fprintln(w, "  -h, --help      this help (bringup help COMMAND, or COMMAND --help, for a command's flags)")
-	fmt.Fprintln(w, "  -v, --version   print the version")
-	fmt.Fprintln(w)
+	fmt.Fprint(w, "\nFlags take GNU form (--json, -H gpu1,gpu2), before or after host names; -- ends them.\n",
+		"Where a setting comes from: flags, then the environment (BRINGUP_CONFIG), then the config file.\n",
+		"  -h, --help      this help (bringup help COMMAND, or COMMAND --help, for a command's flags)\n",
+		"  -v, --version   print the version\n\n")
 	cli.PrintExitCodes(w)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "In the console, press ? for keys.")
+	fmt.Fprint(w, "\nIn the console, press ? for keys.\n")
 }
 
 func runVersion(_ context.Context, e env, args []string) int {

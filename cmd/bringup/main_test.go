@@ -28,7 +28,7 @@ func TestConventions(t *testing.T) {
 		{args: []string{"demo", "-h"}, stdout: "--record FILE"},
 		{args: []string{"help", "nosuch"}, code: exitUsage, stderr: `no command "nosuch"`},
 		{args: []string{"help", "wtach"}, code: exitUsage, stderr: "did you mean watch?"},
-		{args: []string{"wtach"}, code: exitUsage, stderr: `unknown command "wtach"; did you mean watch?`},
+		{args: []string{"wtach"}, code: exitUsage, stderr: "unknown command \"wtach\" — did you mean watch?\nRun 'bringup --help' for usage.\n"},
 		{args: []string{"stauts"}, code: exitUsage, stderr: "did you mean status?"},
 		{args: []string{"watch", "--jsno", "--demo"}, code: exitUsage, stderr: "did you mean --json?"},
 		{args: []string{"watch", "-demo"}, code: exitUsage, stderr: "two dashes: --demo"},

@@ -50,6 +50,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 	fs.IntVar(&o.Batch, "batch", 1, "`N` hosts restarted at once")
 	fs.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
 	fs.BoolVar(&o.Force, "force", false, "restart even where the capture-safety preflight refuses (needs --yes)")
+	fs.BoolVar(&o.SkipCheck, "skip-check", false, "run no capture check on the hosts before the restarts (recorded, and said)")
 	fs.BoolVar(&o.RollbackOnFailure, "rollback-on-failure", false, "roll the failed host back to its previous mode without asking")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON object per step and host transition, then a summary (see above)")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "how long (`D`) each host may take to serve before the rollout halts (exit 2)")

@@ -11,6 +11,10 @@
 // is the companion nvidia-smi stand-in instead, reporting eight H200s whose
 // memory follows the running infersim.
 //
+// Run as `infersim capture-check --mode MODE` it is the stand-in of the
+// kernel's capture check instead: it prints what the reference check
+// printed on a real GPU (a failed capture for INFERSIM_UNSAFE_MODES).
+//
 // Usage:
 //
 //	infersim --model-path /models/demo --port 30000 --tp 8 [--disable-cuda-graph]
@@ -38,6 +42,7 @@
 //	INFERSIM_STATE_DIR     where the GPU state for nvidia-smi goes (default /run/infersim)
 //	INFERSIM_DECODE_TPS    decode tokens/s at a full batch per kernel mode (default off=480,on=1920)
 //	INFERSIM_LOAD          background streams decoded once serving (default 0: idle without clients)
+//	INFERSIM_CHECK_SECONDS how long capture-check takes (default 1)
 //	INFERSIM_STATS_SECONDS how often the stats line is printed while decoding (SGLang 2, vLLM 10)
 //	PYTHONPATH             its first entry is the kernel directory whose content hash is logged
 package main
@@ -59,6 +64,11 @@ func main() {
 func run(args []string, stdout, stderr *os.File) int {
 	if filepath.Base(args[0]) == "nvidia-smi" {
 		return nvidiaSMI(args[1:], os.Getenv, stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "capture-check" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		return captureCheck(ctx, args[2:], os.Getenv, stdout, stderr)
 	}
 	cfg, err := parseConfig(args[1:], os.Getenv)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/event"
 )
 
 // readCheck reads what capture_check.py printed on a real GPU
@@ -46,5 +48,44 @@ func TestJudge(t *testing.T) {
 				t.Errorf("Judge = %+v", ev)
 			}
 		})
+	}
+}
+
+// readGPUText reads a real PyTorch failure text (remote/startup/testdata/gpu:
+// an NVIDIA H100 80GB HBM3, torch 2.11.0+cu130).
+func readGPUText(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "startup", "testdata", "gpu", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestJudgeOutOfMemory: a check that died of PyTorch's "CUDA out of
+// memory" (what capture_check.py prints, exit 1, when a serving engine
+// holds the GPU's memory: in the warm-up, or in the capture) could not
+// run: it counts neither way, and says why with PyTorch's line. Any other
+// failure still refuses.
+func TestJudgeOutOfMemory(t *testing.T) {
+	k, _ := kernels.DefaultCatalog().Kernel("kdtree-verify")
+	for _, name := range []string{"oom.txt", "capture_oom.txt"} {
+		t.Run(name, func(t *testing.T) {
+			ev := Judge(k, "on", Result{Output: readGPUText(t, name), Exit: 1, Took: 3 * time.Second})
+			if ev.Safe || !ev.Skipped || ev.Took != 3*time.Second ||
+				!strings.HasPrefix(ev.Detail, "the check could not run: the GPU ran out of memory (an engine serving on it holds its memory") ||
+				!strings.Contains(ev.Detail, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate") {
+				t.Errorf("Judge = %+v", ev)
+			}
+			hosts := []remote.HostState{{Name: "gpu1", UnitState: event.Unit{ExecStart: "/usr/local/bin/infersim --port 30000", Environment: []string{"KDTREE_MODE=on"}}}}
+			if refused := remote.PreflightAllWith(hosts, kernels.DefaultCatalog(), nil, remote.SafetyEvidence{{Host: "gpu1", Kernel: "kdtree-verify"}: {ev}}); len(refused) != 0 {
+				t.Errorf("a check out of GPU memory refused the restart: %v", refused[0])
+			}
+		})
+	}
+	// A host sync in the capture still refuses.
+	ev := Judge(k, "validate", Result{Output: readCheck(t, "validate"), Exit: 1})
+	if ev.Skipped || ev.Safe {
+		t.Errorf("a host sync judged as %+v", ev)
 	}
 }

@@ -118,7 +118,7 @@ const quiet = 750 * time.Millisecond
 
 // Snapshot reads until every host has answered (its unit state read and,
 // once the unit is active, a probe made; or its connection failed for
-// good), the journal backlog has had a moment to fold in and no failure
+// good, or its dial was refused: see Refused), the journal backlog has had a moment to fold in and no failure
 // is provisional, or until timeout or ctx. It returns the last snapshot.
 func (fl *Follower) Snapshot(ctx context.Context, timeout time.Duration) []remote.HostState {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -139,7 +139,7 @@ func answered(hosts []remote.HostState) bool {
 	}
 	for _, h := range hosts {
 		switch {
-		case h.Conn.State == event.ConnUnreachable:
+		case h.Conn.State == event.ConnUnreachable, Refused(h.Conn):
 		case h.UnitState.ActiveState == "":
 			return false
 		case h.UnitState.ActiveState == "active" && h.Probe.Path == "":
@@ -147,6 +147,15 @@ func answered(hosts []remote.HostState) bool {
 		}
 	}
 	return true
+}
+
+// Refused says a host's connection is down because its dial was refused:
+// nothing listens on its SSH port. The connection retries it (the console
+// waits for a host that is booting), but for a one-shot look (Snapshot:
+// status, bench) it is the host's answer, and waiting out the timeout for
+// it only hid the reason behind a "timeout".
+func Refused(c event.Conn) bool {
+	return c.State == event.ConnDown && strings.Contains(c.Err, "connection refused")
 }
 
 func anyProvisional(hosts []remote.HostState) bool {

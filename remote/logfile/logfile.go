@@ -94,6 +94,21 @@ func Read(r io.Reader, name string, opts Options) (Log, error) {
 // Read would have returned them; an error from fn stops it. Only the
 // leading lines without a time are held (maxUntimed at most).
 func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (Summary, error) {
+	return ScanLines(r, name, opts, func(ev event.Event, _ Line) error { return fn(ev) })
+}
+
+// Line is where an event came from in the log.
+type Line struct {
+	// N is its line number, from 1.
+	N int
+	// OwnTime says the line carried its time; without, the event has the
+	// time of the line before (or, leading the log, of the first line
+	// that has one), and a duration measured to it means little.
+	OwnTime bool
+}
+
+// ScanLines is Scan, with each event's line.
+func ScanLines(r io.Reader, name string, opts Options, fn func(event.Event, Line) error) (Summary, error) {
 	if opts.Year == 0 {
 		opts.Year = 2000
 	}
@@ -104,19 +119,20 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 		counts      = map[Format]int{}
 		p           = parser{opts: opts}
 		held        []event.Event // leading lines with no time yet
+		heldAt      []int         // their line numbers
 		holding     = true
 		lines, bins int    // lines with text, and those of them that are binary data
 		head        []byte // the first bytes read, to say what binary data is
 	)
 	release := func(at time.Time) error {
 		holding = false
-		for _, ev := range held {
+		for i, ev := range held {
 			ev.Time = at
-			if err := fn(ev); err != nil {
+			if err := fn(ev, Line{N: heldAt[i]}); err != nil {
 				return err
 			}
 		}
-		held = nil
+		held, heldAt = nil, nil
 		return nil
 	}
 	for n := 1; sc.Scan(); n++ {
@@ -142,7 +158,7 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 		ev.Host = opts.Host
 		switch {
 		case holding && ev.Time.IsZero() && len(held) < maxUntimed:
-			held = append(held, ev)
+			held, heldAt = append(held, ev), append(heldAt, n)
 			continue
 		case holding && ev.Time.IsZero():
 			if err := release(p.defaultTime()); err != nil {
@@ -153,10 +169,11 @@ func Scan(r io.Reader, name string, opts Options, fn func(event.Event) error) (S
 				return Summary{}, err
 			}
 		}
+		own := p.ownTime
 		if ev.Time.IsZero() {
 			ev.Time = p.defaultTime()
 		}
-		if err := fn(ev); err != nil {
+		if err := fn(ev, Line{N: n, OwnTime: own}); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -224,11 +241,14 @@ type parser struct {
 	last  time.Time // the last time read from a line
 	date  time.Time // the last full date, for time-only stamps
 	timed bool
+	// ownTime says the line just read carried a time (note read one).
+	ownTime bool
 }
 
 // line turns one line into an event; ok is false for lines that carry no
 // message (journalctl's "-- Boot … --" markers).
 func (p *parser) line(b []byte) (event.Event, Format, bool, error) {
+	p.ownTime = false
 	b = bytes.TrimRight(b, "\r\n")
 	if len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"MESSAGE"`)) {
 		e, err := journal.Decode(b)
@@ -289,7 +309,7 @@ func (p *parser) journalTime(jl startup.JournalLine) time.Time {
 // processes and of a collector can disagree by a second, and the phase
 // engine measures spans by them.
 func (p *parser) note(at time.Time) {
-	p.timed = true
+	p.timed, p.ownTime = true, true
 	if at.After(p.last) || p.last.IsZero() {
 		p.last = at
 	}

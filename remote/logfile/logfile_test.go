@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
 
@@ -190,4 +191,31 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestScanLines: each event's line number, and whether the line carried
+// its time or took the one before's (a tqdm bar, a paste's leading lines).
+func TestScanLines(t *testing.T) {
+	text := "leading line\n" +
+		"[2026-03-01 03:09:37 TP0] Memory pool end. avail mem=18.61 GB\n" +
+		"\n" +
+		"Capturing batches (bs=160 avail_mem=18.2 GB):   0%|          | 0/35\n" +
+		"[2026-03-01 03:09:45 TP0] Capture cuda graph begin.\n"
+	type got struct {
+		n   int
+		own bool
+		at  string
+	}
+	var lines []got
+	_, err := ScanLines(strings.NewReader(text), "x", Options{Host: "h"}, func(ev event.Event, l Line) error {
+		lines = append(lines, got{l.N, l.OwnTime, ev.Time.Format("15:04:05")})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []got{{1, false, "03:09:37"}, {2, true, "03:09:37"}, {3, false, "03:09:37"}, {4, false, "03:09:37"}, {5, true, "03:09:45"}}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Errorf("lines %v, want %v", lines, want)
+	}
 }

@@ -56,6 +56,9 @@ type Plan struct {
 	// Force restarts even though the capture-safety preflight refuses:
 	// the person confirmed.
 	Force bool `json:"force,omitempty"`
+	// SkipCheck: the kernels' capture checks were skipped (--skip-check);
+	// each restart says so in its audit line.
+	SkipCheck bool `json:"skip_check,omitempty"`
 	// Timeout is how long one host may take from its first action to
 	// serving before the rollout halts on it; 0 means no limit.
 	Timeout time.Duration `json:"timeout,omitempty"`
@@ -536,7 +539,7 @@ func (r *Rollout) begin(l *lane) []Step {
 	if r.plan.Redeploy != "" {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActRedeploy, Kernel: r.plan.Redeploy})
 	}
-	l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force})
+	l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force, SkipCheck: r.plan.SkipCheck})
 	l.step, l.steps = 0, len(l.queue)
 	return r.next(l)
 }

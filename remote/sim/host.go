@@ -503,13 +503,23 @@ func (h *Host) probe(t time.Time) event.Event {
 	return h.stamp(event.Event{Kind: event.KindProbe, Time: t, Probe: p})
 }
 
+// servingUtilPct is a serving GPU's utilisation under the simulated
+// steady load, less a device's few points of difference.
+const servingUtilPct = 88
+
 // gpu samples the host's eight GPUs at t.
 func (h *Host) gpu(t time.Time) event.Event {
 	g := &event.GPU{Devices: make([]event.GPUDevice, devices)}
 	for i := range g.Devices {
 		r := sglang.Idle(i)
 		if inv := h.inv; inv != nil && !inv.exited {
-			r = inv.script.GPU(t.Sub(inv.start), i)
+			at := t.Sub(inv.start)
+			r = inv.script.GPU(at, i)
+			if inv.ready != sglang.Never && at >= inv.ready {
+				// A simulated engine serves under a steady load (its stats
+				// lines say it decodes): its GPUs are busy, not idle.
+				r.UtilPct = servingUtilPct + i%5
+			}
 		}
 		g.Devices[i] = event.GPUDevice{Index: i, Name: sglang.GPUName, MemUsedMiB: r.MemUsedMiB,
 			MemTotalMiB: sglang.GPUTotalMiB, UtilPct: r.UtilPct, PowerW: r.PowerW}

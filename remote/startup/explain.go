@@ -55,15 +55,18 @@ func NewExplainer(opts Options, keepChanges bool) *Explainer {
 	return &Explainer{tracker: NewTracker(opts), keepChanges: keepChanges}
 }
 
-// Add folds the log's next line.
-func (x *Explainer) Add(ev event.Event) {
+// Add folds the log's next line and returns what it changed (the
+// caller may note where each change came from: the line, its number).
+func (x *Explainer) Add(ev event.Event) []Change {
 	if !x.begun {
 		// The unit was running from the log's first line.
 		x.begun = true
 		x.keep(x.tracker.Apply(event.Event{Kind: event.KindUnit, Time: ev.Time, Unit: &event.Unit{ActiveState: "active", SubState: "running"}}))
 	}
 	x.last = ev.Time
-	x.keep(x.tracker.Apply(ev))
+	cs := x.tracker.Apply(ev)
+	x.keep(cs)
+	return cs
 }
 
 func (x *Explainer) keep(cs []Change) {

@@ -115,6 +115,11 @@ func showArgv(v string) string {
 	return argv
 }
 
+// SplitList is the words of a string-list property as `systemctl show
+// --value` prints it (Environment=): each KEY=VALUE unquoted, a value
+// with spaces whole.
+func SplitList(v string) ([]string, error) { return splitQuoted(strings.TrimRight(v, "\n")) }
+
 // splitQuoted splits systemctl's rendering of a string list: words
 // separated by spaces, a word with spaces or quotes in double quotes with
 // C escapes ("SP=a b", "BS=x\\y").

@@ -36,6 +36,17 @@ type Command struct {
 // Options are the flags that shape the actions.
 type Options struct {
 	Restart, Runtime, Force bool
+	SkipCheck               bool // restart without the kernels' capture checks (recorded)
+}
+
+// Actions are the actions for one host: Build's, then the restart when
+// o asks for one.
+func (c Command) Actions(cat kernels.Catalog, extra []string, o Options) ([]remote.Action, error) {
+	actions, err := c.Build(cat, extra, o)
+	if err != nil || !o.Restart {
+		return actions, err
+	}
+	return append(actions, remote.Action{Kind: remote.ActRestart}), nil
 }
 
 // Commands lists the changing commands: first those with arguments of

@@ -242,8 +242,18 @@ func TestParseErrors(t *testing.T) {
 			`c.yaml:2:39: kernels[0].pythonpath: "/a:/b": spaces, quotes, '$', '%', ';' and ':' are not allowed`},
 		{"top level a list", "- gpu1\n", `c.yaml:1:1: want a mapping of defaults, hosts, groups, kernels, …, got a list`},
 		{"two documents", "hosts: [a]\n---\nhosts: [b]\n", `c.yaml:2:1: a second YAML document; the config is one document`},
-		{"syntax error", "hosts: [a\nread_only: true\n", `c.yaml:1: did not find expected ',' or ']'`},
-		{"tab indentation", "hosts:\n\t- a\n", `c.yaml:2: found character that cannot start any token`},
+		// Syntax errors at the problem's line and column, in plain words
+		// (the parser put some at the line its construct began).
+		{"syntax error", "hosts: [a\nread_only: true\n", `c.yaml:1:8: a [ list is not closed: a ',' or ']' is missing`},
+		{"tab indentation", "hosts:\n\t- a\n", `c.yaml:2:1: a tab character; YAML indents with spaces`},
+		{"tab under a mapping", "hosts:\n  - gpu1\n  - gpu2\ndefaults:\n  unit: sglang.service\n\tengine: vllm\n", `c.yaml:6:1: a tab character; YAML indents with spaces`},
+		{"bad indent at line 6", "hosts:\n  - gpu1\n  - gpu2\ndefaults:\n  unit: sglang.service\n engine: vllm\n",
+			`c.yaml:6:2: this line's indent matches no key above it (indent it as its siblings, with spaces)`},
+		{"open quote", "hosts: [a]\ndefaults:\n  unit: \"sglang.service\n  engine: vllm\n", `c.yaml:3:9: the file ends inside a quoted string or an unclosed [ or {`},
+		{"item among items", "hosts:\n  - gpu1\n  gpu2: x\n", `c.yaml:3:3: a line among a list's items is not an item: start it with '- ' or indent it under one`},
+		{"second colon", "hosts: [gpu1]\ndefaults:\n  unit: a: b\n", `c.yaml:3:10: a second ': ' on one line; quote a value that holds ': '`},
+		{"a valid flow list before the error", "hosts: [gpu1,\n  gpu2]\ndefaults:\n  unit: x\n engine: vllm\n",
+			`c.yaml:5:2: this line's indent matches no key above it (indent it as its siblings, with spaces)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

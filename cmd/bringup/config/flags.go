@@ -122,7 +122,7 @@ func (f Flags) base(getenv func(string) string) (*Config, error) {
 	case path == "":
 		return nil, errors.New("no config: set HOME or XDG_CONFIG_HOME, or pass --config FILE or -H HOSTS")
 	}
-	return nil, fmt.Errorf("no config at %s: write one (see README), set $%s or pass --config FILE or -H HOSTS; `bringup demo` needs none", path, EnvConfig)
+	return nil, fmt.Errorf("no config at %s: write one with `bringup init HOST...`, set $%s or pass --config FILE or -H HOSTS; `bringup demo` needs none", path, EnvConfig)
 }
 
 // setSource applies --source: ssh, victorialogs (the file's url) or

@@ -88,7 +88,7 @@ ssh_config: ./ssh_config
 			want: "gpu2=deploy@10.0.0.2:2222/vllm-b.service/vllm/8000 ssh=" + dir + "/ssh_config kernels=fa3"},
 		{name: "env names a missing file", env: with(withDefault, EnvConfig, filepath.Join(dir, "gone.yaml")), err: "$BRINGUP_CONFIG: config: open " + dir + "/gone.yaml"},
 		{name: "--config names a missing file", flags: Flags{Path: filepath.Join(dir, "gone.yaml"), Hosts: "x"}, env: withDefault, err: "config: open " + dir + "/gone.yaml"},
-		{name: "nothing at all", env: noDefault, err: "no config at " + dir + "/nohome/.config/bringup/config.yaml: write one (see README), set $BRINGUP_CONFIG"},
+		{name: "nothing at all", env: noDefault, err: "no config at " + dir + "/nohome/.config/bringup/config.yaml: write one with `bringup init HOST...`, set $BRINGUP_CONFIG"},
 		{name: "bad -u", flags: Flags{Path: vllm, Unit: "a b"}, env: noDefault, err: `-u: invalid unit name "a b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,13 +84,13 @@ func Parse(path string, data []byte) (*Config, error) {
 		applyBuiltins(&c.Defaults)
 		return c, nil
 	case err != nil:
-		return nil, Errors{d.syntax(err)}
+		return nil, Errors{syntaxError(d.file, data, err)}
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, Errors{d.syntax(err)}
+		return nil, Errors{syntaxError(d.file, data, err)}
 	default:
 		d.errorf(&extra, "", "a second YAML document; the config is one document")
 	}
@@ -109,19 +109,6 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, d.errs
 	}
 	return c, nil
-}
-
-// yamlLine is how the YAML parser places its syntax errors.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// syntax turns a YAML parser error into an Error.
-func (d *decoder) syntax(err error) *Error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: d.file, Line: line, Msg: m[2]}
-	}
-	return &Error{File: d.file, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // decoder walks the YAML tree and collects errors.

@@ -24,9 +24,12 @@ type Act struct {
 	Actions []remote.Action // for each host, the restart last when it restarts
 	Restart bool            // the actions restart the unit: the preflight first
 	Force   bool            // restart even where the preflight refuses
-	Yes     bool            // do not ask
-	JSON    bool            // JSON lines on s.Out; text for people on s.Err
-	Timeout time.Duration
+	// SkipCheck runs no capture check before the restart; the restart's
+	// audit line and the output say so.
+	SkipCheck bool
+	Yes       bool // do not ask
+	JSON      bool // JSON lines on s.Out; text for people on s.Err
+	Timeout   time.Duration
 	// Deployments are the config's; the units' command lines add theirs.
 	// A deployment is acted on as a whole (deployment.Steps).
 	Deployments []deployment.Declared
@@ -80,12 +83,16 @@ func (a Act) Run(ctx context.Context, s Streams) int {
 	}
 	actions := a.Actions
 	if a.Restart {
-		force, ok := s.preflight(a.Name, s.Err, InOrder(a.Hosts, states), a.Fleet.Kernels(), actions, a.Force)
+		hs := InOrder(a.Hosts, states)
+		ev := s.captureChecks(ctx, a.Name, s.Err, a.Fleet, hs, actions, a.SkipCheck)
+		force, ok, why := s.preflight(a.Name, s.Err, hs, a.Fleet.Kernels(), actions, ev, a.Force)
 		if !ok {
-			return refused("refused by the capture-safety preflight")
+			return refused(why)
 		}
 		for i := range actions {
-			actions[i].Force = actions[i].Kind == remote.ActRestart && force
+			restart := actions[i].Kind == remote.ActRestart
+			actions[i].Force = restart && force
+			actions[i].SkipCheck = restart && a.SkipCheck
 		}
 	}
 	steps, err := deployment.Steps(deployment.FromStates(a.Deployments, InOrder(a.Hosts, states)), a.Hosts, actions)

@@ -3,6 +3,7 @@ package drive
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -29,6 +30,9 @@ type Bench struct {
 	Wait time.Duration
 	Load remote.Action // an ActBench
 	JSON bool
+	// Terminal: the progress stream is a terminal, for live bars (else
+	// one line per host at the end).
+	Terminal bool
 }
 
 // Run sends the load to each serving host, refuses the others with their
@@ -39,8 +43,13 @@ func (b Bench) Run(ctx context.Context, s Streams) int {
 	// report what they measured; stop ends it.
 	fl, stop := Follow(context.WithoutCancel(ctx), s.Err, "bench", b.Fleet)
 	defer stop()
+	// On a terminal, a note while the hosts are awaited: the load and its
+	// bars start only once they answer.
+	waiting := output.NewBenchBoard(s.Err, b.Terminal && !b.JSON, nil, 0)
+	waiting.Waiting(fmt.Sprintf("bench: waiting for %d hosts to answer…", len(b.Fleet.Hosts())))
 	var hosts []remote.HostState
 	if b.Demo {
+		waiting.Waiting("bench: waiting for the simulated hosts to serve or fail…")
 		// The simulated hosts start cold: the load waits for them to
 		// serve (or fail, and be refused with their diagnosis).
 		wctx, cancel := context.WithTimeout(ctx, b.Wait)
@@ -54,6 +63,7 @@ func (b Bench) Run(ctx context.Context, s Streams) int {
 	} else {
 		hosts = fl.Snapshot(ctx, b.Wait)
 	}
+	waiting.Close()
 	code := cli.ExitOK
 	var serving []string
 	for _, h := range hosts {
@@ -76,11 +86,15 @@ func (b Bench) Run(ctx context.Context, s Streams) int {
 	// The load runs as an action through the fleet's door, as the
 	// console's b: the fleet keeps each complete result in the history
 	// with the run's kernel modes.
-	fl.Bench(ctx, serving, b.Load, 10*time.Second, func(host string, done, total int) {
-		if !b.JSON {
-			output.BenchProgress(s.Err, host, done, total)
-		}
-	}, func(o fleet.BenchOutcome) {
+	board := output.NewBenchBoard(s.Err, b.Terminal, serving, b.Load.Requests)
+	if b.JSON {
+		board = output.NewBenchBoard(io.Discard, false, nil, 0) // JSON lines say it all
+	}
+	board.Start()
+	// On a terminal the results wait for the last bar: a line printed
+	// between the bars would be drawn over.
+	var outcomes []fleet.BenchOutcome
+	report := func(o fleet.BenchOutcome) {
 		if o.Result == nil {
 			output.Bench(s.Out, o.Host, nil, o.Err, b.JSON)
 			code = max(code, cli.ExitFailed)
@@ -90,7 +104,22 @@ func (b Bench) Run(ctx context.Context, s Streams) int {
 		if o.Result.Errors > 0 || o.Result.Interrupted || o.Err != "" {
 			code = max(code, cli.ExitFailed)
 		}
+	}
+	fl.Bench(ctx, serving, b.Load, 10*time.Second, board.Progress, func(o fleet.BenchOutcome) {
+		done := -1
+		if o.Result != nil {
+			done = o.Result.Requests
+		}
+		board.End(o.Host, done)
+		if b.Terminal && !b.JSON {
+			outcomes = append(outcomes, o)
+			return
+		}
+		report(o)
 	})
+	for _, o := range outcomes {
+		report(o)
+	}
 	if b.JSON {
 		word := map[int]string{cli.ExitOK: "done", cli.ExitFailed: "failed", ExitBenchRefused: "refused"}[code]
 		output.Summary(s.Out, "bench", word, code, nil, "")

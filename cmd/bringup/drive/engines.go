@@ -2,7 +2,7 @@ package drive
 
 import (
 	"fmt"
-	"io"
+	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
@@ -14,10 +14,11 @@ import (
 // read it with (--json carries it in the summary's hosts instead).
 type engineNotes map[string]string
 
-// say prints a line for each host of b whose log stated a release not
-// said yet, stamped with the host's first change in b so the line sits
-// among that host's lines; a host with no change in b waits for one.
-func (n engineNotes) say(w io.Writer, b remote.Batch) {
+// say prints (through put, with its host time) a line for each host of
+// b whose log stated a release not said yet, stamped with the host's
+// first change in b so the line sits among that host's lines; a host
+// with no change in b waits for one.
+func (n engineNotes) say(b remote.Batch, put func(at time.Time, text string)) {
 	for _, h := range b.Hosts {
 		v := h.Startup.EngineVersion
 		if v == "" || n[h.Name] == v {
@@ -25,7 +26,7 @@ func (n engineNotes) say(w io.Writer, b remote.Batch) {
 		}
 		for _, c := range b.Changes {
 			if c.Host == h.Name {
-				fmt.Fprintf(w, "%s %-8s engine %s %s\n", c.Time.Format(output.TimeLayout), h.Name, sanitize.String(h.Startup.Engine), sanitize.String(v))
+				put(c.Time, fmt.Sprintf("%s %-8s engine %s %s\n", c.Time.Format(output.TimeLayout), h.Name, sanitize.String(h.Startup.Engine), sanitize.String(v)))
 				n[h.Name] = v
 				break
 			}

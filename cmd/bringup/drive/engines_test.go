@@ -30,7 +30,7 @@ func TestEngineNotes(t *testing.T) {
 	n := engineNotes{}
 	var out bytes.Buffer
 	for _, b := range batches {
-		n.say(&out, b)
+		n.say(b, func(_ time.Time, text string) { out.WriteString(text) })
 	}
 	want := "2026-12-06T08:00:00.000000Z gpu1     engine vllm 0.30.0\n" +
 		"2026-12-06T08:00:00.000000Z gpu1     engine vllm 0.31.0␛[2J\n"

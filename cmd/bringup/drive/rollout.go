@@ -18,6 +18,7 @@ type RolloutOptions struct {
 	Mode, Redeploy    string
 	Batch             int
 	Yes, Force        bool
+	SkipCheck         bool // no capture check before the restarts (recorded)
 	RollbackOnFailure bool
 	JSON              bool // one JSON object a line on Out; text to Err
 	Timeout           time.Duration
@@ -51,10 +52,12 @@ func Rollout(ctx context.Context, s Streams, fl *fleet.Follower, plan rollout.Pl
 	refused := func(why string) int {
 		return rep.Summary(plan, nil, rollout.State{Err: why}, "refused", cli.ExitUsage)
 	}
-	forced, ok := s.preflight("rollout", s.Out, snap, theFleet.Kernels(), plan.Changes(), o.Force)
+	ev := s.captureChecks(ctx, "rollout", s.Out, theFleet, snap, plan.Changes(), o.SkipCheck)
+	forced, ok, why := s.preflight("rollout", s.Out, snap, theFleet.Kernels(), plan.Changes(), ev, o.Force)
 	if !ok {
-		return refused("refused by the capture-safety preflight")
+		return refused(why)
 	}
+	plan.SkipCheck = o.SkipCheck
 	plan.Force = plan.Force || forced // the person confirmed: the rollout's restarts override the preflight
 	r, err := rollout.New(plan, theFleet.Kernels())
 	if err != nil { // checked before the fleet started; cannot change since

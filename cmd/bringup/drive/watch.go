@@ -1,15 +1,19 @@
 package drive
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/deployment"
+	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/record"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -45,7 +49,31 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
 	var deps output.Deployments
-	err := fl.Until(ctx, 0, func(b remote.Batch) bool {
+	// Text lines come out in host-time order, each held at most the
+	// settle window (timeOrder); a tick lets them out while hosts are
+	// quiet. JSON lines carry their times and latency, and go at once.
+	order := &timeOrder{window: fleet.DefaultSettle}
+	var tick time.Duration
+	if !opts.JSON {
+		tick = 250 * time.Millisecond
+	}
+	var line bytes.Buffer
+	show := func(at, seen time.Time, put func(io.Writer)) {
+		if opts.JSON {
+			put(w)
+			return
+		}
+		line.Reset()
+		put(&line)
+		if line.Len() > 0 {
+			order.add(at, seen, line.String())
+		}
+	}
+	err := fl.Until(ctx, tick, func(b remote.Batch) bool {
+		defer order.release(w, time.Now())
+		if len(b.Hosts) == 0 && len(b.Events) == 0 && len(b.Changes) == 0 {
+			return false // a tick
+		}
 		if len(b.Hosts) > 0 {
 			hosts = b.Hosts
 			deps = output.FindDeployments(opts.Deployments, hosts)
@@ -57,10 +85,12 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			}
 		}
 		for _, ev := range b.Events {
-			output.Notice(w, ev, opts.JSON)
+			show(ev.Time, time.Now(), func(w io.Writer) { output.Notice(w, ev, opts.JSON) })
 		}
 		if !opts.JSON {
-			engines.say(w, b)
+			engines.say(b, func(at time.Time, text string) {
+				show(at, time.Now(), func(w io.Writer) { fmt.Fprint(w, text) })
+			})
 		}
 		// The batch that settles the last host may carry stats lines
 		// from after that moment: where the watch ends is the outcome,
@@ -76,16 +106,17 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
 				continue
 			}
-			output.NodeChange(w, c, started[c.Host], deps.Of(c.Host), opts.JSON)
+			show(c.Time, time.Now(), func(w io.Writer) { output.NodeChange(w, c, started[c.Host], deps.Of(c.Host), opts.JSON) })
 		}
 		return final
 	})
+	order.flush(w)
 	code, word, msg := runs.outcome(hosts), "serving", ""
 	switch {
 	case errors.Is(context.Cause(ctx), errTimedOut):
 		code, word, msg = cli.ExitTimeout, "timeout", "timeout after "+opts.Timeout.String()
 		if !opts.JSON {
-			output.Timeout(w, opts.Timeout)
+			output.Timeout(w, opts.Timeout, order.after(time.Now()))
 		}
 	case cli.WasInterrupted(ctx):
 		code, word, msg = cli.ExitInterrupted, "interrupted", "interrupted"
@@ -111,4 +142,29 @@ func Outcome(hosts []remote.HostState) int {
 		}
 	}
 	return cli.ExitOK
+}
+
+// StatusOutcome is status's exit code and word for one look at hosts:
+// interrupted; failed where a host could not be reached (its connection
+// failed for good, or its dial was refused: no wait mends that); a
+// timeout where a host is still on its way; failed where one failed;
+// else serving.
+func StatusOutcome(hosts []remote.HostState, interrupted bool) (int, string) {
+	code, word := Outcome(hosts), "serving"
+	switch {
+	case interrupted:
+		code, word = cli.ExitInterrupted, "interrupted"
+	case slices.ContainsFunc(hosts, unreachable):
+		code, word = cli.ExitFailed, "failed"
+	case !remote.AllSettled(hosts):
+		code, word = cli.ExitTimeout, "timeout"
+	case code == cli.ExitFailed:
+		word = "failed"
+	}
+	return code, word
+}
+
+// unreachable says h's connection failed for good or its dial was refused.
+func unreachable(h remote.HostState) bool {
+	return h.Conn.State == event.ConnUnreachable || fleet.Refused(h.Conn)
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/capturecheck"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -16,12 +18,76 @@ import (
 func Preflight(w io.Writer, refused []*remote.PreflightError, hosts int) {
 	for _, pe := range refused {
 		fmt.Fprintf(w, "%s: refused by the capture-safety preflight: %s\n", pe.Host, pe.Reason)
+		if len(pe.RefusedBy) > 0 {
+			fmt.Fprintf(w, "  refused by: %s%s\n", joinSources(pe.RefusedBy), checkTook(pe.Evidence))
+		}
 		if len(pe.SafeModes) > 0 {
 			fmt.Fprintf(w, "  capture-safe modes of %s: %s — e.g. `bringup mode %s %s=%s --restart`\n",
 				pe.Kernel, strings.Join(pe.SafeModes, ", "), pe.Host, pe.Kernel, pe.SafeModes[0])
 		}
 	}
 	fmt.Fprintf(w, "To go on anyway (it will fail at graph capture), confirm by typing the number of hosts (%d), or pass --force --yes.\n", hosts)
+}
+
+// RefusedBy is " (by declared, check)": who refused the first of
+// refused, for a one-line reason; "" when none says.
+func RefusedBy(refused []*remote.PreflightError) string {
+	if len(refused) == 0 || len(refused[0].RefusedBy) == 0 {
+		return ""
+	}
+	return " (by " + joinSources(refused[0].RefusedBy) + ")"
+}
+
+// joinSources is "declared, check".
+func joinSources(ss []kernels.SafetySource) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// checkTook is "; the check ran 7.0s" for evidence with a check that ran.
+func checkTook(ev []kernels.Evidence) string {
+	for _, e := range ev {
+		if e.Source == kernels.SourceCheck && !e.Skipped && e.Took > 0 {
+			return fmt.Sprintf("; the check ran %s", e.Took.Round(100*time.Millisecond))
+		}
+	}
+	return ""
+}
+
+// Checks says what the lint and each capture check before a restart
+// gave, a line each: clean or the sync it found (file:line, the call,
+// the function); passed, refused (the cause and PyTorch's line), or
+// skipped.
+func Checks(w io.Writer, wants []remote.CheckWant, ev remote.SafetyEvidence) {
+	for _, cw := range wants {
+		for _, e := range ev[remote.HostKernel{Host: cw.Host, Kernel: cw.Kernel}] {
+			took := e.Took.Round(100 * time.Millisecond)
+			switch {
+			case e.Source == kernels.SourceLint && e.Skipped:
+				fmt.Fprintf(w, "  %s: lint of %s=%s did not run: %s\n", cw.Host, cw.Kernel, cw.Mode, strings.TrimPrefix(e.Detail, "the lint could not run: "))
+			case e.Source == kernels.SourceLint:
+				verdict := "FOUND A HOST SYNC"
+				if e.Safe {
+					verdict = "clean"
+				}
+				fmt.Fprintf(w, "  %s: lint of %s=%s %s in %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, e.Took.Round(time.Millisecond), e.Detail)
+			case e.Source == kernels.SourceCheck:
+				verdict, detail := fmt.Sprintf("FAILED in %s", took), e.Detail
+				switch {
+				case e.Skipped && strings.HasPrefix(detail, capturecheck.CannotRun):
+					verdict, detail = fmt.Sprintf("could not run (%s)", took), strings.TrimPrefix(detail, capturecheck.CannotRun)
+				case e.Skipped:
+					verdict = "skipped"
+				case e.Safe:
+					verdict = fmt.Sprintf("passed in %s", took)
+				}
+				fmt.Fprintf(w, "  %s: capture check of %s=%s %s: %s\n", cw.Host, cw.Kernel, cw.Mode, verdict, detail)
+			}
+		}
+	}
 }
 
 // Plan says, host by host, exactly what will change.

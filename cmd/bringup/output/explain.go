@@ -13,12 +13,19 @@ import (
 )
 
 // ExplainJSON prints the changes as `bringup watch --json` would for a
-// host named "log" (no latency: nothing was received live), then the v1
-// summary line with the outcome, exit code, what was read, the trail and
-// the diagnosis.
-func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit int) {
+// host named "log" (no latency: nothing was received live; no time where
+// the log has none), then the v1 summary line with the outcome, exit
+// code, what was read, the trail (no seconds for a span a line without a
+// time of its own bounds) and the diagnosis.
+func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit int, notes *ExplainNotes) {
 	st := x.Startup
 	for _, c := range x.Changes {
+		if !lg.Timed { // every line has the same made-up time: say none
+			l := changeLine(remote.HostChange{Host: "log", Change: c}, time.Time{})
+			l.Time, l.untimed = "", true
+			emit(w, l)
+			continue
+		}
 		Change(w, remote.HostChange{Host: "log", Change: c}, st.StartedAt, true)
 	}
 	timed, lines := lg.Timed, lg.Lines
@@ -27,11 +34,22 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 	if len(st.Runs) > 1 {
 		// The trail and diagnosis are the last run's; runs holds each.
 		for _, r := range st.Runs {
-			l.Runs = append(l.Runs, RunOf(r))
+			ro := RunOf(r)
+			if !lg.Timed {
+				ro.Start, ro.End, ro.Seconds = "", "", nil
+			}
+			l.Runs = append(l.Runs, ro)
 		}
 	}
 	for _, sp := range st.Spans {
-		l.Trail = append(l.Trail, SpanOf(sp))
+		so := SpanOf(sp)
+		switch {
+		case !lg.Timed:
+			so.Start, so.End, so.Seconds = "", "", nil
+		case !sp.End.IsZero() && notes.untimed(sp):
+			so.Seconds = nil // measured to the time of the line before: wrong
+		}
+		l.Trail = append(l.Trail, so)
 	}
 	if d := st.Diag; d != nil {
 		l.Cause, l.Summary, l.Hint, l.Evidence, l.KernelMode, l.FailedIn = d.Cause, d.Summary, d.Hint, d.Evidence, d.KernelMode, string(d.Phase)
@@ -46,7 +64,7 @@ func ExplainJSON(w io.Writer, x startup.Explanation, lg logfile.Summary, exit in
 // hint, evidence and fix. A log of several runs of the unit (systemd
 // restarted it) lists them first, then prints a block per run: its start,
 // trail and verdict, the last run's in full, since the verdict is its.
-func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary) {
+func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary, notes *ExplainNotes) {
 	st := x.Startup
 	engine := st.Engine
 	if engine == "" {
@@ -57,8 +75,8 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	}
 	fmt.Fprintf(w, "%s · %s · %d lines (%s)\n", sanitize.String(name), engine, lg.Lines, lg.Format)
 	if len(st.Runs) < 2 {
-		explainTrail(w, st.Spans, lg.Timed)
-		explainVerdict(w, x.Outcome, st)
+		explainTrail(w, st.Spans, lg.Timed, notes)
+		verdict(w, x.Outcome, st, lg.Timed, notes)
 		return
 	}
 	last := st.Runs[len(st.Runs)-1]
@@ -71,18 +89,18 @@ func Explain(w io.Writer, name string, x startup.Explanation, lg logfile.Summary
 	}
 	for _, r := range st.Runs[:len(st.Runs)-1] {
 		fmt.Fprintf(w, "run %d%s\n", r.N, runStart(r, lg.Timed))
-		explainTrail(w, r.Spans, lg.Timed)
+		explainTrail(w, r.Spans, lg.Timed, notes)
 		fmt.Fprintln(w, runVerdict(r))
 		if d := r.Diag; d != nil && r.Failed() {
 			fmt.Fprintf(w, "  hint: %s\n", d.Hint)
 			if len(d.Evidence) > 0 {
-				fmt.Fprintf(w, "  evidence: %s\n", d.Evidence[0])
+				fmt.Fprintf(w, "  evidence: %s\n", evidenceLine(d.Evidence[0], notes))
 			}
 		}
 	}
 	fmt.Fprintf(w, "run %d%s\n", last.N, runStart(last, lg.Timed))
-	explainTrail(w, st.Spans, lg.Timed)
-	explainVerdict(w, x.Outcome, st)
+	explainTrail(w, st.Spans, lg.Timed, notes)
+	verdict(w, x.Outcome, st, lg.Timed, notes)
 }
 
 // runStart is " · started <time>" where the log is timed.
@@ -147,12 +165,15 @@ func reachedOf(r startup.Run) startup.Phase {
 	return r.Reached
 }
 
-func explainTrail(w io.Writer, spans []startup.Span, timed bool) {
+func explainTrail(w io.Writer, spans []startup.Span, timed bool, notes *ExplainNotes) {
 	for _, sp := range spans {
 		d := "—"
 		switch {
 		case sp.Inferred:
 			d = "(its begin is not in the log)"
+		case timed && !sp.End.IsZero() && notes.untimed(sp):
+			// Measured to the time of the line before, it would be wrong.
+			d = "— (a line without a time of its own bounds it)"
 		case timed && !sp.End.IsZero():
 			d = sp.End.Sub(sp.Start).Round(time.Second).String()
 		case timed:
@@ -162,7 +183,26 @@ func explainTrail(w io.Writer, spans []startup.Span, timed bool) {
 	}
 }
 
-func explainVerdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
+// Verdict prints a startup's verdict: served, undecided, or failed with
+// its cause, when, hint, evidence and fix (explain's last lines; logs'
+// too, whose lines always have times).
+func Verdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
+	verdict(w, outcome, st, true, nil)
+}
+
+// evidenceLine is an evidence text, with its line number in the log
+// where notes know it.
+func evidenceLine(e string, notes *ExplainNotes) string {
+	if n := notes.lineOfEvidence(e); n > 0 {
+		return fmt.Sprintf("line %d: %s", n, e)
+	}
+	return e
+}
+
+// verdict is Verdict of a log that is timed or not (an untimed one has
+// no time of failure to give), with the evidence's line numbers where
+// notes know them.
+func verdict(w io.Writer, outcome startup.Outcome, st startup.Startup, timed bool, notes *ExplainNotes) {
 	switch outcome {
 	case startup.OutcomeServed:
 		fmt.Fprintln(w, "SERVED: the engine said it is ready")
@@ -175,11 +215,14 @@ func explainVerdict(w io.Writer, outcome startup.Outcome, st startup.Startup) {
 			return
 		}
 		fmt.Fprintf(w, "FAILED in %s: %s [%s]\n", d.Phase, d.Summary, d.Cause)
+		if timed && !d.Time.IsZero() {
+			fmt.Fprintf(w, "  at: %s\n", d.Time.Format(time.DateTime))
+		}
 		fmt.Fprintf(w, "  hint: %s\n", d.Hint)
 		if len(d.Evidence) > 0 {
 			fmt.Fprintln(w, "  evidence:")
 			for _, l := range d.Evidence {
-				fmt.Fprintf(w, "    %s\n", l)
+				fmt.Fprintf(w, "    %s\n", evidenceLine(l, notes))
 			}
 		}
 		if d.Fix != nil {

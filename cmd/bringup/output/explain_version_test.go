@@ -21,12 +21,12 @@ func TestExplainEngineVersion(t *testing.T) {
 		x := startup.Explanation{Outcome: startup.OutcomeUndecided,
 			Startup: startup.Startup{Engine: "vllm", EngineVersion: tc.version, Phase: startup.Init}}
 		var txt bytes.Buffer
-		Explain(&txt, "x.log", x, lg)
+		Explain(&txt, "x.log", x, lg, nil)
 		if !strings.HasPrefix(txt.String(), tc.head) {
 			t.Errorf("text head %q, want %q", strings.SplitN(txt.String(), "\n", 2)[0], tc.head)
 		}
 		var js bytes.Buffer
-		ExplainJSON(&js, x, lg, 0)
+		ExplainJSON(&js, x, lg, 0, nil)
 		if !strings.Contains(js.String(), tc.field) {
 			t.Errorf("JSON %s lacks %s", js.String(), tc.field)
 		}

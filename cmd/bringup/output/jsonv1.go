@@ -33,9 +33,12 @@ const JSONTimeLayout = "2006-01-02T15:04:05Z"
 // Line is one line of the v1 schema. Which fields a kind has is Schema's.
 type Line struct {
 	V    int    `json:"v"`
-	Time string `json:"time"`
-	Kind string `json:"kind"`
-	Host string `json:"host,omitempty"`
+	Time string `json:"time,omitempty"` // absent only where untimed says
+	// untimed leaves the time out: a startup's change in a log with no
+	// times (explain), where any time would be invented.
+	untimed bool
+	Kind    string `json:"kind"`
+	Host    string `json:"host,omitempty"`
 	// Deployment names the deployment a host line's host is a node of
 	// (watch's and status's lines): the config's name, or its rendezvous.
 	Deployment string `json:"deployment,omitempty"`
@@ -347,7 +350,7 @@ func JSONTime(t time.Time) string {
 // emit prints l as one line, with v and, if unset, the time now.
 func emit(w io.Writer, l Line) {
 	l.V = SchemaVersion
-	if l.Time == "" {
+	if l.Time == "" && !l.untimed {
 		l.Time = JSONTime(time.Now())
 	}
 	b, err := json.Marshal(l)
@@ -504,8 +507,13 @@ func AppliedJSON(w io.Writer, done []fleet.Applied, ctxErr error) []HostOutcome 
 	return hosts
 }
 
+// untimedKinds are the kinds of a startup's changes: explain of a log
+// with no times prints them without one rather than invent it.
+var untimedKinds = map[string]bool{"phase": true, "unit": true, "failed": true, "stats": true}
+
 // ValidateLine checks one line against the v1 schema: a JSON object with
-// "v" 1, a "time" in JSONTimeLayout, a known "kind", that kind's required
+// "v" 1, a "time" in JSONTimeLayout (a startup's change in an untimed
+// log has none), a known "kind", that kind's required
 // fields, no field it does not have, and every field of its type.
 func ValidateLine(line []byte) error {
 	var m map[string]json.RawMessage
@@ -534,7 +542,11 @@ func ValidateLine(line []byte) error {
 	for _, f := range append(k.Required, k.Optional...) {
 		allowed[f] = true
 	}
-	for _, f := range append([]string{"time"}, k.Required...) {
+	required := k.Required
+	if !untimedKinds[kind] {
+		required = append([]string{"time"}, required...)
+	}
+	for _, f := range required {
 		if _, ok := m[f]; !ok {
 			return fmt.Errorf("kind %s: no %q", kind, f)
 		}

@@ -125,7 +125,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	x := startup.Explanation{Outcome: startup.OutcomeFailed, Changes: []startup.Change{{Time: at, Kind: startup.ChangeFail, Phase: startup.Failed, Diag: diag}},
 		Startup: startup.Startup{Engine: "sglang", Phase: startup.Failed, StartedAt: started, Diag: diag,
 			Spans: []startup.Span{{Phase: startup.Weights, Start: started, End: at}, {Phase: startup.GraphCapture, Start: at, Inferred: true}}}}
-	ExplainJSON(&b, x, logfile.Summary{Format: logfile.FormatJournal, Timed: true, Lines: 3}, 1)
+	ExplainJSON(&b, x, logfile.Summary{Format: logfile.FormatJournal, Timed: true, Lines: 3}, 1, nil)
 	// status: a host with every part it may carry, one barely known
 	gpu3 := remote.HostState{Name: "gpu3", Unit: "sglang.service", Conn: event.Conn{State: event.ConnUp}, KernelHashes: map[string]string{"kdtree-verify": "ab12"},
 		UnitState:  event.Unit{Name: "sglang.service", LoadState: "loaded", ActiveState: "active", SubState: "running", Path: "dbus"},

@@ -19,9 +19,10 @@ import (
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
 // Timeout is the text line that ends a watch when its --timeout d
-// passed; under --json the summary line says it (WatchSummary).
-func Timeout(w io.Writer, d time.Duration) {
-	fmt.Fprintf(w, "%s timeout after %s\n", time.Now().Format(TimeLayout), d)
+// passed, stamped at (no earlier than the lines it follows); under
+// --json the summary line says it (WatchSummary).
+func Timeout(w io.Writer, d time.Duration, at time.Time) {
+	fmt.Fprintf(w, "%s timeout after %s\n", at.Format(TimeLayout), d)
 }
 
 // Ended is the text line that ends a watch of a recording that ended

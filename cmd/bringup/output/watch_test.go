@@ -67,8 +67,8 @@ func TestChange(t *testing.T) {
 // summary line says it, with exit 2 and each host's last phase.
 func TestTimeout(t *testing.T) {
 	var js, text bytes.Buffer
-	Timeout(&text, 90*time.Second)
-	if !strings.HasSuffix(text.String(), " timeout after 1m30s\n") {
+	Timeout(&text, 90*time.Second, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if text.String() != "2026-01-02T03:04:05.000000Z timeout after 1m30s\n" {
 		t.Errorf("text timeout %q", text.String())
 	}
 	hosts := []remote.HostState{{Name: "gpu1"}, {Name: "gpu2"}}

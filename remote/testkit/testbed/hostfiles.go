@@ -70,6 +70,10 @@ const (
 	HealthPath = "/health"
 	// KernelPythonPath is the kernel's extension directory on PYTHONPATH.
 	KernelPythonPath = "/opt/kdtree/site"
+	// StandInCheck is the capture check command of the kernel on test
+	// hosts (a catalog's check:): infersim's stand-in, which prints what
+	// the reference check printed on a real GPU.
+	StandInCheck = "infersim capture-check --mode {mode}"
 	// ModelPath is the model directory infersim is pointed at.
 	ModelPath = "/models/demo"
 )
