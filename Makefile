@@ -7,7 +7,7 @@ GO ?= go
 # vulnerabilities that govulncheck finds reachable from bringup's code).
 export GOTOOLCHAIN ?= go1.26.10
 
-.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak fleetbench
+.PHONY: demo test unit check lint vulncheck deps build release-check bench corpus soak fleetbench scale
 
 demo:
 	$(GO) run ./cmd/bringup demo
@@ -103,3 +103,13 @@ FLEETBENCH_HOSTS ?= 64
 FLEETBENCH_SOURCE ?= ssh
 fleetbench: deps
 	$(GO) run ./cmd/testbed bench --hosts $(FLEETBENCH_HOSTS) --source $(FLEETBENCH_SOURCE) -o fleetbench.json
+
+# The store path at scale, no host booted and no root: a VictoriaLogs fed N
+# hosts' startups replayed from the corpus (a tenth failing), the store
+# fleet and the console on it (remote/testkit/scalerig, cmd/testbed scale).
+# Not part of `make test`. `make scale N=10000`.
+N ?= 1000
+SCALE_QUIET ?= 20s
+SCALE_WINDOW ?= 60s
+scale: deps
+	$(GO) run ./cmd/testbed scale --hosts $(N) --quiet $(SCALE_QUIET) --window $(SCALE_WINDOW) -o scale-$(N).json

@@ -93,6 +93,8 @@ type Model struct {
 	// localHashes is the local build's hash per kernel, from the source;
 	// nil when it cannot tell.
 	localHashes map[string]string
+	// driftsOf is drifts' answer for the snapshot it was computed on.
+	driftsOf driftCache
 	// followRestart holds the hosts restarted from here whose new
 	// invocation the open host view should follow from its first line.
 	followRestart map[string]bool

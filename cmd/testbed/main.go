@@ -12,7 +12,10 @@
 // leaving the hosts running; `ssh -F INVENTORY/ssh_config gpu1` reaches
 // them. bench boots N hosts, measures bringup's fleet side by side with
 // plain `ssh host journalctl` (remote/testkit/fleetbench), prints a table, writes
-// a JSON summary and takes the hosts down again, on Ctrl-C too.
+// a JSON summary and takes the hosts down again, on Ctrl-C too. scale
+// feeds a VictoriaLogs N hosts' startups from the corpus with no host
+// booted (remote/testkit/scalerig) and measures the store fleet and the
+// console on it.
 package main
 
 import (
@@ -47,7 +50,8 @@ const usage = `usage:
   testbed down [--inventory DIR]
   testbed status [--inventory DIR]
   testbed bench [--hosts N] [--quiet D] [--catchup-lines N] [--catchup-runs N] [-o FILE]
-                [--cache DIR] [--infersim BIN]`
+                [--cache DIR] [--infersim BIN]
+  testbed scale [--hosts N] [--quiet D] [--window D] [-o FILE]   (no root, no host booted)`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -62,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return status(ctx, args[1:], stdout)
 	case "bench":
 		return bench(ctx, args[1:], stdout, stderr)
+	case "scale":
+		return scale(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -40,7 +40,7 @@ type SSHTarget struct {
 // The returned func releases what Resolve holds (nothing now; kept for
 // callers that defer it).
 func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(file string) ([]byte, error)) ([]Options, func(), error) {
-	configs, err := resolveAll(ctx, targets, sshConfig)
+	configs, resolver, err := resolveAll(ctx, targets, sshConfig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,7 +49,7 @@ func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(f
 	for i, t := range targets {
 		// One at a time, in the order given: a passphrase prompt names
 		// its file on the terminal.
-		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Passphrase: ask, JumpLimit: jumps}
+		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Resolver: resolver, Passphrase: ask, JumpLimit: jumps}
 		if dial.Identities, err = sshx.LoadIdentities(configs[i], dial); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
@@ -59,15 +59,16 @@ func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(f
 	return out, func() {}, nil
 }
 
-// resolveWorkers is how many `ssh -G` run at once while a fleet resolves:
-// one after another they took 1.3-2.1 s before a 256-host console could
-// start (each a process start, on a machine that is busy starting the
-// fleet's connections too).
-const resolveWorkers = 8
-
-// resolveAll is ResolveSSH of every target, resolveWorkers at a time, in
-// the targets' order; the first error in that order is returned.
-func resolveAll(ctx context.Context, targets []Target, sshConfig string) ([]sshx.Config, error) {
+// resolveAll is every target's connection configuration, in the
+// targets' order, from one reading of ssh_config (sshx.Resolver: its parser
+// answers in memory; only a host it cannot evaluate as ssh would runs
+// `ssh -G`, resolveWorkers of those at once). The first error in the
+// targets' order is returned.
+func resolveAll(ctx context.Context, targets []Target, sshConfig string) ([]sshx.Config, *sshx.Resolver, error) {
+	r, err := sshx.NewResolver(sshx.ResolveOptions{ConfigFile: sshConfig})
+	if err != nil {
+		return nil, nil, err
+	}
 	configs := make([]sshx.Config, len(targets))
 	errs := make([]error, len(targets))
 	next := make(chan int)
@@ -77,7 +78,7 @@ func resolveAll(ctx context.Context, targets []Target, sshConfig string) ([]sshx
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				configs[i], errs[i] = ResolveSSH(ctx, targets[i], sshConfig)
+				configs[i], errs[i] = resolveTarget(ctx, r, targets[i])
 			}
 		}()
 	}
@@ -88,16 +89,30 @@ func resolveAll(ctx context.Context, targets []Target, sshConfig string) ([]sshx
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return configs, nil
+	return configs, r, nil
 }
+
+// resolveWorkers is how many hosts resolve at once: the parser's answers
+// take microseconds, but a host it leaves to `ssh -G` is a process start
+// (one after another, 256 of them took 1.3-2.1 s).
+const resolveWorkers = 8
 
 // ResolveSSH is t's connection configuration: ssh_config's answer for
 // t.SSH.Host with the target's own overrides applied.
 func ResolveSSH(ctx context.Context, t Target, sshConfig string) (sshx.Config, error) {
-	sc, err := sshx.Resolve(ctx, t.SSH.Host, sshx.ResolveOptions{ConfigFile: sshConfig})
+	r, err := sshx.NewResolver(sshx.ResolveOptions{ConfigFile: sshConfig})
+	if err != nil {
+		return sshx.Config{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return resolveTarget(ctx, r, t)
+}
+
+// resolveTarget is ResolveSSH through a Resolver the caller shares.
+func resolveTarget(ctx context.Context, r *sshx.Resolver, t Target) (sshx.Config, error) {
+	sc, err := r.Resolve(ctx, t.SSH.Host)
 	if err != nil {
 		return sshx.Config{}, fmt.Errorf("%s: %w", t.Name, err)
 	}

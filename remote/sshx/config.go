@@ -75,11 +75,8 @@ func (e *ConfigError) Error() string {
 // evaluates Match, Include and tokens exactly as ssh would) and falls back to
 // bringup's own parser when no ssh binary is available or opts.SSHPath is "-".
 func Resolve(ctx context.Context, alias string, opts ResolveOptions) (Config, error) {
-	if alias == "" {
-		return Config{}, errors.New("resolve: empty host name")
-	}
-	if strings.HasPrefix(alias, "-") {
-		return Config{}, fmt.Errorf("resolve %q: host name must not start with '-'", alias)
+	if err := checkAlias(alias); err != nil {
+		return Config{}, err
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -97,6 +94,68 @@ func Resolve(ctx context.Context, alias string, opts ResolveOptions) (Config, er
 		return resolveSSHG(ctx, sshPath, alias, opts)
 	}
 	return resolveParser(alias, opts)
+}
+
+// Resolver resolves many names against one reading of the ssh_config
+// files: its own parser evaluates each name in memory, and only a name it
+// cannot evaluate as ssh would (Match exec or canonical, a directive or
+// token it does not know, a config ssh would refuse) runs `ssh -G`. One
+// `ssh -G` per host cost a 256-host console 0.7-2.1 s before it started.
+// A Resolver is safe for concurrent use.
+type Resolver struct {
+	opts    ResolveOptions
+	sshPath string // "-" = no ssh binary: parser errors are the answer
+	tree    *configTree
+	treeErr error
+}
+
+// NewResolver reads the configuration opts names once.
+func NewResolver(opts ResolveOptions) (*Resolver, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Resolver{opts: opts, sshPath: opts.SSHPath}
+	if r.sshPath == "" {
+		r.sshPath = "-"
+		if p, err := exec.LookPath("ssh"); err == nil {
+			r.sshPath = p
+		}
+	}
+	r.tree, r.treeErr = readTree(opts)
+	return r, nil
+}
+
+// Resolve is alias's configuration: the parser's where it is exact, else
+// `ssh -G`'s (or, with no ssh binary, the parser's error).
+func (r *Resolver) Resolve(ctx context.Context, alias string) (Config, error) {
+	if err := checkAlias(alias); err != nil {
+		return Config{}, err
+	}
+	var cfg Config
+	err := r.treeErr
+	if err == nil {
+		cfg, err = r.tree.resolve(alias)
+	} else {
+		err = fmt.Errorf("resolve %s: %w", alias, err)
+	}
+	if err == nil || r.sshPath == "-" {
+		return cfg, err
+	}
+	return resolveSSHG(ctx, r.sshPath, alias, r.opts)
+}
+
+// Options are the options the Resolver was made with, defaults filled in.
+func (r *Resolver) Options() ResolveOptions { return r.opts }
+
+func checkAlias(alias string) error {
+	if alias == "" {
+		return errors.New("resolve: empty host name")
+	}
+	if strings.HasPrefix(alias, "-") {
+		return fmt.Errorf("resolve %q: host name must not start with '-'", alias)
+	}
+	return nil
 }
 
 func (o ResolveOptions) withDefaults() (ResolveOptions, error) {

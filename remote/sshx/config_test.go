@@ -68,9 +68,10 @@ func dropLegacy(files []string) []string {
 	return out
 }
 
-// TestCorpusMatchesSSHG resolves every alias of every corpus file with the
-// fallback parser and with `ssh -G -F file alias` and compares HostName,
-// User, Port, IdentityFile and ProxyJump.
+// TestCorpusMatchesSSHG resolves every alias of every corpus file with
+// `ssh -G -F file alias` and with a Resolver that reads each file once
+// (its parser, no ssh -G), and compares every field of the Config; the
+// Resolver given the ssh binary must answer those aliases from its parser.
 func TestCorpusMatchesSSHG(t *testing.T) {
 	e2e.Require(t, e2e.Command("ssh"))
 	sshPath, err := exec.LookPath("ssh")
@@ -81,6 +82,14 @@ func TestCorpusMatchesSSHG(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.conf"))
 	n := 0
 	for _, f := range files {
+		parser, err := NewResolver(ResolveOptions{ConfigFile: f, SSHPath: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withSSH, err := NewResolver(ResolveOptions{ConfigFile: f, SSHPath: sshPath})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, alias := range corpusAliases(t, f) {
 			t.Run(filepath.Base(f)+"/"+alias, func(t *testing.T) {
 				ctx := context.Background()
@@ -88,29 +97,26 @@ func TestCorpusMatchesSSHG(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ssh -G: %v", err)
 				}
-				got, err := Resolve(ctx, alias, ResolveOptions{ConfigFile: f, SSHPath: "-"})
+				got, err := parser.Resolve(ctx, alias)
 				if err != nil {
 					t.Fatalf("parser: %v", err)
 				}
 				if want.Source != SourceSSHG || got.Source != SourceParser {
 					t.Fatalf("sources %q %q", want.Source, got.Source)
 				}
-				type view struct {
-					HostName, User string
-					Port           int
-					IdentityFiles  []string
-					ProxyJump      []string
+				want.IdentityFiles = dropLegacy(want.IdentityFiles)
+				want.Source = got.Source
+				if !reflect.DeepEqual(want, got) {
+					t.Errorf("alias %s:\nssh -G %+v\nparser %+v", alias, want, got)
 				}
-				w := view{want.HostName, want.User, want.Port, dropLegacy(want.IdentityFiles), want.ProxyJump}
-				g := view{got.HostName, got.User, got.Port, got.IdentityFiles, got.ProxyJump}
-				if !reflect.DeepEqual(w, g) {
-					t.Errorf("alias %s:\nssh -G %+v\nparser %+v", alias, w, g)
+				if c, err := withSSH.Resolve(ctx, alias); err != nil || c.Source != SourceParser {
+					t.Errorf("Resolver with ssh: %v, source %q: want the parser's answer", err, c.Source)
 				}
 			})
 			n++
 		}
 	}
-	if n < 25 {
+	if n < 34 {
 		t.Fatalf("corpus has only %d aliases", n)
 	}
 }
@@ -122,8 +128,7 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 		line              int
 	}{
 		{"unsupported.conf", "x", "ciphers", 2},
-		{"unsupported.conf", "other", "ciphers", 2}, // an inactive block is checked too
-		{"match.conf", "x", "Match", 1},
+		{"match.conf", "x", "Match exec", 1},
 	} {
 		_, err := Resolve(context.Background(), tc.alias, ResolveOptions{ConfigFile: filepath.Join(dir, tc.file), SSHPath: "-"})
 		var ce *ConfigError
@@ -136,6 +141,55 @@ func TestParserErrorsNameFileAndLine(t *testing.T) {
 		if !IsPermanent(err) {
 			t.Errorf("config error should be permanent")
 		}
+	}
+	// A directive the parser does not know in a block that does not apply
+	// cannot change the answer: the host resolves (a Resolver does not send
+	// it to ssh -G).
+	if _, err := Resolve(context.Background(), "other", ResolveOptions{ConfigFile: filepath.Join(dir, "unsupported.conf"), SSHPath: "-"}); err != nil {
+		t.Errorf("inactive unknown directive: %v", err)
+	}
+}
+
+// TestResolverFallsBackPerHost: a Resolver given an ssh binary answers from
+// its parser where it is exact and runs ssh -G for the hosts it is not (a
+// Match exec they reach, a directive it does not know in their block) —
+// those alone. The ssh binary here is a script that records its calls.
+func TestResolverFallsBackPerHost(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	mustWrite(t, cfg, []byte(`Host plain*
+  User p
+Host odd
+  Ciphers aes128-ctr
+Match originalhost ex* exec "test -e /"
+  User e
+Host *
+  Port 2200
+`), 0o644)
+	calls := filepath.Join(dir, "calls")
+	fake := filepath.Join(dir, "ssh")
+	mustWrite(t, fake, []byte("#!/bin/sh\necho \"$@\" >> "+calls+"\nfor a; do h=$a; done\necho hostname $h\necho user from-ssh-g\necho port 22\n"), 0o755)
+	r, err := NewResolver(ResolveOptions{ConfigFile: cfg, SSHPath: fake, Home: dir, User: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]Config{
+		"plain1": {User: "p", Port: 2200, Source: SourceParser},
+		"other":  {User: "me", Port: 2200, Source: SourceParser},
+		"odd":    {User: "from-ssh-g", Port: 22, Source: SourceSSHG},
+		"ex1":    {User: "from-ssh-g", Port: 22, Source: SourceSSHG},
+	} {
+		got, err := r.Resolve(context.Background(), alias)
+		if err != nil {
+			t.Fatalf("%s: %v", alias, err)
+		}
+		if got.User != want.User || got.Port != want.Port || got.Source != want.Source {
+			t.Errorf("%s: got user %q port %d source %q; want %+v", alias, got.User, got.Port, got.Source, want)
+		}
+	}
+	b, _ := os.ReadFile(calls)
+	if got := strings.Count(string(b), "\n"); got != 2 {
+		t.Errorf("ssh -G ran %d times, want 2 (odd, ex1):\n%s", got, b)
 	}
 }
 

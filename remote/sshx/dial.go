@@ -33,6 +33,9 @@ type DialOptions struct {
 	// Resolve resolves ProxyJump hops, so each hop's own User, IdentityFile
 	// and known_hosts apply.
 	Resolve ResolveOptions
+	// Resolver, when set, resolves the hops instead (the fleet's one
+	// reading of ssh_config, rather than an `ssh -G` per hop and dial).
+	Resolver *Resolver
 	// Signers, when set, are the only keys offered; otherwise Identities
 	// with the agent's keys, asked at each dial (see Identities.Signers).
 	Signers []ssh.Signer
@@ -93,12 +96,17 @@ func withConnectTimeout(ctx context.Context, cfg Config) (context.Context, conte
 
 // resolveHop resolves one ProxyJump element with its own configuration,
 // letting an explicit user@ or :port override it as ssh -J does.
-func resolveHop(ctx context.Context, hop string, opts ResolveOptions) (Config, error) {
+func resolveHop(ctx context.Context, hop string, opts DialOptions) (Config, error) {
 	h, err := ParseHop(hop)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := Resolve(ctx, h.Host, opts)
+	var cfg Config
+	if opts.Resolver != nil {
+		cfg, err = opts.Resolver.Resolve(ctx, h.Host)
+	} else {
+		cfg, err = Resolve(ctx, h.Host, opts.Resolve)
+	}
 	if err != nil {
 		return Config{}, fmt.Errorf("jump host %s: %w", hop, err)
 	}
@@ -126,7 +134,7 @@ func dialChain(ctx context.Context, cfg Config, opts DialOptions, depth int, che
 	switch {
 	case len(cfg.ProxyJump) > 0:
 		last, rest := cfg.ProxyJump[len(cfg.ProxyJump)-1], cfg.ProxyJump[:len(cfg.ProxyJump)-1]
-		hop, err := resolveHop(ctx, last, opts.Resolve)
+		hop, err := resolveHop(ctx, last, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -53,8 +53,38 @@ type rawValue struct {
 	line int
 }
 
-// parser evaluates ssh_config files for one host with ssh's rules: the
-// first obtained value of a keyword wins (IdentityFile accumulates), Host
+// cfgLine is one non-blank line of an ssh_config file as read: its keyword
+// and arguments, or the syntax error it holds (raised when the line is
+// evaluated, as the per-host parser raised it when reading).
+type cfgLine struct {
+	key, rest string
+	args      []string
+	file      string
+	line      int
+	err       error
+	includes  []*cfgFile // Include: the files its globs named, read once
+}
+
+// cfgFile is one ssh_config file as read; base is the directory its
+// relative Include paths are taken from.
+type cfgFile struct {
+	path  string
+	lines []cfgLine
+}
+
+// configTree is the ssh_config files of one ResolveOptions read once, with
+// their Includes: evaluating it for a host does no IO.
+type configTree struct {
+	opts  ResolveOptions
+	files []*cfgFile
+	// inexact says why no host can be evaluated here as ssh would (a
+	// user config ssh refuses for its permissions, -F none): every host
+	// is then an error, which a Resolver hands to `ssh -G`.
+	inexact string
+}
+
+// parser evaluates a configTree for one host with ssh's rules: the first
+// obtained value of a keyword wins (IdentityFile accumulates), Host
 // patterns match the name given on the command line.
 type parser struct {
 	opts    ResolveOptions
@@ -67,24 +97,133 @@ type parser struct {
 
 // resolveParser evaluates the configuration with bringup's own parser.
 func resolveParser(alias string, opts ResolveOptions) (Config, error) {
+	t, err := readTree(opts)
+	if err != nil {
+		return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
+	}
+	return t.resolve(alias)
+}
+
+// readTree reads the files ssh would read for opts (the -F file, or the
+// user's then the system's), Includes resolved.
+func readTree(opts ResolveOptions) (*configTree, error) {
+	t := &configTree{opts: opts}
+	if opts.ConfigFile == "none" {
+		t.inexact = "-F none"
+		return t, nil
+	}
+	type src struct {
+		path, base           string
+		mustExist, checkPerm bool
+	}
+	var srcs []src
+	if opts.ConfigFile != "" {
+		srcs = []src{{opts.ConfigFile, filepath.Join(opts.Home, ".ssh"), true, false}}
+	} else {
+		srcs = []src{
+			{filepath.Join(opts.Home, ".ssh", "config"), filepath.Join(opts.Home, ".ssh"), false, true},
+			{"/etc/ssh/ssh_config", "/etc/ssh", false, false},
+		}
+	}
+	for _, s := range srcs {
+		f, err := t.readFile(s.path, s.base, 0, s.mustExist, s.checkPerm)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			t.files = append(t.files, f)
+		}
+	}
+	return t, nil
+}
+
+// readFile reads one config file and, recursively, what its Includes name.
+// A missing file is nil unless mustExist (the file named with -F).
+// checkPerm marks the user's own config, which ssh refuses when another
+// user may write it.
+func (t *configTree) readFile(path, base string, depth int, mustExist, checkPerm bool) (*cfgFile, error) {
+	if depth > maxIncludeDepth {
+		return nil, fmt.Errorf("%s: include nested too deeply", path)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		if !mustExist && errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read ssh config: %w", err)
+	}
+	defer fh.Close()
+	if checkPerm && t.inexact == "" {
+		if st, err := fh.Stat(); err == nil && badOwnerOrPerms(st) {
+			t.inexact = path + ": bad owner or permissions"
+		}
+	}
+	f := &cfgFile{path: path}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
+	n := 0
+	for sc.Scan() {
+		n++
+		key, rest, args, err := splitLine(sc.Text())
+		if err != nil {
+			f.lines = append(f.lines, cfgLine{file: path, line: n, err: err})
+			continue
+		}
+		if key == "" {
+			continue
+		}
+		l := cfgLine{key: key, rest: rest, args: args, file: path, line: n}
+		if key == "include" {
+			if len(args) == 0 {
+				l.err = errors.New("Include without a file")
+			}
+			for _, a := range args {
+				if strings.ContainsAny(a, "%$") {
+					l.err = fmt.Errorf("Include %q: tokens and environment variables are not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", a)
+					break
+				}
+				pat := expandTilde(a, t.opts.Home)
+				if !filepath.IsAbs(pat) {
+					pat = filepath.Join(base, pat)
+				}
+				matches, err := filepath.Glob(pat)
+				if err != nil {
+					l.err = fmt.Errorf("Include %q: %v", a, err)
+					break
+				}
+				for _, m := range matches { // Glob sorts: lexical order, as ssh
+					inc, err := t.readFile(m, base, depth+1, false, checkPerm)
+					if err != nil {
+						return nil, err
+					}
+					if inc != nil {
+						l.includes = append(l.includes, inc)
+					}
+				}
+			}
+		}
+		f.lines = append(f.lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// resolve evaluates the tree for alias.
+func (t *configTree) resolve(alias string) (Config, error) {
+	if t.inexact != "" {
+		return Config{}, fmt.Errorf("resolve %s: %s, left to ssh -G", alias, t.inexact)
+	}
 	p := &parser{
-		opts:   opts,
+		opts:   t.opts,
 		host:   alias,
 		seen:   map[string]bool{},
 		values: map[string]rawValue{},
 	}
-	if opts.ConfigFile != "" {
-		if err := p.readFile(opts.ConfigFile, filepath.Join(opts.Home, ".ssh"), 0, false, true); err != nil {
+	for _, f := range t.files {
+		if err := p.evalFile(f, false); err != nil {
 			return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
-		}
-	} else {
-		for _, f := range []struct{ path, base string }{
-			{filepath.Join(opts.Home, ".ssh", "config"), filepath.Join(opts.Home, ".ssh")},
-			{"/etc/ssh/ssh_config", "/etc/ssh"},
-		} {
-			if err := p.readFile(f.path, f.base, 0, false, false); err != nil {
-				return Config{}, fmt.Errorf("resolve %s: %w", alias, err)
-			}
 		}
 	}
 	cfg, err := p.config(alias)
@@ -94,69 +233,138 @@ func resolveParser(alias string, opts ResolveOptions) (Config, error) {
 	return cfg, nil
 }
 
-// readFile reads one config file. base is the directory relative Include
-// paths are taken from; neverMatch is set for files included from an inactive
-// block; mustExist is set for the file named with -F.
-func (p *parser) readFile(path, base string, depth int, neverMatch, mustExist bool) error {
-	if depth > maxIncludeDepth {
-		return fmt.Errorf("%s: include nested too deeply", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		if !mustExist && errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("read ssh config: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
+// evalFile evaluates one file's lines; neverMatch is set for files
+// included from an inactive block. An included file starts active, and the
+// includer's state is restored after it, as in ssh.
+func (p *parser) evalFile(f *cfgFile, neverMatch bool) error {
 	active := !neverMatch
-	n := 0
-	for sc.Scan() {
-		n++
-		key, rest, args, err := splitLine(sc.Text())
-		if err != nil {
-			return &ConfigError{File: path, Line: n, Msg: err.Error()}
+	for _, l := range f.lines {
+		if l.err != nil {
+			return &ConfigError{File: l.file, Line: l.line, Msg: l.err.Error()}
 		}
-		if key == "" {
-			continue
-		}
-		switch key {
+		switch l.key {
 		case "host":
-			active = !neverMatch && matchHost(p.host, args)
+			active = !neverMatch && matchHost(p.host, l.args)
 			continue
 		case "match":
-			return &ConfigError{File: path, Line: n, Msg: "Match is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`"}
-		case "include":
-			if len(args) == 0 {
-				return &ConfigError{File: path, Line: n, Msg: "Include without a file"}
+			m, err := p.match(l.args)
+			if err != nil {
+				return &ConfigError{File: l.file, Line: l.line, Msg: err.Error()}
 			}
-			for _, a := range args {
-				pat := expandTilde(a, p.opts.Home)
-				if !filepath.IsAbs(pat) {
-					pat = filepath.Join(base, pat)
-				}
-				matches, err := filepath.Glob(pat)
-				if err != nil {
-					return &ConfigError{File: path, Line: n, Msg: fmt.Sprintf("Include %q: %v", a, err)}
-				}
-				for _, m := range matches { // Glob sorts: lexical order, as ssh
-					if err := p.readFile(m, base, depth+1, !active, false); err != nil {
-						return err
-					}
+			active = !neverMatch && m
+			continue
+		case "include":
+			for _, inc := range l.includes {
+				if err := p.evalFile(inc, !active); err != nil {
+					return err
 				}
 			}
 			continue
 		}
-		if err := p.directive(key, rest, args, path, n, active); err != nil {
+		if err := p.directive(l.key, l.rest, l.args, l.file, l.line, active); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
 	return nil
+}
+
+// match evaluates a Match line's criteria as ssh's match_cfg_line does for
+// the ones that need nothing but the configuration so far: all, host,
+// originalhost, user and localuser, each possibly negated with '!', all of
+// them required. Any other is an error (ssh -G evaluates it): canonical and
+// final always (they make ssh read the files again), the rest (exec,
+// localnetwork, tagged…) only where the line's other criteria do not
+// already make it false.
+func (p *parser) match(args []string) (bool, error) {
+	if len(args) == 0 {
+		return false, errors.New("Match without criteria")
+	}
+	result := true
+	var unsupported string
+	for i := 0; i < len(args); i++ {
+		attr := strings.ToLower(args[i])
+		negate := strings.HasPrefix(attr, "!")
+		attr = strings.TrimPrefix(attr, "!")
+		switch attr {
+		case "all":
+			if i > 0 || len(args) > 1 {
+				return false, errors.New("Match all cannot be combined with other criteria")
+			}
+			return !negate, nil
+		case "canonical", "final":
+			return false, fmt.Errorf("Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", attr)
+		}
+		if i+1 >= len(args) {
+			return false, fmt.Errorf("Match %s without a pattern", attr)
+		}
+		i++
+		arg := args[i]
+		var r bool
+		switch attr {
+		case "host":
+			r = matchPatternList(strings.ToLower(p.currentHost()), arg, true) == 1
+		case "originalhost":
+			r = matchPatternList(strings.ToLower(p.host), arg, true) == 1
+		case "user":
+			u := p.opts.User
+			if v, ok := p.values["user"]; ok {
+				u = v.val
+			}
+			r = matchPatternList(u, arg, false) == 1
+		case "localuser":
+			r = matchPatternList(p.opts.User, arg, false) == 1
+		default:
+			if unsupported == "" {
+				unsupported = attr
+			}
+			continue
+		}
+		if r == negate {
+			result = false
+		}
+	}
+	if result && unsupported != "" {
+		return false, fmt.Errorf("Match %s is not supported by bringup's own ssh_config parser; install the OpenSSH client so bringup can use `ssh -G`", unsupported)
+	}
+	return result, nil
+}
+
+// currentHost is what ssh's Match host compares: the HostName obtained so
+// far with %h expanded, or the name given.
+func (p *parser) currentHost() string {
+	v, ok := p.values["hostname"]
+	if !ok {
+		return p.host
+	}
+	h, err := expandTokens(v.val, map[byte]string{'%': "%", 'h': p.host})
+	if err != nil {
+		return v.val
+	}
+	return h
+}
+
+// matchPatternList is ssh's match_pattern_list: a comma-separated list of
+// patterns, each possibly negated; 1 if a positive one matched and no
+// negated one did, -1 if a negated one matched, 0 otherwise. lower folds
+// the patterns to lower case (the name is folded by the caller).
+func matchPatternList(s, list string, lower bool) int {
+	got := 0
+	for _, pat := range strings.Split(list, ",") {
+		neg := strings.HasPrefix(pat, "!")
+		if neg {
+			pat = pat[1:]
+		}
+		if lower {
+			pat = strings.ToLower(pat)
+		}
+		if matchPattern(pat, s) {
+			if neg {
+				return -1
+			}
+			got = 1
+		}
+	}
+	return got
 }
 
 // directive records one keyword of an active block.
@@ -220,7 +428,11 @@ func (p *parser) directive(key, rest string, args []string, file string, line in
 		}
 		return nil
 	}
-	if ignoredDirectives[key] {
+	if ignoredDirectives[key] || !active {
+		// An inactive block's unknown directive cannot change this host's
+		// answer (its value goes unchecked, where ssh checks it): were it
+		// an error, one Ciphers line under one Host would send every
+		// other host to ssh -G.
 		return nil
 	}
 	for _, pat := range p.ignored {

@@ -346,6 +346,14 @@ func (s *Source) run(ctx context.Context) {
 	defer s.hold()()
 	st := &stream{seen: map[string]time.Time{}, pruneAt: minPrune}
 	since := s.catchUpStart(ctx)
+	// Each host's current run is read in pages, each from its own hosts'
+	// earliest start; the tail then starts near now instead of at the
+	// earliest start of all (where one host's long run made every host's
+	// history be read again). Failing that, the tail reads from since.
+	until := s.opts.Now().Add(-s.opts.Offset)
+	if err := s.catchUp(ctx, st, until); err == nil {
+		since = until.Add(-overlap)
+	}
 	bo := backoff.New(nil) // the one reconnect pacing: 1 s × 1.6, cap 2 min, ±20 %
 	for ctx.Err() == nil {
 		began := s.opts.Now()
@@ -426,14 +434,129 @@ func (s *Source) catchUpStart(ctx context.Context) time.Time {
 	return first.Add(-runSlack)
 }
 
-// hostFilter is the LogsQL filter for the attached hosts.
+// maxHostFilter bounds the host filter one query carries: VictoriaLogs
+// refuses a query longer than its -search.maxQueryLen (16 KiB by
+// default), which 10 000 hosts' names are many times over.
+const maxHostFilter = 12 << 10
+
+// hostFilter is the LogsQL filter for the attached hosts, or "" when it
+// would be longer than maxHostFilter: the query then reads the unit's
+// lines of every host and the rows of hosts not attached are dropped
+// (deliver, and the stats rows no host asks for).
 func (s *Source) hostFilter() string {
-	names := s.names()
-	q := make([]string, len(names))
+	return hostFilterOf(s.names())
+}
+
+// hostFilterOf is the LogsQL filter for names, "" when it would be longer
+// than maxHostFilter.
+func hostFilterOf(names []string) string {
+	var b strings.Builder
+	b.WriteString("_HOSTNAME:in(")
 	for i, n := range names {
-		q[i] = strconv.Quote(n)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(n))
+		if b.Len() > maxHostFilter {
+			return ""
+		}
 	}
-	return "_HOSTNAME:in(" + strings.Join(q, ",") + ")"
+	b.WriteByte(')')
+	return b.String()
+}
+
+// hostChunks splits names into lists whose filters fit maxHostFilter.
+func hostChunks(names []string) [][]string {
+	var out [][]string
+	size := 0
+	start := 0
+	for i, n := range names {
+		w := len(strconv.Quote(n)) + 1
+		if i > start && size+w > maxHostFilter-len("_HOSTNAME:in()") {
+			out = append(out, names[start:i])
+			start, size = i, 0
+		}
+		size += w
+	}
+	if start < len(names) {
+		out = append(out, names[start:])
+	}
+	return out
+}
+
+// rowFields are the fields a plain query asks for: what ParseRow and
+// journal.Entry read (the SSH follower's --output-fields) and the row's
+// identity. A journald row in the store holds about three times as much
+// (_CMDLINE, _EXE, CODE_FILE…), which the console would read and parse
+// only to drop.
+var rowFields = "_time, _msg, _HOSTNAME, _stream_id, __CURSOR, __SEQNUM, __MONOTONIC_TIMESTAMP, _BOOT_ID, " +
+	strings.ReplaceAll(journal.OutputFields, ",", ", ")
+
+// pageSpan is how far apart the starts of one catch-up page's hosts may
+// be: a page is read from its earliest start, so a host whose run began
+// long before the others' gets a page of its own.
+const pageSpan = 5 * time.Minute
+
+// catchUp reads every attached host's current run up to until with plain
+// queries, a page of hosts at a time: hosts in order of their run's start
+// (LookBack ago when none was found), a page as many as one filter holds
+// whose starts lie within pageSpan of its first, read from that start. A
+// full table so needs each host's current run, not the history of every
+// host since the oldest run's start.
+func (s *Source) catchUp(ctx context.Context, st *stream, until time.Time) error {
+	type hostStart struct {
+		name string
+		from time.Time
+	}
+	var hosts []hostStart
+	lookBack := s.opts.Now().Add(-s.opts.LookBack)
+	s.each(func(k *sink) {
+		from := lookBack
+		if !k.start.IsZero() {
+			from = k.start.Add(-runSlack)
+		}
+		hosts = append(hosts, hostStart{k.name, from})
+	})
+	slices.SortFunc(hosts, func(a, b hostStart) int {
+		return cmp.Or(a.from.Compare(b.from), cmp.Compare(a.name, b.name))
+	})
+	for len(hosts) > 0 {
+		n := 1
+		for n < len(hosts) && hosts[n].from.Sub(hosts[0].from) <= pageSpan {
+			n++
+		}
+		names := make([]string, n)
+		for i := range n {
+			names[i] = hosts[i].name
+		}
+		slices.Sort(names)
+		chunk := hostChunks(names)[0]
+		page := map[string]bool{}
+		for _, name := range chunk {
+			page[name] = true
+		}
+		from := hosts[0].from
+		hosts = slices.DeleteFunc(hosts, func(h hostStart) bool { return page[h.name] })
+		if !from.Before(until) {
+			continue
+		}
+		q := fmt.Sprintf("%s %s _time:[%s, %s] | fields %s | sort by (_time)", s.unitFilter(), hostFilterOf(chunk),
+			from.UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339Nano), rowFields)
+		var rows []Row
+		err := s.query(ctx, q, func(line []byte) error {
+			if r, err := ParseRow(line, s.opts.MaxLine); err == nil && page[r.Hostname] {
+				rows = append(rows, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range inJournalOrder(rows) {
+			s.deliver(st, r)
+		}
+	}
+	return nil
 }
 
 // unitFilter selects the unit's own lines and PID 1's about it.
@@ -627,10 +750,13 @@ func (s *Source) sweep(ctx context.Context, st *stream) {
 		// Behind the tail's frontier only: what is newer, the tail sends
 		// in order, and a sweep ahead of it would put its rows out of
 		// order.
-		q := fmt.Sprintf("%s %s _time:[%s, %s] | sort by (_time)", s.unitFilter(), s.hostFilter(),
-			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano))
+		q := fmt.Sprintf("%s %s _time:[%s, %s] | fields %s | sort by (_time)", s.unitFilter(), s.hostFilter(),
+			newest.Add(-overlap).UTC().Format(time.RFC3339Nano), newest.UTC().Format(time.RFC3339Nano), rowFields)
 		var rows []Row
 		err := s.query(ctx, q, func(line []byte) error {
+			if st.seenLine(line) {
+				return nil
+			}
 			if r, err := ParseRow(line, s.opts.MaxLine); err == nil {
 				rows = append(rows, r)
 			}
@@ -643,6 +769,31 @@ func (s *Source) sweep(ctx context.Context, st *stream) {
 			s.deliver(st, r)
 		}
 	}
+}
+
+// cursorKey is how a row's journald cursor starts in VictoriaLogs' JSON.
+var cursorKey = []byte(`"__CURSOR":"`)
+
+// seenLine reports whether a response line's entry was delivered
+// already, by its cursor, without decoding the line: a sweep reads the
+// last overlap again every Sweep, and nearly all of it was delivered (at
+// 10 000 hosts starting, decoding those repeats was a fifth of the
+// console's CPU). A cursor holds no quote or backslash, so it ends at the
+// next quote; a line without one is decoded as before.
+func (st *stream) seenLine(line []byte) bool {
+	i := bytes.Index(line, cursorKey)
+	if i < 0 {
+		return false
+	}
+	v := line[i+len(cursorKey):]
+	j := bytes.IndexByte(v, '"')
+	if j <= 0 || bytes.IndexByte(v[:j], '\\') >= 0 {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.seen[string(v[:j])]
+	return ok
 }
 
 // deliver turns one tail row into the host's events, once.

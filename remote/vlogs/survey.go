@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -38,12 +37,18 @@ func (s *Source) Survey(ctx context.Context, hosts []string, lookback time.Durat
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("log store /health: %s", resp.Status)
 	}
-	q := make([]string, len(hosts))
-	for i, h := range hosts {
-		q[i] = strconv.Quote(h)
-	}
-	filter := fmt.Sprintf("_time:%ds _HOSTNAME:in(%s)", int64(lookback/time.Second), strings.Join(q, ","))
 	out := map[string]Arrival{}
+	for _, chunk := range hostChunks(hosts) {
+		if err := s.survey(ctx, chunk, lookback, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// survey adds what arrived of hosts (one filter's worth) to out.
+func (s *Source) survey(ctx context.Context, hosts []string, lookback time.Duration, out map[string]Arrival) error {
+	filter := fmt.Sprintf("_time:%ds %s", int64(lookback/time.Second), hostFilterOf(hosts))
 	for _, unit := range []bool{false, true} {
 		query := filter
 		if unit {
@@ -77,10 +82,10 @@ func (s *Source) Survey(ctx context.Context, hosts []string, lookback time.Durat
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // UploadFix is what to run on a host whose journal does not reach the

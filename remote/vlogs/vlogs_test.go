@@ -153,9 +153,14 @@ type store struct {
 	// skip leaves these rows out of every tail response, as VictoriaLogs'
 	// tail does with a row that became searchable after a later one of
 	// its stream; a sweep's query returns them.
-	skip     map[int]bool
+	skip map[int]bool
+	// catchUp, when set, is how many rows a query before the first tail
+	// returns (a catch-up page made while the rest had not reached the
+	// store yet).
+	catchUp  int
 	mu       sync.Mutex
 	requests []string
+	tails    int // tail requests so far
 }
 
 func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -165,20 +170,28 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, r.URL.Path+" "+r.Form.Get("query")+" start_offset="+r.Form.Get("start_offset"))
-	n := len(s.requests)
+	if r.URL.Path == "/select/logsql/tail" {
+		s.tails++
+	}
+	n := s.tails
 	s.mu.Unlock()
 	switch r.URL.Path {
 	case "/select/logsql/query":
 		rows := s.stats
 		if !strings.Contains(r.Form.Get("query"), "| stats") {
-			rows = s.tail // a sweep: every row (the seen-set drops the repeats)
+			// A catch-up page or a sweep: every row (rows before a
+			// host's run are dropped, the seen-set drops the repeats).
+			rows = s.tail
+			if s.catchUp > 0 && n == 0 {
+				rows = rows[:s.catchUp]
+			}
 		}
 		for _, l := range rows {
 			_, _ = w.Write(append(l, '\n'))
 		}
 	case "/select/logsql/tail":
 		rows := s.tail
-		if n == 2 && s.cut > 0 { // the first tail, after the stats query
+		if n == 1 && s.cut > 0 { // the first tail
 			rows = rows[:s.cut]
 		}
 		for i, l := range rows {
@@ -187,7 +200,7 @@ func (s *store) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		w.(http.Flusher).Flush()
-		if n == 2 && s.cut > 0 {
+		if n == 1 && s.cut > 0 {
 			return // the stream drops
 		}
 		<-r.Context().Done()
@@ -270,7 +283,7 @@ func TestSourceCatchUpAndResume(t *testing.T) {
 		}
 	}
 	total := len(wantKeys["gpu1"]) + len(wantKeys["gpu2"])
-	st := &store{t: t, tail: tail, stats: stats, cut: 300}
+	st := &store{t: t, tail: tail, stats: stats, cut: 300, catchUp: 100}
 	evs, reqs := collect(t, st, total, time.Hour)
 	for h, keys := range wantKeys {
 		var got []string
@@ -304,7 +317,10 @@ func TestSourceCatchUpAndResume(t *testing.T) {
 	if u := lastState(evs["gpu1"]); u.State() != "active/running" || !strings.HasPrefix(u.InvocationID, "26274ecc") {
 		t.Errorf("gpu1 ends %s %s, want active/running in its second run", u.State(), u.InvocationID)
 	}
-	if len(reqs) != 3 || !strings.Contains(reqs[0], "stats by (_HOSTNAME)") || !strings.Contains(reqs[1], `_HOSTNAME:in("gpu1","gpu2")`) {
+	// The starts, the catch-up page (both hosts' runs), the tail that
+	// drops and the one that resumes.
+	if len(reqs) != 4 || !strings.Contains(reqs[0], "stats by (_HOSTNAME)") || !strings.Contains(reqs[1], `_HOSTNAME:in("gpu1","gpu2") _time:[`) ||
+		!strings.HasPrefix(reqs[2], "/select/logsql/tail") || !strings.HasPrefix(reqs[3], "/select/logsql/tail") {
 		t.Errorf("requests:\n%s", strings.Join(reqs, "\n"))
 	}
 }
@@ -437,5 +453,56 @@ func TestJournalOrderOfEqualTimes(t *testing.T) {
 	}
 	if seqnum("s=390aef01f64f42b7b8b05bb42e300fe7;i=43;b=26d8;m=dbe5a84e;t=6619a16a82fa4;x=5c31") != 0x43 || seqnum("") != 0 {
 		t.Error("seqnum")
+	}
+}
+
+// TestHostFilterFitsTheStore: a filter of 10 000 hosts' names is longer
+// than VictoriaLogs takes (-search.maxQueryLen, 16 KiB by default): the
+// tail then goes without it, and a survey asks in chunks that fit, every
+// name in exactly one.
+func TestHostFilterFitsTheStore(t *testing.T) {
+	names := make([]string, 10000)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-node-%05d.cluster", i)
+	}
+	if f := hostFilterOf(names[:2]); f != `_HOSTNAME:in("gpu-node-00000.cluster","gpu-node-00001.cluster")` {
+		t.Errorf("filter of two: %s", f)
+	}
+	if f := hostFilterOf(names); f != "" {
+		t.Errorf("a filter of 10 000 names, %d bytes, was kept", len(f))
+	}
+	var all []string
+	for _, c := range hostChunks(names) {
+		f := hostFilterOf(c)
+		if f == "" || len(f) > maxHostFilter {
+			t.Fatalf("a chunk of %d names makes a %d-byte filter", len(c), len(f))
+		}
+		all = append(all, c...)
+	}
+	if !slices.Equal(all, names) {
+		t.Errorf("chunks hold %d names, want the 10 000 in order", len(all))
+	}
+	if len(hostChunks(names[:3])) != 1 || len(hostChunks(nil)) != 0 {
+		t.Error("small lists")
+	}
+}
+
+// TestSeenLine: a response line whose cursor was delivered is known by
+// the cursor alone; one not delivered, or without a cursor, is not.
+func TestSeenLine(t *testing.T) {
+	tail := lines(t, "tail-two-hosts.jsonl")
+	r, err := ParseRow(tail[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stream{seen: map[string]time.Time{r.Key: r.Time}}
+	if !st.seenLine(tail[0]) {
+		t.Error("a delivered row's line is not known")
+	}
+	if st.seenLine(tail[1]) {
+		t.Error("a row not delivered is known")
+	}
+	if st.seenLine([]byte(`{"_msg":"x","_time":"2026-12-01T22:31:33Z"}`)) {
+		t.Error("a line without a cursor is known")
 	}
 }
