@@ -183,3 +183,20 @@ func withModes(cat kernels.Catalog, env []string, actions []Action) []string {
 	}
 	return out
 }
+
+// Step is one action of a plan on one host. A host's steps run in
+// order, each once the one before is done. Group and Stage order the
+// steps of several hosts: a step waits until every step of its group
+// with a lower stage is done (a deployment's nodes all stopped before its
+// head starts); a step of group "" waits for nothing but its host's.
+type Step struct {
+	Host   string
+	Action Action
+	Group  string
+	Stage  int
+	// Head is the host whose new run settles this host's, when the
+	// action restarts it: a deployment's node other than its head serves
+	// only through the head, which alone says it serves. "" for a host
+	// that settles by itself.
+	Head string
+}

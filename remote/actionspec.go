@@ -37,6 +37,24 @@ const (
 	DeadlineLoad
 )
 
+// Across says how an action applies to the nodes of a multi-node
+// deployment (deployment.Steps reads it): the engine's rules, not the
+// hosts'.
+type Across uint8
+
+const (
+	// AcrossEach: on every node, all of them done before the
+	// deployment's next action (a mode change, a stop, a redeploy).
+	AcrossEach Across = iota
+	// AcrossRanked: every node stopped, then each started in rank order,
+	// the head first, the next once the one before is started: the other
+	// nodes join the head's rendezvous, and one node restarted alone
+	// never rejoins the others.
+	AcrossRanked
+	// AcrossHead: on the head only, which serves the API (a smoke load).
+	AcrossHead
+)
+
 // ActionSpec is everything the layers know about one kind of action: the
 // fleet's door and deadline, the words of a confirmation, the console's
 // key and palette command, the command line's command. The steps on a
@@ -64,6 +82,8 @@ type ActionSpec struct {
 	// Follows: the unit restarts, and the new invocation is followed
 	// until it serves or fails.
 	Follows bool
+	// Across: how it applies to a multi-node deployment's nodes.
+	Across Across
 
 	// Label names an action of this kind in the log of remote commands;
 	// nil, or "", the kind's name.
@@ -105,7 +125,7 @@ type CommandEntry struct {
 func Specs() []ActionSpec {
 	return []ActionSpec{
 		{
-			Kind: ActRestart, Changes: true, Deadline: DeadlineSystemd, Follows: true,
+			Kind: ActRestart, Changes: true, Deadline: DeadlineSystemd, Follows: true, Across: AcrossRanked,
 			Label: func(a Action) string {
 				switch {
 				case a.Force && a.SkipCheck:
@@ -195,7 +215,7 @@ func Specs() []ActionSpec {
 		},
 		{
 			// Its command (`bringup bench`) has flags of its own.
-			Kind: ActBench, Deadline: DeadlineLoad,
+			Kind: ActBench, Deadline: DeadlineLoad, Across: AcrossHead,
 			Label: func(a Action) string {
 				if a.Requests > 0 && a.Concurrency > 0 {
 					return fmt.Sprintf("bench %d×%d", a.Requests, a.Concurrency)

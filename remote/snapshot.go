@@ -26,6 +26,10 @@ type HostState struct {
 	UnitState event.Unit  `json:"unit_state"`
 	Conn      event.Conn  `json:"conn"`
 	Probe     event.Probe `json:"probe"`
+	// Clock is the host's clock against this one, measured once per
+	// connection (zero: not measured; the host's times are taken as
+	// they are). Journal times of several hosts are compared through it.
+	Clock event.Clock `json:"clock,omitzero"`
 	// GPU is the recent GPU samples, oldest first.
 	GPU []event.GPU `json:"gpu,omitempty"`
 	// Modes are the kernel modes in the unit's environment (what the next

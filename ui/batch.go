@@ -21,6 +21,7 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	m.hosts = b.Hosts
 	m.table.setHosts(b.Hosts, sel, cur)
 	var statusCmd tea.Cmd
+	var planCmds []tea.Cmd
 	for _, ev := range b.Events {
 		if ev.Kind == event.KindCommand {
 			m.recordAction(ev)
@@ -45,14 +46,18 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 			m.recordAction(ev)
 			if ev.Action.Stage == event.ActionDone || ev.Action.Stage == event.ActionFailed {
 				statusCmd = m.setStatus(ev.Host+": "+actionText(*ev.Action), ev.Action.Stage == event.ActionFailed)
+				planCmds = append(planCmds, m.actionEnded(ev))
 			}
 		}
 	}
 	m.trimLogs()
 	if cmd := m.benchSettled(); cmd != nil {
-		return cmd
+		return tea.Batch(append(planCmds, cmd)...)
 	}
-	return statusCmd
+	if len(planCmds) == 0 {
+		return statusCmd
+	}
+	return tea.Batch(append(planCmds, statusCmd)...)
 }
 
 // trimLogs keeps the hosts' logs within the memory budget; the open

@@ -43,7 +43,7 @@ func (m *Model) preflightKey(msg tea.KeyPressMsg) tea.Cmd {
 		if d.rollout != nil {
 			return m.beginRollout(d.rollout, "", "", true)
 		}
-		return doOn(m.src, d.hostList(), remote.Action{Kind: remote.ActRestart, Force: true})
+		return m.doPlanned(d.hostList(), remote.Action{Kind: remote.ActRestart, Force: true})
 	}
 	return nil
 }
@@ -78,7 +78,7 @@ func (m *Model) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 			if d.thenRestart {
 				return restartIn(m.src, d, d.action.Mode)
 			}
-			return doOn(m.src, d.hostList(), d.action)
+			return m.doPlanned(d.hostList(), d.action)
 		}
 		return nil
 	}
@@ -134,6 +134,6 @@ func (m *Model) choose() tea.Cmd {
 		return nil
 	}
 	cd := confirmDialog(d.host, d.unit, remote.Action{Kind: remote.ActSetMode, Kernel: d.kernel, Mode: c.value}).on(d.targets)
-	m.openDialog(cd)
+	m.openDialog(m.notePlan(cd, d.targets))
 	return m.startCaptureCheck(cd)
 }

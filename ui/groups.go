@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -28,6 +29,12 @@ type grouping struct {
 	// yet; hosts the config does not know (a store may discover some)
 	// land in it.
 	rest int
+	// deployments, when not nil, are the buckets' deployments (the
+	// grouping by deployment): their rows show the deployment's verdict.
+	// inline puts the hosts of the catch-all as plain rows after the
+	// groups, not under a row of their own.
+	deployments []deployment.Deployment
+	inline      bool
 }
 
 // bucket is one group of a grouping.
@@ -206,8 +213,12 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 		}
 	}
 	groups := make([]groupRow, 0, len(all))
+	var loose []int
 	for _, gr := range all {
-		if len(gr.hosts) > 0 {
+		switch {
+		case g.inline && gr.bucket == g.rest:
+			loose = gr.hosts
+		case len(gr.hosts) > 0:
 			groups = append(groups, gr)
 		}
 	}
@@ -225,6 +236,9 @@ func groupLines(g *grouping, hosts []remote.HostState, rows []int, open func(key
 				lines = append(lines, tableLine{group: gi, host: i})
 			}
 		}
+	}
+	for _, i := range loose {
+		lines = append(lines, tableLine{group: -1, host: i})
 	}
 	return groups, lines
 }
@@ -303,15 +317,24 @@ func (t *fleetTable) groupRowText(gr *groupRow, onCursor bool, w int) string {
 	case n > 0:
 		mark = t.styles.table.mark.paint("◐")
 	}
+	dep, isDep := t.grouping.deploymentOf(gr.bucket)
 	count := strconv.Itoa(len(gr.hosts)) + " hosts"
 	switch {
+	case isDep:
+		count = strconv.Itoa(len(dep.Nodes)) + " nodes"
 	case len(gr.hosts) < gr.total:
 		count = strconv.Itoa(len(gr.hosts)) + "/" + strconv.Itoa(gr.total) + " hosts"
 	case len(gr.hosts) == 1:
 		count = "1 host"
 	}
 	head := cur + mark + " " + arrow + " " + fit(name, t.groupNameW) + "  " + pad(count, 9) + "  "
-	line := fit(head+t.countsText(gr), w)
+	text := ""
+	if isDep {
+		text = t.deploymentText(dep)
+	} else {
+		text = t.countsText(gr)
+	}
+	line := fit(head+text, w)
 	if onCursor {
 		return t.styles.Selected.Render(line)
 	}

@@ -202,7 +202,7 @@ func (m *Model) startRestartOn(hosts []string) tea.Cmd {
 	}
 	d := confirmDialog(host, unit, remote.Action{Kind: remote.ActRestart}).on(hosts)
 	d.note = m.startupNote(hosts)
-	m.openDialog(d)
+	m.openDialog(m.notePlan(d, hosts))
 	return m.startCaptureCheck(d)
 }
 
@@ -264,6 +264,6 @@ func (m *Model) confirmOn(hosts []string, a remote.Action) tea.Cmd {
 		return m.setStatus(why, true)
 	}
 	host, unit, _ := m.target(hosts)
-	m.openDialog(confirmDialog(host, unit, a).on(hosts))
+	m.openDialog(m.notePlan(confirmDialog(host, unit, a).on(hosts), hosts))
 	return nil
 }

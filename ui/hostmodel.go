@@ -30,6 +30,21 @@ type hostModel struct {
 	// unfold shows every rank's copy of a line (z); by default they fold
 	// into one row. It holds for every host opened until changed.
 	unfold bool
+	// lanesOf is the deployment a host is a node of, for the lanes that
+	// show its nodes side by side (the table's; nil: none).
+	lanesOf func(host string) (laneSet, bool)
+}
+
+// lanes is the shown host's deployment's lanes; nil when it is in none.
+func (v *hostModel) lanes() *laneSet {
+	if v.lanesOf == nil {
+		return nil
+	}
+	ls, ok := v.lanesOf(v.name)
+	if !ok {
+		return nil
+	}
+	return &ls
 }
 
 func newHostModel(keys KeyMap, logs *logStore, height int) hostModel {
@@ -59,7 +74,7 @@ func (v *hostModel) logHeight(hs *remote.HostState) int {
 	if hs == nil {
 		return 1
 	}
-	return max(1, layoutHost(hs, v.width, v.height).logH)
+	return max(1, layoutHost(hs, v.width, v.lanes().rows(), v.height).logH)
 }
 
 // Update answers a key of the view's own (scrolling and searching the
@@ -220,7 +235,7 @@ func (v *hostModel) trimmed() {
 // against; localHashes is the local build's hash per kernel (nil when
 // unknown).
 func (v *hostModel) View(w, h int, hs *remote.HostState, now time.Time, styles Styles, localHashes map[string]string, typing bool) string {
-	hv := hostView{hs: hs, logs: v.ring(), lv: &v.log, now: now, styles: styles, local: localHashes}
+	hv := hostView{hs: hs, logs: v.ring(), lv: &v.log, now: now, styles: styles, local: localHashes, lanes: v.lanes()}
 	if typing {
 		hv.input = v.filterInput.View()
 	}

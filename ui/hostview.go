@@ -33,7 +33,10 @@ type hostLayout struct {
 	// heading, shown while the unit is in a crash loop.
 	runs     int
 	runsHead bool
-	logH     int // rows of log lines
+	// lanes is the rows of the deployment's lanes (its nodes side by
+	// side), 0 when the host is in none or they do not fit.
+	lanes int
+	logH  int // rows of log lines
 }
 
 // maxRunRows is how many runs the host view lists at most.
@@ -45,8 +48,9 @@ const minLogRows = 5
 // that hurts least: evidence beyond two lines, the full timeline, the GPU
 // row, the mode rows, the summary's and hint's wrapped rows, the
 // diagnosis's meta lines, the rest of the evidence. w is the view's width,
-// which the wrapped rows depend on.
-func layoutHost(hs *remote.HostState, w, h int) hostLayout {
+// which the wrapped rows depend on; lanes the rows of the deployment's
+// lanes (0: none).
+func layoutHost(hs *remote.HostState, w, lanes, h int) hostLayout {
 	_, stats := servingStats(hs)
 	l := hostLayout{fullTimeline: true, meta: true, wrapDiag: true, gpu: len(hs.GPU) > 0, stats: stats, ab: abShown(hs), bench: hs.Bench != nil, modes: len(hs.Modes) > 0, action: busy(hs.Action)}
 	d := hs.Startup.Diag
@@ -58,9 +62,10 @@ func layoutHost(hs *remote.HostState, w, h int) hostLayout {
 		// fixed shows its current run, as before.
 		l.runsHead, l.runs = true, min(n, maxRunRows)
 	}
+	l.lanes = lanes
 	spans := max(1, len(hs.Startup.Spans))
 	used := func() int {
-		n := 3 // title, info, pane title
+		n := 3 + l.lanes // title, info, pane title
 		if l.runsHead {
 			n += 1 + l.runs
 		}
@@ -106,6 +111,7 @@ func layoutHost(hs *remote.HostState, w, h int) hostLayout {
 		func() bool { l.gpu = false; return true },
 		func() bool { l.modes = false; return true },
 		func() bool { l.wrapDiag = false; return true },
+		func() bool { l.lanes = 0; return true },
 		func() bool { l.bench = false; return true },
 		func() bool { l.ab = false; return true },
 		func() bool { l.stats = false; return true },
@@ -137,6 +143,7 @@ func (l hostLayout) diagBoxRows(hs *remote.HostState, w int) (top, end int) {
 	if l.action {
 		top++
 	}
+	top += l.lanes
 	if l.fullTimeline {
 		top += max(1, len(hs.Startup.Spans))
 	} else {
@@ -168,6 +175,8 @@ type hostView struct {
 	// local is the local build's hash per kernel, for the build column
 	// of the mode rows; nil when unknown.
 	local map[string]string
+	// lanes is the deployment the host is a node of; nil: none.
+	lanes *laneSet
 }
 
 // Render draws the view in exactly h rows of at most w cells.
@@ -175,7 +184,7 @@ func (v *hostView) Render(w, h int) string {
 	s := v.styles
 	hs := v.hs
 	st := hs.Startup
-	l := layoutHost(hs, w, h)
+	l := layoutHost(hs, w, v.lanes.rows(), h)
 	var out []string
 	add := func(line string) { out = append(out, clip(line, w)) }
 
@@ -234,6 +243,11 @@ func (v *hostView) Render(w, h int) string {
 		add("  ▶ " + actionProgress(*hs.Action, max(6, min(30, w/6)), s, false))
 	}
 
+	if l.lanes > 0 {
+		for _, line := range v.lanes.render(w, v.now, s) {
+			add(line)
+		}
+	}
 	if l.fullTimeline {
 		for _, line := range v.timeline(w) {
 			add(line)

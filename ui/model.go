@@ -98,6 +98,8 @@ type Model struct {
 	// followRestart holds the hosts restarted from here whose new
 	// invocation the open host view should follow from its first line.
 	followRestart map[string]bool
+	// plans are the actions on deployments under way, step by step.
+	plans plans
 	// rollout is the rollout started here, running or settled; nil
 	// before R.
 	rollout *rolloutRun
@@ -149,7 +151,9 @@ func New(src Source, opts Options) *Model {
 	}
 	m.diag = diagModel{keys: m.keys, width: m.width, height: m.bodyHeight()}
 	m.host = newHostModel(m.keys, &m.logs, m.bodyHeight())
+	m.host.lanesOf = m.table.lanesOf
 	m.table = newTableModel(m.keys, m.opts.Kernels, newGroupings(opts.Groups, opts.Labels), m.bodyHeight())
+	m.table.declared = opts.Deployments
 	m.setStyles(true)
 	return m
 }
@@ -242,6 +246,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case actionIssued:
 		return m, m.issued(msg)
+	case stepIssued:
+		return m, m.stepAnswered(msg)
 	case captureChecked:
 		return m, m.captureCheckDone(msg)
 	case benchCancelled:

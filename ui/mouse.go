@@ -120,6 +120,6 @@ func (v *hostModel) onDiagBox(y int, hs *remote.HostState) bool {
 	if hs == nil {
 		return false
 	}
-	top, end := layoutHost(hs, v.width, v.height).diagBoxRows(hs, v.width)
+	top, end := layoutHost(hs, v.width, v.lanes().rows(), v.height).diagBoxRows(hs, v.width)
 	return y >= top && y < end
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
 
@@ -47,6 +48,10 @@ type Options struct {
 	// Labels are each host's labels from the config (rack: r12): t also
 	// groups the table by each label key.
 	Labels map[string]map[string]string
+	// Deployments are the config's deployments (hosts that serve one
+	// model together, rank 0 first); the units' command lines add those
+	// they say. Each is one row of the table, grouped by deployment.
+	Deployments []deployment.Declared
 	// Position, when set, says where a replay stands ("▶ 10:41:03 of
 	// 10:52:10"); the header shows it. It is called on every frame, so it
 	// must only read a clock.

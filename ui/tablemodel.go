@@ -10,6 +10,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 )
 
 // tableModel is the fleet table's state: the hosts of the latest
@@ -47,6 +48,15 @@ type tableModel struct {
 	expanded  map[string]bool
 
 	marked map[string]bool // the hosts marked (space), shown or not
+
+	// The deployments: the config's, and the command lines each host's
+	// unit ran (execs, to see when they change) with what they make.
+	declared    []deployment.Declared
+	execs       map[string]string
+	deployments []deployment.Deployment
+	// autoGrouped: the table was put in the deployment grouping once,
+	// when the first deployment was found; a person's t after that wins.
+	autoGrouped bool
 }
 
 func newTableModel(keys KeyMap, catalog kernels.Catalog, groupings []grouping, height int) tableModel {
@@ -69,6 +79,7 @@ func newTableModel(keys KeyMap, catalog kernels.Catalog, groupings []grouping, h
 // row: the first of keep still shown.
 func (t *tableModel) setHosts(hosts []remote.HostState, keep ...string) {
 	t.hosts = hosts
+	t.findDeployments()
 	t.refilter(keep...)
 }
 

@@ -83,7 +83,7 @@ func act(ctx context.Context, e env, c action.Command, args []string, in io.Read
 		return e.fail(c.Name, "%v", err)
 	}
 	return drive.Act{Name: c.Name, Fleet: s.fleet, Hosts: s.hosts, Actions: actions, Restart: o.Restart, Force: o.Force, SkipCheck: o.SkipCheck,
-		Yes: *yes, JSON: *asJSON, Timeout: *timeout}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in})
+		Yes: *yes, JSON: *asJSON, Timeout: *timeout, Deployments: ff.cfg.DeclaredDeployments()}.Run(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in})
 }
 
 // actFleet is the fleet a changing command acts through and what it acts on.

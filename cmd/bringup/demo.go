@@ -50,7 +50,7 @@ func (s simFlags) openFleet(ctx context.Context, e env, ff *fleetFlags, demo boo
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
-	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]")
+	fs := cli.NewFlags(e.stdout, e.stderr, "demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop|multinode] [--read-only] [--record FILE] [--quiet]")
 	var s simFlags
 	s.register(fs)
 	var rec recordFlag
@@ -125,7 +125,7 @@ func runWatchCmd(ctx context.Context, e env, args []string) int {
 		watched = f
 	}
 	fl, stop := drive.Follow(ctx, e.stderr, "watch", watched)
-	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts})
+	code := drive.Watch(ctx, fl, e.stdout, drive.WatchOptions{JSON: *asJSON, Timeout: *timeout, AllowRestarts: *allowRestarts, Deployments: ff.cfg.DeclaredDeployments()})
 	stop()
 	rec.finish(e) // what a host still sends after this is not recorded
 	return code
@@ -185,7 +185,7 @@ func runConsole(ctx context.Context, e env, args []string) int {
 		// The header says where the journals and unit states come from.
 		title += " · " + t
 	}
-	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels,
+	return runTUI(ctx, e, "", theFleet, &rec, ui.Options{Title: title, Groups: ff.groups, Labels: ff.labels, Deployments: ff.cfg.Deployments,
 		Signals: console.Signals(ff.cfg.Notify, *quiet)})
 }
 

@@ -39,7 +39,7 @@ var uiDirectBans = []string{"net", "net/", "os/exec"}
 
 // purePackages fold and compute; they get their inputs and clocks handed
 // to them, so they import no IO, directly or through a bringup package.
-var purePackages = []string{module + "/remote/startup", module + "/remote/rollout", module + "/remote/history", module + "/remote/sanitize", module + "/remote/unitname", module + "/remote/benchstat"}
+var purePackages = []string{module + "/remote/startup", module + "/remote/rollout", module + "/remote/history", module + "/remote/sanitize", module + "/remote/unitname", module + "/remote/benchstat", module + "/remote/deployment", module + "/remote/hostclock"}
 
 // ioImports are what a pure package may not reach. A prefix ending in "/"
 // bans a tree.

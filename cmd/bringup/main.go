@@ -64,7 +64,7 @@ type command struct {
 func commands() []command {
 	return slices.Concat([]command{
 		{"", "bringup [-H hosts | --config F] [--read-only] [--record FILE] [--quiet] [HOST|GROUP...]", "the console over real hosts, from the config file or -H", nil},
-		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop] [--read-only] [--record FILE] [--quiet]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts", runDemo},
+		{"demo", "bringup demo [--speed N] [--scenario seed|mixed|all-ok|crashloop|multinode] [--read-only] [--record FILE] [--quiet]", "the console over simulated hosts (no hosts needed); mixed adds vLLM hosts, multinode two-node deployments", runDemo},
 		{"watch", "bringup watch [--json] [--timeout D] [--record FILE] [-H hosts] [HOST|GROUP...]  (or --demo, --replay FILE)", "print phase changes and failures until all hosts serve or fail; exit 0 serving, 1 failed, 2 timeout", runWatchCmd},
 		{"status", "bringup status [--json] [-H hosts | --config F] [HOST|GROUP...]", "one look at every host: unit state, phase, probe, kernel modes, diagnosis; exit 0 all serving, 1 any failed, 2 otherwise", runStatus},
 		{"bench", "bringup bench [-n N] [--concurrency C] [--max-tokens T] [--json] [--demo] [-H hosts | --config F] [HOST|GROUP...]", "a bounded smoke load on each serving host's /v1/completions over its SSH tunnel (--demo: the simulated hosts'): req/s, output tok/s, TTFT and latency p50/p99, errors; exit 0 clean, 1 errors, 3 a host refused (not serving)", runBench},

@@ -34,7 +34,7 @@ func runStatus(ctx context.Context, e env, args []string) int {
 	stop()
 	code, word := drive.StatusOutcome(hosts, cli.WasInterrupted(ctx))
 	if *asJSON {
-		output.StatusJSON(e.stdout, hosts, word, code)
+		output.StatusJSON(e.stdout, hosts, ff.cfg.DeclaredDeployments(), word, code)
 	} else {
 		output.StatusTable(e.stdout, hosts)
 	}

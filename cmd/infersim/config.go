@@ -34,6 +34,9 @@ type config struct {
 	// (INFERSIM_STATS_SECONDS; SGLang 2 s, vLLM 10 s by default).
 	load  int
 	stats time.Duration
+	// rendezvous bounds how long a node of a multi-node deployment waits
+	// for the others to come (INFERSIM_RENDEZVOUS_SECONDS, default 60).
+	rendezvous time.Duration
 }
 
 // engines are the servers infersim stands in for, by INFERSIM_ENGINE.
@@ -59,6 +62,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	flags := flag.NewFlagSet("infersim", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
 	p := sglang.Defaults()
+	var rendezvous time.Duration
 	kernelEnv := flags.String("kernel-env", envOr(getenv, "INFERSIM_KERNEL_ENV", "KDTREE_MODE"), "variable that selects the kernel mode")
 	if err := eng.parse(flags, args, &p); err != nil {
 		return config{}, fmt.Errorf("parse %s arguments: %w", name, err)
@@ -73,6 +77,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		{"INFERSIM_WEIGHTS_SECONDS", &p.Weights, 30}, {"INFERSIM_KV_SECONDS", &p.KV, 2},
 		{"INFERSIM_CAPTURE_SECONDS", &p.Capture, 10}, {"INFERSIM_HTTP_SECONDS", &p.HTTP, 1},
 		{"INFERSIM_WARMUP_SECONDS", &p.Warmup, 2}, {"INFERSIM_NCCL_TIMEOUT_SECONDS", &p.NCCLTimeout, 60},
+		{"INFERSIM_PEER_WAIT_SECONDS", &p.PeerWait, 2}, {"INFERSIM_RENDEZVOUS_SECONDS", &rendezvous, 60},
 	}
 	for _, d := range durs {
 		secs := d.def
@@ -122,7 +127,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		}
 	}
 	return config{host: p.Host, params: p, stateDir: envOr(getenv, "INFERSIM_STATE_DIR", "/run/infersim"), engine: eng, flood: flood,
-		load: load, stats: time.Duration(every * float64(time.Second))}, nil
+		load: load, stats: time.Duration(every * float64(time.Second)), rendezvous: rendezvous}, nil
 }
 
 // engineArg takes --engine NAME (or --engine=NAME) out of args; without

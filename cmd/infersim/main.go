@@ -32,6 +32,9 @@
 //	INFERSIM_WARMUP_SECONDS, INFERSIM_NCCL_TIMEOUT_SECONDS  phase lengths
 //	INFERSIM_SHARDS        weight shards (default 8)
 //	INFERSIM_FAIL          oom | port | nccl | hang | crashloop
+//	INFERSIM_PEER_WAIT_SECONDS   multi-node (--nnodes N --node-rank R --dist-init-addr HOST:PORT, SGLang):
+//	                       how long a node waits on a peer that died before it fails (default 2)
+//	INFERSIM_RENDEZVOUS_SECONDS  how long the nodes wait for each other at init (default 60)
 //	INFERSIM_ENGINE        sglang (default) or vllm; --engine overrides it
 //	INFERSIM_KERNEL_ENV    the kernel's mode variable (default KDTREE_MODE; --kernel-env)
 //	INFERSIM_KERNEL_NAME   the kernel's name in the log (default kdtree-verify)

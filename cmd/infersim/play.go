@@ -105,11 +105,17 @@ func (sglangEngine) parse(fs *flag.FlagSet, args []string, p *sglang.Params) err
 	fs.IntVar(&p.TP, "tp-size", 1, "tensor parallel size")
 	fs.StringVar(&p.Host, "host", "0.0.0.0", "address to listen on")
 	fs.BoolVar(&p.DisableCUDAGraph, "disable-cuda-graph", false, "skip graph capture")
+	fs.IntVar(&p.NNodes, "nnodes", 1, "nodes of a multi-node deployment")
+	fs.IntVar(&p.NodeRank, "node-rank", 0, "this node's rank (0: the one the others meet)")
+	fs.StringVar(&p.DistInitAddr, "dist-init-addr", "", "HOST:PORT where the nodes meet (rank 0 listens on the port)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if p.NNodes > 1 && (p.DistInitAddr == "" || p.NodeRank < 0 || p.NodeRank >= p.NNodes) {
+		return fmt.Errorf("--nnodes %d wants --dist-init-addr HOST:PORT and a --node-rank below it", p.NNodes)
 	}
 	return nil
 }

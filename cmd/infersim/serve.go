@@ -77,10 +77,51 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	}()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// A node of a multi-node deployment meets the others once its
+	// distributed init begins; the rest of its startup comes as much
+	// later as the meeting took, and a peer's death ends it (peerLost).
+	lineStart := start
+	var nodes *mesh
+	defer func() { nodes.close() }()
+	var lost <-chan struct{}
+	met := p.NNodes <= 1 || script.Marks.InitBegin == sglang.Never // nobody to meet
+	stopped := func() int {
+		logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
+		return 0
+	}
+	lostPeer := func() int {
+		inInit := script.Marks.InitEnd == sglang.Never || time.Since(lineStart) < script.Marks.InitEnd
+		return playPeerLost(ctx, timer, p, inInit, 0, logs)
+	}
 	for _, l := range pl.lines {
-		if !wait(ctx, timer, start.Add(l.At)) {
-			logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
-			return 0
+		if !met && l.At > script.Marks.InitBegin {
+			met = true
+			from := time.Now()
+			m, err := joinMesh(ctx, p.NodeRank, p.NNodes, p.DistInitAddr, cfg.rendezvous)
+			switch {
+			case ctx.Err() != nil:
+				return stopped()
+			case err != nil:
+				// The store timed out waiting for them, as it would.
+				waited := p
+				waited.PeerWait = time.Since(from)
+				return playPeerLost(ctx, timer, waited, true, waited.PeerWait, logs)
+			}
+			nodes, lost = m, m.lost
+			lineStart = lineStart.Add(time.Since(from))
+		}
+		switch waitOrLost(ctx, timer, lineStart.Add(l.At), lost) {
+		case waitStopped:
+			return stopped()
+		case waitLost:
+			return lostPeer()
+		case waitDone:
+		}
+		if nodes != nil && script.Died != sglang.Never && l.At >= script.Died {
+			// The ranks die with their links: the peers hear of it now,
+			// not when the main process exits.
+			nodes.close()
+			nodes, lost = nil, nil
 		}
 		switch {
 		case l.bind:
@@ -105,7 +146,9 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 		}
 	}
 	if pl.exit != sglang.Never {
-		wait(ctx, timer, start.Add(pl.exit))
+		if waitOrLost(ctx, timer, lineStart.Add(pl.exit), lost) == waitLost {
+			return lostPeer()
+		}
 		return pl.exitCode
 	}
 	// Serving, or hung: run until stopped.
@@ -119,9 +162,50 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) int {
 	if cfg.flood > 0 && srv.ready.Load() {
 		flood(ctx, cfg.flood, logs)
 	}
-	<-ctx.Done()
-	logs.writeAll(cfg.engine.stopped(p, hs != nil), time.Now())
-	return 0
+	select {
+	case <-ctx.Done():
+	case <-lost:
+		return lostPeer()
+	}
+	return stopped()
+}
+
+// The ends of a wait.
+type waitEnd uint8
+
+const (
+	waitDone    waitEnd = iota // the time came
+	waitStopped                // ctx ended
+	waitLost                   // a peer node died
+)
+
+// waitOrLost sleeps until t, unless ctx ends or lost says a peer died.
+func waitOrLost(ctx context.Context, timer *time.Timer, t time.Time, lost <-chan struct{}) waitEnd {
+	timer.Reset(time.Until(t))
+	select {
+	case <-ctx.Done():
+		return waitStopped
+	case <-lost:
+		return waitLost
+	case <-timer.C:
+		return waitDone
+	}
+}
+
+// playPeerLost writes what the node writes once a peer is gone
+// (sglang.PeerLost: in init its store sockets time out, later the NCCL
+// watchdog fires), and exits 1; waited is how much of the wait is over.
+func playPeerLost(ctx context.Context, timer *time.Timer, p sglang.Params, inInit bool, waited time.Duration, logs *logWriter) int {
+	lines, exit := sglang.PeerLost(p, inInit)
+	from := time.Now().Add(-waited)
+	for _, l := range lines {
+		if !wait(ctx, timer, from.Add(l.At)) {
+			return 0
+		}
+		logs.write(line{text: l.Render}, time.Now())
+	}
+	wait(ctx, timer, from.Add(exit))
+	return 1
 }
 
 // flood writes "soak flood seq=N" lines, perSecond a second in bursts

@@ -23,6 +23,7 @@ const (
 	KindAction  Kind = "action"  // an action started, progressed or ended (Action)
 	KindGap     Kind = "gap"     // lines may be missing: cursor lost, journald suppression, dropped (Gap)
 	KindCommand Kind = "command" // a remote command or D-Bus call bringup made, with its result (Command)
+	KindClock   Kind = "clock"   // the host's clock was measured against this one (Clock)
 )
 
 // Event is one signal from one host. Time is the host's own timestamp
@@ -42,6 +43,7 @@ type Event struct {
 	Action  *ActionResult `json:"action,omitempty"`
 	Gap     *Gap          `json:"gap,omitempty"`
 	Command *Command      `json:"command,omitempty"`
+	Clock   *Clock        `json:"clock,omitempty"`
 }
 
 // Journal is one journald entry about the watched unit.
@@ -146,6 +148,18 @@ const (
 	ConnDown        ConnState = "down"        // lost; reconnecting with backoff
 	ConnUnreachable ConnState = "unreachable" // gave up, or a failure that is never retried (host key, auth)
 )
+
+// Clock is a measurement of a host's clock against the local one, made
+// once per connection: journal times of hosts whose clocks disagree are
+// put on one axis with it (which node of a deployment failed first).
+type Clock struct {
+	// Offset is the host's clock minus the local clock: a host whose
+	// clock is 3 s behind has -3 s.
+	Offset time.Duration `json:"offset"`
+	// RTT is the round trip the measurement took; the offset is good to
+	// within half of it.
+	RTT time.Duration `json:"rtt"`
+}
 
 // Conn reports a change of the connection to a host.
 type Conn struct {

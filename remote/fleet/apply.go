@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
 )
@@ -34,18 +36,25 @@ type Applied struct {
 	Phase    startup.Phase // the followed startup's last phase
 }
 
-// applyRun is one host's progress through its actions.
+// applyRun is one host's progress through its steps.
 type applyRun struct {
 	Applied
-	actions []remote.Action
-	next    int // index of the next action to issue
-	current int // id of the action in flight; 0: none
+	// steps are the indexes of the host's steps in the schedule; current
+	// is the id of its action in flight (0: none).
+	steps   []int
+	current int
 	// oldInv is the invocation before the restart; following is set once
 	// the restart is done, until the new invocation serves or fails.
 	oldInv    string
 	following bool
 	printing  bool // the restart started: report the host's changes
+	// head is the host whose new run settles this one's (remote.Step.Head).
+	head string
 }
+
+// ErrStepSkipped says a step was never issued: a step of another host it
+// waited for (a deployment's node) failed.
+var ErrStepSkipped = errors.New("not issued: a step it waited for on another node failed")
 
 // Apply issues actions on each of hosts, in order (the next only after the
 // one before is done: a failed mode change never leads to a restart),
@@ -54,31 +63,81 @@ type applyRun struct {
 // have finished or ctx ends. states are the hosts' states before, as
 // AwaitUnits returned them.
 func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string]remote.HostState, actions []remote.Action, rep ApplyReport) []Applied {
+	steps := make([]remote.Step, 0, len(hosts)*len(actions))
+	for _, h := range hosts {
+		for _, a := range actions {
+			steps = append(steps, remote.Step{Host: h, Action: a})
+		}
+	}
+	return fl.ApplySteps(ctx, hosts, steps, states, rep)
+}
+
+// ApplySteps is Apply of a plan (deployment.Steps): each step is issued
+// once those it waits for are done (its host's before it, its group's of
+// lower stages), and a restart is followed until the new invocation
+// serves or fails; a node whose Head is set settles with its head. A
+// step that waited for one that failed is never issued: a host's own
+// later steps quietly, another host's reported as refused
+// (ErrStepSkipped). hosts are the hosts of the outcome, in order.
+func (fl *Follower) ApplySteps(ctx context.Context, hosts []string, steps []remote.Step, states map[string]remote.HostState, rep ApplyReport) []Applied {
+	sched := deployment.NewSchedule(steps)
 	runs := make([]*applyRun, len(hosts))
 	byName := map[string]*applyRun{}
-	byID := map[int]*applyRun{}
 	for i, name := range hosts {
-		runs[i] = &applyRun{Applied: Applied{Host: name}, actions: actions, oldInv: states[name].UnitState.InvocationID}
+		runs[i] = &applyRun{Applied: Applied{Host: name}, oldInv: states[name].UnitState.InvocationID}
 		byName[name] = runs[i]
 	}
-	issue := func(r *applyRun) {
-		if r.next >= len(r.actions) {
-			r.Finished = !r.following
-			return
+	for i, st := range steps {
+		if r := byName[st.Host]; r != nil {
+			r.steps = append(r.steps, i)
+			if st.Head != "" {
+				r.head = st.Head
+			}
 		}
-		a := r.actions[r.next]
-		r.next++
-		id, err := fl.fleet.Do(r.Host, a)
-		if err != nil {
-			rep.Refused(r.Host, a, err)
-			r.Failed, r.Finished = true, true
-			return
-		}
-		r.current = id
-		byID[id] = r
 	}
+	byID := map[int]int{} // action id → step
+	// settle marks r finished once none of its steps is waiting or under
+	// way and it follows no restart.
+	settle := func(r *applyRun) {
+		for _, i := range r.steps {
+			if st := sched.State(i); st == deployment.StepWaiting || st == deployment.StepIssued {
+				return
+			}
+		}
+		r.Finished = !r.following
+	}
+	issue := func() {
+		for more := true; more; {
+			more = false
+			ready, skipped := sched.Next()
+			for _, i := range skipped {
+				st := sched.Step(i)
+				r := byName[st.Host]
+				if !r.Failed {
+					rep.Refused(st.Host, st.Action, ErrStepSkipped)
+				}
+				r.Failed = true
+				settle(r)
+			}
+			for _, i := range ready {
+				st := sched.Step(i)
+				r := byName[st.Host]
+				id, err := fl.fleet.Do(st.Host, st.Action)
+				if err != nil {
+					rep.Refused(st.Host, st.Action, err)
+					sched.Ended(i, false)
+					r.Failed, more = true, true
+					settle(r)
+					continue
+				}
+				r.current = id
+				byID[id] = i
+			}
+		}
+	}
+	issue()
 	for _, r := range runs {
-		issue(r)
+		settle(r)
 	}
 	finished := func() bool {
 		return !slices.ContainsFunc(runs, func(r *applyRun) bool { return !r.Finished })
@@ -86,21 +145,31 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 	if !finished() {
 		_ = fl.Until(ctx, 0, func(b remote.Batch) bool {
 			for _, ev := range b.Events {
-				r := byID[actionID(ev)]
-				if r == nil || r.current != ev.Action.ID {
+				i, ok := byID[actionID(ev)]
+				if !ok {
+					continue
+				}
+				st := sched.Step(i)
+				r := byName[st.Host]
+				if r.current != ev.Action.ID {
 					continue
 				}
 				rep.Action(ev)
-				spec, _ := r.actions[r.next-1].Kind.Spec()
+				spec, _ := st.Action.Kind.Spec()
 				switch ev.Action.Stage {
 				case event.ActionStarted:
 					r.printing = r.printing || spec.Follows
 				case event.ActionFailed:
-					r.Failed, r.Finished, r.current = true, true, 0
+					r.Failed, r.current = true, 0
+					sched.Ended(i, false)
+					issue()
+					settle(r)
 				case event.ActionDone:
 					r.current = 0
 					r.following = r.following || spec.Follows
-					issue(r)
+					sched.Ended(i, true)
+					issue()
+					settle(r)
 				case event.ActionProgress: // the step goes on
 				}
 			}
@@ -125,9 +194,21 @@ func (fl *Follower) Apply(ctx context.Context, hosts []string, states map[string
 					continue
 				}
 				r.following = false
-				r.Failed = h.Startup.Phase == startup.Failed
-				r.Finished = r.Failed || r.next >= len(r.actions)
+				r.Failed = r.Failed || h.Startup.Phase == startup.Failed
+				settle(r)
 				rep.Ended(h)
+			}
+			// A node other than the head settles with it: serving once
+			// the head's new run serves, failed (its peer lost) once the
+			// head's failed.
+			for _, r := range runs {
+				hr := byName[r.head]
+				if !r.following || hr == nil || hr.following || !hr.Finished {
+					continue
+				}
+				r.following = false
+				r.Failed = r.Failed || hr.Failed
+				settle(r)
 			}
 			return finished()
 		})

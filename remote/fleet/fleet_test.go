@@ -365,6 +365,40 @@ func TestFleetUnknownCarriesTheConnError(t *testing.T) {
 	}
 }
 
+// TestFleetKeepsTheMeasuredClock: a host's clock measurement lands in
+// its state and stays there through later connection changes, until the
+// next measurement replaces it.
+func TestFleetKeepsTheMeasuredClock(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	behind := event.Clock{Offset: -3 * time.Second, RTT: 20 * time.Millisecond}
+	again := event.Clock{Offset: -2900 * time.Millisecond, RTT: 10 * time.Millisecond}
+	d := &scriptDriver{name: "gpu1", events: []event.Event{
+		{Kind: event.KindConn, Time: t0, Conn: &event.Conn{State: event.ConnUp}},
+		{Kind: event.KindClock, Time: t0, Clock: &behind},
+		{Kind: event.KindConn, Time: t0.Add(time.Second), Conn: &event.Conn{State: event.ConnDown}},
+		{Kind: event.KindConn, Time: t0.Add(2 * time.Second), Conn: &event.Conn{State: event.ConnUp}},
+		{Kind: event.KindUnit, Time: t0.Add(2 * time.Second), Unit: &event.Unit{Name: "sglang.service", ActiveState: "active", SubState: "running"}},
+	}}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d)
+	var got remote.HostState
+	collect(t, f, func(_ []event.Event, b remote.Batch) bool {
+		got = b.Hosts[0]
+		return got.UnitState.ActiveState == "active"
+	})
+	if got.Clock != behind {
+		t.Fatalf("clock %+v after a reconnect, want the measured %+v", got.Clock, behind)
+	}
+	d2 := &scriptDriver{name: "gpu2", events: []event.Event{
+		{Kind: event.KindClock, Time: t0, Clock: &behind},
+		{Kind: event.KindClock, Time: t0.Add(time.Minute), Clock: &again},
+	}}
+	f2, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 5 * time.Millisecond}, d2)
+	collect(t, f2, func(_ []event.Event, b remote.Batch) bool {
+		got = b.Hosts[0]
+		return got.Clock == again
+	})
+}
+
 // streamDriver emits a journal line and a probe answer (its status
 // counting up) every period until ctx ends.
 type streamDriver struct {

@@ -281,6 +281,10 @@ func (f *Fleet) apply(hosts []*hostFold, snaps *snapshots, pending *batch, ev ev
 		if ev.Probe != nil {
 			h.state.Probe = *ev.Probe
 		}
+	case event.KindClock:
+		if ev.Clock != nil {
+			h.state.Clock = *ev.Clock
+		}
 	case event.KindGPU:
 		if ev.GPU != nil {
 			h.state.GPU = gpuAppend(h.state.GPU, *ev.GPU, f.opts.GPUHistory)

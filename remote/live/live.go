@@ -17,6 +17,7 @@ import (
 	"github.com/bringup-dev/bringup/remote/dropin"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/gpu"
+	"github.com/bringup-dev/bringup/remote/hostclock"
 	"github.com/bringup-dev/bringup/remote/journal"
 	"github.com/bringup-dev/bringup/remote/probe"
 	"github.com/bringup-dev/bringup/remote/sshx"
@@ -85,6 +86,10 @@ type Host struct {
 
 	// arrivedOnce counts the host in at opts.TableFirst once.
 	arrivedOnce sync.Once
+
+	// reconnected is signalled (never blocking) each time the connection
+	// comes up: the host's clock is measured again on the new one.
+	reconnected chan struct{}
 }
 
 // arrive tells the fleet's TableFirst that this host has its state (or
@@ -99,7 +104,7 @@ func New(opts Options) *Host {
 	if opts.Unit == "" {
 		opts.Unit = "sglang.service"
 	}
-	h := &Host{opts: opts, pace: newPacer()}
+	h := &Host{opts: opts, pace: newPacer(), reconnected: make(chan struct{}, 1)}
 	for _, r := range opts.SSH.HostKeyRisks() {
 		switch r.Setting {
 		case sshx.SettingStrictNo:
@@ -132,6 +137,12 @@ func (h *Host) emitter() remote.Emit {
 func (h *Host) onState(st sshx.State, err error, retry time.Time) {
 	if st == sshx.StateDown || st == sshx.StateUnreachable {
 		h.arrive() // no state to wait for from here for now
+	}
+	if st == sshx.StateUp {
+		select {
+		case h.reconnected <- struct{}{}:
+		default: // one pending is enough
+		}
 	}
 	emit := h.emitter()
 	if emit == nil {
@@ -209,6 +220,12 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		}
 		_ = probe.RunPaced(ctx, h.conn, h.opts.Probe, h.opts.Name, h.opts.ProbeInterval, h.pace.probePacing(), emit)
 	})
+	run(func() {
+		if !afterState() {
+			return
+		}
+		h.measureClock(ctx, emit)
+	})
 	if !h.opts.NoGPU {
 		run(func() {
 			if !afterState() {
@@ -251,6 +268,56 @@ func (h *Host) afterFirstState(ctx context.Context, stateRead <-chan struct{}) b
 	h.arrive()
 	return h.opts.TableFirst.wait(ctx, TableFirstWait)
 }
+
+// measureClock measures the host's clock once per connection (the first
+// once the table has its states, each later one as it comes up) and
+// emits it: one date round trip on the connection the streams use. A
+// host whose date cannot say nanoseconds keeps no offset, which the
+// deployment verdict reads as a clock that agrees.
+func (h *Host) measureClock(ctx context.Context, emit remote.Emit) {
+	var measured uint64
+	for {
+		if _, err := h.conn.Await(ctx); err != nil {
+			return
+		}
+		if gen := h.conn.Generation(); gen != measured {
+			c, err := h.clockOnce(ctx)
+			if err == nil && !emit(event.Event{Host: h.opts.Name, Kind: event.KindClock, Time: h.opts.Now(), Seen: h.opts.Now(), Clock: &c}) {
+				return
+			}
+			measured = gen
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.reconnected:
+		}
+	}
+}
+
+// clockOnce is one round trip of hostclock.Command.
+func (h *Host) clockOnce(ctx context.Context) (event.Clock, error) {
+	ctx, cancel := context.WithTimeout(ctx, clockWait)
+	defer cancel()
+	sent := time.Now()
+	out, _, code, err := h.conn.Exec(ctx, hostclock.Command)
+	received := time.Now()
+	switch {
+	case err != nil:
+		return event.Clock{}, fmt.Errorf("%s: clock: %w", h.opts.Name, err)
+	case code != 0:
+		return event.Clock{}, fmt.Errorf("%s: clock: %s exited %d", h.opts.Name, hostclock.Command, code)
+	}
+	at, err := hostclock.Parse(string(out))
+	if err != nil {
+		return event.Clock{}, fmt.Errorf("%s: clock: %w", h.opts.Name, err)
+	}
+	return hostclock.Measure(sent, at, received)
+}
+
+// clockWait bounds one clock round trip: a slower answer measures
+// nothing worth having.
+const clockWait = 10 * time.Second
 
 // watchUnit keeps the unit watch running across reconnects: Watch
 // returns when the connection drops, and starts over (re-reading every

@@ -231,7 +231,7 @@ func (rec *Recording) readEntry(path string, n int, line []byte, hosts map[strin
 func knownKind(k event.Kind) bool {
 	switch k {
 	case event.KindJournal, event.KindUnit, event.KindProbe, event.KindGPU,
-		event.KindConn, event.KindAction, event.KindGap, event.KindCommand:
+		event.KindConn, event.KindAction, event.KindGap, event.KindCommand, event.KindClock:
 		return true
 	}
 	return false
@@ -256,6 +256,8 @@ func hasPayload(e event.Event) bool {
 		return e.Gap != nil
 	case event.KindCommand:
 		return e.Command != nil
+	case event.KindClock:
+		return e.Clock != nil
 	}
 	return false
 }

@@ -66,7 +66,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Scenarios lists the known scenario names.
-func Scenarios() []string { return []string{"seed", "all-ok", "crashloop", "mixed"} }
+func Scenarios() []string { return []string{"seed", "all-ok", "crashloop", "mixed", "multinode"} }
 
 // Scenario returns the host specs of the named scenario ("" is "seed"):
 //   - seed: gpu1..gpu4 start SGLang with weight loads of 8-9 minutes and
@@ -80,6 +80,13 @@ func Scenarios() []string { return []string{"seed", "all-ok", "crashloop", "mixe
 //     (vllm.service, `vllm serve`, port 8000) on the same timelines: gpu3
 //     in mode on serves, gpu4 runs KDTREE_MODE=validate and dies as graph
 //     capture begins, at ~593 s, the way vLLM reports it.
+//   - multinode: two SGLang deployments of two nodes each (--nnodes 2,
+//     --dist-init-addr gpu1:5000 and gpu3:5000), started together. gpu1
+//     and gpu2 serve as all-ok's do. Node 1 of the other, gpu4, fails in
+//     NCCL init ~33 s in; node 0, gpu3, waits for it at the rendezvous
+//     store until its socket times out two seconds later. gpu3's clock is
+//     3 s behind, so by the journals' own stamps gpu3 looks first: the
+//     measured offset puts the blame back on gpu4.
 func Scenario(name string) ([]HostSpec, error) {
 	if name == "" {
 		name = DefaultScenario
@@ -106,6 +113,9 @@ func Scenario(name string) ([]HostSpec, error) {
 	if name == DefaultScenario {
 		specs[2].Earlier = map[string]string{"kdtree-verify": "off"}
 	}
+	if name == "multinode" {
+		return multinode(specs), nil
+	}
 	switch name {
 	case "all-ok":
 		specs[2].Modes["kdtree-verify"] = "on"
@@ -120,6 +130,26 @@ func Scenario(name string) ([]HostSpec, error) {
 		}
 	}
 	return specs, nil
+}
+
+// multinode makes the all-ok hosts two two-node deployments, one of
+// which fails (see Scenario).
+func multinode(specs []HostSpec) []HostSpec {
+	for i := range specs {
+		specs[i].Modes["kdtree-verify"] = "on"
+		p := &specs[i].Params
+		p.NNodes, p.NodeRank = 2, i%2
+		p.DistInitAddr = fmt.Sprintf("%s:5000", specs[i-i%2].Name)
+	}
+	// The failing pair starts together, as a deployment's restart does.
+	specs[2].StartAfter, specs[3].StartAfter = 2*time.Second, 2*time.Second
+	specs[3].Failure = sglang.FailCrashLoop
+	// Init begins 18 s in, node 1 dies 22.5 s in: the store times out
+	// 6.5 s after init began, 2 s after the peer's death.
+	specs[2].Failure = sglang.FailPeerLost
+	specs[2].Params.PeerWait = 6500 * time.Millisecond
+	specs[2].ClockOffset = -3 * time.Second
+	return specs
 }
 
 // Groups are the scenario's groups of hosts, as a config's groups: two

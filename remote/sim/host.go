@@ -60,6 +60,11 @@ type HostSpec struct {
 	// Restart makes systemd restart the unit RestartSec after a failure
 	// (Restart=on-failure), as a crash loop needs.
 	Restart bool
+	// ClockOffset is how far the host's clock is off the fleet's: its
+	// journal and its lines' own stamps show times that far off, and its
+	// connection reports the offset (event.Clock), as a real host's
+	// measurement does.
+	ClockOffset time.Duration
 	// Earlier are the kernel modes of the host's earlier runs (History);
 	// nil: the modes it starts with, a mode that is not capture-safe
 	// replaced by a safe one.
@@ -119,9 +124,9 @@ func (h *Host) statsLine(inv *invocation, t time.Time) event.Event {
 	p := inv.script.Params
 	b := sglang.SteadyLoad(p.Rates.Rate(p.Kernel.Mode), inv.stats, inv.rng)
 	if h.engine == kernels.EngineVLLM {
-		return h.line(t, vllm.StatsLine(p, b, t))
+		return h.line(t, vllm.StatsLine(p, b, h.local(t)))
 	}
-	return h.line(t, sglang.Line{Prefix: sglang.PrefixLogger, Tag: " TP0", Text: sglang.DecodeLine(b)}.Render(t))
+	return h.line(t, sglang.Line{Prefix: sglang.PrefixLogger, Tag: " TP0", Text: sglang.DecodeLine(b)}.Render(h.local(t)))
 }
 
 // output is one write of the service's process: a line, or (partial) the
@@ -215,6 +220,9 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	if !emit(h.stamp(event.Event{Kind: event.KindConn, Time: h.clock.Now(), Conn: &event.Conn{State: event.ConnUp}})) {
 		return nil
 	}
+	if ev, ok := h.clockEvent(); ok && !emit(ev) {
+		return nil
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -305,7 +313,7 @@ func (h *Host) fire(t time.Time) []event.Event {
 		if inv.next < len(inv.lines) {
 			if l := inv.lines[inv.next]; !inv.start.Add(l.at).After(t) {
 				inv.next++
-				text := inv.open + l.render(t)
+				text := inv.open + l.render(h.local(t))
 				inv.open = ""
 				if l.partial {
 					inv.open = text
@@ -333,12 +341,35 @@ func (h *Host) fire(t time.Time) []event.Event {
 	return []event.Event{h.gpu(t)}
 }
 
-// stamp fills in the host and the real time the event is seen.
+// stamp fills in the host and the real time the event is seen, and puts
+// the event's times on the host's own clock (ClockOffset).
 func (h *Host) stamp(ev event.Event) event.Event {
 	ev.Host = h.spec.Name
 	ev.Seen = h.seen()
+	if off := h.spec.ClockOffset; off != 0 {
+		ev.Time = ev.Time.Add(off)
+		if ev.Unit != nil && !ev.Unit.ExecMainStart.IsZero() {
+			u := *ev.Unit
+			u.ExecMainStart = u.ExecMainStart.Add(off)
+			ev.Unit = &u
+		}
+	}
 	return ev
 }
+
+// clockEvent is the host's clock as a real host's connection measures
+// it; none when the host's clock is the fleet's.
+func (h *Host) clockEvent() (event.Event, bool) {
+	off := h.spec.ClockOffset
+	if off == 0 {
+		return event.Event{}, false
+	}
+	return h.stamp(event.Event{Kind: event.KindClock, Time: h.clock.Now(), Clock: &event.Clock{Offset: off}}), true
+}
+
+// local is the host's own clock at t: what it stamps and prints. The
+// host runs on the fleet's clock; only what it shows is off.
+func (h *Host) local(t time.Time) time.Time { return t.Add(h.spec.ClockOffset) }
 
 // journal makes a journal event about the unit.
 func (h *Host) journal(t time.Time, inv string, pid, prio int, mid, msg string, fields map[string]string) event.Event {
@@ -551,6 +582,9 @@ func (h *Host) execStart() string {
 		return strings.Join(vllmArgv(p), " ")
 	}
 	s := fmt.Sprintf("/usr/bin/python3 -m sglang.launch_server --model-path %s --tp %d --host 0.0.0.0 --port %d", p.ModelPath, p.TP, p.Port)
+	if p.NNodes > 1 {
+		s += fmt.Sprintf(" --nnodes %d --node-rank %d --dist-init-addr %s", p.NNodes, p.NodeRank, p.DistInitAddr)
+	}
 	if p.DisableCUDAGraph {
 		s += " --disable-cuda-graph"
 	}
@@ -760,7 +794,7 @@ func (h *Host) flush(t time.Time) []event.Event {
 func (h *Host) stopped(t time.Time) []string {
 	inv := h.inv
 	if h.engine != kernels.EngineVLLM {
-		return []string{sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}.Render(t)}
+		return []string{sglang.Line{Prefix: sglang.PrefixLogger, Text: "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."}.Render(h.local(t))}
 	}
 	listening := inv.listen != sglang.Never && t.Sub(inv.start) >= inv.listen
 	var out []string

@@ -19,8 +19,14 @@ import (
 // true for one (failing the test after a minute).
 func mixedFleet(t *testing.T, speed float64) (*fleet.Fleet, func(what string, done func(remote.Batch) bool) remote.Batch) {
 	t.Helper()
+	return scenarioFleet(t, "mixed", speed)
+}
+
+// scenarioFleet is mixedFleet over any scenario.
+func scenarioFleet(t *testing.T, scenario string, speed float64) (*fleet.Fleet, func(what string, done func(remote.Batch) bool) remote.Batch) {
+	t.Helper()
 	cat := kernels.DefaultCatalog()
-	hosts, clock, err := NewHosts("mixed", Options{Speed: speed, Kernels: cat, Tick: 5 * time.Millisecond})
+	hosts, clock, err := NewHosts(scenario, Options{Speed: speed, Kernels: cat, Tick: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

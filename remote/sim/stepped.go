@@ -23,6 +23,9 @@ func NewStepped(h *Host) Stepped { return Stepped{Host: h, To: make(chan time.Ti
 
 // Run steps the host on each time sent on To until ctx ends.
 func (s Stepped) Run(ctx context.Context, emit remote.Emit) error {
+	if ev, ok := s.clockEvent(); ok && !emit(ev) {
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -33,7 +36,11 @@ func (s Stepped) Run(ctx context.Context, emit remote.Emit) error {
 					return nil
 				}
 			}
-			if !emit(s.stamp(event.Event{Kind: event.KindConn, Time: t, Conn: &event.Conn{State: event.ConnUp}})) {
+			// The marker is at t itself, off the host's clock if that is
+			// off: it tells the caller which step the fleet has folded.
+			mark := s.stamp(event.Event{Kind: event.KindConn, Conn: &event.Conn{State: event.ConnUp}})
+			mark.Time = t
+			if !emit(mark) {
 				return nil
 			}
 		}

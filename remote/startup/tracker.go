@@ -218,7 +218,7 @@ func (t *Tracker) Apply(ev event.Event) []Change {
 		if ev.Conn != nil {
 			t.path.conn(ev.Conn.State, ev.Time, &out)
 		}
-	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand: // no evidence of a phase
+	case event.KindGPU, event.KindAction, event.KindGap, event.KindCommand, event.KindClock: // no evidence of a phase
 	}
 	t.checkServing(ev.Time, &out)
 	t.stampRun(out)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
@@ -108,8 +109,13 @@ type Config struct {
 	Defaults HostDefaults
 	Hosts    []Host
 	// Groups maps a group name to host names, in the order written.
-	Groups  map[string][]string
-	Kernels kernels.Catalog
+	Groups map[string][]string
+	// Deployments are the deployments: section, in the order written:
+	// hosts that serve one model together, node rank 0 first. What the
+	// units' command lines say is inferred beside them
+	// (deployment.Merge); these win.
+	Deployments []deployment.Declared
+	Kernels     kernels.Catalog
 	// Rules are the user rule packs of the rules: files, to run with the
 	// built-in packs (startup.WithBuiltins).
 	Rules    []startup.RulePack
@@ -296,6 +302,15 @@ func FromFlags(hosts, unit string) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// DeclaredDeployments are the deployments: section's; none without a
+// config (a demo, a replay).
+func (c *Config) DeclaredDeployments() []deployment.Declared {
+	if c == nil {
+		return nil
+	}
+	return c.Deployments
 }
 
 // GroupsOf keeps, of each group, the members among hosts, and drops the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/ui/notify"
 )
 
@@ -148,6 +149,19 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// TestDeployments: the deployments: section keeps the config's order
+// of deployments and of nodes (rank 0 first).
+func TestDeployments(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("hosts: [a, b, c, d]\ndeployments:\n  r1: [d, c]\n  kimi: [a, b]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []deployment.Declared{{Name: "r1", Hosts: []string{"d", "c"}}, {Name: "kimi", Hosts: []string{"a", "b"}}}
+	if !reflect.DeepEqual(c.Deployments, want) {
+		t.Errorf("Deployments = %+v, want %+v", c.Deployments, want)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
@@ -179,6 +193,10 @@ func TestParseErrors(t *testing.T) {
 		{"group with a host's name", "hosts: [gpu1]\ngroups: {gpu1: [gpu1]}\n", `c.yaml:2:10: groups.gpu1: a group may not have the name of a host`},
 		{"empty group", "hosts: [gpu1]\ngroups:\n  g: []\n", `c.yaml:3:6: groups.g: no hosts`},
 		{"group not a list", "hosts: [gpu1]\ngroups: {g: gpu1}\n", `c.yaml:2:13: groups.g: want a list, got "gpu1"`},
+		{"deployment host twice", "hosts: [a, b, c]\ndeployments:\n  kimi: [a, b]\n  r1: [c, b]\n", `c.yaml:4:11: deployments.r1[1]: host "b" is in deployment "kimi" already`},
+		{"deployment unknown host", "hosts: [gpu1, gpu2]\ndeployments: {kimi: [gpu1, gpu3]}\n", `c.yaml:2:28: deployments.kimi[1]: unknown host "gpu3" (did you mean "gpu1"?) (hosts: gpu1, gpu2)`},
+		{"deployment with a host's name", "hosts: [gpu1]\ndeployments: {gpu1: [gpu1]}\n", `c.yaml:2:15: deployments.gpu1: a deployment may not have the name of a host`},
+		{"deployments a list", "hosts: [gpu1]\ndeployments: [gpu1]\n", `c.yaml:2:14: deployments: want a mapping of deployment names to lists of hosts, got a list`},
 		{"labels a list", "hosts:\n  - {name: a, labels: [r12]}\n", `c.yaml:2:23: hosts[0].labels: want a mapping of label names to values (labels: {rack: r12}), got a list`},
 		{"label value with a space", "hosts:\n  - name: a\n    labels:\n      rack: 'r 12'\n", `c.yaml:4:13: hosts[0].labels.rack: "r 12": want letters, digits, '.', '_' or '-'`},
 		{"label value with an escape", "hosts:\n  - name: a\n    labels: {rack: \"r\\e[31m\"}\n", `c.yaml:3:20: hosts[0].labels.rack: "r\x1b[31m": want letters, digits, '.', '_' or '-'`},

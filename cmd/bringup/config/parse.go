@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/startup"
 	"github.com/bringup-dev/bringup/remote/unitname"
 	"github.com/bringup-dev/bringup/ui/notify"
@@ -290,7 +291,7 @@ func (d *decoder) check(n *yaml.Node, field string, f func(string) (string, erro
 
 // The fields of each mapping, as functions so no table can be changed.
 func topFields() []string {
-	return []string{"defaults", "hosts", "groups", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop", "source"}
+	return []string{"defaults", "hosts", "groups", "deployments", "kernels", "read_only", "ssh_config", "rules", "notify", "throughput_drop", "source"}
 }
 func notifyFields() []string { return []string{"bell", "title", "progress", "desktop"} }
 func sourceFields() []string { return []string{"kind", "url", "via"} }
@@ -323,6 +324,9 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 	}
 	if v := sections["groups"]; v != nil {
 		c.Groups = d.groups(v, c.Hosts)
+	}
+	if v := sections["deployments"]; v != nil {
+		c.Deployments = d.deployments(v, c.Hosts)
 	}
 	if v := sections["kernels"]; v != nil {
 		c.Kernels = d.kernels(v, filepath.Dir(d.file))
@@ -634,6 +638,44 @@ func (d *decoder) labels(n *yaml.Node, field string) map[string]string {
 
 func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 	out := map[string][]string{}
+	for _, l := range d.hostLists(n, "groups", "group", hosts) {
+		out[l.name] = l.hosts
+	}
+	return out
+}
+
+// deployments reads the deployments: section, a mapping of names to the
+// hosts that serve one model together, node rank 0 first. A host serves
+// in one deployment at most.
+func (d *decoder) deployments(n *yaml.Node, hosts []Host) []deployment.Declared {
+	var out []deployment.Declared
+	in := map[string]string{}
+	for _, l := range d.hostLists(n, "deployments", "deployment", hosts) {
+		for i, h := range l.hosts {
+			if other, dup := in[h]; dup {
+				d.errorf(l.items[i], index(join("deployments", l.name), i), "host %q is in deployment %q already", h, other)
+				continue
+			}
+			in[h] = l.name
+		}
+		out = append(out, deployment.Declared{Name: l.name, Hosts: l.hosts})
+	}
+	return out
+}
+
+// hostList is one named list of hosts of a section (a group, a
+// deployment), with the node of each host for errors.
+type hostList struct {
+	name  string
+	hosts []string
+	items []*yaml.Node
+}
+
+// hostLists reads a section that maps names to lists of known hosts, in
+// the order written; what is the word its errors use for one entry.
+func (d *decoder) hostLists(n *yaml.Node, section, what string, hosts []Host) []hostList {
+	var out []hostList
+	seen := map[string]bool{}
 	known := map[string]bool{}
 	names := make([]string, len(hosts))
 	for i, h := range hosts {
@@ -644,7 +686,7 @@ func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 		return out
 	}
 	if n.Kind != yaml.MappingNode && !isNull(n) {
-		d.errorf(n, "groups", "want a mapping of group names to lists of hosts, got %s", describe(n))
+		d.errorf(n, section, "want a mapping of %s names to lists of hosts, got %s", what, describe(n))
 		return out
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -652,20 +694,21 @@ func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 		if k == nil {
 			return out
 		}
-		name, ok := d.check(k, "groups", checkName)
+		name, ok := d.check(k, section, checkName)
 		if !ok {
 			continue
 		}
-		field := join("groups", name)
-		if _, dup := out[name]; dup {
-			d.errorf(k, "groups", "group %q given twice", name)
+		field := join(section, name)
+		if seen[name] {
+			d.errorf(k, section, "%s %q given twice", what, name)
 			continue
 		}
 		if known[name] {
-			d.errorf(k, field, "a group may not have the name of a host")
+			d.errorf(k, field, "a %s may not have the name of a host", what)
 			continue
 		}
-		members := []string{}
+		seen[name] = true
+		l := hostList{name: name, hosts: []string{}}
 		in := map[string]bool{}
 		d.sequence(n.Content[i+1], field, func(j int, item *yaml.Node) {
 			f := index(field, j)
@@ -681,13 +724,14 @@ func (d *decoder) groups(n *yaml.Node, hosts []Host) map[string][]string {
 				d.errorf(d.resolve(item), f, "host %q listed twice", h)
 			default:
 				in[h] = true
-				members = append(members, h)
+				l.hosts = append(l.hosts, h)
+				l.items = append(l.items, d.resolve(item))
 			}
 		})
 		if v := d.resolve(n.Content[i+1]); v != nil && (isNull(v) || v.Kind == yaml.SequenceNode && len(v.Content) == 0) {
 			d.errorf(v, field, "no hosts")
 		}
-		out[name] = members
+		out = append(out, l)
 	}
 	return out
 }

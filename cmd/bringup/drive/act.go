@@ -8,6 +8,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/fleet"
 )
 
@@ -29,6 +30,9 @@ type Act struct {
 	Yes       bool // do not ask
 	JSON      bool // JSON lines on s.Out; text for people on s.Err
 	Timeout   time.Duration
+	// Deployments are the config's; the units' command lines add theirs.
+	// A deployment is acted on as a whole (deployment.Steps).
+	Deployments []deployment.Declared
 }
 
 // Run says exactly what will change, asks (unless Yes), goes through
@@ -91,7 +95,13 @@ func (a Act) Run(ctx context.Context, s Streams) int {
 			actions[i].SkipCheck = restart && a.SkipCheck
 		}
 	}
+	steps, err := deployment.Steps(deployment.FromStates(a.Deployments, InOrder(a.Hosts, states)), a.Hosts, actions)
+	if err != nil {
+		fmt.Fprintf(s.Err, "bringup %s: %v\n", a.Name, err)
+		return refused(err.Error())
+	}
 	output.Plan(s.Out, a.Hosts, states, actions)
+	output.StepsPlan(s.Out, steps)
 	if a.JSON {
 		output.PlanJSON(out, a.Hosts, states, actions)
 	}
@@ -102,7 +112,7 @@ func (a Act) Run(ctx context.Context, s Streams) int {
 	if a.JSON {
 		rep = output.ActionsJSON{W: out}
 	}
-	done := fl.Apply(ctx, a.Hosts, states, actions, rep)
+	done := fl.ApplySteps(ctx, a.Hosts, steps, states, rep)
 	var hostsOut []output.HostOutcome
 	if a.JSON {
 		hostsOut = output.AppliedJSON(out, done, ctx.Err())

@@ -12,6 +12,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/record"
@@ -25,6 +26,9 @@ type WatchOptions struct {
 	// AllowRestarts is how many failed runs of a host's unit systemd may
 	// restart before the watch counts the host failed; 0: the first.
 	AllowRestarts int
+	// Deployments are the config's; the units' command lines add theirs.
+	// A node's lines name its deployment; the summary judges each.
+	Deployments []deployment.Declared
 }
 
 // errTimedOut is the cause of a watch's context when --timeout passed.
@@ -44,6 +48,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 	engines := engineNotes{}
 	runs := newRunVerdicts(opts.AllowRestarts, fl.Fleet().Now())
 	var hosts []remote.HostState
+	var deps output.Deployments
 	// Text lines come out in host-time order, each held at most the
 	// settle window (timeOrder); a tick lets them out while hosts are
 	// quiet. JSON lines carry their times and latency, and go at once.
@@ -71,6 +76,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		}
 		if len(b.Hosts) > 0 {
 			hosts = b.Hosts
+			deps = output.FindDeployments(opts.Deployments, hosts)
 		}
 		runs.see(b.Hosts)
 		for _, h := range b.Hosts {
@@ -100,7 +106,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 			if final && c.Kind == startup.ChangeStats && c.Time.After(cut) {
 				continue
 			}
-			show(c.Time, time.Now(), func(w io.Writer) { output.Change(w, c, started[c.Host], opts.JSON) })
+			show(c.Time, time.Now(), func(w io.Writer) { output.NodeChange(w, c, started[c.Host], deps.Of(c.Host), opts.JSON) })
 		}
 		return final
 	})
@@ -123,7 +129,7 @@ func Watch(ctx context.Context, fl *fleet.Follower, w io.Writer, opts WatchOptio
 		word = "failed"
 	}
 	if opts.JSON {
-		output.WatchSummary(w, "watch", runs.asSettled(hosts), word, code, msg)
+		output.WatchSummary(w, "watch", runs.asSettled(hosts), deps, word, code, msg)
 	}
 	return code
 }

@@ -39,6 +39,9 @@ type Line struct {
 	untimed bool
 	Kind    string `json:"kind"`
 	Host    string `json:"host,omitempty"`
+	// Deployment names the deployment a host line's host is a node of
+	// (watch's and status's lines): the config's name, or its rendezvous.
+	Deployment string `json:"deployment,omitempty"`
 
 	// check (doctor)
 	Target string `json:"target,omitempty"`
@@ -118,6 +121,8 @@ type Line struct {
 	Exit    *int          `json:"exit,omitempty"`
 	Outcome string        `json:"outcome,omitempty"`
 	Hosts   []HostOutcome `json:"hosts,omitempty"`
+	// watch's and status's: one entry per multi-node deployment
+	Deployments []DeploymentOutcome `json:"deployments,omitempty"`
 	// explain's summary: what log was read and the startup it told
 	Format string `json:"format,omitempty"`
 	Timed  *bool  `json:"timed,omitempty"` // the log carried times: durations mean something
@@ -248,6 +253,22 @@ type HostOutcome struct {
 	Slower   bool     `json:"slower,omitempty"`
 }
 
+// DeploymentOutcome is one multi-node deployment in a summary: its
+// verdict, its nodes in rank order and, failed, the node that failed
+// first (by journal times corrected for each host's clock offset) and
+// its cause; the other nodes only lost their peer.
+type DeploymentOutcome struct {
+	Deployment string   `json:"deployment"`
+	Outcome    string   `json:"outcome"` // serving, starting, failed, stopped, unknown
+	Phase      string   `json:"phase,omitempty"`
+	Nodes      []string `json:"nodes"`
+	Blamed     string   `json:"blamed,omitempty"`
+	BlamedRank *int     `json:"blamed_rank,omitempty"`
+	Cause      string   `json:"cause,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	Problems   []string `json:"problems,omitempty"`
+}
+
 // Kind is one kind of line: its fields beyond v, time and kind.
 type Kind struct {
 	Name     string
@@ -264,15 +285,15 @@ func Schema() []Kind {
 		{"refused", "the fleet's door refused an action", []string{"host", "action", "err"}, nil},
 		{"action", "an action's outcome: stage started, progress, done or failed", []string{"host", "action", "stage"}, []string{"percent", "detail", "err"}},
 		{"host-key", "watch: a host key learned on first contact", []string{"host", "summary"}, []string{"latency"}},
-		{"phase", "a followed startup entered a phase (unknown: the host is not reached, conn_error says why)", []string{"host", "phase"}, []string{"from", "progress", "elapsed", "latency", "conn_error", "run"}},
-		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed", "latency", "run"}},
-		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "latency", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run"}},
-		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency", "run"}},
+		{"phase", "a followed startup entered a phase (unknown: the host is not reached, conn_error says why)", []string{"host", "phase"}, []string{"from", "progress", "elapsed", "latency", "conn_error", "run", "deployment"}},
+		{"unit", "the unit's state changed", []string{"host", "unit"}, []string{"phase", "elapsed", "latency", "run", "deployment"}},
+		{"failed", "the followed startup failed, with its diagnosis", []string{"host", "phase"}, []string{"from", "elapsed", "latency", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run", "deployment"}},
+		{"stats", "a serving host's engine stats line (at most one per 10 s of host time)", []string{"host", "phase", "stats"}, []string{"elapsed", "latency", "run", "deployment"}},
 		{"ended", "the restart's new invocation serves or failed", []string{"host", "phase"}, []string{"invocation", "cause", "summary"}},
 		{"timeout", "the command's --timeout passed with the host under way", []string{"host", "phase", "err"}, nil},
 		{"status", "status: one host's state", []string{"host", "restarts"},
 			[]string{"conn", "conn_error", "phase", "unit", "state", "since", "progress", "modes", "probe", "state_path", "kernel_hashes", "stats", "throughput",
-				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "engine", "engine_version", "run", "runs"}},
+				"cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "engine", "engine_version", "run", "runs", "deployment"}},
 		{"bench", "bench: a host's smoke-load result (seconds), or err: why it got none", []string{"host"}, []string{"bench", "err"}},
 		{"step", "rollout: an action it issued (outcome issued or refused) and its end (done or failed)", []string{"host", "action", "outcome"}, []string{"id", "latency", "err"}},
 		{"stage", "rollout: a host's lane changed stage (outcome: the stage, once final)", []string{"host", "stage"}, []string{"phase", "action", "elapsed", "outcome", "err", "conn_error"}},
@@ -281,7 +302,7 @@ func Schema() []Kind {
 		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},
 		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
 		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
-			[]string{"hosts", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run", "runs"}},
+			[]string{"hosts", "deployments", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run", "runs"}},
 	}
 }
 
@@ -298,6 +319,7 @@ func FieldType() map[string]string {
 		"format": "string", "timed": "bool",
 		"conn": "string", "conn_error": "string", "state": "string", "since": "time", "modes": "{string}", "probe": "probe",
 		"restarts": "number", "state_path": "string", "kernel_hashes": "{string}", "throughput": "throughput", "bench": "bench", "lines": "number", "engine": "string", "engine_version": "string", "trail": "[span]", "run": "number", "runs": "[run]",
+		"deployment": "string", "deployments": "[deployment]",
 		"port": "number", "also": "[string]", "config": "string",
 		"id": "number", "timed_out": "bool", "to": "string", "plan": "string", "before": "rate", "after": "rate", "ratio": "number", "slower": "bool",
 	}
@@ -652,6 +674,25 @@ func checkType(typ string, raw json.RawMessage) error {
 		var all map[string]json.RawMessage
 		if err = json.Unmarshal(raw, &all); err == nil && (checkType("string", all["modes"]) != nil || checkType("number", all["decode_tps"]) != nil) {
 			return fmt.Errorf("%s: want modes, a string, and decode_tps, a number", raw)
+		}
+	case "[deployment]":
+		var ds []struct {
+			Deployment *string  `json:"deployment"`
+			Outcome    *string  `json:"outcome"`
+			Nodes      []string `json:"nodes"`
+			Blamed     string   `json:"blamed"`
+			BlamedRank *int     `json:"blamed_rank"`
+			Cause      string   `json:"cause"`
+		}
+		if err = json.Unmarshal(raw, &ds); err == nil {
+			for _, d := range ds {
+				if d.Deployment == nil || d.Outcome == nil || len(d.Nodes) == 0 {
+					return fmt.Errorf("%s: every deployment wants deployment, outcome and nodes", raw)
+				}
+				if (d.Blamed == "") != (d.BlamedRank == nil) {
+					return fmt.Errorf("%s: blamed and blamed_rank come together", raw)
+				}
+			}
 		}
 	case "[host]":
 		var hs []struct {

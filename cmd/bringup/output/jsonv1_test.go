@@ -11,6 +11,7 @@ import (
 
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/bench"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/doctor"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/fleet"
@@ -108,12 +109,16 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	p.Ended(h)
 	hs := AppliedJSON(&b, []fleet.Applied{{Host: "gpu3", Phase: startup.Weights}, {Host: "gpu4", Finished: true, Failed: true}}, deadline{})
 	Summary(&b, "restart", "timeout", 2, hs, "")
-	// watch: a host key, changes received a second late, its summary
+	// watch: a host key, changes received a second late (one of a
+	// deployment's node), its summary
+	diagNCCL := &startup.Diagnosis{Cause: "nccl-error", Summary: "NCCL failed"}
 	Notice(&b, event.Event{Host: "gpu1", Kind: event.KindGap, Time: at, Seen: at.Add(time.Second),
 		Gap: &event.Gap{Reason: event.GapHostKey, Message: "learned new host key for gpu1"}}, true)
 	Change(&b, remote.HostChange{Host: "gpu1", Seen: at.Add(1500 * time.Millisecond), Change: startup.Change{Time: at, Kind: startup.ChangePhase,
 		Phase: startup.Weights, Progress: startup.Progress{Done: 1, Total: 2}}}, started, true)
-	WatchSummary(&b, "watch", []remote.HostState{h, {Name: "gpu1"}}, "failed", 1, "")
+	NodeChange(&b, remote.HostChange{Host: "gpu1", Seen: at.Add(1500 * time.Millisecond), Change: startup.Change{Time: at, Kind: startup.ChangeFail,
+		Phase: startup.Failed, Diag: diagNCCL}}, started, "gpu1:5000", true)
+	WatchSummary(&b, "watch", []remote.HostState{h, {Name: "gpu1"}}, Deployments{}, "failed", 1, "")
 	// explain: its changes and its summary with the trail and diagnosis
 	diag := &startup.Diagnosis{Cause: "graph-capture-host-sync", Summary: "graph capture failed", Hint: "switch mode", Evidence: []string{"CUDA error"},
 		Phase: startup.GraphCapture, Fix: &startup.Fix{Kernel: "kdtree-verify", Mode: "on"}}
@@ -129,7 +134,7 @@ func TestEmittersFollowTheSchema(t *testing.T) {
 	gpu3.Startup.Phase, gpu3.Startup.PhaseSince, gpu3.Startup.Diag = startup.Failed, at, diag
 	gpu3.Startup.Progress = startup.Progress{Done: 3, Total: 65, Label: "shards"}
 	gpu3.Startup.Stats = &startup.Stats{Latest: startup.Sample{GenTPS: 10}}
-	StatusJSON(&b, []remote.HostState{gpu3, {Name: "gpu9"}}, "failed", 1)
+	StatusJSON(&b, []remote.HostState{gpu3, {Name: "gpu9"}}, []deployment.Declared{{Name: "kimi", Hosts: []string{"gpu9", "gpu3"}}}, "failed", 1)
 	// bench: a result and a refusal
 	Bench(&b, "gpu1", &bench.Result{Model: "m", Requests: 8, OK: 8, Concurrency: 8, Duration: 280 * time.Millisecond, TTFTP50: 34 * time.Millisecond}, "", true)
 	Bench(&b, "gpu2", nil, "not serving (phase weights)", true)

@@ -39,7 +39,7 @@ func TestStatsInWatchAndStatus(t *testing.T) {
 	}
 	out.Reset()
 	StatusJSON(&out, []remote.HostState{{Name: "gpu1", Startup: startup.Startup{Phase: startup.Serving, Stats: &startup.Stats{Latest: sample, Lines: 3}},
-		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 1921.7 / 480}}}, "serving", 0)
+		Throughput: history.ModeAB{Modes: "kdtree-verify=on", TPS: 1921.7, Live: true, Base: "off", BaseTPS: 480, BaseRuns: 4, Ratio: 1921.7 / 480}}}, nil, "serving", 0)
 	lines := checkLines(t, out.String())
 	var row Line
 	if err := json.Unmarshal([]byte(lines[0]), &row); err != nil || len(lines) != 2 || row.Kind != "status" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/event"
 )
 
@@ -56,16 +57,18 @@ func StatusOf(h remote.HostState) Line {
 }
 
 // StatusJSON prints hosts as v1 status lines, a host each (the time is
-// this machine's, when status read them), then the summary line with the
-// outcome and exit code.
-func StatusJSON(w io.Writer, hosts []remote.HostState, outcome string, exit int) {
+// this machine's, when status read them; a node of a multi-node
+// deployment names it), then the summary line with the outcome, exit
+// code and each deployment's verdict.
+func StatusJSON(w io.Writer, hosts []remote.HostState, declared []deployment.Declared, outcome string, exit int) {
 	now := JSONTime(time.Now())
+	deps := FindDeployments(declared, hosts)
 	for _, h := range hosts {
 		l := StatusOf(h)
-		l.Time = now
+		l.Time, l.Deployment = now, deps.Of(h.Name)
 		emit(w, l)
 	}
-	WatchSummary(w, "status", hosts, outcome, exit, "")
+	WatchSummary(w, "status", hosts, deps, outcome, exit, "")
 }
 
 // StatusTable prints hosts as a table, a row each.

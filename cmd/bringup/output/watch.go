@@ -35,8 +35,9 @@ func Ended(w io.Writer, why string, asJSON bool) {
 
 // WatchSummary is the last line of `bringup watch --json` and `status
 // --json` (command): the outcome (serving, failed, timeout, interrupted,
-// ended, error), the exit code and each host's last phase.
-func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome string, exit int, err string) {
+// ended, error), the exit code, each host's last phase and each
+// multi-node deployment's verdict.
+func WatchSummary(w io.Writer, command string, hosts []remote.HostState, deps Deployments, outcome string, exit int, err string) {
 	var hs []HostOutcome
 	for _, h := range hosts {
 		o := HostOutcome{Host: h.Name, Outcome: "unsettled", Phase: string(h.Startup.Phase), Engine: h.Startup.Engine, EngineVersion: h.Startup.EngineVersion}
@@ -48,7 +49,7 @@ func WatchSummary(w io.Writer, command string, hosts []remote.HostState, outcome
 		}
 		hs = append(hs, o)
 	}
-	Summary(w, command, outcome, exit, hs, err)
+	emit(w, Line{Kind: "summary", Command: command, Outcome: outcome, Exit: &exit, Hosts: hs, Err: err, Deployments: deps.Outcomes(hosts)})
 }
 
 // Notice prints the notices among a host's events that a watch must not
@@ -68,8 +69,16 @@ func Notice(w io.Writer, ev event.Event, asJSON bool) {
 // Change prints one startup change of a host (started: when its startup
 // began, for the elapsed time) as a text line or a v1 JSON line.
 func Change(w io.Writer, c remote.HostChange, started time.Time, asJSON bool) {
+	NodeChange(w, c, started, "", asJSON)
+}
+
+// NodeChange is Change of a host that is a node of deployment dep (""
+// for none), which its JSON line names.
+func NodeChange(w io.Writer, c remote.HostChange, started time.Time, dep string, asJSON bool) {
 	if asJSON {
-		emit(w, changeLine(c, started))
+		l := changeLine(c, started)
+		l.Deployment = dep
+		emit(w, l)
 		return
 	}
 	var elapsed, progress, fix string

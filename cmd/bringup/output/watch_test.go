@@ -73,7 +73,7 @@ func TestTimeout(t *testing.T) {
 	}
 	hosts := []remote.HostState{{Name: "gpu1"}, {Name: "gpu2"}}
 	hosts[0].Startup.Phase, hosts[1].Startup.Phase = startup.Serving, startup.Weights
-	WatchSummary(&js, "watch", hosts, "timeout", 2, "timeout after 1m30s")
+	WatchSummary(&js, "watch", hosts, Deployments{}, "timeout", 2, "timeout after 1m30s")
 	checkLines(t, js.String())
 	var l Line
 	if err := json.Unmarshal(js.Bytes(), &l); err != nil || l.Kind != "summary" || l.Command != "watch" || l.Outcome != "timeout" ||

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,11 +40,15 @@ const (
 	FailNCCL      Failure = "nccl"      // a collective hangs in capture until the NCCL watchdog aborts
 	FailHang      Failure = "hang"      // capture begins and nothing follows; the process stays up
 	FailCrashLoop Failure = "crashloop" // NCCL init error seconds after start, every start
+	// FailPeerLost is a node of a multi-node deployment whose peer died
+	// in init: its ranks wait on the rendezvous store until the socket
+	// times out (PeerWait), c10d's lines, exit 1.
+	FailPeerLost Failure = "peer-lost"
 )
 
 // KnownFailures lists the failure scenarios ParseFailure accepts.
 func KnownFailures() []Failure {
-	return []Failure{FailCapture, FailOOM, FailPort, FailNCCL, FailHang, FailCrashLoop}
+	return []Failure{FailCapture, FailOOM, FailPort, FailNCCL, FailHang, FailCrashLoop, FailPeerLost}
 }
 
 // ParseFailure reads a failure name; "" and "none" mean no failure.
@@ -88,6 +93,16 @@ type Params struct {
 	Boot, Init, Weights, KV, Capture, HTTP, Warmup time.Duration
 	// NCCLTimeout is how long the hung collective of FailNCCL waits.
 	NCCLTimeout time.Duration
+
+	// NNodes, NodeRank and DistInitAddr place the server in a multi-node
+	// deployment (SGLang's --nnodes, --node-rank, --dist-init-addr);
+	// NNodes 0 or 1 is a server of its own.
+	NNodes       int
+	NodeRank     int
+	DistInitAddr string
+	// PeerWait is how long FailPeerLost's ranks wait on the store after
+	// distributed init begins (0: 20 s).
+	PeerWait time.Duration
 
 	DisableCUDAGraph bool
 	Kernel           Kernel
@@ -152,6 +167,7 @@ func (p Params) withDefaults() Params {
 	dur(&p.HTTP, d.HTTP)
 	dur(&p.Warmup, d.Warmup)
 	dur(&p.NCCLTimeout, d.NCCLTimeout)
+	dur(&p.PeerWait, 20*time.Second)
 	if p.Rates == nil {
 		p.Rates = DefaultRates()
 	}
@@ -163,9 +179,10 @@ type Prefix int
 
 // The prefixes.
 const (
-	PrefixLogger Prefix = iota // SGLang's "[2006-01-02 15:04:05 TP0] "
-	PrefixNone                 // tqdm bars, traceback continuation lines, std::terminate
-	PrefixGlog                 // c10's "[rank3]:[E1130 10:22:01.123456789 "
+	PrefixLogger   Prefix = iota // SGLang's "[2006-01-02 15:04:05 TP0] "
+	PrefixNone                   // tqdm bars, traceback continuation lines, std::terminate
+	PrefixGlog                   // c10's "[rank3]:[E1130 10:22:01.123456789 "
+	PrefixGlogWarn               // c10's warning "[rank1]:[W1130 10:22:01.123456789 ", Tag the rank number
 )
 
 // Line is one line of the script, due At after the process started.
@@ -190,6 +207,9 @@ func (l Line) Render(t time.Time) string {
 		return "[" + t.Format(TimeLayout) + l.Tag + "] " + l.Text
 	case PrefixGlog:
 		return "[rank3]:[E" + t.Format("0102 15:04:05.000000000") + " " + l.Text
+	case PrefixGlogWarn:
+		// c10 writes the month unpadded: "[W623 15:37:01.823833318".
+		return "[rank" + l.Tag + "]:[W" + t.Format("102 15:04:05.000000000") + " " + l.Text
 	case PrefixNone:
 	}
 	return l.Text
@@ -214,6 +234,10 @@ type Script struct {
 	// (serving, or hung); ExitCode is its status then.
 	Exit     time.Duration
 	ExitCode int
+	// Died is when the ranks died (their exception, the watchdog's
+	// abort), before the main process exits; Never if they do not. A
+	// peer node loses its links to them then.
+	Died time.Duration
 	// shardAt[i] is when shard i+1 finished loading.
 	shardAt []time.Duration
 	// weightsGiB is what the loaded weights take per GPU when all shards are in.
@@ -285,9 +309,71 @@ func (b *builder) bare(at time.Duration, lines ...string) time.Duration {
 	return at + time.Duration(len(lines))*time.Millisecond
 }
 
+// peerLost ends a node whose peer never came to the rendezvous: each of
+// its ranks' store sockets times out at at (c10d's two lines), and the
+// process exits with status 1.
+func (s *Script) peerLost(b *builder, at time.Duration) {
+	p := s.Params
+	host, port := storeAddr(p.DistInitAddr)
+	end := at
+	s.Died = at
+	for r := 0; r < p.TP; r++ {
+		rank := fmt.Sprint(p.NodeRank*p.TP + r)
+		local := 43500 + 10*r
+		l := at + time.Duration(r)*time.Millisecond
+		for i, text := range storeTimeout(host, port, local, int(p.PeerWait/time.Millisecond)) {
+			b.add(l+time.Duration(i)*300*time.Microsecond, PrefixGlogWarn, rank, text)
+		}
+		end = l
+	}
+	b.main(end+300*time.Millisecond, "Received sigquit from a child process. It usually means the child failed.")
+	s.Exit = end + 800*time.Millisecond
+	s.ExitCode = 1
+}
+
+// PeerLost is what a node of a multi-node deployment writes once a peer
+// is gone, from the moment it starts waiting for it: in distributed
+// init (init true) its ranks' store sockets time out after PeerWait
+// (c10d's lines of sglang issue 7478); past it, a collective the peer
+// never joins times out and the NCCL watchdog takes the process down
+// after PeerWait (its lines, as sglang issue 3368 shows them). The lines'
+// At count from the start of the wait; the process exits at exit with
+// status 1.
+func PeerLost(p Params, init bool) (lines []Line, exit time.Duration) {
+	p = p.withDefaults()
+	s := &Script{Params: p}
+	b := &builder{p: p}
+	if init {
+		s.peerLost(b, p.PeerWait)
+		return b.lines, s.Exit
+	}
+	at := p.PeerWait
+	glog, bare := ncclWatchdog(int(p.PeerWait / time.Millisecond))
+	for i, l := range glog {
+		b.add(at+time.Duration(i)*time.Millisecond, PrefixGlog, "", l)
+	}
+	end := b.bare(at+5*time.Millisecond, bare...)
+	b.main(end+200*time.Millisecond, fmt.Sprintf("Child process unexpectedly failed with an exit code 134. pid=%d", p.PID+4))
+	return b.lines, end + 700*time.Millisecond
+}
+
+// storeAddr splits a --dist-init-addr; the store listens on its port.
+func storeAddr(addr string) (string, int) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return addr, 20000
+	}
+	port, err := strconv.Atoi(addr[i+1:])
+	if err != nil {
+		return addr[:i], 20000
+	}
+	return strings.Trim(addr[:i], "[]"), port
+}
+
 // die logs a scheduler exception with its traceback, the main process's
 // sigquit line, and exits with status 1.
 func (s *Script) die(b *builder, at time.Duration, tb []string) {
+	s.Died = at
 	b.rank0(at, "Scheduler hit an exception: "+tb[0])
 	end := b.bare(at+time.Millisecond, tb[1:]...)
 	b.main(end+300*time.Millisecond, "Received sigquit from a child process. It usually means the child failed.")
@@ -302,7 +388,7 @@ func New(p Params) *Script {
 		p.Failure = FailCapture
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.Seed), 0x5e1a))
-	s := &Script{Params: p, Exit: Never, weightsGiB: weightsUsage}
+	s := &Script{Params: p, Exit: Never, Died: Never, weightsGiB: weightsUsage}
 	s.Marks = Marks{Never, Never, Never, Never, Never, Never, Never, Never, Never, Never}
 	b := &builder{p: p}
 	defer func() {
@@ -322,6 +408,10 @@ func New(p Params) *Script {
 	b.rank0(t, "Init torch distributed begin.")
 	if p.Failure == FailCrashLoop {
 		s.die(b, p.Boot+p.Init/2, ncclInitTraceback())
+		return s
+	}
+	if p.Failure == FailPeerLost {
+		s.peerLost(b, t+p.PeerWait)
 		return s
 	}
 	t = p.Boot + p.Init
@@ -360,6 +450,7 @@ func New(p Params) *Script {
 		case FailNCCL:
 			at := t + p.NCCLTimeout
 			glog, bare := ncclWatchdog(int(p.NCCLTimeout / time.Millisecond))
+			s.Died = at
 			for i, l := range glog {
 				b.add(at+time.Duration(i)*time.Millisecond, PrefixGlog, "", l)
 			}
@@ -512,6 +603,14 @@ func pyList(v []int) string {
 
 // serverArgs renders the one long server_args line (often over 4 KB in
 // real logs, which is why journalctl needs --all).
+// distInitArg is server_args' dist_init_addr field.
+func distInitArg(addr string) string {
+	if addr == "" {
+		return "dist_init_addr=None"
+	}
+	return fmt.Sprintf("dist_init_addr='%s'", addr)
+}
+
 func serverArgs(p Params) string {
 	pyBool := func(v bool) string {
 		if v {
@@ -539,7 +638,7 @@ func serverArgs(p Params) string {
 		fmt.Sprintf("served_model_name='%s'", p.ModelPath), "weight_version='default'", "chat_template=None",
 		"completion_template=None", "file_storage_path='sglang_storage'", "enable_cache_report=False", "reasoning_parser=None",
 		"tool_call_parser=None", "tool_server=None", "dp_size=1", "load_balance_method='round_robin'",
-		"dist_init_addr=None", "nnodes=1", "node_rank=0", "json_model_override_args='{}'", "preferred_sampling_params=None",
+		distInitArg(p.DistInitAddr), fmt.Sprintf("nnodes=%d", max(p.NNodes, 1)), fmt.Sprintf("node_rank=%d", p.NodeRank), "json_model_override_args='{}'", "preferred_sampling_params=None",
 		"enable_lora=None", "max_lora_rank=None", "lora_target_modules=None", "lora_paths=None", "max_loaded_loras=None",
 		"max_loras_per_batch=8", "lora_backend='triton'", "attention_backend='fa3'", "decode_attention_backend=None",
 		"prefill_attention_backend=None", "sampling_backend='flashinfer'", "grammar_backend='xgrammar'",

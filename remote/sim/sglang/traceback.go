@@ -147,6 +147,17 @@ func ncclInitTraceback() []string {
 	return out
 }
 
+// storeTimeout is what c10d's client socket prints on each rank when the
+// rendezvous store sends nothing for timeoutMS (a peer never came): the
+// two lines of sglang issue 7478, its addresses and timeout filled in.
+func storeTimeout(host string, port, localPort, timeoutMS int) []string {
+	sock := fmt.Sprintf("SocketImpl(fd=100, addr=[%s]:%d, remote=[%s]:%d)", host, localPort, host, port)
+	return []string{
+		"socket.cpp:460] [c10d] waitForInput: poll for socket " + sock + " returned 0, likely a timeout",
+		fmt.Sprintf("socket.cpp:485] [c10d] waitForInput: socket %s timed out after %dms", sock, timeoutMS),
+	}
+}
+
 // ncclWatchdog returns the c10d lines of a collective that never
 // completed: the watchdog fires after the timeout and aborts the process.
 // The first lines carry c10's glog prefix (rendered by Line.Render), the
