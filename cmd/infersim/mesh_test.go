@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ func TestMeshLost(t *testing.T) {
 // TestMeshNobodyCame: rank 0 alone gives up after the wait.
 func TestMeshNobodyCame(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	if _, err := joinMesh(context.Background(), 0, 2, addr, 300*time.Millisecond); err != errRendezvous {
+	if _, err := joinMesh(context.Background(), 0, 2, addr, 300*time.Millisecond); !errors.Is(err, errRendezvous) {
 		t.Fatalf("error %v, want %v", err, errRendezvous)
 	}
 }

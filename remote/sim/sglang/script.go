@@ -460,6 +460,7 @@ func New(p Params) *Script {
 			s.ExitCode = 1
 			return s
 		case FailNone, FailOOM, FailPort, FailCrashLoop: // capture succeeds
+		case FailPeerLost: // failed in init, before this
 		}
 		s.captureBar(b, t, bs)
 		t += p.Capture

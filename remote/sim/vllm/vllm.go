@@ -366,6 +366,7 @@ func (b *vbuilder) capture(pl *Startup, fail time.Duration) bool {
 		}
 		return false
 	case sglang.FailNone, sglang.FailOOM, sglang.FailPort, sglang.FailCrashLoop: // capture succeeds
+	case sglang.FailPeerLost: // multi-node SGLang only; a vLLM script captures
 	}
 	for i, bar := range bars {
 		end := m.CaptureEnd - 50*time.Millisecond
