@@ -263,6 +263,25 @@ type Unit struct {
 // watched) unless that unit says it has several nodes: then it is one,
 // with the missing nodes a problem.
 func Infer(units []Unit) []Deployment {
+	var members []Member
+	for _, u := range units {
+		if r, ok := Parse(u.ExecStart); ok {
+			members = append(members, Member{Host: u.Host, Addrs: u.Addrs, Role: r})
+		}
+	}
+	return InferRoles(members)
+}
+
+// Member is a host whose role is known, from its unit's command line
+// (Parse) or from what its log says of it (FromLogLine).
+type Member struct {
+	Host  string
+	Addrs []string // as Unit's
+	Role  Role
+}
+
+// InferRoles is Infer over roles already read.
+func InferRoles(members []Member) []Deployment {
 	type member struct {
 		unit Unit
 		role Role
@@ -270,11 +289,8 @@ func Infer(units []Unit) []Deployment {
 	byKey := map[string][]member{}
 	var order []string
 	var heads []member // Ray heads that name no address of their own
-	for _, u := range units {
-		r, ok := Parse(u.ExecStart)
-		if !ok {
-			continue
-		}
+	for _, m := range members {
+		u, r := Unit{Host: m.Host, Addrs: m.Addrs}, m.Role
 		if r.Head() && ownAddress(r.Rendezvous) {
 			r.Rendezvous = r.Rendezvous[strings.LastIndex(r.Rendezvous, ":"):]
 			heads = append(heads, member{u, r})
@@ -303,52 +319,79 @@ func Infer(units []Unit) []Deployment {
 	var out []Deployment
 	for _, k := range order {
 		ms := byKey[k]
-		d := Deployment{Name: ms[0].role.Rendezvous, Kind: ms[0].role.Kind, Rendezvous: ms[0].role.Rendezvous}
-		ranked := map[int]string{}
-		var unranked []string
-		for _, m := range ms {
-			if m.role.Nodes > 0 {
-				if d.Size != 0 && d.Size != m.role.Nodes {
-					d.Problems = append(d.Problems, fmt.Sprintf("%s says %d nodes, another node %d", m.unit.Host, m.role.Nodes, d.Size))
-				}
-				d.Size = max(d.Size, m.role.Nodes)
-			}
-			if !m.role.RankKnown {
-				unranked = append(unranked, m.unit.Host)
-				continue
-			}
-			if other, dup := ranked[m.role.Rank]; dup {
-				d.Problems = append(d.Problems, fmt.Sprintf("%s and %s both say node rank %d", other, m.unit.Host, m.role.Rank))
-				unranked = append(unranked, m.unit.Host)
-				continue
-			}
-			ranked[m.role.Rank] = m.unit.Host
-		}
-		if len(ms) < 2 && d.Size < 2 {
+		if len(ms) < 2 && ms[0].role.Nodes < 2 {
 			continue
 		}
-		ranks := make([]int, 0, len(ranked))
-		for r := range ranked {
-			ranks = append(ranks, r)
+		d := Deployment{Name: ms[0].role.Rendezvous, Kind: ms[0].role.Kind, Rendezvous: ms[0].role.Rendezvous}
+		hosts := make([]Member, len(ms))
+		for i, m := range ms {
+			hosts[i] = Member{Host: m.unit.Host, Role: m.role}
 		}
-		slices.Sort(ranks)
-		for _, r := range ranks {
-			d.Nodes = append(d.Nodes, Node{Host: ranked[r], Rank: r})
-		}
-		next := 0
-		if len(ranks) > 0 {
-			next = ranks[len(ranks)-1] + 1
-		}
-		slices.Sort(unranked)
-		for i, h := range unranked {
-			d.Nodes = append(d.Nodes, Node{Host: h, Rank: next + i})
-		}
-		if d.Size > len(d.Nodes) {
-			d.Problems = append(d.Problems, fmt.Sprintf("%d of %d nodes watched", len(d.Nodes), d.Size))
-		}
-		out = append(out, d)
+		out = append(out, assemble(d, hosts, true))
 	}
 	return out
+}
+
+// Named is the deployment the caller names (bringup explain's
+// --deployment): members in rank order where their roles say one, the
+// rest after them in the order given.
+func Named(name string, members []Member) Deployment {
+	d := Deployment{Name: name, Kind: KindDeclared}
+	for _, m := range members {
+		if m.Role.Kind != "" && d.Kind == KindDeclared {
+			d.Kind, d.Rendezvous = m.Role.Kind, m.Role.Rendezvous
+		}
+	}
+	return assemble(d, members, false)
+}
+
+// assemble puts members into d as its nodes: the ranked ones in rank
+// order, then those whose rank is not known (or given twice) in the
+// order of members (by host name where byHost), numbered after them;
+// what does not add up is a problem.
+func assemble(d Deployment, members []Member, byHost bool) Deployment {
+	ranked := map[int]string{}
+	var unranked []string
+	for _, m := range members {
+		if m.Role.Nodes > 0 {
+			if d.Size != 0 && d.Size != m.Role.Nodes {
+				d.Problems = append(d.Problems, fmt.Sprintf("%s says %d nodes, another node %d", m.Host, m.Role.Nodes, d.Size))
+			}
+			d.Size = max(d.Size, m.Role.Nodes)
+		}
+		if !m.Role.RankKnown {
+			unranked = append(unranked, m.Host)
+			continue
+		}
+		if other, dup := ranked[m.Role.Rank]; dup {
+			d.Problems = append(d.Problems, fmt.Sprintf("%s and %s both say node rank %d", other, m.Host, m.Role.Rank))
+			unranked = append(unranked, m.Host)
+			continue
+		}
+		ranked[m.Role.Rank] = m.Host
+	}
+	ranks := make([]int, 0, len(ranked))
+	for r := range ranked {
+		ranks = append(ranks, r)
+	}
+	slices.Sort(ranks)
+	for _, r := range ranks {
+		d.Nodes = append(d.Nodes, Node{Host: ranked[r], Rank: r})
+	}
+	next := 0
+	if len(ranks) > 0 {
+		next = ranks[len(ranks)-1] + 1
+	}
+	if byHost {
+		slices.Sort(unranked)
+	}
+	for i, h := range unranked {
+		d.Nodes = append(d.Nodes, Node{Host: h, Rank: next + i})
+	}
+	if d.Size > len(d.Nodes) {
+		d.Problems = append(d.Problems, fmt.Sprintf("%d of %d nodes watched", len(d.Nodes), d.Size))
+	}
+	return d
 }
 
 func key(kind, rendezvous string) string { return kind + " " + rendezvous }
