@@ -90,7 +90,8 @@ func TestExplainUsage(t *testing.T) {
 	}{
 		{[]string{"/nonexistent/log"}, "no such file"},
 		{[]string{"--engine", "tgi", "x"}, `--engine "tgi"`},
-		{[]string{"a", "b"}, "one log at a time"},
+		{[]string{"-", "-"}, "stdin (-) named 2 times"},
+		{[]string{"/nonexistent/a", "/nonexistent/b"}, "no such file"},
 		{[]string{"--rules", "/nonexistent.yaml", "x"}, "--rules"},
 	} {
 		code, _, errOut := runExplainArgs(t, "", tt.args...)

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
+	"github.com/bringup-dev/bringup/cmd/bringup/explainlog"
 	"github.com/bringup-dev/bringup/cmd/bringup/logs"
 	"github.com/bringup-dev/bringup/remote/sanitize"
 )
@@ -75,7 +76,9 @@ func commands() []command {
 	}, actionCommands(), []command{
 		{"rollout", "bringup rollout [--mode KERNEL=MODE] [--redeploy KERNEL] [--batch N] [--yes] [--rollback-on-failure] [--json] [HOST|GROUP...]  (or --demo)", "set the mode / redeploy, then restart host by host, waiting for serving; halt on the first failure, offer rollback; exit 0 serving, 1 halted, 2 timeout, 3 refused, 4 aborted",
 			func(ctx context.Context, e env, args []string) int { return rolloutCmd(ctx, e, args, stdinTerminal()) }},
-		{"explain", "bringup explain [--json] [--engine sglang|vllm|auto] [--rules FILE]... [FILE|-]", "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; exit 0 served, 1 failed, 2 undecided", runExplain},
+		{"explain", explainlog.Usage, "diagnose a saved log offline (a paste, journalctl output in short, short-iso, cat or json, engine output): phases with timings, cause, hint, evidence; several logs (a file per node, or a journal of several hosts) are judged by deployment, the node that failed first blamed; exit 0 served, 1 failed, 2 undecided", func(ctx context.Context, e env, args []string) int {
+			return explainlog.Command(ctx, explainlog.Streams{In: e.stdin, Out: e.stdout, Err: e.stderr}, args)
+		}},
 		{"lint", "bringup lint [--json] [--kernel NAME] [--config F] [DIR|HOST]", "find host syncs and capture-illegal calls in a kernel's Python (a DIR, or a HOST's files over SSH), the modes that reach each, and check the catalog's declared capture safety; exit 1 when a declared-safe mode syncs", runLint},
 		{"replay", "bringup replay [--speed N] FILE", "the console over a recording made with --record (read-only); `bringup watch --replay FILE` prints it as lines", runReplay},
 		{"init", "bringup init [-F ssh_config] [-o FILE|-] [--force] HOST...", "write a starter config: each host's inference unit and engine, found over SSH", runInit},

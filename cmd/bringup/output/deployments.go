@@ -19,13 +19,7 @@ type Deployments struct {
 // FindDeployments works the deployments out from the config's declared
 // ones and the hosts' units.
 func FindDeployments(declared []deployment.Declared, hosts []remote.HostState) Deployments {
-	d := Deployments{list: deployment.FromStates(declared, hosts), of: map[string]string{}}
-	for _, dep := range d.list {
-		for _, n := range dep.Nodes {
-			d.of[n.Host] = dep.Name
-		}
-	}
-	return d
+	return DeploymentsOf(deployment.FromStates(declared, hosts))
 }
 
 // Of is the name of the deployment host is a node of; "" for none.
