@@ -70,7 +70,8 @@ func Command(ctx context.Context, s Streams, args []string) int {
 	default:
 		return fail(s, "--engine %q: want sglang, vllm or auto", *engine)
 	}
-	opts := startup.Options{Engine: *engine, Kernels: kernels.DefaultCatalog()}
+	opts := defaultOptions()
+	opts.Engine = *engine
 	if len(*rules) > 0 {
 		var user []startup.RulePack
 		for _, r := range *rules {
@@ -235,4 +236,9 @@ func worse(a, b int) int {
 		return b
 	}
 	return a
+}
+
+// defaultOptions are the phase engine's options without flags.
+func defaultOptions() startup.Options {
+	return startup.Options{Engine: "auto", Kernels: kernels.DefaultCatalog()}
 }

@@ -301,7 +301,7 @@ func Schema() []Kind {
 		{"rollback", "rollout: what became of the rollback offered for the halted host", []string{"host", "outcome", "to"}, []string{"err"}},
 		{"throughput", "rollout: a host's new run decodes steadily: its rate after against its previous run's before", []string{"host", "after"}, []string{"before", "ratio", "slower"}},
 		{"found", "init: the inference unit found on a host, or conn_error: why the host was not reached", []string{"host"}, []string{"unit", "engine", "port", "state", "also", "conn_error"}},
-		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too)", []string{"command", "outcome", "exit"},
+		{"summary", "the last line: the outcome and exit code (explain: the log's startup and diagnosis too; over several logs, each log's outcome in hosts and each deployment's verdict in deployments)", []string{"command", "outcome", "exit"},
 			[]string{"hosts", "deployments", "err", "config", "plan", "host", "timed_out", "format", "timed", "lines", "engine", "engine_version", "phase", "trail", "cause", "summary", "hint", "evidence", "kernel_mode", "failed_in", "fix", "run", "runs"}},
 	}
 }
