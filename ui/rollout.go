@@ -66,7 +66,9 @@ func (m *Model) startRolloutOn(hosts []string, kernel, mode string) tea.Cmd {
 	if hs := m.hostState(hosts[0]); hs != nil && hs.Unit != "" {
 		unit = hs.Unit
 	}
+	hosts = m.withDeployments(hosts) // a deployment is rolled out whole, as one step
 	f := newRolloutForm(hosts, unit, m.opts.Kernels)
+	f.deployments = m.table.deployments
 	if i := slices.Index(f.modes, kernel+"="+mode); kernel != "" && i >= 0 {
 		f.mode = i
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/bringup-dev/bringup/kernels"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
 
@@ -13,7 +14,10 @@ import (
 // that names the hosts and what will be done to them.
 type rolloutForm struct {
 	hosts []string
-	unit  string
+	// deployments are the fleet's: a deployment's nodes go as one step,
+	// which a batch's size counts as one.
+	deployments []deployment.Deployment
+	unit        string
 	// modes are "" (no mode change) then every kernel=mode of the catalog;
 	// redeploys are "" (none) then every kernel.
 	modes, redeploys []string
@@ -46,7 +50,7 @@ func newRolloutForm(hosts []string, unit string, cat kernels.Catalog) *rolloutFo
 
 // plan is the rollout the form describes.
 func (f *rolloutForm) plan() rollout.Plan {
-	p := rollout.Plan{Hosts: f.hosts, Batch: f.batch, Redeploy: f.redeploys[f.redeploy]}
+	p := rollout.Plan{Hosts: f.hosts, Batch: f.batch, Redeploy: f.redeploys[f.redeploy], Deployments: f.deployments}
 	if k, md, ok := strings.Cut(f.modes[f.mode], "="); ok {
 		p.Mode = &rollout.ModeChange{Kernel: k, Mode: md}
 	}

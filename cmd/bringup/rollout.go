@@ -90,6 +90,7 @@ func rolloutCmd(ctx context.Context, e env, args []string, in io.Reader) int {
 		return fail("%v", err)
 	}
 
+	o.Deployments = ff.cfg.DeclaredDeployments()
 	fl, stop := drive.Follow(ctx, e.stderr, "rollout", fleet)
 	defer stop()
 	return drive.Rollout(ctx, drive.Streams{Out: e.stdout, Err: e.stderr, In: in}, fl, plan, o)

@@ -18,17 +18,26 @@
 // only after the restart action is done. Its failure counts once the unit
 // agrees that the process is gone (or after a grace period), so that a
 // unit read mid-restart does not fail a host that is starting.
+//
+// A multi-node deployment (Plan.Deployments) is one step of the rollout:
+// its nodes are in one batch, a batch's size counts it as one, they get
+// the mode change and are restarted as deployment.Steps plans it (every
+// node stopped, then started head first), and the gate is the
+// deployment's verdict (deployment.Judge): they serve together, or the
+// node that failed first halts the rollout, its peers failing with it.
 package rollout
 
 import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/history"
 	"github.com/bringup-dev/bringup/remote/startup"
@@ -47,8 +56,13 @@ func (m ModeChange) String() string { return m.Kernel + "=" + m.Mode }
 type Plan struct {
 	// Hosts are the hosts in rollout order.
 	Hosts []string `json:"hosts"`
-	// Batch is how many hosts go at once (0 means 1).
+	// Batch is how many hosts go at once (0 means 1); a deployment of
+	// Deployments counts as one.
 	Batch int `json:"batch"`
+	// Deployments are the fleet's multi-node deployments (the caller
+	// reads them: deployment.FromStates); a host that is a node of one is
+	// rolled out with its peers, every one of which must be in Hosts.
+	Deployments []deployment.Deployment `json:"deployments,omitempty"`
 	// Mode is the mode change to apply before the restart; nil for none.
 	Mode *ModeChange `json:"mode,omitempty"`
 	// Redeploy names the kernel to redeploy before the restart; "" for none.
@@ -121,7 +135,47 @@ func (p Plan) String() string {
 	if p.Batch > 1 {
 		pace = fmt.Sprintf("%d at a time", p.Batch)
 	}
-	return fmt.Sprintf("%s, on %s %s, waiting for serving", strings.Join(what, ", then "), strings.Join(p.Hosts, ", "), pace)
+	var on []string
+	grouped := false
+	for _, u := range p.units() {
+		if u.dep == nil {
+			on = append(on, u.hosts[0])
+			continue
+		}
+		grouped = true
+		on = append(on, fmt.Sprintf("deployment %s (%s)", u.dep.Name, strings.Join(u.hosts, ", ")))
+	}
+	out := fmt.Sprintf("%s, on %s %s, waiting for serving", strings.Join(what, ", then "), strings.Join(on, ", "), pace)
+	if grouped {
+		out += " (a deployment counts as one: its nodes stopped together, started head first, serving together)"
+	}
+	return out
+}
+
+// unit is one step of the rollout: a host, or every node of a
+// deployment in rank order.
+type unit struct {
+	hosts []string
+	dep   *deployment.Deployment
+}
+
+// units are the plan's steps in the order their first host is listed.
+func (p Plan) units() []unit {
+	var out []unit
+	seen := map[string]bool{}
+	for _, h := range p.Hosts {
+		d, _, ok := deployment.Of(p.Deployments, h)
+		if !ok || len(d.Nodes) < 2 {
+			out = append(out, unit{hosts: []string{h}})
+			continue
+		}
+		if seen[d.Name] {
+			continue
+		}
+		seen[d.Name] = true
+		out = append(out, unit{hosts: d.Hosts(), dep: &d})
+	}
+	return out
 }
 
 // Step is an action the loop must issue with Fleet.Do, then report with
@@ -187,9 +241,12 @@ func (s Stage) Final() bool {
 
 // Lane is one host's part of the rollout, for display.
 type Lane struct {
-	Host  string `json:"host"`
-	Batch int    `json:"batch"` // 0-based batch number
-	Stage Stage  `json:"stage"`
+	Host string `json:"host"`
+	// Deployment names the multi-node deployment the host is a node of,
+	// rolled out as one; "" for a host on its own.
+	Deployment string `json:"deployment,omitempty"`
+	Batch      int    `json:"batch"` // 0-based batch number
+	Stage      Stage  `json:"stage"`
 	// Action names the action under way ("mode kdtree-verify=on",
 	// "restart"), with its latest progress detail in Detail.
 	Action  string `json:"action,omitempty"`
@@ -241,6 +298,11 @@ var ErrNoRollback = errors.New("nothing to roll back")
 // lane is a Lane with what the machine needs to drive it.
 type lane struct {
 	Lane
+	// group is the deployment the host is a node of; nil for a host on
+	// its own. A node's steps come from the group's schedule, cur being
+	// the one it is on.
+	group    *group
+	cur      int
 	queue    []remote.Action // actions still to issue, in order
 	issuing  bool            // a step was handed out and not reported yet
 	inflight int             // id of the action awaited; 0 for none
@@ -265,6 +327,15 @@ type lane struct {
 	// rollout reached the host: a rollback restarts it.
 	wasRunning bool
 	rollback   bool // the lane is in its rollback
+}
+
+// group is a deployment's nodes driven as one: the steps that
+// deployment.Steps plans for them, scheduled by deployment.Schedule.
+type group struct {
+	dep   deployment.Deployment
+	lanes []*lane // in rank order, the head first
+	sched *deployment.Schedule
+	n     int // steps in sched
 }
 
 // Rollout is the state machine of one rollout. It is not safe for
@@ -317,16 +388,37 @@ func New(p Plan, cat kernels.Catalog) (*Rollout, error) {
 	p.Before = maps.Clone(p.Before)
 	r := &Rollout{plan: p, byHost: map[string]*lane{}, ids: map[int]*lane{}, snap: map[string]remote.HostState{},
 		state: State{Status: Running}}
+	seen := map[string]bool{}
 	for i, h := range p.Hosts {
 		if h == "" {
 			return nil, fmt.Errorf("rollout: hosts[%d]: empty name", i)
 		}
-		if _, dup := r.byHost[h]; dup {
+		if seen[h] {
 			return nil, fmt.Errorf("rollout: host %q listed twice", h)
 		}
-		l := &lane{Lane: Lane{Host: h, Batch: i / p.Batch, Stage: StagePending}}
-		r.lanes = append(r.lanes, l)
-		r.byHost[h] = l
+		seen[h] = true
+	}
+	if _, err := deployment.Steps(p.Deployments, p.Hosts, nil); err != nil {
+		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	for i, u := range p.units() {
+		var g *group
+		if u.dep != nil {
+			g = &group{dep: *u.dep}
+		}
+		for _, h := range u.hosts {
+			l := &lane{Lane: Lane{Host: h, Batch: i / p.Batch, Stage: StagePending}, group: g}
+			if g != nil {
+				l.Deployment = g.dep.Name
+				g.lanes = append(g.lanes, l)
+			}
+			r.lanes = append(r.lanes, l)
+			r.byHost[h] = l
+		}
+	}
+	r.plan.Hosts = make([]string, len(r.lanes))
+	for i, l := range r.lanes {
+		r.plan.Hosts[i] = l.Host
 	}
 	return r, nil
 }
@@ -381,7 +473,12 @@ func (r *Rollout) Observe(b remote.Batch) []Step {
 		out = append(out, r.onAction(*ev.Action)...)
 	}
 	for _, l := range r.lanes {
-		r.follow(l)
+		switch {
+		case l.group == nil:
+			r.follow(l)
+		case l == l.group.lanes[0]:
+			r.followGroup(l.group)
+		}
 		r.rate(l)
 		if h, ok := r.snap[l.Host]; ok {
 			l.ConnErr = ""
@@ -412,6 +509,8 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 		return nil, fmt.Errorf("rollback %s: not in the rollout", host)
 	case r.state.Status == Running:
 		return nil, fmt.Errorf("rollback %s: the rollout is still running", host)
+	case l.group != nil:
+		return r.rollbackGroup(l.group, host)
 	case l.rollback:
 		return nil, fmt.Errorf("rollback %s: already rolled back or under way", host)
 	case !l.modeIssued || r.plan.Mode == nil:
@@ -419,18 +518,52 @@ func (r *Rollout) Rollback(host string) ([]Step, error) {
 	case l.issuing || l.inflight != 0 && l.kind != remote.ActRestart:
 		return nil, fmt.Errorf("rollback %s: an action is still under way; try again when it ends", host)
 	}
-	l.rollback = true
+	r.startRollback(l)
 	l.queue = []remote.Action{{Kind: remote.ActUndoMode, Kernel: r.plan.Mode.Kernel}}
 	if l.wasRunning {
 		l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart})
 	}
 	l.step, l.steps = 0, len(l.queue)
+	return r.next(l), nil
+}
+
+// rollbackGroup is Rollback of a deployment's node: the deployment is
+// rolled back as a whole (a node put back alone would not rejoin its
+// peers), restarted head first if any node was running.
+func (r *Rollout) rollbackGroup(g *group, host string) ([]Step, error) {
+	issued, running := false, false
+	for _, l := range g.lanes {
+		switch {
+		case l.rollback:
+			return nil, fmt.Errorf("rollback %s: deployment %s already rolled back or under way", host, g.dep.Name)
+		case l.issuing || l.inflight != 0 && l.kind != remote.ActRestart:
+			return nil, fmt.Errorf("rollback %s: an action is still under way on %s (deployment %s); try again when it ends", host, l.Host, g.dep.Name)
+		}
+		issued = issued || l.modeIssued
+		running = running || l.wasRunning
+	}
+	if !issued || r.plan.Mode == nil {
+		return nil, fmt.Errorf("rollback %s: %w: the rollout changed no mode on deployment %s", host, ErrNoRollback, g.dep.Name)
+	}
+	actions := []remote.Action{{Kind: remote.ActUndoMode, Kernel: r.plan.Mode.Kernel}}
+	if running {
+		actions = append(actions, remote.Action{Kind: remote.ActRestart})
+	}
+	for _, l := range g.lanes {
+		r.startRollback(l)
+	}
+	return r.schedule(g, actions), nil
+}
+
+// startRollback puts lane l in its rollback, nothing issued yet.
+func (r *Rollout) startRollback(l *lane) {
+	l.rollback = true
+	l.queue = nil
 	l.awaiting, l.restartDone, l.inflight, l.failSeen = false, false, 0, time.Time{}
 	l.Stage, l.Err, l.Diag = StageRollingBack, "", nil
 	l.Phase, l.Phases, l.Progress = "", nil, startup.Progress{}
 	l.Since, l.Until = r.plan.Now(), time.Time{}
 	l.After, l.Slower = Rate{}, false // the rollout's run is being undone
-	return r.next(l), nil
 }
 
 // RollbackTo is the mode a rollback of host puts back, as a change
@@ -508,8 +641,12 @@ func (r *Rollout) beginBatch(n int) []Step {
 	r.batch = n
 	var out []Step
 	for _, l := range r.lanes {
-		if l.Batch == n {
+		switch {
+		case l.Batch != n:
+		case l.group == nil:
 			out = append(out, r.begin(l)...)
+		case l == l.group.lanes[0]:
+			out = append(out, r.beginGroup(l.group)...)
 		}
 	}
 	return out
@@ -518,6 +655,76 @@ func (r *Rollout) beginBatch(n int) []Step {
 // begin starts host l's sequence: it records the mode to roll back to and
 // whether the service was running, and hands out the first action.
 func (r *Rollout) begin(l *lane) []Step {
+	r.record(l)
+	l.queue = r.actions()
+	l.step, l.steps = 0, len(l.queue)
+	return r.next(l)
+}
+
+// beginGroup starts a deployment's sequence: every node's record, then
+// the plan's actions as deployment.Steps plans them for the deployment.
+func (r *Rollout) beginGroup(g *group) []Step {
+	for _, l := range g.lanes {
+		r.record(l)
+	}
+	return r.schedule(g, r.actions())
+}
+
+// schedule plans actions on g's nodes (deployment.Steps) and hands out
+// the first steps.
+func (r *Rollout) schedule(g *group, actions []remote.Action) []Step {
+	steps, err := deployment.Steps([]deployment.Deployment{g.dep}, g.dep.Hosts(), actions)
+	if err != nil { // New checked the deployment; kept for a changed one
+		r.fail(g.lanes[0], nil, fmt.Sprintf("deployment %s: %v", g.dep.Name, err), false)
+		return nil
+	}
+	g.sched, g.n = deployment.NewSchedule(steps), len(steps)
+	for _, l := range g.lanes {
+		l.step, l.steps = 0, 0
+		for _, s := range steps {
+			if s.Host == l.Host {
+				l.steps++
+			}
+		}
+	}
+	return r.issueGroup(g)
+}
+
+// issueGroup hands out the steps of g's schedule that may go now, while
+// the rollout (or g's rollback) goes on and none of g's nodes failed.
+func (r *Rollout) issueGroup(g *group) []Step {
+	for _, l := range g.lanes {
+		if l.Stage == StageFailed || l.Stage == StageRollbackFailed || l.Stage == StageHalted ||
+			r.state.Status != Running && !l.rollback {
+			return nil
+		}
+	}
+	issue, _ := g.sched.Next() // nothing is skipped: a failed step fails the lanes
+	var out []Step
+	for _, i := range issue {
+		s := g.sched.Step(i)
+		l := r.byHost[s.Host]
+		l.cur = i
+		out = append(out, r.hand(l, s.Action))
+	}
+	return out
+}
+
+// actions are the plan's actions on a host, in order.
+func (r *Rollout) actions() []remote.Action {
+	var out []remote.Action
+	if m := r.plan.Mode; m != nil {
+		out = append(out, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
+	}
+	if r.plan.Redeploy != "" {
+		out = append(out, remote.Action{Kind: remote.ActRedeploy, Kernel: r.plan.Redeploy})
+	}
+	return append(out, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force, SkipCheck: r.plan.SkipCheck})
+}
+
+// record notes, as the rollout reaches host l, the mode to roll back to,
+// whether the service was running, and the decode rate before.
+func (r *Rollout) record(l *lane) {
 	h := r.snap[l.Host]
 	if m := r.plan.Mode; m != nil {
 		for _, a := range h.Modes { // every kernel of the catalog, "off" when unset
@@ -533,15 +740,6 @@ func (r *Rollout) begin(l *lane) []Step {
 		l.Before = Rate{Modes: runModes(h), TPS: ab.TPS}
 	}
 	l.Since = r.plan.Now()
-	if m := r.plan.Mode; m != nil {
-		l.queue = append(l.queue, remote.Action{Kind: remote.ActSetMode, Kernel: m.Kernel, Mode: m.Mode})
-	}
-	if r.plan.Redeploy != "" {
-		l.queue = append(l.queue, remote.Action{Kind: remote.ActRedeploy, Kernel: r.plan.Redeploy})
-	}
-	l.queue = append(l.queue, remote.Action{Kind: remote.ActRestart, Force: r.plan.Force, SkipCheck: r.plan.SkipCheck})
-	l.step, l.steps = 0, len(l.queue)
-	return r.next(l)
 }
 
 // next hands out l's next action, if any.
@@ -551,6 +749,11 @@ func (r *Rollout) next(l *lane) []Step {
 	}
 	a := l.queue[0]
 	l.queue = l.queue[1:]
+	return []Step{r.hand(l, a)}
+}
+
+// hand hands out action a on l's host.
+func (r *Rollout) hand(l *lane, a remote.Action) Step {
 	l.issuing = true
 	l.step++
 	l.heard = r.plan.Now()
@@ -558,7 +761,7 @@ func (r *Rollout) next(l *lane) []Step {
 	switch {
 	case l.rollback:
 		l.Stage = StageRollingBack
-	case a.Kind == remote.ActRestart:
+	case a.Kind == remote.ActRestart || a.Kind == remote.ActStop:
 		l.Stage = StageRestarting
 	default:
 		l.Stage = StageApplying
@@ -566,7 +769,7 @@ func (r *Rollout) next(l *lane) []Step {
 	if a.Kind == remote.ActSetMode {
 		l.modeIssued = true
 	}
-	return []Step{{Host: l.Host, Action: a}}
+	return Step{Host: l.Host, Action: a}
 }
 
 // onAction folds an outcome of one of the rollout's actions.
@@ -587,9 +790,15 @@ func (r *Rollout) onAction(a event.ActionResult) []Step {
 	case event.ActionFailed:
 		l.inflight = 0
 		l.awaiting = false
+		if l.group != nil {
+			l.group.sched.Ended(l.cur, false)
+		}
 		r.fail(l, nil, fmt.Sprintf("%s on %s: %s", a.Name, l.Host, a.Err), false)
 	case event.ActionDone:
 		l.inflight = 0
+		if l.group != nil {
+			return r.groupStepDone(l)
+		}
 		if l.kind == remote.ActRestart {
 			l.restartDone = true
 			return nil
@@ -604,6 +813,85 @@ func (r *Rollout) onAction(a event.ActionResult) []Step {
 		return r.next(l)
 	}
 	return nil
+}
+
+// groupStepDone folds the end of a deployment node's step and hands out
+// the steps that may go now; a rollback without a restart is over once
+// every node's mode is put back.
+func (r *Rollout) groupStepDone(l *lane) []Step {
+	g := l.group
+	g.sched.Ended(l.cur, true)
+	if l.kind == remote.ActRestart {
+		l.restartDone = true
+	}
+	out := r.issueGroup(g)
+	if l.rollback && r.groupDone(g) {
+		for _, p := range g.lanes {
+			if !p.awaiting && !p.Stage.Final() {
+				r.finish(p, StageRolledBack)
+			}
+		}
+	}
+	return out
+}
+
+// groupDone reports whether every step of g's schedule is done.
+func (r *Rollout) groupDone(g *group) bool {
+	for i := range g.n {
+		if g.sched.State(i) != deployment.StepDone {
+			return false
+		}
+	}
+	return true
+}
+
+// followGroup moves a deployment's nodes along the startups their
+// restarts began, and once every node runs its new invocation, gates on
+// the deployment's verdict: all serve (only the head says it does), or
+// the node that failed first fails, its peers with it.
+func (r *Rollout) followGroup(g *group) {
+	all := true
+	for _, l := range g.lanes {
+		h, ok := r.snap[l.Host]
+		if !l.awaiting || !ok || !l.restartDone || !l.newRun(h.Startup) {
+			all = false
+			continue
+		}
+		st := h.Startup
+		l.Phase, l.Phases, l.Progress = st.Phase, st.Spans, st.Progress
+		if !l.rollback {
+			l.Stage = StageStarting
+		}
+	}
+	if !all {
+		return
+	}
+	v := deployment.Judge(g.dep, r.snap, deployment.Offsets(r.snap))
+	switch v.Outcome {
+	case deployment.OutcomeServing:
+		for _, l := range g.lanes {
+			l.awaiting = false
+			if l.rollback {
+				r.finish(l, StageRolledBack)
+			} else {
+				r.finish(l, StageServing)
+			}
+		}
+	case deployment.OutcomeFailed:
+		first, ok := r.byHost[v.Slowest]
+		if !ok || v.Provisional {
+			return // its cause, and so the blame, may still change
+		}
+		now := r.plan.Now()
+		if first.failSeen.IsZero() {
+			first.failSeen = now
+		}
+		if !processGone(r.snap[first.Host].UnitState) && now.Sub(first.failSeen) < failGrace {
+			return
+		}
+		first.awaiting = false // its peers, still awaited, fail with it
+		r.fail(first, v.Diag, "", false)
+	}
 }
 
 // follow moves a lane whose restart is awaited along the startup of the
@@ -757,14 +1045,37 @@ func (r *Rollout) fail(l *lane, d *startup.Diagnosis, msg string, timedOut bool)
 	l.Diag, l.Err = d, msg
 	if l.rollback {
 		r.finish(l, StageRollbackFailed)
+		r.failPeers(l)
 		return
 	}
 	r.finish(l, StageFailed)
-	if r.state.Status != Running {
-		return // a peer of the halted host failing too: its lane says so
+	if r.state.Status == Running {
+		r.state = State{Status: Halted, Host: l.Host, Diag: d, Err: msg, TimedOut: timedOut}
+		r.stopAll()
+	} // else a peer of the halted host failing too: its lane says so
+	r.failPeers(l)
+}
+
+// failPeers fails the nodes of l's deployment that are still under way
+// (restarting, or in their rollback) as l fails: a deployment serves only
+// whole. Nodes not restarted yet were left where they are by stopAll.
+func (r *Rollout) failPeers(l *lane) {
+	if l.group == nil {
+		return
 	}
-	r.state = State{Status: Halted, Host: l.Host, Diag: d, Err: msg, TimedOut: timedOut}
-	r.stopAll()
+	rank := l.group.dep.Nodes[slices.Index(l.group.lanes, l)].Rank
+	for _, p := range l.group.lanes {
+		if p == l || p.Stage.Final() {
+			continue
+		}
+		p.queue, p.awaiting = nil, false
+		p.Err = fmt.Sprintf("peer lost (node %d, %s, failed first)", rank, l.Host)
+		if p.rollback {
+			r.finish(p, StageRollbackFailed)
+		} else {
+			r.finish(p, StageFailed)
+		}
+	}
 }
 
 // finish puts lane l in its final stage s.

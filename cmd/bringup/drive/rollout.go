@@ -9,6 +9,7 @@ import (
 	"github.com/bringup-dev/bringup/cmd/bringup/cli"
 	"github.com/bringup-dev/bringup/cmd/bringup/output"
 	"github.com/bringup-dev/bringup/remote"
+	"github.com/bringup-dev/bringup/remote/deployment"
 	"github.com/bringup-dev/bringup/remote/fleet"
 	"github.com/bringup-dev/bringup/remote/rollout"
 )
@@ -24,6 +25,9 @@ type RolloutOptions struct {
 	Timeout           time.Duration
 	Settle            time.Duration // how long to wait for every host's unit state
 	ThroughputWait    time.Duration // how long to wait for the new runs' steady decode rates
+	// Deployments are the config's; with the units' command lines they
+	// say which hosts are one deployment, rolled out as one step.
+	Deployments []deployment.Declared
 }
 
 // Rollout runs the rollout over the running fleet and returns the exit
@@ -47,6 +51,7 @@ func Rollout(ctx context.Context, s Streams, fl *fleet.Follower, plan rollout.Pl
 		return rep.Summary(plan, nil, rollout.State{Err: err.Error()}, "not-started", code)
 	}
 	snap := InOrder(plan.Hosts, states)
+	plan.Deployments = deployment.FromStates(o.Deployments, snap)
 	plan.Before, plan.SlowerBy = previousRates(theFleet, snap), theFleet.SlowerBy()
 	fmt.Fprintf(s.Out, "will %s\n", plan)
 	refused := func(why string) int {
@@ -60,7 +65,7 @@ func Rollout(ctx context.Context, s Streams, fl *fleet.Follower, plan rollout.Pl
 	plan.SkipCheck = o.SkipCheck
 	plan.Force = plan.Force || forced // the person confirmed: the rollout's restarts override the preflight
 	r, err := rollout.New(plan, theFleet.Kernels())
-	if err != nil { // checked before the fleet started; cannot change since
+	if err != nil { // a node of a deployment not named (the units say so only now)
 		fmt.Fprintf(s.Err, "bringup rollout: %v\n", err)
 		return refused(err.Error())
 	}
