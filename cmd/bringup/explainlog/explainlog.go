@@ -224,6 +224,7 @@ func exitOf(o startup.Outcome) int {
 		return Served
 	case startup.OutcomeFailed:
 		return Failed
+	case startup.OutcomeUndecided:
 	}
 	return Undecided // undecided, or an outcome this build does not know
 }
