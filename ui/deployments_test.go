@@ -113,6 +113,7 @@ func feedSteps(m *Model, cmd tea.Cmd) {
 // for the whole deployment, saying how it goes, then stops both nodes and
 // starts node 0 and, once started, node 1.
 func TestDeploymentRestartFromTheConsole(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	src := newFake()
 	m := New(src, Options{Title: "t", Kernels: kernels.DefaultCatalog(), Now: func() time.Time { return t0 }, NoColor: true})

@@ -10,6 +10,7 @@ import (
 // one key and compares the whole stack, so esc is seen to go back to
 // what was under the layer it closes.
 func TestFocusTransitions(t *testing.T) {
+	t.Parallel() // pure: a model over a fake source
 	keys := func(ks ...string) func(*testing.T, *Model) {
 		return func(_ *testing.T, m *Model) { press(m, ks...) }
 	}

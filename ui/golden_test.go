@@ -11,6 +11,7 @@ import (
 // TestGolden renders the main screens without colour at the two reference
 // sizes. Regenerate with: go test ./ui -update
 func TestGolden(t *testing.T) {
+	t.Parallel() // pure: a model over a fake source
 	screens := []struct {
 		name  string
 		keys  []string

@@ -513,6 +513,7 @@ func TestPaletteGroups(t *testing.T) {
 // brings it to serving; :restart gpu9 says which hosts there are and
 // keeps the line.
 func TestPaletteOnSimulatedFleet(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	p, tm := runSeedConsole(t)
 	line := func(s string) {
 		send(tm, ":")

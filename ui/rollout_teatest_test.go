@@ -202,6 +202,7 @@ func modeCell(frame, host, mode string) bool {
 // with the diagnosis and leaves gpu2 alone; b rolls gpu1 back to on, and
 // it serves again.
 func TestRolloutHaltsOnSimulatedFleet(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	p, tm := runSeedConsole(t)
 	gpu2Inv := p.ro.Load().inv["gpu2"]
 
@@ -282,6 +283,7 @@ func TestRolloutHaltsOnSimulatedFleet(t *testing.T) {
 // the simulated seed fleet: gpu4 is touched only once gpu3 serves again,
 // and the rollout ends done with both serving in mode on.
 func TestRolloutHostByHostOnSimulatedFleet(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	p, tm := runSeedConsole(t)
 
 	send(tm, "j", "j", "space", "j", "space", "R") // mark gpu3 and gpu4
@@ -355,6 +357,7 @@ func TestRolloutHostByHostOnSimulatedFleet(t *testing.T) {
 // its previous run, gpu3's about 4× (the stand-in's on against off),
 // gpu4's about 1×, in the summary and in gpu3's row.
 func TestRolloutRatesOnSimulatedFleet(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	p, tm := runConsoleOver(t, runDemoFleet)
 	send(tm, "j", "j", "space", "j", "space", "R", "l", "l", "l", "enter")
 	p.wait(t, tm, "the confirmation", func(frame string, _ *rolloutFacts) bool {

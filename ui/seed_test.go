@@ -69,6 +69,7 @@ func rowOf(frame, host string) string {
 // rolloutSpeed through the real fleet and tracker, and recovers gpu3 with
 // keys the way an operator would: select it, m → on → confirm, r → confirm.
 func TestSeedFailureAndRecovery(t *testing.T) {
+	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
 	fleet, clock, cat := runSeedFleet(t, rolloutSpeed)
 	p := &probe{Model: New(fleet, Options{Title: "bringup demo · seed ×1200", Kernels: cat, Now: clock.Now})}
 	tm := teatest.NewTestModel(t, p, teatest.WithInitialTermSize(120, 40),

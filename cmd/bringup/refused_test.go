@@ -12,6 +12,7 @@ import (
 // dial says "connection refused" and exits 1 at once; it used to wait out
 // its 15 s timeout and exit 2 ("timeout"), the reason only in the table.
 func TestStatusRefusedFast(t *testing.T) {
+	t.Parallel() // it waits on a dial, not the CPU
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

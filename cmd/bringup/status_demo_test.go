@@ -12,6 +12,7 @@ import (
 // with no config and no hosts, in the same v1 lines as over real hosts;
 // host names with --demo are a usage error.
 func TestStatusDemo(t *testing.T) {
+	t.Parallel() // its look waits on the simulated hosts' first states
 	var out, errOut syncBuffer
 	code := run(context.Background(), testEnv(&out, &errOut), []string{"status", "--demo", "--json"})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

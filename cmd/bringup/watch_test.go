@@ -215,7 +215,7 @@ func TestWatchCrashLoop(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			code := run(ctx, env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }},
-				[]string{"watch", "--demo", "--scenario", "crashloop", "--json", "--speed", "300", "--allow-restarts", tt.allow})
+				[]string{"watch", "--demo", "--scenario", "crashloop", "--json", "--speed", "800", "--allow-restarts", tt.allow})
 			if code != exitFailed {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, exitFailed, errOut.String())
 			}

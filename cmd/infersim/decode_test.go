@@ -80,6 +80,7 @@ func TestDecodeRateByMode(t *testing.T) {
 // TestServeStatsLines: once serving, infersim prints its engine's stats
 // line, which the phase engine reads at the mode's rate, for both engines.
 func TestServeStatsLines(t *testing.T) {
+	t.Parallel() // real time on a loopback port of its own
 	for _, eng := range []string{"sglang", "vllm"} {
 		env := map[string]string{"INFERSIM_ENGINE": eng, "PYTHONPATH": t.TempDir(), "KDTREE_MODE": "on", "INFERSIM_LOAD": "8",
 			"INFERSIM_STATS_SECONDS": "0.1", "INFERSIM_STATE_DIR": t.TempDir(), "INFERSIM_SHARDS": "1"}

@@ -14,6 +14,7 @@ import (
 // TestMeshLost: two nodes meet; when rank 1 goes away, rank 0 hears of
 // it.
 func TestMeshLost(t *testing.T) {
+	t.Parallel() // real time on loopback ports of their own
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx := context.Background()
 	var m0 *mesh
@@ -39,6 +40,7 @@ func TestMeshLost(t *testing.T) {
 
 // TestMeshNobodyCame: rank 0 alone gives up after the wait.
 func TestMeshNobodyCame(t *testing.T) {
+	t.Parallel() // real time on loopback ports of their own
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	if _, err := joinMesh(context.Background(), 0, 2, addr, 300*time.Millisecond); !errors.Is(err, errRendezvous) {
 		t.Fatalf("error %v, want %v", err, errRendezvous)
@@ -50,6 +52,7 @@ func TestMeshNobodyCame(t *testing.T) {
 // loses it and fails its peer wait later with c10d's store timeout, the
 // real lines of sglang issue 7478; both exit 1.
 func TestMultiNodeServe(t *testing.T) {
+	t.Parallel() // real time on loopback ports of their own
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	run := func(rank int, env map[string]string) (int, string) {
 		return serveNode(t, addr, rank, env, 20*time.Second)
@@ -103,6 +106,7 @@ func serveNode(t *testing.T, addr string, rank int, env map[string]string, life 
 // TestMultiNodeServesThenLosesAPeer: both nodes serve; node 1 is
 // stopped, and node 0, past init, dies of the NCCL watchdog.
 func TestMultiNodeServesThenLosesAPeer(t *testing.T) {
+	t.Parallel() // real time on loopback ports of their own
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	var wg sync.WaitGroup
 	var code0, code1 int
