@@ -14,7 +14,7 @@ import (
 // recording's end, exit 2, with the outcome "ended" and each host as the
 // recording left it.
 func TestWatchReplayEndsWhereTheRecordingDoes(t *testing.T) {
-	t.Parallel() // it waits out the replay's end grace (2 s, twice), not the CPU
+	t.Parallel()                 // it waits out the replay's end grace (2 s, twice), not the CPU
 	rec := writeTinyRecording(t) // gpu1 active/running, no serving line: unsettled
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
