@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,12 +19,12 @@ const byDeployment = "deployment"
 // first among the groupings while there are deployments. The first time
 // one is found the table is grouped by them: a deployment is one row.
 func (t *tableModel) findDeployments() {
+	if t.execs != nil && !t.execsChanged() {
+		return // every snapshot comes here: no allocation while nothing moved
+	}
 	execs := make(map[string]string, len(t.hosts))
 	for _, h := range t.hosts {
 		execs[h.Name] = h.UnitState.ExecStart
-	}
-	if t.execs != nil && maps.Equal(execs, t.execs) {
-		return
 	}
 	t.execs = execs
 	deps := deployment.FromStates(t.declared, t.hosts)
@@ -48,6 +47,20 @@ func (t *tableModel) findDeployments() {
 	if !t.autoGrouped && t.groupBy == 0 {
 		t.groupBy, t.autoGrouped = 1, true
 	}
+}
+
+// execsChanged reports whether the hosts or their units' command lines
+// differ from those the deployments were worked out from.
+func (t *tableModel) execsChanged() bool {
+	if len(t.hosts) != len(t.execs) {
+		return true
+	}
+	for _, h := range t.hosts {
+		if e, ok := t.execs[h.Name]; !ok || e != h.UnitState.ExecStart {
+			return true
+		}
+	}
+	return false
 }
 
 func sameDeployment(a, b deployment.Deployment) bool {
