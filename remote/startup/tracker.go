@@ -734,25 +734,34 @@ func (t *Tracker) pendingFailure() bool {
 // failed; one that did not stays where it was.
 func (t *Tracker) End(at time.Time) []Change {
 	var out []Change
-	if !t.ledger.failed && t.path.onPath() && t.lines.tb.nOpen > 0 && len(t.ledger.cands) == 0 && t.lines.endsInError() {
-		// The log ends inside a traceback and nothing else names an
-		// error: the exception line is cut off. Say so, quoting the
-		// deepest source line.
-		// Its first line, where the excerpt has it; else its deepest
-		// source line.
-		quote := t.lines.tb.head()
-		if quote == "" {
-			quote = t.lines.tb.lastCode()
-		}
-		if quote != "" {
-			t.addCand(&unrecognisedRule, quote, at, t.lines.tb.openPhase(), &out)
-		}
+	if !t.ledger.failed {
+		t.cutTraceback(at, &out)
 	}
 	if !t.ledger.failed && t.path.onPath() && t.pendingFailure() {
 		t.fail(at, &out)
 	}
 	t.stampRun(out)
 	return out
+}
+
+// cutTraceback is the end of a run's log inside a traceback that nothing
+// else names an error for: its exception line is cut off. It says so,
+// quoting the traceback's first line where the log has it, else its
+// deepest source line. A saved log's end (End) and the journal's record
+// of the process's failed end (PID 1's "Main process exited" or "Failed
+// with result") both end the log, so a live run and its saved log get the
+// same verdict; before either, the exception line may still come.
+func (t *Tracker) cutTraceback(at time.Time, out *[]Change) {
+	if !t.path.onPath() || t.lines.tb.nOpen == 0 || len(t.ledger.cands) > 0 || !t.lines.endsInError() {
+		return
+	}
+	quote := t.lines.tb.head()
+	if quote == "" {
+		quote = t.lines.tb.lastCode()
+	}
+	if quote != "" {
+		t.addCand(&unrecognisedRule, quote, at, t.lines.tb.openPhase(), out)
+	}
 }
 
 // detect names the engine from a line, by keyword or by line prefix.
@@ -992,12 +1001,14 @@ func (t *Tracker) applySys(k sysKind, j *event.Journal, at time.Time, out *[]Cha
 		t.st.UnitActive = false
 		if !exitOK(msg, j.Fields) {
 			t.exitedAt = at
+			t.cutTraceback(at, out)
 			t.fail(at, out)
 		}
 	case sysResult, sysFailedStart:
 		t.st.LogEnded = true
 		t.ledger.addExit(msg)
 		t.st.UnitActive = false
+		t.cutTraceback(at, out)
 		switch r := unitResult(msg, j.Fields); r {
 		case "oom-kill":
 			t.ledger.unitCause = "host-oom-kill"
