@@ -750,9 +750,10 @@ func (t *Tracker) End(at time.Time) []Change {
 // deepest source line. A saved log's end (End) and the journal's record
 // of the process's failed end (PID 1's "Main process exited" or "Failed
 // with result") both end the log, so a live run and its saved log get the
-// same verdict; before either, the exception line may still come.
+// same verdict; before either, the exception line may still come. The run
+// may have failed already: systemd's D-Bus signal beats the journal.
 func (t *Tracker) cutTraceback(at time.Time, out *[]Change) {
-	if !t.path.onPath() || t.lines.tb.nOpen == 0 || len(t.ledger.cands) > 0 || !t.lines.endsInError() {
+	if !(t.path.onPath() || t.ledger.failed) || t.lines.tb.nOpen == 0 || len(t.ledger.cands) > 0 || !t.lines.endsInError() {
 		return
 	}
 	quote := t.lines.tb.head()
