@@ -25,6 +25,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.CatchupRuns, "catchup-runs", fleetbench.DefaultCatchupRuns, "reads of the catch-up run by each side (the median counts)")
 	fs.StringVar(&o.Testbed.CacheDir, "cache", "", "image cache (default the testbed's)")
 	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
+	fs.IntVar(&o.TableRuns, "table-runs", 0, "table only: after the boot, this many rounds of the raw table and a fresh fleet's full table, nothing else")
 	fs.StringVar(&o.Source, "source", fleetbench.SourceSSH, "ssh, or victorialogs: the store path too, side by side on the same hosts (the testbed starts VictoriaLogs fed by every host's systemd-journal-upload)")
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
@@ -92,6 +93,10 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 	if t := s.FullTable; t.RawS > 0 {
 		row("time to a full table", fmt.Sprintf("%.2f s", t.BringupS), fmt.Sprintf("%.2f s", t.RawS), t.Ratio,
 			fmt.Sprintf("bringup/raw; +%.2f s resolving ssh_config; bringup %.2f s CPU, machine %.0f %% busy", t.ResolveS, t.BringupCPUS, t.MachineBusyPct))
+	}
+	for i, t := range s.TableRuns {
+		row(fmt.Sprintf("  round %d", i+1), fmt.Sprintf("%.2f s", t.BringupS), fmt.Sprintf("%.2f s", t.RawS), t.Ratio,
+			fmt.Sprintf("bringup %.2f s CPU, machine %.0f %% busy", t.BringupCPUS, t.MachineBusyPct))
 	}
 	if l := s.Latency; l.Lines > 0 {
 		d := func(x fleetbench.Dist) string {

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/bringup-dev/bringup/remote"
 	"github.com/bringup-dev/bringup/remote/event"
 	"github.com/bringup-dev/bringup/remote/startup"
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 func TestSteadyHostWaitsForTheUnitState(t *testing.T) {
@@ -217,12 +220,53 @@ func TestFleetProvisionalSettlesWithoutEvents(t *testing.T) {
 		return event.Event{Kind: event.KindUnit, Time: at, Unit: &event.Unit{Name: "sglang.service",
 			ActiveState: active, SubState: sub, Result: result, InvocationID: "inv-1"}}
 	}
-	feed(t, d, []event.Event{unit(t0, "activating", "start", ""), unit(t0.Add(time.Second), "failed", "failed", "exit-code")})
+	// A line of the run heard first: a failure before the host's first
+	// line waits startup.FirstLineExtra longer (TestFleetFirstLineWait).
+	line := event.Event{Kind: event.KindJournal, Time: t0, Journal: &event.Journal{Message: "Loading weights", InvocationID: "inv-1"}}
+	feed(t, d, []event.Event{unit(t0, "activating", "start", ""), line, unit(t0.Add(time.Second), "failed", "failed", "exit-code")})
 	collect(t, f, func(_ []event.Event, bt remote.Batch) bool {
 		return bt.Hosts[0].Startup.Phase == startup.Failed && bt.Hosts[0].Provisional
 	})
 	collect(t, f, func(_ []event.Event, bt remote.Batch) bool {
 		return bt.Hosts[0].Startup.Phase == startup.Failed && !bt.Hosts[0].Provisional
+	})
+}
+
+// A failure the unit's state gave before any journal line of the host
+// (its follow held until the fleet's table is full) stays provisional
+// past Settle, and its log, arriving then, settles it on the log's cause.
+func TestFleetFirstLineWait(t *testing.T) {
+	t0 := time.Now()
+	d := &feedDriver{name: "gpu1", feed: make(chan event.Event)}
+	f, _, _ := startFleet(t, Options{Kernels: kernels.DefaultCatalog(), Flush: 2 * time.Millisecond, Settle: 100 * time.Millisecond}, d)
+	unit := event.Event{Kind: event.KindUnit, Time: t0, Unit: &event.Unit{Name: "sglang.service",
+		ActiveState: "failed", SubState: "failed", Result: "exit-code", InvocationID: "inv-1"}}
+	feed(t, d, []event.Event{unit})
+	var seen time.Time
+	collect(t, f, func(_ []event.Event, bt remote.Batch) bool {
+		seen = time.Now()
+		return bt.Hosts[0].Startup.Phase == startup.Failed && bt.Hosts[0].Provisional
+	})
+	time.Sleep(300 * time.Millisecond) // three Settle waits: still provisional
+	// The run's log, a real one (the corpus's), as its follow delivers it.
+	l, err := corpus.Read(filepath.Join(corpus.Dir(), "vllm-31273-v013-h20-oom-first-shard.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []event.Event
+	for _, m := range strings.Split(strings.TrimRight(l.Body, "\n"), "\n") {
+		lines = append(lines, event.Event{Kind: event.KindJournal, Time: t0, Journal: &event.Journal{Message: m, InvocationID: "inv-1"}})
+	}
+	feed(t, d, lines)
+	collect(t, f, func(_ []event.Event, bt remote.Batch) bool {
+		h := bt.Hosts[0]
+		if h.Startup.Phase != startup.Failed || h.Provisional {
+			return false
+		}
+		if h.Startup.Diag == nil || h.Startup.Diag.Cause != l.Cause {
+			t.Errorf("settled %.0f ms after the failure on %+v, before its log came", float64(time.Since(seen).Milliseconds()), h.Startup.Diag)
+		}
+		return true
 	})
 }
 

@@ -55,7 +55,8 @@ type Options struct {
 	// (LocalDir resolved to an absolute path by the caller).
 	Kernels kernels.Catalog
 	// TableFirst, shared by the fleet's hosts (Specs sets it), holds
-	// each host's probe and GPU sampler until every host has its state; nil: no wait.
+	// each host's journal follow, probe, clock and GPU sampler until every
+	// host has its state; nil: no wait.
 	TableFirst *TableFirst
 	// Now stamps local receipt times; nil means time.Now.
 	Now func() time.Time
@@ -201,19 +202,22 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 			return emit(ev)
 		})
 	})
-	// The journal starts at once, beside the unit watch: the phase engine
-	// places a run's lines against its state as they come, and a follow
-	// started only after the state (as the probe and sampler are) made it
-	// misplace a short failed run's lines (TestCorpusOnTestbed).
+	// The journal, the probe and the sampler start once the host is first
+	// reached and its unit's state read, and the fleet's other hosts have
+	// theirs (see afterFirstState and TableFirst): a follow's start is two
+	// journalctl and a shell on the host, the CPU the hosts still being
+	// reached need. A probe that only finds the connection down says
+	// nothing and would slow the probe's own schedule down. The run's
+	// lines then come after its state; a failure seen before the host's
+	// first line waits longer to settle (startup.FirstLineExtra).
+	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
 	run(func() {
+		if !afterState() {
+			return
+		}
 		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail,
 			FromStart: h.opts.FromStart, Now: h.opts.Now}, emit)
 	})
-	// The probe and the sampler start once the host is first reached and
-	// its unit's state read, and the fleet's other hosts have theirs (see
-	// afterFirstState): a probe that only finds the connection down says
-	// nothing and would slow the probe's own schedule down.
-	afterState := func() bool { return h.afterFirstState(ctx, stateRead) }
 	run(func() {
 		if !afterState() {
 			return

@@ -6,18 +6,20 @@ import (
 	"time"
 )
 
-// TableFirst holds each host's probe and GPU sampler until every host of
-// the fleet has had its unit state read (or its first dial failed), at
-// most TableFirstWait after the host's own state. The table of every
-// host's state is what a console shows first; the sampler starts
-// nvidia-smi on its host (a shell and a process) and the probe opens a
-// connection to the service, and started as each host came up they took
-// the CPU of the hosts still being reached (at 256 test hosts the full
-// table took 9.4-10.7 s with every stream starting at once, 5.0 s with
-// none). The journal follow is not held: the phase engine reads a run's
-// lines against its state as they come. A fleet of a few hosts waits for
-// nothing: their states come within a moment of each other. A nil
-// TableFirst holds no one.
+// TableFirst holds each host's journal follow, probe, clock and GPU
+// sampler until every host of the fleet has had its unit state read (or
+// its first dial failed), at most TableFirstWait after the host's own
+// state. The table of every host's state is what a console shows first;
+// a follow starts a shell and two journalctl on its host, the sampler
+// nvidia-smi, the probe a connection to the service, and started as each
+// host came up they took the CPU of the hosts still being reached. At 256
+// test hosts on two cores the full table took 8.4-12.2 s with the follow
+// started at once and 6.4-6.9 s with it held (README, Benchmarks). A run's
+// lines then come after its state, which the phase engine reads as it
+// reads a console opened on a host that already failed; the settle waits
+// for the host's first line (startup.FirstLineExtra). A fleet of a few
+// hosts waits for nothing: their states come within a moment of each
+// other. A nil TableFirst holds no one.
 type TableFirst struct {
 	mu   sync.Mutex
 	left int

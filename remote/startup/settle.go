@@ -22,7 +22,11 @@ import "time"
 // The wait restarts with every journal line: a failed run's log can take
 // longer than the wait to arrive (a long log caught up, a follow started
 // after the unit's state was read), and while its lines still come the
-// traceback that places the failure may be among them.
+// traceback that places the failure may be among them. Until the host's
+// first line the wait is FirstLineExtra longer: a fleet starts its hosts'
+// journal follows once its table of unit states is full, seconds after a
+// host's own state said failed, and a failure settled before its log
+// arrived would be settled on the unit's state alone.
 //
 // A Settler is one host's; it is not safe for concurrent use.
 type Settler struct {
@@ -76,10 +80,18 @@ func (s *Settler) waits(st Startup, unitRun string) bool {
 	return !named || !st.Diag.Settled() || !st.LogEnded
 }
 
+// FirstLineExtra is how much longer than the settle wait a failure waits
+// for the host's first journal line: a live fleet holds each host's follow
+// until every host's state is read, at most 5 s (live.TableFirstWait).
+const FirstLineExtra = 5 * time.Second
+
 // Wake is when the failure last found provisional settles unless a line
 // comes first: the settle wait after it was first seen or after its last
-// line, whichever is later.
+// line, whichever is later; with no line heard yet, FirstLineExtra more.
 func (s *Settler) Wake() time.Time {
+	if s.lineWall.IsZero() {
+		return s.failWall.Add(s.wait + FirstLineExtra)
+	}
 	from := s.failWall
 	if s.lineWall.After(from) {
 		from = s.lineWall

@@ -27,6 +27,8 @@ func TestSettler(t *testing.T) {
 		wake    time.Duration
 	}
 	started := func(h *host) { h.unit("activating", "start", "") }
+	// startedHeard is a run started and followed: its first line heard.
+	startedHeard := func(h *host) { started(h); h.lines(sgWeights) }
 	failed := func(h *host) { h.unit("failed", "failed", "exit-code") }
 	for _, tc := range []struct {
 		name  string
@@ -37,13 +39,13 @@ func TestSettler(t *testing.T) {
 			{at: time.Second, do: func(h *host) { h.lines(sgWeights) }, heard: true, unitRun: "inv-1"},
 		}},
 		{name: "a failure the unit's state alone explains settles by the clock", steps: []step{
-			{do: started, unitRun: "inv-1"},
+			{do: startedHeard, heard: true, unitRun: "inv-1"},
 			{at: time.Second, do: failed, unitRun: "inv-1", want: true, wake: 4 * time.Second},
 			{at: 3900 * time.Millisecond, unitRun: "inv-1", want: true, wake: 4 * time.Second},
 			{at: 4 * time.Second, unitRun: "inv-1"},
 		}},
 		{name: "c5ddd69: the unit failed before its last lines came; the run's end settles it", steps: []step{
-			{do: started, unitRun: "inv-1"},
+			{do: startedHeard, heard: true, unitRun: "inv-1"},
 			{at: time.Second, do: failed, unitRun: "inv-1", want: true, wake: 4 * time.Second},
 			// The cause is known, but the journal has not shown the
 			// run's end: the lines still to come may place it.
@@ -51,7 +53,7 @@ func TestSettler(t *testing.T) {
 			{at: 2500 * time.Millisecond, do: func(h *host) { h.exitFailure() }, heard: true, unitRun: "inv-1"},
 		}},
 		{name: "c5ddd69: a log that never shows the run's end settles once its lines go quiet", steps: []step{
-			{do: started, unitRun: "inv-1"},
+			{do: startedHeard, heard: true, unitRun: "inv-1"},
 			{at: time.Second, do: failed, unitRun: "inv-1", want: true, wake: 4 * time.Second},
 			{at: 2 * time.Second, do: func(h *host) { h.lines(sgWeights, sgCapture, segfault) }, heard: true, unitRun: "inv-1", want: true, wake: 5 * time.Second},
 			{at: 4500 * time.Millisecond, unitRun: "inv-1", want: true, wake: 5 * time.Second},
@@ -75,12 +77,18 @@ func TestSettler(t *testing.T) {
 			{at: time.Second, do: func(h *host) { h.lines("[2025-01-24 09:39:40 TP0] rank 1 exiting") }, heard: true, unitRun: "inv-new", want: true, wake: 4 * time.Second},
 			{at: 4 * time.Second, unitRun: "inv-new"},
 		}},
+		{name: "a failure seen before the host's first line waits FirstLineExtra longer: its follow may start after the table", steps: []step{
+			{do: func(h *host) { started(h); failed(h) }, unitRun: "inv-1", want: true, wake: wait + FirstLineExtra},
+			{at: 7 * time.Second, unitRun: "inv-1", want: true, wake: wait + FirstLineExtra},
+			{at: 7500 * time.Millisecond, do: func(h *host) { h.lines(sgWeights, sgCapture, segfault) }, heard: true, unitRun: "inv-1", want: true, wake: 10500 * time.Millisecond},
+			{at: 8 * time.Second, do: func(h *host) { h.exitFailure() }, heard: true, unitRun: "inv-1"},
+		}},
 		{name: "a named failure with its cause and end read is settled at once", steps: []step{
 			{do: started, unitRun: "inv-1"},
 			{at: time.Second, do: func(h *host) { h.lines(sgWeights, sgCapture, segfault); h.exitFailure() }, heard: true, unitRun: "inv-1"},
 		}},
 		{name: "the next run's failure waits from its own first sight", steps: []step{
-			{do: started, unitRun: "inv-1"},
+			{do: startedHeard, heard: true, unitRun: "inv-1"},
 			{at: time.Second, do: failed, unitRun: "inv-1", want: true, wake: 4 * time.Second},
 			{at: 10 * time.Second, unitRun: "inv-1"},
 			{at: 20 * time.Second, do: func(h *host) { h.inv = "inv-2"; started(h); failed(h) }, unitRun: "inv-2", want: true, wake: 23 * time.Second},
@@ -119,6 +127,7 @@ func TestSettler(t *testing.T) {
 func TestSettlerDue(t *testing.T) {
 	w0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	s := NewSettler(time.Second)
+	s.Heard(w0) // the run's lines were followed
 	st := Startup{Phase: Failed, InvocationID: "inv-1", PhaseSince: t0}
 	if p, _ := s.Provisional(st, "inv-1", w0); !p {
 		t.Fatal("a failure without a diagnosis is not provisional")

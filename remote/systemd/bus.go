@@ -25,8 +25,12 @@ const (
 	reloadingName = managerIface + ".Reloading"
 )
 
+// unknownUID is openBus's uid when the caller did not ask the host.
+const unknownUID = -1
+
 // openBus connects to the host's system bus by way of via (PathDBus or
-// PathStdioBridge), authenticates as uid and says Hello. ctx bounds the
+// PathStdioBridge), authenticates as uid (unknownUID: as whoever the
+// socket's credentials say) and says Hello. ctx bounds the
 // connection's whole life: when it ends, the connection closes.
 func openBus(ctx context.Context, d Dialer, host string, uid int, via string) (*dbus.Conn, error) {
 	var (
@@ -49,12 +53,21 @@ func openBus(ctx context.Context, d Dialer, host string, uid int, via string) (*
 		rwc.Close()
 		return nil, fmt.Errorf("%s: system bus via %s: %w", host, via, err)
 	}
-	// EXTERNAL with the remote uid: the bus daemon checks it against the
-	// peer credentials of the socket, which belong to the SSH user.
+	// EXTERNAL: the bus daemon takes the peer credentials of the socket,
+	// which belong to the SSH user (godbus sends no identity of its own:
+	// it answers the bus's DATA challenge with an empty one).
 	// systemd-stdio-bridge's server end accepts ANONYMOUS on a pipe.
-	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(uid)), dbus.AuthAnonymous()}); err != nil {
+	as := ""
+	if uid != unknownUID {
+		as = strconv.Itoa(uid)
+	}
+	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(as), dbus.AuthAnonymous()}); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%s: system bus via %s: auth as uid %d: %w%s", host, via, uid, err, bridgeStderr(rwc))
+		who := ""
+		if as != "" {
+			who = " as uid " + as
+		}
+		return nil, fmt.Errorf("%s: system bus via %s: auth%s: %w%s", host, via, who, err, bridgeStderr(rwc))
 	}
 	if err := conn.Hello(); err != nil {
 		conn.Close()

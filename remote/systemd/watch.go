@@ -92,10 +92,12 @@ func Watch(ctx context.Context, d Dialer, o WatchOptions, emit func(event.Event)
 	default:
 		return fmt.Errorf("%s: watch: unknown path %q", o.Host, o.Path)
 	}
-	uid, err := remoteUID(ctx, d, o.Host)
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", o.Unit, err)
-	}
+	// No `id -u` first: EXTERNAL authenticates by the socket's peer
+	// credentials (the bus asks, godbus answers with an empty DATA), and
+	// a shell and a process per host are what a fleet's first table
+	// waits on when hundreds of hosts are reached at once.
+	const uid = unknownUID
+	var err error
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -71,6 +72,12 @@ type Options struct {
 	// Source is SourceSSH (the default: the SSH path against raw ssh) or
 	// SourceVictoriaLogs (the store path too, side by side: Summary.Store).
 	Source string
+	// TableRuns, when positive, makes the run a table-only one: after the
+	// boot, TableRuns rounds of the raw table and a fresh fleet's full
+	// table (Summary.TableRuns), and nothing else. One full table is a
+	// single sample on a machine the hosts saturate; rounds on the same
+	// booted hosts are what tell a change from noise.
+	TableRuns int
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 }
@@ -91,10 +98,12 @@ type Summary struct {
 	Inventory string `json:"inventory"`
 
 	FullTable FullTable `json:"full_table"`
-	Latency   Latency   `json:"latency"`
-	Steady    Steady    `json:"steady"`
-	Catchup   Catchup   `json:"catchup"`
-	Cleanup   Cleanup   `json:"cleanup"`
+	// TableRuns are the rounds of Options.TableRuns, in order.
+	TableRuns []FullTable `json:"table_runs,omitempty"`
+	Latency   Latency     `json:"latency"`
+	Steady    Steady      `json:"steady"`
+	Catchup   Catchup     `json:"catchup"`
+	Cleanup   Cleanup     `json:"cleanup"`
 	// Store is the store path's figures (Options.Source
 	// SourceVictoriaLogs), nil without.
 	Store *Store `json:"store,omitempty"`
@@ -293,6 +302,12 @@ func Run(ctx context.Context, o Options) (s *Summary, err error) {
 		}
 	}()
 	b := &bench{o: o, tb: tb, s: s}
+	if o.TableRuns > 0 {
+		if err := b.tableRuns(ctx); err != nil {
+			return s, fmt.Errorf("fleetbench: %w", err)
+		}
+		return s, nil
+	}
 	if err := b.fleetPhases(ctx); err != nil {
 		return s, fmt.Errorf("fleetbench: %w", err)
 	}
@@ -366,56 +381,11 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.o.Logf("fleetbench: full table: raw systemctl show on %d hosts", len(hosts))
-	raw, err := b.rawTable(ctx, hosts)
+	fl, err := b.fullTable(ctx, hosts)
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	f, err := b.newFleet(ctx, hosts, testbed.UnitName)
-	if err != nil {
-		return err
-	}
-	if b.o.TableProfile != nil {
-		if err := pprof.StartCPUProfile(b.o.TableProfile); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-	}
-	cpu0, err := cpuTime()
-	if err != nil {
-		return err
-	}
-	busy0, total0, err := machineTicks()
-	if err != nil {
-		return err
-	}
-	resolved := time.Now()
-	fl := fleet.Follow(ctx, f)
 	defer func() { _ = fl.Stop(30 * time.Second) }()
-	err = fl.Until(ctx, 0, func(bt remote.Batch) bool {
-		return len(bt.Hosts) == len(hosts) && all(bt.Hosts, func(h remote.HostState) bool {
-			return h.Conn.State == event.ConnUp && h.UnitState.ActiveState != ""
-		})
-	})
-	full := time.Since(resolved)
-	if b.o.TableProfile != nil {
-		pprof.StopCPUProfile()
-	}
-	if err != nil {
-		return fmt.Errorf("full table: %w (%s)", err, summary(fl.Last()))
-	}
-	cpu1, err := cpuTime()
-	if err != nil {
-		return err
-	}
-	busy1, total1, err := machineTicks()
-	if err != nil {
-		return err
-	}
-	b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw)),
-		BringupCPUS: secs(cpu1 - cpu0), MachineBusyPct: busyPct(busy0, total0, busy1, total1)}
-	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
-		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
 
 	var sfl *fleet.Follower
 	if b.s.Store != nil {
@@ -444,6 +414,154 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	}
 	return b.storePhases(ctx, hosts)
 }
+
+// fullTable measures the raw table, then a fresh fleet's full table
+// (Summary.FullTable), and returns the fleet, still following.
+func (b *bench) fullTable(ctx context.Context, hosts []string) (*fleet.Follower, error) {
+	b.o.Logf("fleetbench: full table: raw systemctl show on %d hosts", len(hosts))
+	raw, err := b.rawTable(ctx, hosts)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	f, err := b.newFleet(ctx, hosts, testbed.UnitName)
+	if err != nil {
+		return nil, err
+	}
+	if b.o.TableProfile != nil {
+		if err := pprof.StartCPUProfile(b.o.TableProfile); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	cpu0, err := cpuTime()
+	if err != nil {
+		return nil, err
+	}
+	busy0, total0, err := machineTicks()
+	if err != nil {
+		return nil, err
+	}
+	resolved := time.Now()
+	b.o.Logf("fleetbench: full table: bringup's fleet starts")
+	fl := fleet.Follow(ctx, f)
+	arrivals := newArrivals(len(hosts))
+	err = fl.Until(ctx, 0, func(bt remote.Batch) bool {
+		return arrivals.see(bt.Hosts, time.Since(resolved)) == len(hosts)
+	})
+	full := time.Since(resolved)
+	b.o.Logf("fleetbench: full table: %s", arrivals)
+	if b.o.TableProfile != nil {
+		pprof.StopCPUProfile()
+		b.o.TableProfile = nil // one profile: the first table's
+	}
+	if err != nil {
+		_ = fl.Stop(30 * time.Second)
+		return nil, fmt.Errorf("full table: %w (%s)", err, summary(fl.Last()))
+	}
+	cpu1, err := cpuTime()
+	if err == nil {
+		var busy1, total1 int64
+		if busy1, total1, err = machineTicks(); err == nil {
+			b.s.FullTable = FullTable{BringupS: secs(full), RawS: secs(raw), ResolveS: secs(resolved.Sub(t0)), Ratio: ratio(secs(full), secs(raw)),
+				BringupCPUS: secs(cpu1 - cpu0), MachineBusyPct: busyPct(busy0, total0, busy1, total1)}
+		}
+	}
+	if err != nil {
+		_ = fl.Stop(30 * time.Second)
+		return nil, err
+	}
+	b.o.Logf("fleetbench: full table: bringup %s (after %s resolving; %.2f s of CPU, the machine %.0f %% busy), raw %s", full.Round(time.Millisecond),
+		resolved.Sub(t0).Round(time.Millisecond), b.s.FullTable.BringupCPUS, b.s.FullTable.MachineBusyPct, raw.Round(time.Millisecond))
+	return fl, nil
+}
+
+// tableRuns measures Options.TableRuns rounds of the full table, each a
+// fresh fleet stopped before the next round, with a pause between for
+// the hosts to go quiet.
+func (b *bench) tableRuns(ctx context.Context) error {
+	hosts := b.names()
+	for i := range b.o.TableRuns {
+		fl, err := b.fullTable(ctx, hosts)
+		if err != nil {
+			return fmt.Errorf("table round %d: %w", i+1, err)
+		}
+		if err := fl.Stop(30 * time.Second); err != nil {
+			return fmt.Errorf("table round %d: stop: %w", i+1, err)
+		}
+		b.s.TableRuns = append(b.s.TableRuns, b.s.FullTable)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(tableRoundPause):
+		}
+	}
+	return nil
+}
+
+// arrivals records when each host first had its row in the table:
+// connected and its unit's state read. A full table is the last of them;
+// which hosts came last, and whether their first dial failed, is what
+// tells a machine out of CPU from hosts that waited on something.
+type arrivals struct {
+	up       map[string]time.Duration // first seen connected
+	at       map[string]time.Duration
+	troubled map[string]string // a host seen down or with an error before its row, the last error
+	order    []string
+}
+
+func newArrivals(n int) *arrivals {
+	return &arrivals{up: make(map[string]time.Duration, n), at: make(map[string]time.Duration, n), troubled: map[string]string{}}
+}
+
+// see notes the hosts of a batch at since, and says how many have their
+// row.
+func (a *arrivals) see(hs []remote.HostState, since time.Duration) int {
+	for _, h := range hs {
+		if _, ok := a.at[h.Name]; ok {
+			continue
+		}
+		if _, ok := a.up[h.Name]; !ok && h.Conn.State == event.ConnUp {
+			a.up[h.Name] = since
+		}
+		if h.Conn.State == event.ConnUp && h.UnitState.ActiveState != "" {
+			a.at[h.Name] = since
+			a.order = append(a.order, h.Name)
+			continue
+		}
+		if h.Conn.Err != "" || h.Conn.State == event.ConnDown || h.Conn.State == event.ConnUnreachable {
+			a.troubled[h.Name] = string(h.Conn.State) + ": " + h.Conn.Err
+		}
+	}
+	return len(a.at)
+}
+
+// String is the rows' arrival times and the last hosts'.
+func (a *arrivals) String() string {
+	ds := make([]time.Duration, 0, len(a.order))
+	ups := make([]time.Duration, 0, len(a.up))
+	for _, n := range a.order {
+		ds = append(ds, a.at[n])
+	}
+	for _, d := range a.up {
+		ups = append(ups, d)
+	}
+	u := distOf(ups)
+	d := distOf(ds) // sorts ds
+	p90 := 0.0
+	if len(ds) > 0 {
+		p90 = ms(ds[min(len(ds)-1, int(math.Ceil(0.9*float64(len(ds))))-1)])
+	}
+	var last []string
+	for _, n := range a.order[max(0, len(a.order)-5):] {
+		last = append(last, fmt.Sprintf("%s %s %s", n, a.at[n].Round(time.Millisecond), a.troubled[n]))
+	}
+	return fmt.Sprintf("connected at p50/max %.0f/%.0f ms; rows at p50/p90/p99/max %.0f/%.0f/%.0f/%.0f ms; %d hosts had a failed dial first; last: %s",
+		u.P50ms, u.MaxMs, d.P50ms, p90, d.P99ms, d.MaxMs, len(a.troubled), strings.Join(last, "; "))
+}
+
+// tableRoundPause lets the hosts' sshd and journalctl of one round end
+// before the next begins.
+const tableRoundPause = 10 * time.Second
 
 // rawTable is the raw full table: every host's unit state through its
 // own ssh, all at once.
