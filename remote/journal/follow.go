@@ -61,6 +61,11 @@ type Options struct {
 	// back at most FromStart; the phase view then shows the whole startup.
 	// A unit that never started falls back to the Tail.
 	FromStart time.Duration
+	// Started, with FromStart, is the current run's main process start as
+	// the caller already read it (the unit's ExecMainStartTimestamp over
+	// D-Bus, to the microsecond): the follow starts from it directly, one
+	// journalctl, instead of asking systemctl in a shell first. Zero: ask.
+	Started time.Time
 	// Cursor, when set, is where an earlier follow stopped (a __CURSOR
 	// saved by the caller): Follow starts after it instead of with the
 	// tail, with the same checks as after a reconnect.
@@ -130,6 +135,15 @@ func Command(opts Options, cursor string, since time.Time) string {
 	case !since.IsZero():
 		return follow + "--since=@" + usec(since)
 	}
+	if opts.FromStart > 0 && !opts.Started.IsZero() {
+		// The same start as the shell's below, less the whole seconds'
+		// rounding: 2 s before the main process, at most FromStart back.
+		from := opts.Started.Add(-fromStartMargin)
+		if lo := opts.now().Add(-opts.FromStart); from.Before(lo) {
+			from = lo
+		}
+		return follow + "--since=@" + usec(from)
+	}
 	fromStart := ""
 	if opts.FromStart > 0 {
 		// s: the main process's start in whole seconds (systemd 252 prints
@@ -148,6 +162,19 @@ func Command(opts Options, cursor string, since time.Time) string {
 	}
 	return fromStart + fmt.Sprintf("t=$(date +%%s.%%6N); c=$(%s); c=${c#__CURSOR=}; "+
 		"if [ -n \"$c\" ]; then %s--cursor=\"$c\"; fi; %s--since=@\"$t\"", first(fmt.Sprintf("-n %d", n)), follow, follow)
+}
+
+// fromStartMargin is how far before the main process's start a follow
+// from the run's start begins: the unit's own "Starting" and ExecStartPre
+// lines come before it.
+const fromStartMargin = 2 * time.Second
+
+// now is opts.Now or the clock.
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 // usec formats t as journalctl's @seconds.micros.

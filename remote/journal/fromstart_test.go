@@ -50,3 +50,26 @@ func TestCommandFromStart(t *testing.T) {
 		t.Errorf("never ran: %q, want the tail path", got)
 	}
 }
+
+// TestCommandFromKnownStart: with the run's start already read (Started)
+// the command is one journalctl from 2 s before it, to the microsecond,
+// bounded by the look-back; no shell asks systemctl.
+func TestCommandFromKnownStart(t *testing.T) {
+	now := time.Date(2026, 12, 6, 11, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		started time.Time
+		since   string
+	}{
+		{name: "a recent run", started: now.Add(-10*time.Minute + 250*time.Microsecond), since: "--since=@" + usec(now.Add(-10*time.Minute-2*time.Second+250*time.Microsecond))},
+		{name: "a run older than the look-back", started: now.Add(-5 * time.Hour), since: "--since=@" + usec(now.Add(-2*time.Hour))},
+	} {
+		cmd := Command(Options{Unit: "sglang.service", Tail: 200, FromStart: 2 * time.Hour, Started: tc.started, Now: func() time.Time { return now }}, "", time.Time{})
+		if !strings.HasPrefix(cmd, "exec journalctl ") || strings.Contains(cmd, "systemctl") || strings.Count(cmd, "journalctl") != 1 {
+			t.Errorf("%s: not one journalctl: %s", tc.name, cmd)
+		}
+		if !strings.HasSuffix(cmd, tc.since) {
+			t.Errorf("%s: command %s, want it to end in %s", tc.name, cmd, tc.since)
+		}
+	}
+}

@@ -193,11 +193,17 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 	}
 	run(func() { _ = h.conn.Run(ctx) })
 	stateRead := make(chan struct{})
-	var stateOnce sync.Once
+	var (
+		stateOnce sync.Once
+		started   time.Time // the first state's ExecMainStart, written before stateRead closes
+	)
 	run(func() {
 		h.watchUnit(ctx, func(ev event.Event) bool {
-			if ev.Kind == event.KindUnit {
-				stateOnce.Do(func() { close(stateRead) })
+			if ev.Kind == event.KindUnit && ev.Unit != nil {
+				stateOnce.Do(func() {
+					started = ev.Unit.ExecMainStart
+					close(stateRead)
+				})
 			}
 			return emit(ev)
 		})
@@ -215,8 +221,16 @@ func (h *Host) Run(ctx context.Context, emit remote.Emit) error {
 		if !afterState() {
 			return
 		}
+		// The run's start as the state said it: the follow needs no
+		// shell and systemctl on the host to find it.
+		var from time.Time
+		select {
+		case <-stateRead:
+			from = started
+		default: // no state within firstStateWait: the follow asks
+		}
 		_ = journal.Follow(ctx, h.conn, journal.Options{Host: h.opts.Name, Unit: h.opts.Unit, Tail: h.opts.Tail,
-			FromStart: h.opts.FromStart, Now: h.opts.Now}, emit)
+			FromStart: h.opts.FromStart, Started: from, Now: h.opts.Now}, emit)
 	})
 	run(func() {
 		if !afterState() {

@@ -36,6 +36,9 @@ type Settler struct {
 	failKey     string
 	failWall    time.Time
 	provisional bool
+	// running: the failure last found provisional is the engine's word
+	// while its process still runs (RunningWait).
+	running bool
 	// lineWall is when the host's last journal line arrived.
 	lineWall time.Time
 }
@@ -53,6 +56,7 @@ func (s *Settler) Heard(wall time.Time) { s.lineWall = wall }
 // first; otherwise wake is zero.
 func (s *Settler) Provisional(st Startup, unitRun string, wall time.Time) (provisional bool, wake time.Time) {
 	s.provisional = false
+	s.running = st.UnitActive && !st.LogEnded && st.Phase == Failed
 	if !s.waits(st, unitRun) {
 		return false, time.Time{}
 	}
@@ -85,18 +89,31 @@ func (s *Settler) waits(st Startup, unitRun string) bool {
 // until every host's state is read, at most 5 s (live.TableFirstWait).
 const FirstLineExtra = 5 * time.Second
 
+// RunningWait is the settle wait of a failure the engine reported while
+// its process still runs (the unit active, no end in the journal): the
+// rest of its log, the traceback that names the cause among it, is still
+// to come, however slowly it comes (a wrapper's "Received sigquit from a
+// child process" nine lines before the child's exception, seen settled on
+// the wrapper when a delivery stalled past the settle wait).
+const RunningWait = 10 * time.Second
+
 // Wake is when the failure last found provisional settles unless a line
 // comes first: the settle wait after it was first seen or after its last
 // line, whichever is later; with no line heard yet, FirstLineExtra more.
+// While the failed run's process still runs the wait is RunningWait.
 func (s *Settler) Wake() time.Time {
+	wait := s.wait
+	if s.running {
+		wait = max(wait, RunningWait)
+	}
 	if s.lineWall.IsZero() {
-		return s.failWall.Add(s.wait + FirstLineExtra)
+		return s.failWall.Add(wait + FirstLineExtra)
 	}
 	from := s.failWall
 	if s.lineWall.After(from) {
 		from = s.lineWall
 	}
-	return from.Add(s.wait)
+	return from.Add(wait)
 }
 
 // Due says whether the failure last found provisional has waited its wait

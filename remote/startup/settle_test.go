@@ -1,8 +1,12 @@
 package startup
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/bringup-dev/bringup/remote/startup/corpus"
 )
 
 // TestSettler walks a host's stream on the reader's wall clock and asks
@@ -30,10 +34,24 @@ func TestSettler(t *testing.T) {
 	// startedHeard is a run started and followed: its first line heard.
 	startedHeard := func(h *host) { started(h); h.lines(sgWeights) }
 	failed := func(h *host) { h.unit("failed", "failed", "exit-code") }
+	// A real log whose wrapper fails the run nine lines before the
+	// exception that names the cause (the scale rig saw it settle on the
+	// wrapper when a delivery stalled past the settle wait).
+	ninja, err := corpus.Read(filepath.Join(corpus.Dir(), "sglang-1314-slime-ray-capture-ninja.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ninjaLines := strings.Split(strings.TrimRight(ninja.Body, "\n"), "\n")
 	for _, tc := range []struct {
 		name  string
 		steps []step
 	}{
+		{name: "the engine's failure while its process runs waits RunningWait: the cause is still on its way", steps: []step{
+			{do: func(h *host) { h.unit("active", "running", ""); h.lines(ninjaLines[:2]...) }, heard: true, unitRun: "inv-1", want: true, wake: RunningWait},
+			{at: 5 * time.Second, unitRun: "inv-1", want: true, wake: RunningWait},
+			{at: 6 * time.Second, do: func(h *host) { h.lines(ninjaLines[2:]...) }, heard: true, unitRun: "inv-1", want: true, wake: 6*time.Second + RunningWait},
+			{at: 6500 * time.Millisecond, do: func(h *host) { h.exitFailure() }, heard: true, unitRun: "inv-1"},
+		}},
 		{name: "a starting run is not provisional", steps: []step{
 			{do: started, unitRun: "inv-1"},
 			{at: time.Second, do: func(h *host) { h.lines(sgWeights) }, heard: true, unitRun: "inv-1"},
