@@ -156,6 +156,12 @@ func printCauses(w io.Writer, c *fleetbench.Causes, row func(what, a, b string, 
 	t := c.TimeToCause
 	row("time to cause p50/p99/max", fmt.Sprintf("%s/%s/%s ms", fmtMs(t.P50ms), fmtMs(t.P99ms), fmtMs(t.MaxMs)), "", 0,
 		fmt.Sprintf("PID 1's failure → settled cause in a batch; %d of %d failures settled, %d on the corpus's cause", c.Settled, c.Failing, c.Right))
+	for i, x := range c.Times {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "    slow: %s %s in %.0f ms (%s)\n", x.Log, x.Cause, x.Ms, x.Host)
+	}
 	for _, m := range c.Misses {
 		fmt.Fprintf(w, "    miss: %s → %s → %s (%s)\n", m.Log, m.Want, m.Got, m.Host)
 	}

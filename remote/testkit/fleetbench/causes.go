@@ -2,6 +2,7 @@ package fleetbench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -41,11 +42,22 @@ type Causes struct {
 	// journal timestamp of PID 1's "Failed with result" for the run (the
 	// test hosts share this machine's clock).
 	TimeToCause Dist `json:"time_to_cause"`
+	// Times are the timed hosts' times to cause, the slowest first: which
+	// logs waited (a provisional failure waits the fleet's settle window).
+	Times []CauseTime `json:"times,omitempty"`
 	// Misses are the settled causes that are not the corpus's;
 	// Unmeasured the hosts with no time to cause: no settled cause in
 	// time, or no failure entry found in their journal ("host log: why").
 	Misses     []CauseMiss `json:"misses,omitempty"`
 	Unmeasured []string    `json:"unmeasured,omitempty"`
+}
+
+// CauseTime is one host's time to cause.
+type CauseTime struct {
+	Host  string  `json:"host"`
+	Log   string  `json:"log"`
+	Cause string  `json:"cause"` // as settled
+	Ms    float64 `json:"ms"`
 }
 
 // CauseMiss is one settled cause that is not the corpus log's.
@@ -338,6 +350,7 @@ func causeFigures(runs []causeRun) Causes {
 			c.Unmeasured = append(c.Unmeasured, r.host+" "+r.log+": "+r.why)
 		default:
 			ds = append(ds, r.at.Sub(r.failedAt))
+			c.Times = append(c.Times, CauseTime{Host: r.host, Log: r.log, Cause: r.got, Ms: ms(r.at.Sub(r.failedAt))})
 		}
 		c.Settled++
 		if r.got == r.want {
@@ -346,6 +359,7 @@ func causeFigures(runs []causeRun) Causes {
 			c.Misses = append(c.Misses, CauseMiss{Host: r.host, Log: r.log, Want: r.want, Got: r.got})
 		}
 	}
+	slices.SortStableFunc(c.Times, func(a, b CauseTime) int { return cmp.Compare(b.Ms, a.Ms) })
 	slices.SortFunc(c.Misses, func(a, b CauseMiss) int { return strings.Compare(a.Log, b.Log) })
 	c.TimeToCause = distOf(ds)
 	return c

@@ -76,7 +76,9 @@ func TestCauseFigures(t *testing.T) {
 			run("gpu8", "jit-build", "jit-build", true, 3100*time.Millisecond),
 			run("gpu12", "unrecognised", "unrecognised", true, 8*time.Second),
 		}, Causes{Failing: 3, Settled: 3, Right: 3,
-			TimeToCause: Dist{N: 3, MinMs: 3100, P50ms: 3200, P99ms: 8000, MaxMs: 8000}}},
+			TimeToCause: Dist{N: 3, MinMs: 3100, P50ms: 3200, P99ms: 8000, MaxMs: 8000},
+			Times: []CauseTime{{Host: "gpu12", Log: "log-gpu12", Cause: "unrecognised", Ms: 8000},
+				{Host: "gpu4", Log: "log-gpu4", Cause: "gpu-oom", Ms: 3200}, {Host: "gpu8", Log: "log-gpu8", Cause: "jit-build", Ms: 3100}}}},
 		{"a miss, an unsettled, an untimed", []causeRun{
 			run("gpu4", "gpu-oom", "gpu-oom", true, 3*time.Second),
 			run("gpu8", "jit-build", "unit-failed", true, 4*time.Second),
@@ -84,6 +86,7 @@ func TestCauseFigures(t *testing.T) {
 			{host: "gpu16", log: "log-gpu16", want: "model-fetch", got: "model-fetch", settled: true, at: t0, why: "no PID 1 \"Failed with result\" entry"},
 		}, Causes{Failing: 4, Settled: 3, Right: 2,
 			TimeToCause: Dist{N: 2, MinMs: 3000, P50ms: 3000, P99ms: 4000, MaxMs: 4000},
+			Times:       []CauseTime{{Host: "gpu8", Log: "log-gpu8", Cause: "unit-failed", Ms: 4000}, {Host: "gpu4", Log: "log-gpu4", Cause: "gpu-oom", Ms: 3000}},
 			Misses:      []CauseMiss{{Host: "gpu8", Log: "log-gpu8", Want: "jit-build", Got: "unit-failed"}},
 			Unmeasured:  []string{"gpu12 log-gpu12: no settled cause", "gpu16 log-gpu16: no PID 1 \"Failed with result\" entry"}}},
 	} {
