@@ -27,6 +27,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Testbed.Infersim, "infersim", "", "prebuilt static infersim binary (default: build ./cmd/infersim)")
 	fs.IntVar(&o.TableRuns, "table-runs", 0, "table only: after the boot, this many rounds of the raw table and a fresh fleet's full table, nothing else")
 	fs.StringVar(&o.Source, "source", fleetbench.SourceSSH, "ssh, or victorialogs: the store path too, side by side on the same hosts (the testbed starts VictoriaLogs fed by every host's systemd-journal-upload)")
+	fs.IntVar(&o.CausesEvery, "causes-every", fleetbench.DefaultCausesEvery, "time to cause, after the steady window: every Nth host replays a failed corpus log (the scale rig's), all at once; 0: no such phase")
 	out := fs.String("o", "", "write the JSON summary to FILE")
 	profile := fs.String("steady-profile", "", "write a CPU profile of the steady-state window to FILE")
 	tableProfile := fs.String("table-profile", "", "write a CPU profile of the fleet's start up to the full table to FILE")
@@ -120,6 +121,9 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 			fmt.Sprintf("bringup/raw; %.1f MiB before the fleet; Go heap %.1f, stacks %.1f, idle %.1f MiB; collected: heap %.1f, RSS %.1f MiB",
 				st.BaseRSSMiB, st.HeapMiB, st.StackMiB, st.IdleMiB, st.LiveHeapMiB, st.CollectedRSSMiB))
 	}
+	if c := s.Causes; c != nil {
+		printCauses(w, c, row)
+	}
 	if c := s.Catchup; len(c.Runs) > 0 {
 		rate := func(sec float64) string {
 			if sec == 0 {
@@ -143,6 +147,26 @@ func printSummary(w io.Writer, s *fleetbench.Summary) {
 		fmt.Fprintln(w, "cleaned up: hosts down, no namespace, link, process or inventory left")
 	default:
 		fmt.Fprintf(w, "NOT cleaned up: down=%v inventory removed=%v left: %s %s\n", cl.Down, cl.InventoryRemoved, strings.Join(cl.Left, ", "), cl.Err)
+	}
+}
+
+// printCauses prints the time-to-cause phase: the distribution, how many
+// causes were the corpus's, and every miss and unmeasured host.
+func printCauses(w io.Writer, c *fleetbench.Causes, row func(what, a, b string, r float64, note string)) {
+	t := c.TimeToCause
+	row("time to cause p50/p99/max", fmt.Sprintf("%s/%s/%s ms", fmtMs(t.P50ms), fmtMs(t.P99ms), fmtMs(t.MaxMs)), "", 0,
+		fmt.Sprintf("PID 1's failure → settled cause in a batch; %d of %d failures settled, %d on the corpus's cause", c.Settled, c.Failing, c.Right))
+	for i, x := range c.Times {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(w, "    slow: %s %s in %.0f ms (%s)\n", x.Log, x.Cause, x.Ms, x.Host)
+	}
+	for _, m := range c.Misses {
+		fmt.Fprintf(w, "    miss: %s → %s → %s (%s)\n", m.Log, m.Want, m.Got, m.Host)
+	}
+	for _, u := range c.Unmeasured {
+		fmt.Fprintf(w, "    no time: %s\n", u)
 	}
 }
 

@@ -40,6 +40,35 @@ func TestPrintSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "time to cause") {
+		t.Errorf("a run without the time-to-cause phase prints its row:\n%s", out)
+	}
+	s.Causes = &fleetbench.Causes{Failing: 16, Settled: 15, Right: 14,
+		TimeToCause: fleetbench.Dist{N: 15, MinMs: 3050, P50ms: 3210.4, P99ms: 5480, MaxMs: 5480},
+		Times: []fleetbench.CauseTime{{Host: "gpu40", Log: "sglang-14644-gated-repo-401-config-oserror", Cause: "model-fetch", Ms: 5480},
+			{Host: "gpu4", Log: "a", Cause: "b", Ms: 3300}, {Host: "gpu8", Log: "c", Cause: "d", Ms: 3200}, {Host: "gpu12", Log: "fourth", Cause: "e", Ms: 3100}},
+		Misses:     []fleetbench.CauseMiss{{Host: "gpu24", Log: "sglang-1314-slime-ray-capture-ninja", Want: "jit-build", Got: "unit-failed"}},
+		Unmeasured: []string{"gpu64 sglang-165-v01: no settled cause"}}
+	b.Reset()
+	printSummary(&b, s)
+	for _, want := range []string{
+		"time to cause p50/p99/max          3210/5480/5480 ms",
+		"15 of 16 failures settled, 14 on the corpus's cause",
+		"miss: sglang-1314-slime-ray-capture-ninja → jit-build → unit-failed (gpu24)",
+		"no time: gpu64 sglang-165-v01: no settled cause",
+		"slow: sglang-14644-gated-repo-401-config-oserror model-fetch in 5480 ms (gpu40)",
+		"slow: c d in 3200 ms (gpu8)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary with causes lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "fourth") {
+		t.Errorf("more than the 3 slowest printed:\n%s", b.String())
+	}
+	if i, j := strings.Index(b.String(), "time to cause"), strings.Index(b.String(), "catch-up"); i < 0 || j < i {
+		t.Errorf("time to cause not printed before the catch-up:\n%s", b.String())
+	}
 	s.Store = &fleetbench.Store{
 		ServingTable: fleetbench.ServingTable{SSHS: 1.2, StoreS: 2.9, Ratio: 2.42},
 		Latency: fleetbench.StoreLatency{Lines: 760, Missing: 8, Store: fleetbench.Dist{P50ms: 2301, P99ms: 2620, MaxMs: 2700},

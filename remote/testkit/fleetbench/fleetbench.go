@@ -2,8 +2,9 @@
 // side with the obvious alternative, plain `ssh host journalctl`, in one
 // run: the latency a line gains on its way into the fleet while every
 // host starts at once, how fast a long run's journal is caught up, how
-// soon the table is full, and what the fleet costs while the hosts serve
-// quietly. The fleet is built the way `bringup watch` builds it
+// soon the table is full, what the fleet costs while the hosts serve
+// quietly, and (Options.CausesEvery) how soon after a failure its cause
+// is in the fleet's batch. The fleet is built the way `bringup watch` builds it
 // (live.Resolve, live.Specs, fleet.New, fleet.Follow); the hosts
 // are the testbed's (remote/testkit/testbed), removed again however Run ends.
 package fleetbench
@@ -78,6 +79,11 @@ type Options struct {
 	// single sample on a machine the hosts saturate; rounds on the same
 	// booted hosts are what tell a change from noise.
 	TableRuns int
+	// CausesEvery, when positive, adds the time-to-cause phase after the
+	// steady window (Summary.Causes): every CausesEvery-th host replays a
+	// failed corpus log as its unit's run, the scale rig's choice of logs
+	// (scalerig.Plan), all started at once; the hosts serve again after.
+	CausesEvery int
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 }
@@ -103,7 +109,10 @@ type Summary struct {
 	Latency   Latency     `json:"latency"`
 	Steady    Steady      `json:"steady"`
 	Catchup   Catchup     `json:"catchup"`
-	Cleanup   Cleanup     `json:"cleanup"`
+	// Causes is the time-to-cause phase's figures (Options.CausesEvery),
+	// nil without.
+	Causes  *Causes `json:"causes,omitempty"`
+	Cleanup Cleanup `json:"cleanup"`
 	// Store is the store path's figures (Options.Source
 	// SourceVictoriaLogs), nil without.
 	Store *Store `json:"store,omitempty"`
@@ -405,6 +414,11 @@ func (b *bench) fleetPhases(ctx context.Context) error {
 	}
 	if err := b.steady(ctx, fl, hosts, base); err != nil {
 		return fmt.Errorf("steady state: %w", err)
+	}
+	if b.o.CausesEvery > 0 {
+		if err := b.causes(ctx, fl, hosts); err != nil {
+			return fmt.Errorf("time to cause: %w", err)
+		}
 	}
 	if b.s.Store == nil {
 		return nil
