@@ -110,6 +110,16 @@ type Batch struct {
 	// Dropped counts events dropped from this batch (journal lines only;
 	// state changes are never dropped).
 	Dropped int `json:"dropped,omitempty"`
+	// Delta says that Hosts holds the same hosts, in the same order, as
+	// the batch before from the same source, and that only those Taken
+	// lists (indices into Hosts, ascending, each once) were taken anew:
+	// every other host is that batch's very snapshot. A consumer that
+	// keeps what it worked out from the last batch then updates it for
+	// the hosts taken instead of looking at the whole fleet. Without
+	// Delta (the first batch, a batch built by hand or replayed) any
+	// host may differ.
+	Delta bool  `json:"-"`
+	Taken []int `json:"-"`
 }
 
 // AllSettled reports whether there are hosts and every one has settled.

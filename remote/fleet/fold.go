@@ -160,13 +160,15 @@ func (f *Fleet) fold(ctx context.Context) {
 				dirty, urgent = true, true
 			}
 			if dirty && flushDue(urgent, lazySince, wall, f.opts.Flush, lazyWait) {
-				if out != nil {
+				merged := out != nil
+				if merged {
 					// The consumer has not taken ready yet: one batch
 					// of both, the budget kept over the whole.
 					pending = f.merge(hosts, snaps, ready, pending)
 				}
 				var taken []int
 				pending.Hosts, taken = snaps.take(hosts, now, wall)
+				stamp(&pending.Batch, merged, snaps.delta, taken)
 				ready, pending = pending, batch{heldLines: len(pending.Events), heldText: pending.text}
 				out = f.out
 				provisional = snaps.provisional(hosts)

@@ -19,6 +19,7 @@ type snapshots struct {
 	last  []remote.HostState
 	stale []int // indices into hosts, each listed once (hostFold.listed)
 	taken []int // the hosts the last take took anew
+	delta bool  // the last take's hosts were those of the one before
 }
 
 // mark lists host i (h) to be taken anew at the next snapshot.
@@ -36,7 +37,7 @@ func (s *snapshots) mark(i int, h *hostFold) {
 // not taken anew is its last snapshot, its slices and maps shared.
 func (s *snapshots) take(hosts []*hostFold, now, wall time.Time) ([]remote.HostState, []int) {
 	var out []remote.HostState
-	if len(s.last) == len(hosts) {
+	if s.delta = len(s.last) == len(hosts); s.delta {
 		out = slices.Clone(s.last)
 	} else {
 		out = make([]remote.HostState, len(hosts))
@@ -52,6 +53,24 @@ func (s *snapshots) take(hosts []*hostFold, now, wall time.Time) ([]remote.HostS
 	}
 	s.stale, s.last = keep, out
 	return out, s.taken
+}
+
+// stamp sets b's Delta and Taken for the snapshot just taken (delta: its
+// hosts are those of the last one; taken: the hosts it took anew). When
+// b is merged with a batch never handed out (merged), the hosts that
+// batch took anew count as well: the consumer's last batch is older.
+func stamp(b *remote.Batch, merged, delta bool, taken []int) {
+	if !merged {
+		b.Delta, b.Taken = delta, nil
+	}
+	b.Delta = b.Delta && delta
+	if !b.Delta {
+		b.Taken = nil
+		return
+	}
+	b.Taken = append(b.Taken, taken...)
+	slices.Sort(b.Taken)
+	b.Taken = slices.Compact(b.Taken)
 }
 
 // provisional says whether a host's failure was provisional at the last

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -120,6 +122,107 @@ func TestGPUAppendNeverWritesOverASnapshot(t *testing.T) {
 		}
 		if !slices.Equal(got, want[k]) {
 			t.Errorf("after sample %d the history held %v, want %v (written over later?)", k+1, got, want[k])
+		}
+	}
+}
+
+// TestStampTaken: a batch's Taken is the hosts its snapshot took anew,
+// ascending and each once; merged with a batch never handed out, those
+// that batch took too; no Delta (and no Taken) once either snapshot's
+// hosts were not the last one's.
+func TestStampTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before        remote.Batch // the batch as the fold holds it
+		merged, delta bool
+		taken         []int
+		want          remote.Batch
+	}{
+		{name: "a first snapshot", taken: []int{2, 0, 1}},
+		{name: "a delta", delta: true, taken: []int{4, 1}, want: remote.Batch{Delta: true, Taken: []int{1, 4}}},
+		{name: "nothing taken", delta: true, want: remote.Batch{Delta: true}},
+		{name: "merged with a delta", before: remote.Batch{Delta: true, Taken: []int{1, 7}}, merged: true, delta: true,
+			taken: []int{7, 3}, want: remote.Batch{Delta: true, Taken: []int{1, 3, 7}}},
+		{name: "merged with a first snapshot", before: remote.Batch{}, merged: true, delta: true, taken: []int{3}},
+		{name: "a batch not merged forgets the fold's leftovers", before: remote.Batch{Delta: true, Taken: []int{9}}, delta: true,
+			taken: []int{2}, want: remote.Batch{Delta: true, Taken: []int{2}}},
+		{name: "hosts changed", before: remote.Batch{Delta: true, Taken: []int{1}}, merged: true, taken: []int{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.before
+			stamp(&b, tc.merged, tc.delta, tc.taken)
+			if b.Delta != tc.want.Delta || !slices.Equal(b.Taken, tc.want.Taken) {
+				t.Errorf("Delta %v Taken %v, want %v %v", b.Delta, b.Taken, tc.want.Delta, tc.want.Taken)
+			}
+		})
+	}
+}
+
+// pulseDriver starts and stops its unit every period, n times: a host
+// whose startup changes now and then.
+type pulseDriver struct {
+	name   string
+	period time.Duration
+	n      int
+}
+
+func (d *pulseDriver) Name() string { return d.name }
+
+func (d *pulseDriver) Run(ctx context.Context, emit remote.Emit) error {
+	for i := range d.n {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d.period):
+		}
+		u := event.Unit{Name: "sglang.service", ActiveState: "activating", SubState: "start", ExecMainStart: time.Now()}
+		if i%2 == 1 {
+			u.ActiveState, u.SubState = "inactive", "dead"
+		}
+		emit(event.Event{Host: d.name, Kind: event.KindUnit, Time: time.Now(), Unit: &u})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (d *pulseDriver) Do(context.Context, remote.Action, remote.Emit) error { return nil }
+
+// TestBatchTakenNamesEveryChangedHost: through a running fleet whose
+// consumer is at times slow (batches merged), every batch after the
+// first is a Delta, and a host it does not list as taken anew is the
+// last batch's snapshot as it was.
+func TestBatchTakenNamesEveryChangedHost(t *testing.T) {
+	var drivers []remote.Driver
+	for i := range 6 {
+		drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(7+3*i) * time.Millisecond, n: 20})
+	}
+	f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond}, drivers...)
+	var last remote.Batch
+	deltas, deadline := 0, time.After(5*time.Second)
+	for n := 0; deltas < 15; n++ {
+		var b remote.Batch
+		select {
+		case b = <-f.Updates():
+		case <-deadline:
+			t.Fatalf("only %d delta batches in 5 s", deltas)
+		}
+		switch {
+		case n == 0 && b.Delta:
+			t.Fatal("the first batch is a Delta")
+		case n > 0 && !b.Delta:
+			t.Fatalf("batch %d is no Delta", n)
+		}
+		if b.Delta {
+			deltas++
+			for i := range b.Hosts {
+				if !slices.Contains(b.Taken, i) && !reflect.DeepEqual(b.Hosts[i], last.Hosts[i]) {
+					t.Fatalf("batch %d: host %s changed but is not in Taken %v", n, b.Hosts[i].Name, b.Taken)
+				}
+			}
+		}
+		last = b
+		if n%3 == 0 {
+			time.Sleep(20 * time.Millisecond) // slow: the fold merges what comes meanwhile
 		}
 	}
 }
