@@ -15,11 +15,13 @@ import (
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel, cur := m.selectedName(), m.table.cursorHost()
+	local := m.localHashes
 	if m.caps.LocalHashes != nil {
 		m.localHashes = m.caps.LocalHashes()
 	}
+	m.keepDrifts(b, local)
 	m.hosts = b.Hosts
-	m.table.setHosts(b.Hosts, sel, cur)
+	m.table.setSnapshot(b, sel, cur)
 	var statusCmd tea.Cmd
 	var planCmds []tea.Cmd
 	for _, ev := range b.Events {

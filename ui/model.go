@@ -314,10 +314,8 @@ func (m *Model) selectedName() string {
 }
 
 func (m *Model) hostState(name string) *remote.HostState {
-	for i := range m.hosts {
-		if m.hosts[i].Name == name {
-			return &m.hosts[i]
-		}
+	if i := m.table.sums.find(m.hosts, name); i >= 0 {
+		return &m.hosts[i]
 	}
 	return nil
 }

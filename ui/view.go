@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/bringup-dev/bringup/remote"
-	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // footerRows is the status line and the short help.
@@ -63,7 +62,7 @@ func (m *Model) render() string {
 
 // header is the title and the fleet's counts.
 func (m *Model) header(w int) string {
-	c := notify.Count(m.hosts) // the window title counts the same way
+	c := m.table.sums.counts // the window title counts the same way
 	serving, failed, starting, other := c.Serving, c.Failed, c.Starting, c.Other
 	s := m.styles
 	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
@@ -77,7 +76,8 @@ func (m *Model) header(w int) string {
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
-	if n, all := len(m.table.shownMarked()), len(m.table.marked); all > 0 {
+	if all := len(m.table.marked); all > 0 {
+		n := len(m.table.shownMarked())
 		counts += fmt.Sprintf(" · %d selected", n)
 		if all > n {
 			counts += fmt.Sprintf(" +%d hidden", all-n)
@@ -86,7 +86,7 @@ func (m *Model) header(w int) string {
 	if b := m.driftBadge(); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
-	if b := hostKeyBadge(m.hosts); b != "" {
+	if b := m.table.sums.hostKeyBadge(m.hosts); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
 	if m.rollout != nil && !m.rollout.r.Settled() {
@@ -132,13 +132,23 @@ func hostKeyBadge(hosts []remote.HostState) string {
 			risky = append(risky, h.Name)
 		}
 	}
-	switch len(risky) {
+	first := ""
+	if len(risky) > 0 {
+		first = risky[0]
+	}
+	return keyBadge(len(risky), first)
+}
+
+// keyBadge is hostKeyBadge's text for n hosts whose key went unchecked,
+// the first of them named first.
+func keyBadge(n int, first string) string {
+	switch n {
 	case 0:
 		return ""
 	case 1:
-		return "⚠ host keys unchecked: " + risky[0]
+		return "⚠ host keys unchecked: " + first
 	}
-	return fmt.Sprintf("⚠ host keys unchecked: %d hosts", len(risky))
+	return fmt.Sprintf("⚠ host keys unchecked: %d hosts", n)
 }
 
 // footer is the status line and the short help for the current state.
