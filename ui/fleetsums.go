@@ -84,7 +84,8 @@ func (s *fleetSums) add(i int, h *remote.HostState, n int) {
 	}
 }
 
-// hostKeyBadge is hostKeyBadge of the snapshot the sums count.
+// hostKeyBadge is the header's host key badge (keyBadge) for hosts, the
+// snapshot the sums count.
 func (s *fleetSums) hostKeyBadge(hosts []remote.HostState) string {
 	first := ""
 	if len(s.risky) == 1 {

@@ -7,8 +7,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/bringup-dev/bringup/remote"
 )
 
 // footerRows is the status line and the short help.
@@ -122,25 +120,10 @@ func (m *Model) header(w int) string {
 	return title + strings.Repeat(" ", gap) + counts
 }
 
-// hostKeyBadge warns of hosts whose ssh_config lets host keys in
-// unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null):
-// `bringup doctor` says what to change.
-func hostKeyBadge(hosts []remote.HostState) string {
-	var risky []string
-	for _, h := range hosts {
-		if h.Conn.HostKeyRisk != 0 {
-			risky = append(risky, h.Name)
-		}
-	}
-	first := ""
-	if len(risky) > 0 {
-		first = risky[0]
-	}
-	return keyBadge(len(risky), first)
-}
-
-// keyBadge is hostKeyBadge's text for n hosts whose key went unchecked,
-// the first of them named first.
+// keyBadge warns of n hosts whose ssh_config lets host keys in
+// unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null),
+// the one named first when it is one: `bringup doctor` says what to
+// change.
 func keyBadge(n int, first string) string {
 	switch n {
 	case 0:
