@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
@@ -120,6 +121,26 @@ type Batch struct {
 	// host may differ.
 	Delta bool  `json:"-"`
 	Taken []int `json:"-"`
+	// States are, in a Delta from a fleet that hands out only what
+	// changed (fleet.Options.Deltas), the snapshots of the hosts Taken
+	// lists, in its order; Hosts is then nil, and the consumer keeps the
+	// whole snapshot itself (Apply).
+	States []HostState `json:"-"`
+}
+
+// Apply is the snapshot of every host after b, given prev, the one
+// after the batch before: b's Hosts when it has them, else prev with the
+// States of b's hosts taken anew put in place (a copy: prev is not
+// written to).
+func (b Batch) Apply(prev []HostState) []HostState {
+	if b.Hosts != nil || !b.Delta || len(b.States) != len(b.Taken) {
+		return b.Hosts
+	}
+	out := slices.Clone(prev)
+	for k, i := range b.Taken {
+		out[i] = b.States[k]
+	}
+	return out
 }
 
 // AllSettled reports whether there are hosts and every one has settled.

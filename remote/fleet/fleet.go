@@ -39,6 +39,12 @@ type Options struct {
 	ReadOnly bool
 	// Clock is the host-time clock for stuck detection (default: real time).
 	Clock remote.Clock
+	// Deltas makes each batch after the first carry only the snapshots
+	// of the hosts taken anew (Batch.States), not a copy of every
+	// host's: for a consumer that keeps the snapshot itself (the
+	// console at thousands of hosts, where the copy was most of a
+	// batch's cost). Until and Follower want whole batches.
+	Deltas bool
 	// Flush is how soon after something urgent arrives a batch is
 	// handed out (default 50 ms); nothing arriving, no flush runs.
 	Flush time.Duration

@@ -190,39 +190,52 @@ func (d *pulseDriver) Do(context.Context, remote.Action, remote.Emit) error { re
 // TestBatchTakenNamesEveryChangedHost: through a running fleet whose
 // consumer is at times slow (batches merged), every batch after the
 // first is a Delta, and a host it does not list as taken anew is the
-// last batch's snapshot as it was.
+// last batch's snapshot as it was; with Options.Deltas such a batch
+// carries only the states of the hosts taken, and the snapshot a
+// consumer keeps from them (Batch.Apply) ends as the hosts did: every
+// unit stopped.
 func TestBatchTakenNamesEveryChangedHost(t *testing.T) {
-	var drivers []remote.Driver
-	for i := range 6 {
-		drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(7+3*i) * time.Millisecond, n: 20})
-	}
-	f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond}, drivers...)
-	var last remote.Batch
-	deltas, deadline := 0, time.After(5*time.Second)
-	for n := 0; deltas < 15; n++ {
-		var b remote.Batch
-		select {
-		case b = <-f.Updates():
-		case <-deadline:
-			t.Fatalf("only %d delta batches in 5 s", deltas)
-		}
-		switch {
-		case n == 0 && b.Delta:
-			t.Fatal("the first batch is a Delta")
-		case n > 0 && !b.Delta:
-			t.Fatalf("batch %d is no Delta", n)
-		}
-		if b.Delta {
-			deltas++
-			for i := range b.Hosts {
-				if !slices.Contains(b.Taken, i) && !reflect.DeepEqual(b.Hosts[i], last.Hosts[i]) {
-					t.Fatalf("batch %d: host %s changed but is not in Taken %v", n, b.Hosts[i].Name, b.Taken)
+	for _, deltas := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
+			var drivers []remote.Driver
+			for i := range 6 {
+				drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(7+3*i) * time.Millisecond, n: 20})
+			}
+			f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond, Deltas: deltas}, drivers...)
+			var kept []remote.HostState
+			stopped := func() bool {
+				return len(kept) == len(drivers) && !slices.ContainsFunc(kept, func(h remote.HostState) bool { return h.UnitState.ActiveState != "inactive" })
+			}
+			deltaBatches, deadline := 0, time.After(5*time.Second)
+			for n := 0; deltaBatches < 15 || !stopped(); n++ {
+				var b remote.Batch
+				select {
+				case b = <-f.Updates():
+				case <-deadline:
+					t.Fatalf("%d delta batches in 5 s, the hosts kept %+v", deltaBatches, kept)
+				}
+				switch {
+				case n == 0 && b.Delta:
+					t.Fatal("the first batch is a Delta")
+				case n > 0 && !b.Delta:
+					t.Fatalf("batch %d is no Delta", n)
+				case b.Delta && deltas && (b.Hosts != nil || len(b.States) != len(b.Taken)):
+					t.Fatalf("batch %d: %d hosts, %d states of %d taken", n, len(b.Hosts), len(b.States), len(b.Taken))
+				}
+				next := b.Apply(kept)
+				if b.Delta {
+					deltaBatches++
+					for i := range next {
+						if !slices.Contains(b.Taken, i) && !reflect.DeepEqual(next[i], kept[i]) {
+							t.Fatalf("batch %d: host %s changed but is not in Taken %v", n, next[i].Name, b.Taken)
+						}
+					}
+				}
+				kept = next
+				if n%3 == 0 {
+					time.Sleep(20 * time.Millisecond) // slow: the fold merges what comes meanwhile
 				}
 			}
-		}
-		last = b
-		if n%3 == 0 {
-			time.Sleep(20 * time.Millisecond) // slow: the fold merges what comes meanwhile
-		}
+		})
 	}
 }
