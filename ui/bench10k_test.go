@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,15 +16,16 @@ import (
 // BenchmarkConsoleBusyBatch is the console's handling of one batch while
 // units start at 1 000 and 10 000 hosts side by side: 20 hosts'
 // snapshots taken anew (each a phase and progress step further), the
-// batch's Update and the frame after it at 200×60; as the fleet hands
-// it out (a Delta naming the hosts taken) and without (every host
-// looked at). With the Delta the cost should follow the hosts taken,
-// not the fleet.
+// batch's Update and the frame after it at 200×60; as a whole snapshot
+// (every host looked at), as a Delta naming the hosts taken, and as a
+// fleet with Options.Deltas hands it out (only the states of the hosts
+// taken). With a Delta the cost should follow the hosts taken, not the
+// fleet.
 func BenchmarkConsoleBusyBatch(b *testing.B) {
 	const changed = 20
 	for _, n := range []int{1000, 10000} {
-		for _, delta := range []bool{false, true} {
-			b.Run(fmt.Sprintf("hosts=%d/delta=%v", n, delta), func(b *testing.B) {
+		for _, mode := range []string{"whole", "delta", "states"} {
+			b.Run(fmt.Sprintf("hosts=%d/%s", n, mode), func(b *testing.B) {
 				m, _ := newTestModel(b, 200, 60)
 				first := fleetOf(n, "node%05d")
 				m.Update(batchMsg(first))
@@ -43,7 +45,16 @@ func BenchmarkConsoleBusyBatch(b *testing.B) {
 				}
 				slices.Sort(taken)
 				for j := range next {
-					next[j].Delta, next[j].Taken = delta, slices.Clip(taken)
+					switch mode {
+					case "delta":
+						next[j].Delta, next[j].Taken = true, slices.Clip(taken)
+					case "states":
+						states := make([]remote.HostState, len(taken))
+						for k, i := range taken {
+							states[k] = next[j].Hosts[i]
+						}
+						next[j] = remote.Batch{Delta: true, Taken: slices.Clip(taken), States: states}
+					}
 				}
 				m.Update(batchMsg(next[1]))
 				b.ReportAllocs()
@@ -60,17 +71,22 @@ func BenchmarkConsoleBusyBatch(b *testing.B) {
 }
 
 // TestDeltaBatchDrawsAsAWholeSnapshot: a console fed batches as the fleet
-// hands them out (a Delta naming the hosts taken anew) draws every frame
-// as one fed the same snapshots whole, through changes to what the
+// hands them out (a Delta naming the hosts taken anew; with
+// Options.Deltas, only their states) draws every frame as one fed the
+// same snapshots whole, through changes to what the
 // header and table count (phases, a host key, an action under way, a
 // kernel's hash, a unit's command line: a deployment).
 func TestDeltaBatchDrawsAsAWholeSnapshot(t *testing.T) {
 	whole, _ := newTestModel(t, 200, 30)
 	delta, _ := newTestModel(t, 200, 30)
+	states, _ := newTestModel(t, 200, 30)
 	hosts := fleetOf(40, "node%02d").Hosts
-	for _, m := range []*Model{whole, delta} {
+	for _, m := range []*Model{whole, delta, states} {
 		m.Update(batchMsg(remote.Batch{Hosts: hosts}))
 	}
+	// A whole batch's hosts are shared (the fleet's copy, the rollout's):
+	// the states that come after are put in the console's own.
+	shared, was := hosts, slices.Clone(hosts)
 	steps := []struct {
 		name   string
 		taken  []int
@@ -99,11 +115,21 @@ func TestDeltaBatchDrawsAsAWholeSnapshot(t *testing.T) {
 		}
 		whole.Update(batchMsg(remote.Batch{Hosts: hosts}))
 		delta.Update(batchMsg(remote.Batch{Hosts: hosts, Delta: true, Taken: s.taken}))
-		if w, d := whole.View().Content, delta.View().Content; w != d {
-			t.Fatalf("after %s, the Delta's frame differs:\n%s\nwant:\n%s", s.name, d, w)
+		var taken []remote.HostState
+		for _, i := range s.taken {
+			taken = append(taken, hosts[i])
 		}
-		if w, d := whole.table.sums, delta.table.sums; w.counts != d.counts || len(w.risky) != len(d.risky) || w.busy != d.busy || w.history != d.history || w.stats != d.stats {
-			t.Fatalf("after %s, sums %+v, want %+v", s.name, d, w)
+		states.Update(batchMsg(remote.Batch{Delta: true, Taken: s.taken, States: taken}))
+		for _, m := range []*Model{delta, states} {
+			if w, d := whole.View().Content, m.View().Content; w != d {
+				t.Fatalf("after %s, the Delta's frame differs:\n%s\nwant:\n%s", s.name, d, w)
+			}
+			if w, d := whole.table.sums, m.table.sums; w.counts != d.counts || len(w.risky) != len(d.risky) || w.busy != d.busy || w.history != d.history || w.stats != d.stats {
+				t.Fatalf("after %s, sums %+v, want %+v", s.name, d, w)
+			}
 		}
+	}
+	if !reflect.DeepEqual(shared, was) {
+		t.Error("the states were written into the whole batch's hosts")
 	}
 }

@@ -218,6 +218,11 @@ func (m *Model) observe(b remote.Batch) tea.Cmd {
 	if m.rollout == nil {
 		return nil
 	}
+	if b.Hosts == nil && b.Delta {
+		// Only the hosts taken anew came: the rollout gets the whole
+		// snapshot, its own copy (it may hold the batch a while).
+		b.Hosts = slices.Clone(m.hosts)
+	}
 	before := m.rollout.r.State().Status
 	steps := m.rollout.d.Observe(b)
 	return tea.Batch(m.statusChange(before), m.issue(steps))

@@ -99,6 +99,20 @@ func (t *tableModel) setSnapshot(b remote.Batch, keep ...string) {
 	t.refilter(keep...)
 }
 
+// placeStates puts states, those of the hosts taken anew (indices into
+// hosts), in place in hosts, the table's snapshot or a copy of it, and
+// updates what the table worked out from it for those hosts alone.
+func (t *tableModel) placeStates(hosts []remote.HostState, taken []int, states []remote.HostState, keep ...string) {
+	t.hosts = hosts
+	for k, i := range taken {
+		t.sums.add(i, &hosts[i], -1)
+		hosts[i] = states[k]
+		t.sums.add(i, &hosts[i], 1)
+	}
+	t.findDeployments(true, taken)
+	t.refilter(keep...)
+}
+
 // Update answers a key of the table's own (the cursor, the order, the
 // grouping, the marks, esc on a filter) and the table's size (its body's
 // rows); the reply says ignored for any other message.
