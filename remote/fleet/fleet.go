@@ -208,6 +208,11 @@ func (f *Fleet) Driver(host string) (remote.Driver, bool) {
 	return f.specs[i].Driver, true
 }
 
+// HandDeltas makes the fleet hand out batches as Options.Deltas says:
+// for a consumer that keeps the snapshot itself (the console), given a
+// fleet built for any. Call it before Run.
+func (f *Fleet) HandDeltas() { f.opts.Deltas = true }
+
 // Hosts lists the host names in order.
 func (f *Fleet) Hosts() []string {
 	out := make([]string, len(f.specs))
