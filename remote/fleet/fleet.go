@@ -43,7 +43,8 @@ type Options struct {
 	// of the hosts taken anew (Batch.States), not a copy of every
 	// host's: for a consumer that keeps the snapshot itself (the
 	// console at thousands of hosts, where the copy was most of a
-	// batch's cost). Until and Follower want whole batches.
+	// batch's cost). Until hands its step whole batches still, at the
+	// cost of a copy each.
 	Deltas bool
 	// Flush is how soon after something urgent arrives a batch is
 	// handed out (default 50 ms); nothing arriving, no flush runs.

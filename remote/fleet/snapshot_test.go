@@ -239,3 +239,38 @@ func TestBatchTakenNamesEveryChangedHost(t *testing.T) {
 		})
 	}
 }
+
+// TestUntilHandsDeltasWhole: a fleet that hands out only what changed
+// (Options.Deltas) still gives Until's step every host in each batch,
+// ending as the hosts did.
+func TestUntilHandsDeltasWhole(t *testing.T) {
+	var drivers []remote.Driver
+	for i := range 4 {
+		drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(5+2*i) * time.Millisecond, n: 10})
+	}
+	specs := make([]HostSpec, len(drivers))
+	for i, d := range drivers {
+		specs[i] = HostSpec{Driver: d, Unit: "sglang.service"}
+	}
+	f, err := New(specs, Options{Flush: 5 * time.Millisecond, Deltas: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fl := Follow(ctx, f)
+	defer func() { _ = fl.Stop(time.Second) }()
+	deltas := 0
+	err = fl.Until(ctx, 0, func(b remote.Batch) bool {
+		if len(b.Hosts) != len(drivers) {
+			t.Fatalf("a batch of %d hosts, want %d", len(b.Hosts), len(drivers))
+		}
+		if b.Delta {
+			deltas++
+		}
+		return !slices.ContainsFunc(b.Hosts, func(h remote.HostState) bool { return h.UnitState.ActiveState != "inactive" })
+	})
+	if err != nil || deltas == 0 {
+		t.Fatalf("Until: %v after %d delta batches", err, deltas)
+	}
+}
