@@ -44,7 +44,9 @@ func runSeedFleetDeltas(t *testing.T, speed float64) (*fleet.Fleet, sim.Clock, k
 // gpu4 is touched only once gpu3 serves again, both end serving in on,
 // and the hosts the console keeps are the fleet's.
 func TestRolloutOverDeltas(t *testing.T) {
-	t.Parallel() // a simulated fleet of its own, paced by its clock: waiting, not computing
+	// Not parallel: beside the other simulated consoles at rolloutSpeed
+	// (a step's 2-minute timeout is 100 ms of real time), one more made
+	// theirs time out on a loaded machine.
 	p, tm := runConsoleOver(t, runSeedFleetDeltas)
 
 	send(tm, "j", "j", "space", "j", "space", "R") // mark gpu3 and gpu4
