@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"slices"
 	"time"
 
 	"github.com/bringup-dev/bringup/kernels"
@@ -110,6 +111,36 @@ type Batch struct {
 	// Dropped counts events dropped from this batch (journal lines only;
 	// state changes are never dropped).
 	Dropped int `json:"dropped,omitempty"`
+	// Delta says that Hosts holds the same hosts, in the same order, as
+	// the batch before from the same source, and that only those Taken
+	// lists (indices into Hosts, ascending, each once) were taken anew:
+	// every other host is that batch's very snapshot. A consumer that
+	// keeps what it worked out from the last batch then updates it for
+	// the hosts taken instead of looking at the whole fleet. Without
+	// Delta (the first batch, a batch built by hand or replayed) any
+	// host may differ.
+	Delta bool  `json:"-"`
+	Taken []int `json:"-"`
+	// States are, in a Delta from a fleet that hands out only what
+	// changed (fleet.Options.Deltas), the snapshots of the hosts Taken
+	// lists, in its order; Hosts is then nil, and the consumer keeps the
+	// whole snapshot itself (Apply).
+	States []HostState `json:"-"`
+}
+
+// Apply is the snapshot of every host after b, given prev, the one
+// after the batch before: b's Hosts when it has them, else prev with the
+// States of b's hosts taken anew put in place (a copy: prev is not
+// written to).
+func (b Batch) Apply(prev []HostState) []HostState {
+	if b.Hosts != nil || !b.Delta || len(b.States) != len(b.Taken) {
+		return b.Hosts
+	}
+	out := slices.Clone(prev)
+	for k, i := range b.Taken {
+		out[i] = b.States[k]
+	}
+	return out
 }
 
 // AllSettled reports whether there are hosts and every one has settled.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	tea "charm.land/bubbletea/v2"
@@ -15,11 +16,17 @@ import (
 // hosts' rings. The cursor follows its host, not its row.
 func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 	sel, cur := m.selectedName(), m.table.cursorHost()
+	local := m.localHashes
 	if m.caps.LocalHashes != nil {
 		m.localHashes = m.caps.LocalHashes()
 	}
-	m.hosts = b.Hosts
-	m.table.setHosts(b.Hosts, sel, cur)
+	if b.Hosts == nil && b.Delta && len(b.States) == len(b.Taken) && len(m.hosts) == len(m.table.hosts) && len(m.hosts) > 0 {
+		m.applyStates(b, local, sel, cur)
+	} else {
+		m.keepDrifts(b, local)
+		m.hosts, m.ownHosts = b.Hosts, false
+		m.table.setSnapshot(b, sel, cur)
+	}
 	var statusCmd tea.Cmd
 	var planCmds []tea.Cmd
 	for _, ev := range b.Events {
@@ -58,6 +65,33 @@ func (m *Model) applyBatch(b remote.Batch) tea.Cmd {
 		return statusCmd
 	}
 	return tea.Batch(append(planCmds, statusCmd)...)
+}
+
+// applyStates takes a batch that carries only the states of the hosts
+// taken anew (Batch.States) into the console's own snapshot, in place:
+// the cost is theirs, not the fleet's. local is the local build's hashes
+// before b.
+func (m *Model) applyStates(b remote.Batch, local map[string]string, keep ...string) {
+	if !m.ownHosts {
+		first := &m.hosts[0]
+		m.hosts, m.ownHosts = slices.Clone(m.hosts), true
+		if m.driftsOf.first == first {
+			m.driftsOf.first = &m.hosts[0] // the same states
+		}
+	}
+	for k, i := range b.Taken {
+		if i < 0 || i >= len(m.hosts) {
+			b.Taken, b.States = nil, nil // not this snapshot's hosts: nothing to place
+			break
+		}
+		if !maps.Equal(m.hosts[i].KernelHashes, b.States[k].KernelHashes) {
+			m.driftsOf = driftCache{}
+		}
+	}
+	if !maps.Equal(local, m.localHashes) {
+		m.driftsOf = driftCache{}
+	}
+	m.table.placeStates(m.hosts, b.Taken, b.States, keep...)
 }
 
 // trimLogs keeps the hosts' logs within the memory budget; the open

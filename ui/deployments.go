@@ -18,8 +18,11 @@ const byDeployment = "deployment"
 // command line or the hosts changed, and keeps the deployment grouping
 // first among the groupings while there are deployments. The first time
 // one is found the table is grouped by them: a deployment is one row.
-func (t *tableModel) findDeployments() {
-	if t.execs != nil && !t.execsChanged() {
+//
+// delta says that the hosts are the last snapshot's but for those taken
+// anew: only theirs can have changed.
+func (t *tableModel) findDeployments(delta bool, taken []int) {
+	if t.execs != nil && !t.execsChanged(delta, taken) {
 		return // every snapshot comes here: no allocation while nothing moved
 	}
 	execs := make(map[string]string, len(t.hosts))
@@ -50,13 +53,21 @@ func (t *tableModel) findDeployments() {
 }
 
 // execsChanged reports whether the hosts or their units' command lines
-// differ from those the deployments were worked out from.
-func (t *tableModel) execsChanged() bool {
+// differ from those the deployments were worked out from (or looked at
+// since): of a delta, those of the hosts taken anew.
+func (t *tableModel) execsChanged(delta bool, taken []int) bool {
 	if len(t.hosts) != len(t.execs) {
 		return true
 	}
-	for _, h := range t.hosts {
-		if e, ok := t.execs[h.Name]; !ok || e != h.UnitState.ExecStart {
+	changed := func(h *remote.HostState) bool {
+		e, ok := t.execs[h.Name]
+		return !ok || e != h.UnitState.ExecStart
+	}
+	if delta {
+		return slices.ContainsFunc(taken, func(i int) bool { return changed(&t.hosts[i]) })
+	}
+	for i := range t.hosts {
+		if changed(&t.hosts[i]) {
 			return true
 		}
 	}

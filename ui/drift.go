@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/bringup-dev/bringup/kernels"
@@ -33,6 +34,24 @@ type driftCache struct {
 	first *remote.HostState
 	n     int
 	v     map[string]kernels.Drift
+}
+
+// keepDrifts carries the drifts worked out for the snapshot held over to
+// b's, before it replaces it, when nothing they rest on changed: b is a
+// Delta whose hosts taken anew report the same kernel hashes, and the
+// local build's hashes (local before b) are the same.
+func (m *Model) keepDrifts(b remote.Batch, local map[string]string) {
+	c := &m.driftsOf
+	if !b.Delta || c.v == nil || c.n != len(m.hosts) || c.n != len(b.Hosts) || c.n == 0 || c.first != &m.hosts[0] ||
+		!maps.Equal(local, m.localHashes) {
+		return
+	}
+	for _, i := range b.Taken {
+		if !maps.Equal(m.hosts[i].KernelHashes, b.Hosts[i].KernelHashes) {
+			return
+		}
+	}
+	c.first = &b.Hosts[0]
 }
 
 // computeDrifts is drifts without the cache.
@@ -137,6 +156,9 @@ func actionProgress(a event.ActionResult, barW int, s Styles, barFirst bool) str
 // progressLine is the status line while no message shows: the actions
 // under way, the selected host's first.
 func (m *Model) progressLine(w int) string {
+	if m.table.sums.busy == 0 {
+		return "" // no action under way: no host to look at
+	}
 	var parts []string
 	sel := m.selectedName()
 	for i := range m.hosts {

@@ -68,7 +68,12 @@ type Model struct {
 	streamEnded   bool // the source closed its channel
 
 	hosts []remote.HostState // the latest snapshot
-	logs  logStore           // every host's log, under one budget
+	// ownHosts: hosts is the console's own copy, written in place by the
+	// batches of a fleet that hands out only what changed
+	// (Batch.States); a whole batch's hosts are shared, so the first
+	// such batch after one copies them.
+	ownHosts bool
+	logs     logStore // every host's log, under one budget
 	// lastInvocation is, per host, the last invocation id its journal showed.
 	lastInvocation map[string]string
 
@@ -314,10 +319,8 @@ func (m *Model) selectedName() string {
 }
 
 func (m *Model) hostState(name string) *remote.HostState {
-	for i := range m.hosts {
-		if m.hosts[i].Name == name {
-			return &m.hosts[i]
-		}
+	if i := m.table.sums.find(m.hosts, name); i >= 0 {
+		return &m.hosts[i]
 	}
 	return nil
 }

@@ -218,6 +218,16 @@ func (m *Model) observe(b remote.Batch) tea.Cmd {
 	if m.rollout == nil {
 		return nil
 	}
+	if b.Hosts == nil && b.Delta {
+		// Only the hosts taken anew came: the rollout gets its own
+		// hosts' states, copies (it may hold the batch a while), not
+		// the fleet's (it folds only its own).
+		for _, h := range m.rollout.r.Plan().Hosts {
+			if hs := m.hostState(h); hs != nil {
+				b.Hosts = append(b.Hosts, *hs)
+			}
+		}
+	}
 	before := m.rollout.r.State().Status
 	steps := m.rollout.d.Observe(b)
 	return tea.Batch(m.statusChange(before), m.issue(steps))

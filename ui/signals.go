@@ -45,7 +45,7 @@ func (m *Model) rolloutProgress() notify.Rollout {
 // signal is on ("bringup · 3/4 serving · 1 failed"), else the header's.
 func (m *Model) windowTitle() string {
 	if m.opts.Signals.Title {
-		return notify.Title(notify.Count(m.hosts))
+		return notify.Title(m.table.sums.counts)
 	}
 	return m.opts.Title
 }

@@ -21,6 +21,7 @@ type column struct {
 // the root model hands it the data and asks it to render.
 type fleetTable struct {
 	hosts []remote.HostState // every host: the columns fit them all, so a filter does not move them
+	sums  *fleetSums         // what hosts count, when known (nil: count them)
 	// lines are what the table shows under its header, in order: host
 	// rows, and when grouped the groups' summary rows; nil shows none.
 	lines  []tableLine
@@ -57,9 +58,11 @@ const (
 // below. When some host has a startup history, an ETA column comes before
 // the unit and GPU columns in what is kept.
 func (t *fleetTable) columns(w int) []column {
-	hostW := 4
-	for _, h := range t.hosts {
-		hostW = max(hostW, min(24, len(h.Name)))
+	var hostW int
+	if t.sums != nil {
+		hostW = t.sums.hostW
+	} else {
+		hostW = sumHosts(t.hosts).hostW
 	}
 	host := column{"HOST", hostW, func(_ *fleetTable, h *remote.HostState) string { return h.Name }}
 	if t.grouping != nil {
@@ -144,6 +147,9 @@ func hasColumn(cols []column, title string) bool {
 // anyHistory reports whether some host has earlier startups to estimate
 // from; without any, the ETA column would be empty.
 func (t *fleetTable) anyHistory() bool {
+	if t.sums != nil {
+		return t.sums.history > 0
+	}
 	for i := range t.hosts {
 		if t.hosts[i].Expected.Known() {
 			return true

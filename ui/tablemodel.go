@@ -25,6 +25,7 @@ type tableModel struct {
 	height  int             // rows of the table's body, for paging
 
 	hosts []remote.HostState // every host, as the latest snapshot has them
+	sums  fleetSums          // what the header and layout count over hosts
 
 	// The filter (/): the filter in force, its prompt, why the text typed
 	// does not parse yet, and the hosts it shows (indices of hosts, in
@@ -78,8 +79,37 @@ func newTableModel(keys KeyMap, catalog kernels.Catalog, groupings []grouping, h
 // setHosts takes a new snapshot. The cursor follows its host, not its
 // row: the first of keep still shown.
 func (t *tableModel) setHosts(hosts []remote.HostState, keep ...string) {
+	t.setSnapshot(remote.Batch{Hosts: hosts}, keep...)
+}
+
+// setSnapshot takes b's snapshot as setHosts does; when b is a Delta
+// of the snapshot the table holds, what the table worked out from that
+// one is updated for the hosts b took anew, not worked out again.
+func (t *tableModel) setSnapshot(b remote.Batch, keep ...string) {
+	old := t.hosts
+	delta := b.Delta && len(old) == len(b.Hosts) && len(old) > 0
+	t.hosts = b.Hosts
+	if delta {
+		t.sums.update(old, b.Hosts, b.Taken)
+	} else {
+		t.sums = sumHosts(b.Hosts)
+		b.Taken = nil
+	}
+	t.findDeployments(delta, b.Taken)
+	t.refilter(keep...)
+}
+
+// placeStates puts states, those of the hosts taken anew (indices into
+// hosts), in place in hosts, the table's snapshot or a copy of it, and
+// updates what the table worked out from it for those hosts alone.
+func (t *tableModel) placeStates(hosts []remote.HostState, taken []int, states []remote.HostState, keep ...string) {
 	t.hosts = hosts
-	t.findDeployments()
+	for k, i := range taken {
+		t.sums.add(i, &hosts[i], -1)
+		hosts[i] = states[k]
+		t.sums.add(i, &hosts[i], 1)
+	}
+	t.findDeployments(true, taken)
 	t.refilter(keep...)
 }
 
@@ -168,7 +198,7 @@ func (t *tableModel) View(w, h int, now time.Time, drift map[string]string) stri
 	case len(t.rows) == 0:
 		return t.styles.Dim.Render(clip(fmt.Sprintf("  no host matches the filter %q (esc clears it)", t.filter.text), w))
 	}
-	ft := fleetTable{hosts: t.hosts, lines: t.lines, cursor: t.cursor, marked: t.marked, now: now, styles: t.styles, drift: drift}
+	ft := fleetTable{hosts: t.hosts, sums: &t.sums, lines: t.lines, cursor: t.cursor, marked: t.marked, now: now, styles: t.styles, drift: drift}
 	if g := t.grouping(); g != nil {
 		ft.grouping, ft.groups, ft.groupNameW = g, t.groups, groupNameWidth(g, t.groups)
 		ft.expanded = t.isOpen(g)

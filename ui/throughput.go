@@ -24,6 +24,9 @@ func servingStats(h *remote.HostState) (*startup.Stats, bool) {
 // anyStats reports whether some host serves with a rate: without one the
 // TOK/S column would be empty.
 func (t *fleetTable) anyStats() bool {
+	if t.sums != nil {
+		return t.sums.stats > 0
+	}
 	for i := range t.hosts {
 		if _, ok := servingStats(&t.hosts[i]); ok {
 			return true

@@ -7,9 +7,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-
-	"github.com/bringup-dev/bringup/remote"
-	"github.com/bringup-dev/bringup/ui/notify"
 )
 
 // footerRows is the status line and the short help.
@@ -63,7 +60,7 @@ func (m *Model) render() string {
 
 // header is the title and the fleet's counts.
 func (m *Model) header(w int) string {
-	c := notify.Count(m.hosts) // the window title counts the same way
+	c := m.table.sums.counts // the window title counts the same way
 	serving, failed, starting, other := c.Serving, c.Failed, c.Starting, c.Other
 	s := m.styles
 	hosts := fmt.Sprintf("%d hosts", len(m.hosts))
@@ -77,7 +74,8 @@ func (m *Model) header(w int) string {
 	if other > 0 {
 		counts += fmt.Sprintf(" · %d other", other)
 	}
-	if n, all := len(m.table.shownMarked()), len(m.table.marked); all > 0 {
+	if all := len(m.table.marked); all > 0 {
+		n := len(m.table.shownMarked())
 		counts += fmt.Sprintf(" · %d selected", n)
 		if all > n {
 			counts += fmt.Sprintf(" +%d hidden", all-n)
@@ -86,7 +84,7 @@ func (m *Model) header(w int) string {
 	if b := m.driftBadge(); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
-	if b := hostKeyBadge(m.hosts); b != "" {
+	if b := m.table.sums.hostKeyBadge(m.hosts); b != "" {
 		counts += " · " + s.Warn.Render(b)
 	}
 	if m.rollout != nil && !m.rollout.r.Settled() {
@@ -122,23 +120,18 @@ func (m *Model) header(w int) string {
 	return title + strings.Repeat(" ", gap) + counts
 }
 
-// hostKeyBadge warns of hosts whose ssh_config lets host keys in
-// unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null):
-// `bringup doctor` says what to change.
-func hostKeyBadge(hosts []remote.HostState) string {
-	var risky []string
-	for _, h := range hosts {
-		if h.Conn.HostKeyRisk != 0 {
-			risky = append(risky, h.Name)
-		}
-	}
-	switch len(risky) {
+// keyBadge warns of n hosts whose ssh_config lets host keys in
+// unchecked (StrictHostKeyChecking no, UserKnownHostsFile /dev/null),
+// the one named first when it is one: `bringup doctor` says what to
+// change.
+func keyBadge(n int, first string) string {
+	switch n {
 	case 0:
 		return ""
 	case 1:
-		return "⚠ host keys unchecked: " + risky[0]
+		return "⚠ host keys unchecked: " + first
 	}
-	return fmt.Sprintf("⚠ host keys unchecked: %d hosts", len(risky))
+	return fmt.Sprintf("⚠ host keys unchecked: %d hosts", n)
 }
 
 // footer is the status line and the short help for the current state.

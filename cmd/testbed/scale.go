@@ -193,7 +193,8 @@ func scale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpu0, _ := scalerig.ProcCPU(0)
 	vlTable0, _ := scalerig.ProcCPU(store.PID())
 	t0 = time.Now()
-	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()}})
+	f, err := fleet.New(specs, fleet.Options{Kernels: kernels.DefaultCatalog(), ReadOnly: true, Observers: []fleet.Observer{fleet.KernelCheck()},
+		Deltas: true}) // as the console runs it (console.Run)
 	if err != nil {
 		return err
 	}

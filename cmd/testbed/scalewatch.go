@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,11 @@ type teeSource struct {
 	*fleet.Fleet
 	out   chan remote.Batch
 	watch *watcher
+	// hosts is the snapshot after the last batch, for the watcher: a
+	// batch of the states taken anew (fleet.Options.Deltas) is put in
+	// place in it, once it is the tee's own (own).
+	hosts []remote.HostState
+	own   bool
 }
 
 // Updates is the console's copy of the fleet's batches.
@@ -31,8 +37,25 @@ func (s *teeSource) Updates() <-chan remote.Batch { return s.out }
 func (s *teeSource) pump() {
 	defer close(s.out)
 	for b := range s.Fleet.Updates() {
-		s.watch.see(b, time.Now())
+		s.keep(b)
+		seen := b
+		seen.Hosts = s.hosts
+		s.watch.see(seen, time.Now())
 		s.out <- b
+	}
+}
+
+// keep takes b into the tee's snapshot.
+func (s *teeSource) keep(b remote.Batch) {
+	if b.Hosts != nil || !b.Delta || len(b.States) != len(b.Taken) {
+		s.hosts, s.own = b.Hosts, false
+		return
+	}
+	if !s.own {
+		s.hosts, s.own = slices.Clone(s.hosts), true
+	}
+	for k, i := range b.Taken {
+		s.hosts[i] = b.States[k]
 	}
 }
 

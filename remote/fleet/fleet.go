@@ -39,6 +39,13 @@ type Options struct {
 	ReadOnly bool
 	// Clock is the host-time clock for stuck detection (default: real time).
 	Clock remote.Clock
+	// Deltas makes each batch after the first carry only the snapshots
+	// of the hosts taken anew (Batch.States), not a copy of every
+	// host's: for a consumer that keeps the snapshot itself (the
+	// console at thousands of hosts, where the copy was most of a
+	// batch's cost). Until hands its step whole batches still, at the
+	// cost of a copy each.
+	Deltas bool
 	// Flush is how soon after something urgent arrives a batch is
 	// handed out (default 50 ms); nothing arriving, no flush runs.
 	Flush time.Duration
@@ -201,6 +208,11 @@ func (f *Fleet) Driver(host string) (remote.Driver, bool) {
 	}
 	return f.specs[i].Driver, true
 }
+
+// HandDeltas makes the fleet hand out batches as Options.Deltas says:
+// for a consumer that keeps the snapshot itself (the console), given a
+// fleet built for any. Call it before Run.
+func (f *Fleet) HandDeltas() { f.opts.Deltas = true }
 
 // Hosts lists the host names in order.
 func (f *Fleet) Hosts() []string {

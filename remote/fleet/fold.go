@@ -68,7 +68,7 @@ func (f *Fleet) fold(ctx context.Context) {
 		hosts[i].state.Startup = hosts[i].tracker.State()
 		f.follow(hosts[i])
 	}
-	snaps := &snapshots{}
+	snaps := &snapshots{deltas: f.opts.Deltas}
 	for i, h := range hosts {
 		snaps.mark(i, h)
 	}
@@ -160,20 +160,23 @@ func (f *Fleet) fold(ctx context.Context) {
 				dirty, urgent = true, true
 			}
 			if dirty && flushDue(urgent, lazySince, wall, f.opts.Flush, lazyWait) {
-				if out != nil {
+				merged := out != nil
+				if merged {
 					// The consumer has not taken ready yet: one batch
 					// of both, the budget kept over the whole.
 					pending = f.merge(hosts, snaps, ready, pending)
 				}
 				var taken []int
 				pending.Hosts, taken = snaps.take(hosts, now, wall)
+				stamp(&pending.Batch, merged, snaps.delta, taken)
+				snaps.hand(&pending.Batch)
 				ready, pending = pending, batch{heldLines: len(pending.Events), heldText: pending.text}
 				out = f.out
 				provisional = snaps.provisional(hosts)
 				dirty = false
 				urgent, lazySince = false, time.Time{}
 				was := steady
-				steady = f.paceSteady(hosts, ready.Hosts, taken, steady)
+				steady = f.paceSteady(hosts, snaps.last, taken, steady)
 				if was < len(hosts) && steady == len(hosts) {
 					f.freeOnSteady()
 				}

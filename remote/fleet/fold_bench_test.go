@@ -77,3 +77,45 @@ func BenchmarkQuietBatch256(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBusyBatch is one batch of a large fleet while units start: 20
+// hosts each with a GPU sample and a probe folded in, and the batch's
+// snapshot taken, at 1 000 and 10 000 hosts side by side, each as a copy
+// of every host's snapshot and as the states of the hosts taken anew
+// (Options.Deltas): the latter's cost should follow the 20 hosts, not
+// the fleet.
+func BenchmarkBusyBatch(b *testing.B) {
+	const changed = 20
+	for _, n := range []int{1000, 10000} {
+		for _, deltas := range []bool{false, true} {
+			b.Run(fmt.Sprintf("hosts=%d/deltas=%v", n, deltas), func(b *testing.B) {
+				f, hosts, snaps, t0 := quietFold(b, n)
+				snaps.deltas = deltas
+				var pending batch
+				all, taken := snaps.take(hosts, t0, t0)
+				pending = batch{Batch: remote.Batch{Hosts: all}}
+				stamp(&pending.Batch, false, snaps.delta, taken)
+				snaps.hand(&pending.Batch)
+				b.ReportAllocs()
+				b.ResetTimer()
+				k := 0
+				for op := range b.N {
+					at := t0.Add(time.Hour + time.Duration(op)*time.Millisecond)
+					for range changed {
+						name := hosts[k%len(hosts)].state.Name
+						k += 97 // spread over the fleet
+						f.apply(hosts, snaps, &pending, gpuSample(name, at))
+						f.apply(hosts, snaps, &pending, event.Event{Host: name, Kind: event.KindProbe, Time: at, Probe: &event.Probe{OK: true, Status: 200, Path: "/health"}})
+					}
+					all, taken := snaps.take(hosts, at, at)
+					pending = batch{Batch: remote.Batch{Hosts: all}}
+					stamp(&pending.Batch, false, snaps.delta, taken)
+					snaps.hand(&pending.Batch)
+					if len(pending.Taken) != changed || deltas != (pending.Hosts == nil) {
+						b.Fatalf("%d hosts taken anew (want %d), whole snapshot %v", len(pending.Taken), changed, pending.Hosts != nil)
+					}
+				}
+			})
+		}
+	}
+}

@@ -93,7 +93,10 @@ func (fl *Follower) Until(ctx context.Context, tick time.Duration, step func(rem
 			if !ok {
 				return ErrFleetStopped
 			}
-			fl.last = b.Hosts
+			// A batch of the hosts taken anew (Options.Deltas) reaches
+			// step whole: fl.last is a copy of its own.
+			fl.last = b.Apply(fl.last)
+			b.Hosts = fl.last
 			if step(b) {
 				return nil
 			}

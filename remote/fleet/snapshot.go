@@ -19,6 +19,11 @@ type snapshots struct {
 	last  []remote.HostState
 	stale []int // indices into hosts, each listed once (hostFold.listed)
 	taken []int // the hosts the last take took anew
+	delta bool  // the last take's hosts were those of the one before
+	// deltas: a batch hands out only the hosts taken anew
+	// (Options.Deltas); last is then the fold's own, written in place,
+	// and a whole batch gets a copy of it.
+	deltas bool
 }
 
 // mark lists host i (h) to be taken anew at the next snapshot.
@@ -32,13 +37,17 @@ func (s *snapshots) mark(i int, h *hostFold) {
 
 // take returns the snapshot of every host at host time now (wall is the
 // local clock that Provisional failures are timed on) and the hosts it
-// took anew. The slice is new (the consumer keeps the last one); a host
-// not taken anew is its last snapshot, its slices and maps shared.
+// took anew. The slice is new (the consumer keeps the last one; with
+// deltas, the last one is the fold's own and is written in place); a
+// host not taken anew is its last snapshot, its slices and maps shared.
 func (s *snapshots) take(hosts []*hostFold, now, wall time.Time) ([]remote.HostState, []int) {
 	var out []remote.HostState
-	if len(s.last) == len(hosts) {
+	switch s.delta = len(s.last) == len(hosts); {
+	case s.delta && s.deltas:
+		out = s.last // never handed out (hand)
+	case s.delta:
 		out = slices.Clone(s.last)
-	} else {
+	default:
 		out = make([]remote.HostState, len(hosts))
 	}
 	s.taken = append(s.taken[:0], s.stale...)
@@ -52,6 +61,42 @@ func (s *snapshots) take(hosts []*hostFold, now, wall time.Time) ([]remote.HostS
 	}
 	s.stale, s.last = keep, out
 	return out, s.taken
+}
+
+// stamp sets b's Delta and Taken for the snapshot just taken (delta: its
+// hosts are those of the last one; taken: the hosts it took anew). When
+// b is merged with a batch never handed out (merged), the hosts that
+// batch took anew count as well: the consumer's last batch is older.
+func stamp(b *remote.Batch, merged, delta bool, taken []int) {
+	if !merged {
+		b.Delta, b.Taken = delta, nil
+	}
+	b.Delta = b.Delta && delta
+	if !b.Delta {
+		b.Taken = nil
+		return
+	}
+	b.Taken = append(b.Taken, taken...)
+	slices.Sort(b.Taken)
+	b.Taken = slices.Compact(b.Taken)
+}
+
+// hand makes b, stamped, what a fold with Options.Deltas hands out: a
+// Delta carries the states of the hosts taken anew, any other batch a
+// copy of every host's (the fold goes on writing its own in place).
+func (s *snapshots) hand(b *remote.Batch) {
+	if !s.deltas {
+		return
+	}
+	if !b.Delta {
+		b.Hosts, b.States = slices.Clone(s.last), nil
+		return
+	}
+	b.Hosts = nil
+	b.States = make([]remote.HostState, len(b.Taken))
+	for k, i := range b.Taken {
+		b.States[k] = s.last[i]
+	}
 }
 
 // provisional says whether a host's failure was provisional at the last

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -121,5 +123,154 @@ func TestGPUAppendNeverWritesOverASnapshot(t *testing.T) {
 		if !slices.Equal(got, want[k]) {
 			t.Errorf("after sample %d the history held %v, want %v (written over later?)", k+1, got, want[k])
 		}
+	}
+}
+
+// TestStampTaken: a batch's Taken is the hosts its snapshot took anew,
+// ascending and each once; merged with a batch never handed out, those
+// that batch took too; no Delta (and no Taken) once either snapshot's
+// hosts were not the last one's.
+func TestStampTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before        remote.Batch // the batch as the fold holds it
+		merged, delta bool
+		taken         []int
+		want          remote.Batch
+	}{
+		{name: "a first snapshot", taken: []int{2, 0, 1}},
+		{name: "a delta", delta: true, taken: []int{4, 1}, want: remote.Batch{Delta: true, Taken: []int{1, 4}}},
+		{name: "nothing taken", delta: true, want: remote.Batch{Delta: true}},
+		{name: "merged with a delta", before: remote.Batch{Delta: true, Taken: []int{1, 7}}, merged: true, delta: true,
+			taken: []int{7, 3}, want: remote.Batch{Delta: true, Taken: []int{1, 3, 7}}},
+		{name: "merged with a first snapshot", before: remote.Batch{}, merged: true, delta: true, taken: []int{3}},
+		{name: "a batch not merged forgets the fold's leftovers", before: remote.Batch{Delta: true, Taken: []int{9}}, delta: true,
+			taken: []int{2}, want: remote.Batch{Delta: true, Taken: []int{2}}},
+		{name: "hosts changed", before: remote.Batch{Delta: true, Taken: []int{1}}, merged: true, taken: []int{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.before
+			stamp(&b, tc.merged, tc.delta, tc.taken)
+			if b.Delta != tc.want.Delta || !slices.Equal(b.Taken, tc.want.Taken) {
+				t.Errorf("Delta %v Taken %v, want %v %v", b.Delta, b.Taken, tc.want.Delta, tc.want.Taken)
+			}
+		})
+	}
+}
+
+// pulseDriver starts and stops its unit every period, n times: a host
+// whose startup changes now and then.
+type pulseDriver struct {
+	name   string
+	period time.Duration
+	n      int
+}
+
+func (d *pulseDriver) Name() string { return d.name }
+
+func (d *pulseDriver) Run(ctx context.Context, emit remote.Emit) error {
+	for i := range d.n {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d.period):
+		}
+		u := event.Unit{Name: "sglang.service", ActiveState: "activating", SubState: "start", ExecMainStart: time.Now()}
+		if i%2 == 1 {
+			u.ActiveState, u.SubState = "inactive", "dead"
+		}
+		emit(event.Event{Host: d.name, Kind: event.KindUnit, Time: time.Now(), Unit: &u})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (d *pulseDriver) Do(context.Context, remote.Action, remote.Emit) error { return nil }
+
+// TestBatchTakenNamesEveryChangedHost: through a running fleet whose
+// consumer is at times slow (batches merged), every batch after the
+// first is a Delta, and a host it does not list as taken anew is the
+// last batch's snapshot as it was; with Options.Deltas such a batch
+// carries only the states of the hosts taken, and the snapshot a
+// consumer keeps from them (Batch.Apply) ends as the hosts did: every
+// unit stopped.
+func TestBatchTakenNamesEveryChangedHost(t *testing.T) {
+	for _, deltas := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deltas=%v", deltas), func(t *testing.T) {
+			var drivers []remote.Driver
+			for i := range 6 {
+				drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(7+3*i) * time.Millisecond, n: 20})
+			}
+			f, _, _ := startFleet(t, Options{Flush: 5 * time.Millisecond, Deltas: deltas}, drivers...)
+			var kept []remote.HostState
+			stopped := func() bool {
+				return len(kept) == len(drivers) && !slices.ContainsFunc(kept, func(h remote.HostState) bool { return h.UnitState.ActiveState != "inactive" })
+			}
+			deltaBatches, deadline := 0, time.After(5*time.Second)
+			for n := 0; deltaBatches < 15 || !stopped(); n++ {
+				var b remote.Batch
+				select {
+				case b = <-f.Updates():
+				case <-deadline:
+					t.Fatalf("%d delta batches in 5 s, the hosts kept %+v", deltaBatches, kept)
+				}
+				switch {
+				case n == 0 && b.Delta:
+					t.Fatal("the first batch is a Delta")
+				case n > 0 && !b.Delta:
+					t.Fatalf("batch %d is no Delta", n)
+				case b.Delta && deltas && (b.Hosts != nil || len(b.States) != len(b.Taken)):
+					t.Fatalf("batch %d: %d hosts, %d states of %d taken", n, len(b.Hosts), len(b.States), len(b.Taken))
+				}
+				next := b.Apply(kept)
+				if b.Delta {
+					deltaBatches++
+					for i := range next {
+						if !slices.Contains(b.Taken, i) && !reflect.DeepEqual(next[i], kept[i]) {
+							t.Fatalf("batch %d: host %s changed but is not in Taken %v", n, next[i].Name, b.Taken)
+						}
+					}
+				}
+				kept = next
+				if n%3 == 0 {
+					time.Sleep(20 * time.Millisecond) // slow: the fold merges what comes meanwhile
+				}
+			}
+		})
+	}
+}
+
+// TestUntilHandsDeltasWhole: a fleet that hands out only what changed
+// (Options.Deltas) still gives Until's step every host in each batch,
+// ending as the hosts did.
+func TestUntilHandsDeltasWhole(t *testing.T) {
+	var drivers []remote.Driver
+	for i := range 4 {
+		drivers = append(drivers, &pulseDriver{name: fmt.Sprintf("gpu%d", i+1), period: time.Duration(5+2*i) * time.Millisecond, n: 10})
+	}
+	specs := make([]HostSpec, len(drivers))
+	for i, d := range drivers {
+		specs[i] = HostSpec{Driver: d, Unit: "sglang.service"}
+	}
+	f, err := New(specs, Options{Flush: 5 * time.Millisecond, Deltas: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fl := Follow(ctx, f)
+	defer func() { _ = fl.Stop(time.Second) }()
+	deltas := 0
+	err = fl.Until(ctx, 0, func(b remote.Batch) bool {
+		if len(b.Hosts) != len(drivers) {
+			t.Fatalf("a batch of %d hosts, want %d", len(b.Hosts), len(drivers))
+		}
+		if b.Delta {
+			deltas++
+		}
+		return !slices.ContainsFunc(b.Hosts, func(h remote.HostState) bool { return h.UnitState.ActiveState != "inactive" })
+	})
+	if err != nil || deltas == 0 {
+		t.Fatalf("Until: %v after %d delta batches", err, deltas)
 	}
 }

@@ -24,6 +24,7 @@ import (
 func Run(ctx context.Context, out, errOut io.Writer, name string, f *fleet.Fleet, opts ui.Options) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	f.HandDeltas()             // the console keeps the snapshot: only what changed need come
 	fl := fleet.Follow(ctx, f) // the console reads the fleet's updates itself
 	if len(opts.Kernels.Kernels) == 0 {
 		opts.Kernels = f.Kernels()
