@@ -71,6 +71,11 @@ type Options struct {
 	// systemd's D-Bus signal beats the journal follow by a few
 	// milliseconds to a second, and a long log takes as long as it takes).
 	Settle time.Duration
+	// FirstLineWait and RunningWait are the settle's longer waits
+	// (startup.FirstLineExtra, startup.RunningWait by default): before a
+	// host's first journal line, and while a failed run's process still
+	// runs.
+	FirstLineWait, RunningWait time.Duration
 	// Observers follow every host beside the fold and add what they
 	// derive to its snapshot: History (the ETA, the memory the weights
 	// reach), Throughput (the decode rate against the kernel modes run

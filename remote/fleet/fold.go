@@ -61,7 +61,7 @@ func (f *Fleet) fold(ctx context.Context) {
 	for i, h := range f.specs {
 		hosts[i] = &hostFold{
 			tracker: startup.NewTracker(startup.Options{Engine: h.Engine, Kernels: f.opts.Kernels, Compiled: f.opts.Packs}),
-			settle:  startup.NewSettler(f.opts.Settle),
+			settle:  startup.NewSettlerWith(f.opts.Settle, f.opts.FirstLineWait, f.opts.RunningWait),
 			state: remote.HostState{Name: h.Driver.Name(), Unit: h.Unit,
 				Conn: event.Conn{State: event.ConnConnecting}},
 		}

@@ -60,7 +60,7 @@ func followLate(t *testing.T, lag, settle time.Duration) (*Follower, context.Con
 func followHost(t *testing.T, h lateLogHost, settle time.Duration) (*Follower, context.Context) {
 	t.Helper()
 	f, err := New([]HostSpec{{Driver: h, Unit: "sglang.service", Engine: "sglang"}},
-		Options{Kernels: kernels.DefaultCatalog(), Settle: settle})
+		Options{Kernels: kernels.DefaultCatalog(), Settle: settle, FirstLineWait: settle, RunningWait: settle})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,21 +31,39 @@ import "time"
 // A Settler is one host's; it is not safe for concurrent use.
 type Settler struct {
 	wait time.Duration
+	// firstLine and running are FirstLineExtra and RunningWait unless
+	// set otherwise (NewSettlerWith).
+	firstLine, running time.Duration
 	// failKey names the failure last found provisional, first seen at
 	// failWall; provisional is the last answer.
 	failKey     string
 	failWall    time.Time
 	provisional bool
-	// running: the failure last found provisional is the engine's word
+	// isRunning: the failure last found provisional is the engine's word
 	// while its process still runs (RunningWait).
-	running bool
+	isRunning bool
 	// lineWall is when the host's last journal line arrived.
 	lineWall time.Time
 }
 
 // NewSettler returns a settler whose failures wait wait after their last
 // line.
-func NewSettler(wait time.Duration) Settler { return Settler{wait: wait} }
+func NewSettler(wait time.Duration) Settler {
+	return Settler{wait: wait, firstLine: FirstLineExtra, running: RunningWait}
+}
+
+// NewSettlerWith is NewSettler with its own FirstLineExtra and RunningWait
+// (zero: the default): a test fleet's short settle wants short ones too.
+func NewSettlerWith(wait, firstLine, running time.Duration) Settler {
+	s := NewSettler(wait)
+	if firstLine > 0 {
+		s.firstLine = firstLine
+	}
+	if running > 0 {
+		s.running = running
+	}
+	return s
+}
 
 // Heard notes that a journal line of the host arrived at wall.
 func (s *Settler) Heard(wall time.Time) { s.lineWall = wall }
@@ -56,7 +74,7 @@ func (s *Settler) Heard(wall time.Time) { s.lineWall = wall }
 // first; otherwise wake is zero.
 func (s *Settler) Provisional(st Startup, unitRun string, wall time.Time) (provisional bool, wake time.Time) {
 	s.provisional = false
-	s.running = st.UnitActive && !st.LogEnded && st.Phase == Failed
+	s.isRunning = st.UnitActive && !st.LogEnded && st.Phase == Failed
 	if !s.waits(st, unitRun) {
 		return false, time.Time{}
 	}
@@ -103,11 +121,11 @@ const RunningWait = 10 * time.Second
 // While the failed run's process still runs the wait is RunningWait.
 func (s *Settler) Wake() time.Time {
 	wait := s.wait
-	if s.running {
-		wait = max(wait, RunningWait)
+	if s.isRunning {
+		wait = max(wait, s.running)
 	}
 	if s.lineWall.IsZero() {
-		return s.failWall.Add(wait + FirstLineExtra)
+		return s.failWall.Add(wait + s.firstLine)
 	}
 	from := s.failWall
 	if s.lineWall.After(from) {
