@@ -124,7 +124,7 @@ func (w *watcher) see(b remote.Batch, at time.Time) {
 		}
 		final := false
 		if want.Fail {
-			final = st.Phase == startup.Failed && !h.Provisional && st.Diag != nil
+			final = st.Phase == startup.Failed && h.Settled() && st.Diag != nil
 		} else {
 			final = st.Phase == startup.Serving
 		}

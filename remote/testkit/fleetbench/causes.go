@@ -285,7 +285,7 @@ func (b *bench) drainWhile(ctx context.Context, fl *fleet.Follower, f func() err
 func settledCause(h remote.HostState, was startup.Startup) bool {
 	st := h.Startup
 	return st.Run > was.Run && st.InvocationID != was.InvocationID &&
-		st.Phase == startup.Failed && !h.Provisional && st.Diag != nil
+		st.Phase == startup.Failed && h.Settled() && st.Diag != nil
 }
 
 // failureQuery reads the unit's journal since just before since, as
