@@ -36,7 +36,8 @@ type SSHTarget struct {
 // ssh_config applied (from sshConfig, "" for ~/.ssh/config) and its
 // identity files read now, asking for passphrases through ask, before any
 // TUI takes the screen (agent keys are asked for at each dial). The hosts
-// share one limit of dials through each jump host (sshx.DefaultJumpDials).
+// share one limit of dials through each jump host (sshx.DefaultJumpDials)
+// and one reading of known_hosts (sshx.KnownHostsCache).
 // The returned func releases what Resolve holds (nothing now; kept for
 // callers that defer it).
 func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(file string) ([]byte, error)) ([]Options, func(), error) {
@@ -45,11 +46,12 @@ func Resolve(ctx context.Context, targets []Target, sshConfig string, ask func(f
 		return nil, nil, err
 	}
 	jumps := sshx.NewJumpLimit(sshx.DefaultJumpDials)
+	known := sshx.NewKnownHostsCache()
 	out := make([]Options, 0, len(targets))
 	for i, t := range targets {
 		// One at a time, in the order given: a passphrase prompt names
 		// its file on the terminal.
-		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Resolver: resolver, Passphrase: ask, JumpLimit: jumps}
+		dial := sshx.DialOptions{Resolve: sshx.ResolveOptions{ConfigFile: sshConfig}, Resolver: resolver, Passphrase: ask, JumpLimit: jumps, KnownHosts: known}
 		if dial.Identities, err = sshx.LoadIdentities(configs[i], dial); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}

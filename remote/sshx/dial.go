@@ -53,6 +53,10 @@ type DialOptions struct {
 	// accept-new (or no) added to known_hosts during the dial, a jump
 	// host's included, so that trusting a key is never silent.
 	OnNewHostKey func(LearnedHostKey)
+	// KnownHosts, when set, shares one reading of the known_hosts files
+	// between dials (share one between the hosts of a fleet); nil = read
+	// at each dial.
+	KnownHosts *KnownHostsCache
 	// JumpLimit bounds the dials that run through each jump host at once;
 	// share one between the hosts of a fleet. Nil = no bound.
 	JumpLimit *JumpLimit
@@ -197,7 +201,7 @@ func dialChain(ctx context.Context, cfg Config, opts DialOptions, depth int, che
 // socket where supported, and closing nc when ctx ends (channels through a
 // jump host have no deadlines).
 func handshake(ctx context.Context, nc net.Conn, cfg Config, opts DialOptions, check hostKeyCheck) (*ssh.Client, error) {
-	kh, err := LoadKnownHosts(cfg.UserKnownHostsFiles, cfg.GlobalKnownHostsFiles)
+	kh, err := opts.KnownHosts.Load(cfg.UserKnownHostsFiles, cfg.GlobalKnownHostsFiles)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ func TestE2E(t *testing.T) {
 		}
 		return testbed.HostOptions{}
 	}})
+	t.Run("readbus", func(t *testing.T) { testReadBus(t, tb) }) // before the others change units
 	t.Run("dbus", func(t *testing.T) { t.Parallel(); testDBus(t, tb) })
 	t.Run("crashloop", func(t *testing.T) { t.Parallel(); testCrashLoop(t, tb) })
 	t.Run("stdio-bridge", func(t *testing.T) { t.Parallel(); testStdioBridge(t, tb) })
