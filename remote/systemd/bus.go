@@ -30,9 +30,11 @@ const unknownUID = -1
 
 // openBus connects to the host's system bus by way of via (PathDBus or
 // PathStdioBridge), authenticates as uid (unknownUID: as whoever the
-// socket's credentials say) and says Hello. ctx bounds the
-// connection's whole life: when it ends, the connection closes.
-func openBus(ctx context.Context, d Dialer, host string, uid int, via string) (*dbus.Conn, error) {
+// socket's credentials say) and, with hello, says Hello and waits for
+// the answer; without, the caller sends it first among its own calls
+// (subscribeUnit). ctx bounds the connection's whole life: when it ends,
+// the connection closes.
+func openBus(ctx context.Context, d Dialer, host string, uid int, via string, hello bool) (*dbus.Conn, error) {
 	var (
 		rwc io.ReadWriteCloser
 		err error
@@ -69,6 +71,9 @@ func openBus(ctx context.Context, d Dialer, host string, uid int, via string) (*
 		}
 		return nil, fmt.Errorf("%s: system bus via %s: auth%s: %w%s", host, via, who, err, bridgeStderr(rwc))
 	}
+	if !hello {
+		return conn, nil
+	}
 	if err := conn.Hello(); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%s: system bus via %s: hello: %w%s", host, via, err, bridgeStderr(rwc))
@@ -79,12 +84,12 @@ func openBus(ctx context.Context, d Dialer, host string, uid int, via string) (*
 // openBusAuto tries the stream-local channel, then the stdio bridge. It
 // says which one it got and why the stream-local one failed (nil when it
 // worked); the error joins both failures.
-func openBusAuto(ctx context.Context, d Dialer, host string, uid int) (conn *dbus.Conn, path string, why, err error) {
-	conn, why = openBus(ctx, d, host, uid, PathDBus)
+func openBusAuto(ctx context.Context, d Dialer, host string, uid int, hello bool) (conn *dbus.Conn, path string, why, err error) {
+	conn, why = openBus(ctx, d, host, uid, PathDBus, hello)
 	if why == nil {
 		return conn, PathDBus, nil, nil
 	}
-	conn, err = openBus(ctx, d, host, uid, PathStdioBridge)
+	conn, err = openBus(ctx, d, host, uid, PathStdioBridge, hello)
 	if err == nil {
 		return conn, PathStdioBridge, why, nil
 	}

@@ -203,9 +203,9 @@ func (c *Controller) systemd(ctx context.Context, uid int) (conn *sd.Conn, lost 
 		var bus *dbus.Conn
 		var err error
 		if path == "" {
-			bus, path, _, err = openBusAuto(ctx, c.d, c.host, uid)
+			bus, path, _, err = openBusAuto(ctx, c.d, c.host, uid, true)
 		} else {
-			bus, err = openBus(ctx, c.d, c.host, uid, path)
+			bus, err = openBus(ctx, c.d, c.host, uid, path, true)
 		}
 		if err == nil {
 			// The connection closes with ctx at the latest, which ends
@@ -352,7 +352,7 @@ func (c *Controller) ReadEnvironment(ctx context.Context, unit string) ([]string
 	}
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn, _, _, err := openBusAuto(bctx, c.d, c.host, uid)
+	conn, _, _, err := openBusAuto(bctx, c.d, c.host, uid, true)
 	if err == nil {
 		defer conn.Close()
 		var path dbus.ObjectPath

@@ -88,27 +88,47 @@ func execStart(v dbus.Variant) string {
 
 // readBus reads the unit's properties at path: GetAll of the Unit
 // interface and, for a service, of the Service interface, both sent at
-// once (one round trip). The answers' maps are taken as godbus decoded
-// them, not stored into new ones: that copy, by reflection, was an eighth
-// of the client's CPU before a 256-host table was full. A Get per
-// property instead was measured and is worse on every side
-// (BenchmarkReadBus: about 9x the wall time, twice systemd's CPU, 6x
-// dbus-daemon's). It also returns the lowest receive sequence of the
-// answers: signals received before it are older than everything read.
+// once (one round trip; see sendRead and takeRead). It also returns the
+// lowest receive sequence of the answers: signals received before it are
+// older than everything read.
 func readBus(ctx context.Context, conn *dbus.Conn, unit string, path dbus.ObjectPath) (map[string]dbus.Variant, dbus.Sequence, error) {
-	obj := conn.Object(busName, path)
-	ifaces := []string{unitIface}
-	if strings.HasSuffix(unit, ".service") {
-		ifaces = append(ifaces, serviceIface)
-	}
+	ifaces := readIfaces(unit)
 	done := make(chan *dbus.Call, len(ifaces))
+	calls := sendRead(ctx, conn, path, ifaces, done)
+	for range calls {
+		<-done // every call ends: answered, failed, or cancelled with ctx
+	}
+	return takeRead(unit, ifaces, calls)
+}
+
+// readIfaces are the interfaces read for unit: the Unit interface and,
+// for a service, the Service interface.
+func readIfaces(unit string) []string {
+	if strings.HasSuffix(unit, ".service") {
+		return []string{unitIface, serviceIface}
+	}
+	return []string{unitIface}
+}
+
+// sendRead sends a GetAll of each interface of the unit at path, done
+// told of each call's end.
+func sendRead(ctx context.Context, conn *dbus.Conn, path dbus.ObjectPath, ifaces []string, done chan *dbus.Call) []*dbus.Call {
+	obj := conn.Object(busName, path)
 	calls := make([]*dbus.Call, len(ifaces))
 	for i, iface := range ifaces {
 		calls[i] = obj.GoWithContext(ctx, propsIface+".GetAll", 0, done, iface)
 	}
-	for range calls {
-		<-done // every call ends: answered, failed, or cancelled with ctx
-	}
+	return calls
+}
+
+// takeRead is what the ended GetAll calls of sendRead read, less what
+// fromBus does not use, and the lowest receive sequence of their answers.
+// The answers' maps are taken as godbus decoded them, not stored into new
+// ones: that copy, by reflection, was an eighth of the client's CPU
+// before a 256-host table was full. A Get per property instead was
+// measured and is worse on every side (BenchmarkReadBus: about 7x the
+// wall time, more of systemd's CPU, 5x dbus-daemon's).
+func takeRead(unit string, ifaces []string, calls []*dbus.Call) (map[string]dbus.Variant, dbus.Sequence, error) {
 	all := make(map[string]dbus.Variant, len(showProps))
 	var seq dbus.Sequence
 	for i, c := range calls {

@@ -78,7 +78,7 @@ func busFor(tb testing.TB, conn Dialer, host, unit string) (*dbus.Conn, dbus.Obj
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	bus, err := openBus(ctx, conn, host, unknownUID, PathDBus)
+	bus, err := openBus(ctx, conn, host, unknownUID, PathDBus, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -89,32 +89,50 @@ func busFor(tb testing.TB, conn Dialer, host, unit string) (*dbus.Conn, dbus.Obj
 	return bus, p
 }
 
-// testReadBus: readBus reads what it did before (readBusStore), on a real
-// systemd:
-// the testbed's service (stopped), a running service, a unit that is not
-// a service (no Service interface: its properties are left out, not an
-// error) and one that does not exist. It runs before the tests that
-// change hostDBus's unit.
+// testReadBus: subscribeUnit (Hello and all at once) reads what readBus
+// did before (readBusStore, each call in turn), on a real systemd: the
+// testbed's service (stopped), a running service, an alias of one
+// (sshd.service is ssh.service on Debian: systemd answers the real
+// unit's path, not the one subscribeUnit guessed, and it reads again
+// there), a unit that is not a service (no Service interface: its
+// properties are left out, not an error), one that does not exist and a
+// template's instance. It runs before the tests that change hostDBus's
+// unit.
 func testReadBus(t *testing.T, tb *testbed.Testbed) {
 	conn := connect(t, tb, hostDBus)
 	ctx := ctxT(t, time.Minute)
-	for _, unit := range []string{testbed.UnitName, "sshd.service", "multi-user.target", "no-such-unit.service"} {
-		bus, p := busFor(t, conn, hostDBus, unit)
-		got, _, err := readBus(ctx, bus, unit, p)
+	for _, tc := range []struct {
+		unit  string
+		alias bool
+	}{
+		{testbed.UnitName, false}, {"ssh.service", false}, {"sshd.service", true}, {"systemd-journald.service", false},
+		{"multi-user.target", false}, {"no-such-unit.service", false}, {"getty@tty9.service", false},
+	} {
+		unit := tc.unit
+		bctx, cancel := context.WithCancel(ctx)
+		bus, err := openBus(bctx, conn, hostDBus, unknownUID, PathDBus, false)
 		if err != nil {
-			t.Fatalf("%s: readBus: %v", unit, err)
+			t.Fatal(err)
+		}
+		p, got, _, step, err := subscribeUnit(ctx, bus, unit)
+		if err != nil {
+			t.Fatalf("%s: subscribeUnit: %s: %v", unit, step, err)
+		}
+		if guessed := p == unitObjectPath(unit); guessed == tc.alias {
+			t.Errorf("%s: path %s, guessed %s", unit, p, unitObjectPath(unit))
 		}
 		want, err := readBusStore(ctx, bus, unit, p)
 		if err != nil {
 			t.Fatalf("%s: stored GetAll: %v", unit, err)
 		}
+		cancel()
 		// Timestamps of a running unit do not move between two reads.
 		g, w := fromBus(unit, PathDBus, got), fromBus(unit, PathDBus, want)
 		if !reflect.DeepEqual(g, w) {
-			t.Errorf("%s: readBus read %+v\nbefore: %+v", unit, g.unit, w.unit)
+			t.Errorf("%s: subscribeUnit read %+v\nbefore: %+v", unit, g.unit, w.unit)
 		}
 		if len(got) != len(want) {
-			t.Errorf("%s: readBus read %d properties, before %d", unit, len(got), len(want))
+			t.Errorf("%s: subscribeUnit read %d properties, before %d", unit, len(got), len(want))
 		}
 		if g.unit.LoadState == "" {
 			t.Errorf("%s: no LoadState read", unit)

@@ -402,3 +402,20 @@ func TestReconcileDue(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitObjectPath: systemd's object paths of units, as busctl lists
+// them: every byte but [A-Za-z0-9] as _ and two hex digits, a leading
+// digit too.
+func TestUnitObjectPath(t *testing.T) {
+	for unit, want := range map[string]string{
+		"sglang.service":           "/org/freedesktop/systemd1/unit/sglang_2eservice",
+		"systemd-journald.service": "/org/freedesktop/systemd1/unit/systemd_2djournald_2eservice",
+		"getty@tty1.service":       "/org/freedesktop/systemd1/unit/getty_40tty1_2eservice",
+		"multi-user.target":        "/org/freedesktop/systemd1/unit/multi_2duser_2etarget",
+		"1gpu.service":             "/org/freedesktop/systemd1/unit/_31gpu_2eservice",
+	} {
+		if got := unitObjectPath(unit); string(got) != want {
+			t.Errorf("unitObjectPath(%q) = %s, want %s", unit, got, want)
+		}
+	}
+}

@@ -106,9 +106,9 @@ func Watch(ctx context.Context, d Dialer, o WatchOptions, emit func(event.Event)
 		why  error
 	)
 	if path == "" {
-		conn, path, why, err = openBusAuto(bctx, d, o.Host, uid)
+		conn, path, why, err = openBusAuto(bctx, d, o.Host, uid, false)
 	} else {
-		conn, err = openBus(bctx, d, o.Host, uid, path)
+		conn, err = openBus(bctx, d, o.Host, uid, path, false)
 	}
 	if err != nil {
 		if o.Path != "" || ctx.Err() != nil {
@@ -182,30 +182,12 @@ func (w *watcher) bus(ctx context.Context, conn *dbus.Conn, path string, why err
 		}
 		return fmt.Errorf("%s: watch %s via %s: %s: %w", o.Host, o.Unit, path, step, err)
 	}
-	mgr := conn.Object(busName, managerPath)
-	var unitPath dbus.ObjectPath
-	if err := mgr.CallWithContext(ctx, managerIface+".LoadUnit", 0, o.Unit).Store(&unitPath); err != nil {
-		return fail("load unit", err)
-	}
 	sigs := make(chan *dbus.Signal, signalBuffer)
 	conn.Signal(sigs)
 	defer conn.RemoveSignal(sigs)
-	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchObjectPath(unitPath),
-		dbus.WithMatchInterface(propsIface), dbus.WithMatchMember("PropertiesChanged")); err != nil {
-		return fail("add match", err)
-	}
-	if err := conn.AddMatchSignalContext(ctx, dbus.WithMatchObjectPath(managerPath),
-		dbus.WithMatchInterface(managerIface), dbus.WithMatchMember("Reloading")); err != nil {
-		return fail("add match", err)
-	}
-	// systemd sends unit signals only while some client is subscribed;
-	// the subscription ends with this connection.
-	if err := mgr.CallWithContext(ctx, managerIface+".Subscribe", 0).Store(); err != nil {
-		return fail("subscribe", err)
-	}
-	props, cutoff, err := readBus(ctx, conn, o.Unit, unitPath)
+	unitPath, props, cutoff, step, err := subscribeUnit(ctx, conn, o.Unit)
 	if err != nil {
-		return fail("read", err)
+		return fail(step, err)
 	}
 	w.notify(path, why)
 	if !w.report(fromBus(o.Unit, path, props)) {
