@@ -50,11 +50,6 @@ func openBus(ctx context.Context, d Dialer, host string, uid int, via string, he
 	if err != nil {
 		return nil, fmt.Errorf("%s: system bus via %s: %w", host, via, err)
 	}
-	conn, err := dbus.NewConn(rwc, dbus.WithContext(ctx))
-	if err != nil {
-		rwc.Close()
-		return nil, fmt.Errorf("%s: system bus via %s: %w", host, via, err)
-	}
 	// EXTERNAL: the bus daemon takes the peer credentials of the socket,
 	// which belong to the SSH user (godbus sends no identity of its own:
 	// it answers the bus's DATA challenge with an empty one).
@@ -63,7 +58,23 @@ func openBus(ctx context.Context, d Dialer, host string, uid int, via string, he
 	if uid != unknownUID {
 		as = strconv.Itoa(uid)
 	}
-	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(as), dbus.AuthAnonymous()}); err != nil {
+	auths := []dbus.Auth{dbus.AuthExternal(as), dbus.AuthAnonymous()}
+	if via == PathDBus && uid == unknownUID {
+		// The bus's own socket, by its credentials: the exchange is sent
+		// without waiting for the bus (pipelinedAuth).
+		p, err := newPipelinedAuth(rwc)
+		if err != nil {
+			rwc.Close()
+			return nil, fmt.Errorf("%s: system bus via %s: %w", host, via, err)
+		}
+		rwc, auths = p, []dbus.Auth{dbus.AuthExternal("")}
+	}
+	conn, err := dbus.NewConn(rwc, dbus.WithContext(ctx))
+	if err != nil {
+		rwc.Close()
+		return nil, fmt.Errorf("%s: system bus via %s: %w", host, via, err)
+	}
+	if err := conn.Auth(auths); err != nil {
 		conn.Close()
 		who := ""
 		if as != "" {
