@@ -2,7 +2,6 @@ package sshx
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"net"
@@ -20,18 +19,7 @@ import (
 // not name the host. Whatever the server put there, the error's text holds
 // no escape sequence: doctor and the commands print it as it is.
 func TestDialErrorQuotingServerIsSanitised(t *testing.T) {
-	newSigner := func() ssh.Signer {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := ssh.NewSignerFromKey(priv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	ca, host := newSigner(), newSigner()
+	ca, host := newSigner(t), newSigner(t)
 	cert := &ssh.Certificate{Key: host.PublicKey(), CertType: ssh.HostCert, KeyId: "evil",
 		ValidPrincipals: []string{"other\x1b]0;pwned\x07\x1b[2J\u009b31m"}, ValidBefore: ssh.CertTimeInfinity}
 	if err := cert.SignCert(rand.Reader, ca); err != nil {
@@ -69,7 +57,7 @@ func TestDialErrorQuotingServerIsSanitised(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = Dial(ctx, Config{Alias: "gpu1", HostName: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, User: "root",
-		StrictHostKeyChecking: "yes", UserKnownHostsFiles: []string{kh}}, DialOptions{AgentSocket: "-", Signers: []ssh.Signer{newSigner()}})
+		StrictHostKeyChecking: "yes", UserKnownHostsFiles: []string{kh}}, DialOptions{AgentSocket: "-", Signers: []ssh.Signer{newSigner(t)}})
 	if err == nil {
 		t.Fatal("dial succeeded")
 	}

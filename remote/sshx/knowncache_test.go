@@ -12,18 +12,21 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-func newPublicKey(t testing.TB) ssh.PublicKey {
+// newSigner is a fresh ed25519 key.
+func newSigner(t testing.TB) ssh.Signer {
 	t.Helper()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := ssh.NewPublicKey(pub)
+	s, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return s
 }
+
+func newPublicKey(t testing.TB) ssh.PublicKey { return newSigner(t).PublicKey() }
 
 // knownLines is a known_hosts text of n hosts gpu0..gpu<n-1>, port 22.
 func knownLines(t testing.TB, n int) string {

@@ -124,7 +124,7 @@ func sendRead(ctx context.Context, conn *dbus.Conn, path dbus.ObjectPath, ifaces
 // takeRead is what the ended GetAll calls of sendRead read, less what
 // fromBus does not use, and the lowest receive sequence of their answers.
 // The answers' maps are taken as godbus decoded them, not stored into new
-// ones: that copy, by reflection, was an eighth of the client's CPU
+// ones: that copy, by reflection, was 11 % of the client's CPU samples
 // before a 256-host table was full. A Get per property instead was
 // measured and is worse on every side (BenchmarkReadBus: about 7x the
 // wall time, more of systemd's CPU, 5x dbus-daemon's).
